@@ -1,0 +1,113 @@
+"""`python -m pytest_skilltransfer`: the protocol over a folder of seeds, for one (source, target) pair.
+
+Exit codes: 0 success; 1 a model call failed; 2 bad options or seeds (every seed problem is listed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .models.base import ModelCallError, ModelError, resolve_model
+from .protocol import ProtocolConfig, SeedSession
+from .report import price_difference, seed_line, summary_line
+from .result_json import run_to_json
+from .seeds import Seed, SeedError, discover_seeds, load_seed
+
+
+def _model_name(name: str | None, backend: str | None, model: str | None, role: str) -> str:
+    if name:
+        return name
+    if backend and model:
+        return f"sim-{model}" if backend == "sim" else f"{backend}:{model}"
+    raise UsageError(f"give --{role} NAME (or --{role}-backend with --{role}-model)")
+
+
+class UsageError(Exception):
+    """Bad command-line options."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    defaults = ProtocolConfig()
+    parser = argparse.ArgumentParser(
+        prog="python -m pytest_skilltransfer",
+        description="Optimize each seed's skill on SOURCE, freeze it, and measure it on TARGET.",
+    )
+    parser.add_argument("--source", help="model that the skill is optimized with, e.g. sim-small or haiku")
+    parser.add_argument("--target", help="model the frozen skill is deployed on, e.g. sim-large or sonnet")
+    parser.add_argument("--optimizer", help="model that proposes edits (default: the agent model itself)")
+    for role in ("source", "target"):
+        parser.add_argument(f"--{role}-backend", help=argparse.SUPPRESS)
+        parser.add_argument(f"--{role}-model", help=argparse.SUPPRESS)
+    parser.add_argument("--data-root", default="seeds", help="folder of seeds (default: seeds)")
+    parser.add_argument("--seeds", default="", help="comma-separated seed names (default: all found)")
+    parser.add_argument("--nights", type=int, default=defaults.nights)
+    parser.add_argument("--edit-budget", type=int, default=defaults.edit_budget)
+    parser.add_argument("--limit-replay", type=int, default=defaults.limit_replay, help="cap on train tasks (0 = all)")
+    parser.add_argument("--limit-holdout", type=int, default=defaults.limit_holdout, help="cap on val and test tasks (0 = all)")
+    parser.add_argument("--samples", type=int, default=defaults.samples, help="rollouts per task")
+    parser.add_argument("--workers", type=int, default=defaults.workers, help="concurrent model calls")
+    parser.add_argument("--no-direct", action="store_true", help="skip the direct optimization on the target")
+    parser.add_argument("--json", action="store_true", help="print the JSON report instead of text")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print per-night progress to stderr")
+    return parser
+
+
+def load_seeds(root: Path, names: list[str]) -> list[Seed]:
+    """Load the chosen seeds (all by default), raising one SeedError-like message for every bad one."""
+    paths = discover_seeds(root)
+    if not paths:
+        raise UsageError(f"no seeds found under {root}: a seed is a folder with SKILL.md, benchmark.jsonl and held-out.jsonl")
+    by_name = {p.name: p for p in paths}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise UsageError(f"unknown seed(s) {', '.join(unknown)} under {root}; found: {', '.join(by_name)}")
+    seeds, errors = [], []
+    for path in ([by_name[n] for n in names] if names else paths):
+        try:
+            seeds.append(load_seed(path))
+        except SeedError as exc:
+            errors.append(str(exc))
+    if errors:
+        raise UsageError("\n".join(errors))
+    return seeds
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        source = resolve_model(_model_name(args.source, args.source_backend, args.source_model, "source"))
+        target = resolve_model(_model_name(args.target, args.target_backend, args.target_model, "target"))
+        optimizer = resolve_model(args.optimizer) if args.optimizer else None
+        config = ProtocolConfig(
+            nights=args.nights, edit_budget=args.edit_budget, limit_replay=args.limit_replay,
+            limit_holdout=args.limit_holdout, samples=args.samples, direct=not args.no_direct, workers=args.workers,
+        )
+        config.validate()
+        seeds = load_seeds(Path(args.data_root), [n.strip() for n in args.seeds.split(",") if n.strip()])
+    except (UsageError, ModelError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    progress = (lambda line: print(line, file=sys.stderr)) if args.verbose else None
+    results = []
+    try:
+        for seed in seeds:
+            result = SeedSession(seed, config, progress).transfer(source, target, optimizer)
+            results.append(result)
+            if not args.json:
+                print(seed_line(run_to_json([result])["results"][0]), flush=True)
+    except ModelCallError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    report = run_to_json(results)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(summary_line(report["results"]))
+        difference = price_difference(report["results"])
+        if difference:
+            print(difference)
+    return 0

@@ -1,0 +1,144 @@
+"""The one interface every model backend implements: a request in, a reply out.
+
+A request carries a system text, a list of messages, optional tool specs and a sample id.
+Backends translate it to their wire format (or, for the simulator, answer in process) and
+return text, tool calls and token usage. Backends are registered by name; resolving an
+unknown name is an error that lists the known names (never a silent fallback).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Literal, Protocol
+
+Role = Literal["user", "assistant", "tool"]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool offered to the model: name, description and JSON-schema parameters."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call the model made: provider id, tool name and parsed arguments."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Message:
+    """A conversation turn. Tool results are role "tool" with the call id they answer."""
+
+    role: Role
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str = ""
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the harness asks of a model. `sample_id` makes repeated samples distinct requests."""
+
+    system: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    max_tokens: int = 1024
+    sample_id: int = 0
+
+    def canonical(self) -> dict[str, Any]:
+        """A JSON-able form with stable key order, used for cache keys and diffs."""
+        return asdict(self)
+
+    def key(self, model: str) -> str:
+        """Cache key: the same model, request and sample id give the same key."""
+        blob = json.dumps({"model": model, "request": self.canonical()}, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens as the provider reported them."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A model's answer: final text and/or tool calls, with usage and the model id that answered."""
+
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    stop_reason: str = ""
+
+
+class Model(Protocol):
+    """A backend bound to one model id."""
+
+    name: str  # the name the user gave (e.g. "sim-small", "haiku")
+    model_id: str  # the resolved id that is recorded and priced (e.g. "claude-haiku-5-5")
+
+    def complete(self, request: Request) -> Reply:
+        """Answer one request. Raises ModelCallError on provider or replay failures."""
+        ...
+
+
+class ModelError(Exception):
+    """A model name or configuration problem, reported to the user as is."""
+
+
+class ModelCallError(Exception):
+    """A call failed (provider error, missing key, cassette miss). The message says what to do."""
+
+
+ModelFactory = Callable[[str], Model]
+
+_FAMILIES: list[tuple[str, Callable[[str], bool], ModelFactory, str]] = []
+
+
+def register_family(
+    family: str, matches: Callable[[str], bool], factory: ModelFactory, help_text: str
+) -> None:
+    """Register a backend family: `matches(name)` says whether it serves a name."""
+    _FAMILIES[:] = [f for f in _FAMILIES if f[0] != family]
+    _FAMILIES.append((family, matches, factory, help_text))
+
+
+def known_models() -> list[str]:
+    """Human-readable list of the names each family accepts."""
+    _load_builtin_families()
+    return [help_text for _, _, _, help_text in _FAMILIES]
+
+
+def resolve_model(name: str) -> Model:
+    """Build the model a user-supplied name stands for, or raise ModelError listing known names."""
+    _load_builtin_families()
+    for _, matches, factory, _ in _FAMILIES:
+        if matches(name):
+            return factory(name)
+    known = "\n  ".join(known_models())
+    raise ModelError(f"unknown model {name!r}. Known models:\n  {known}")
+
+
+def _load_builtin_families() -> None:
+    """Import the built-in backends so they register themselves (SDKs stay lazily imported)."""
+    from . import sim  # noqa: F401
+
+    try:
+        from . import providers  # noqa: F401
+    except ImportError:  # providers land in their own module; the simulator works without them
+        pass

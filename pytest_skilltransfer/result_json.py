@@ -1,0 +1,136 @@
+"""TransferResult -> plain JSON: upstream's fields first, then ours (CIs, efficiency, cost, full skills, tasks).
+
+The CLI's `--json`, the plugin's `--skilltransfer-json` and the snapshots all use this one shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from .prices import cost_usd
+from .protocol import Costs, Evaluation, Night, Optimization, TransferResult, total_costs
+
+EXPERIMENT = "skilltransfer/transfer"
+TAIL_CHARS = 300
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def cost_rows(costs: Costs) -> list[dict[str, Any]]:
+    """One row per (model, role): calls, cache hits, tokens and dollars (None when unpriced)."""
+    rows = []
+    for (model_id, role), tally in costs.items():
+        usd = cost_usd(model_id, tally.usage)
+        rows.append({
+            "model": model_id, "role": role, "calls": tally.calls, "cached": tally.cached,
+            "input_tokens": tally.usage.input_tokens, "output_tokens": tally.usage.output_tokens,
+            "usd": None if usd is None else round(usd, 6),
+        })
+    return rows
+
+
+def dollars(costs: Costs) -> float | None:
+    """Total dollars of a cost table; None when any model in it has no price."""
+    total = 0.0
+    for (model_id, _), tally in costs.items():
+        usd = cost_usd(model_id, tally.usage)
+        if usd is None:
+            return None
+        total += usd
+    return total
+
+
+def tokens(costs: Costs, model_id: str | None = None) -> int:
+    """Input + output tokens of a cost table, optionally for one model."""
+    return sum(t.usage.input_tokens + t.usage.output_tokens for (m, _), t in costs.items() if model_id in (None, m))
+
+
+def calls(costs: Costs) -> int:
+    return sum(t.calls for t in costs.values())
+
+
+def _evaluation(ev: Evaluation | None) -> dict[str, Any] | None:
+    if ev is None:
+        return None
+    return {
+        "model": ev.model_id, "split": ev.split, "hard": ev.hard.as_dict(), "soft": ev.soft.as_dict(),
+        "tasks": [
+            {"task_id": t.task_id, "hard": round(t.hard, 4), "soft": round(t.soft, 4),
+             "samples": [{"sample_id": s.sample_id, "hard": s.hard, "soft": round(s.soft, 4), "failed": list(s.failed)}
+                         for s in t.samples]}
+            for t in ev.tasks
+        ],
+    }
+
+
+def _night(night: Night) -> dict[str, Any]:
+    return {
+        "night": night.number, "val_before": _round(night.val_before), "val_after": _round(night.val_after),
+        "accepted": night.accepted, "applied": [asdict(e) for e in night.applied],
+        "unmatched": [{**asdict(e), "reason": why} for e, why in night.unmatched], "note": night.note,
+    }
+
+
+def _optimization(opt: Optimization | None) -> dict[str, Any] | None:
+    if opt is None:
+        return None
+    return {"agent": opt.agent_id, "optimizer": opt.optimizer_id, "learned_skill": opt.learned_skill,
+            "nights": [_night(n) for n in opt.nights]}
+
+
+def result_to_json(result: TransferResult) -> dict[str, Any]:
+    """One result in the report shape."""
+    phases = result.phase_costs()
+    merged = total_costs(result)
+    direct_mean = result.direct.hard.mean if result.direct else None
+    return {
+        "seed": result.seed,
+        "source": result.source,
+        "target": result.target,
+        "baseline_target": _round(result.baseline.hard.mean),
+        "direct_target": _round(direct_mean),
+        "transferred": _round(result.transferred.hard.mean),
+        "transfer_gain": _round(result.gain.mean),
+        "learned_skill_tail": result.learned.learned_skill[-TAIL_CHARS:],
+        "optimizer": result.optimizer,
+        "gain": result.gain.as_dict(),
+        "efficiency": _round(result.efficiency),
+        "scores": {
+            "baseline": _evaluation(result.baseline),
+            "transferred": _evaluation(result.transferred),
+            "direct": _evaluation(result.direct),
+        },
+        "learned_skill": result.learned.learned_skill,
+        "optimization": {"source": _optimization(result.learned), "direct": _optimization(result.direct_optimization)},
+        "cost": {
+            "phases": {name: cost_rows(costs) for name, costs in phases.items()},
+            "total_usd": _round_usd(dollars(merged)),
+            "optimize_source_usd": _round_usd(dollars(phases["optimize-source"])),
+            "optimize_direct_usd": _round_usd(dollars(phases["optimize-direct"])) if "optimize-direct" in phases else None,
+            "calls": calls(merged),
+            "tokens": tokens(merged),
+        },
+        "config": asdict(result.config),
+    }
+
+
+def _round_usd(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
+def run_to_json(results: list[TransferResult]) -> dict[str, Any]:
+    """A whole run: upstream's top-level fields plus the results."""
+    sources = sorted({r.source for r in results})
+    targets = sorted({r.target for r in results})
+    all_costs = [c for r in results for c in r.phase_costs().values()]
+    return {
+        "experiment": EXPERIMENT,
+        "source": sources[0] if len(sources) == 1 else sources,
+        "target": targets[0] if len(targets) == 1 else targets,
+        "tokens_source": sum(tokens(c, s) for c in all_costs for s in sources),
+        "tokens_target": sum(tokens(c, t) for c in all_costs for t in targets if t not in sources),
+        "results": [result_to_json(r) for r in results],
+    }

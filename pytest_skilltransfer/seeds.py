@@ -1,0 +1,313 @@
+"""Seeds: a deficient SKILL.md plus training and held-out tasks, in gbrain `skillopt-v1` layout.
+
+    <seed>/SKILL.md          the deficient skill (required)
+    <seed>/benchmark.jsonl   training pool, split into train and val by a hash (required)
+    <seed>/held-out.jsonl    test tasks (required, at least one)
+    <seed>/seed.toml         optional: description, [split], [thresholds], corpus folder name
+    <seed>/brain/            optional corpus for the `search` tool (Markdown pages, slug = path)
+
+Loading validates everything and reports every problem at once, each naming file and line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .judges import BOUND_OPS, JUDGE_KINDS, RULE_OPS, TEXT_OPS, Check, Judge
+
+SKILL_FILE = "SKILL.md"
+TRAIN_FILE = "benchmark.jsonl"
+TEST_FILE = "held-out.jsonl"
+CONFIG_FILE = "seed.toml"
+DEFAULT_CORPUS_DIR = "brain"
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task: its id, the prompt, its judge, and where it was defined (`file:line`)."""
+
+    id: str
+    text: str
+    judge: Judge
+    origin: str = ""
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Transfer gates for a seed. None means the gate is off."""
+
+    min_gain: float | None = None
+    min_score: float | None = None
+    min_efficiency: float | None = None
+    regression_tolerance: float | None = None
+
+
+@dataclass(frozen=True)
+class SplitSettings:
+    """How the training pool splits into train and val (upstream: 0.34 and 42)."""
+
+    val_fraction: float = 0.34
+    seed: int = 42
+
+
+@dataclass(frozen=True)
+class Seed:
+    """A loaded, validated seed with its train / val / test splits."""
+
+    name: str
+    path: Path
+    skill: str
+    train: tuple[Task, ...]
+    val: tuple[Task, ...]
+    test: tuple[Task, ...]
+    description: str = ""
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    split: SplitSettings = field(default_factory=SplitSettings)
+    corpus_dir: Path | None = None
+
+
+@dataclass(frozen=True)
+class SeedProblem:
+    """One validation problem: where and what."""
+
+    where: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}"
+
+
+class SeedError(Exception):
+    """A seed failed validation. `problems` lists every problem found."""
+
+    def __init__(self, seed_path: Path, problems: list[SeedProblem]):
+        self.seed_path = seed_path
+        self.problems = problems
+        lines = "\n  ".join(str(p) for p in problems)
+        super().__init__(f"seed {seed_path} is invalid ({len(problems)} problem(s)):\n  {lines}")
+
+
+def split_bucket(task_id: str, split_seed: int) -> int:
+    """The 0..99 bucket of a task id: sha256(str(seed) + id) mod 100, as upstream."""
+    return int(hashlib.sha256(f"{split_seed}{task_id}".encode()).hexdigest(), 16) % 100
+
+
+def split_train_val(
+    seed_name: str, tasks: list[Task], settings: SplitSettings
+) -> tuple[tuple[Task, ...], tuple[Task, ...]]:
+    """Deterministic hash split of the training pool into (train, val), never leaving either empty."""
+    cutoff = round(settings.val_fraction * 100)
+    val = [t for t in tasks if split_bucket(f"{seed_name}:{t.id}", settings.seed) < cutoff]
+    train = [t for t in tasks if t not in val]
+    if not val and len(train) > 1:
+        val.append(train.pop(0))
+    if not train and len(val) > 1:
+        train.append(val.pop())
+    return tuple(train), tuple(val)
+
+
+def _parse_judge(raw: Any, where: str, problems: list[SeedProblem]) -> Judge | None:
+    if not isinstance(raw, dict):
+        problems.append(SeedProblem(where, "judge must be an object with a 'kind'"))
+        return None
+    kind = raw.get("kind")
+    if kind not in JUDGE_KINDS:
+        problems.append(SeedProblem(where, f"unknown judge kind {kind!r}; use one of {', '.join(JUDGE_KINDS)}"))
+        return None
+    if kind == "qrels":
+        slugs, k = raw.get("expected_slugs"), raw.get("k", 5)
+        ok = True
+        if not isinstance(slugs, list) or not slugs or not all(isinstance(s, str) and s for s in slugs):
+            problems.append(SeedProblem(where, "qrels judge needs 'expected_slugs', a non-empty list of slugs"))
+            ok = False
+        if not _is_int(k) or k < 1:
+            problems.append(SeedProblem(where, f"qrels 'k' must be a positive integer, got {k!r}"))
+            ok = False
+        return Judge(kind="qrels", expected_slugs=tuple(slugs), k=k) if ok else None
+    checks = raw.get("checks")
+    if not isinstance(checks, list) or not checks:
+        problems.append(SeedProblem(where, "rule judge needs 'checks', a non-empty list of {op, arg}"))
+        return None
+    parsed = [_parse_check(c, f"{where}: check {i + 1}", problems) for i, c in enumerate(checks)]
+    if any(c is None for c in parsed):
+        return None
+    return Judge(kind="rule", checks=tuple(c for c in parsed if c is not None))
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _parse_check(raw: Any, where: str, problems: list[SeedProblem]) -> Check | None:
+    if not isinstance(raw, dict) or "op" not in raw:
+        problems.append(SeedProblem(where, "a check must be an object with 'op' and 'arg'"))
+        return None
+    op, arg = raw["op"], raw.get("arg")
+    if op not in RULE_OPS:
+        problems.append(SeedProblem(where, f"unknown op {op!r}; known ops: {', '.join(RULE_OPS)}"))
+        return None
+    if op in BOUND_OPS:
+        if not _is_int(arg) or arg < 0:
+            problems.append(SeedProblem(where, f"{op} needs a non-negative integer, got {arg!r}"))
+            return None
+    elif op in TEXT_OPS or op == "tool_called":
+        if not isinstance(arg, str) or not arg.strip():
+            problems.append(SeedProblem(where, f"{op} needs a non-empty string argument"))
+            return None
+        if op == "regex":
+            try:
+                re.compile(arg, re.M)
+            except re.error as exc:
+                problems.append(SeedProblem(where, f"regex {arg!r} does not compile: {exc}"))
+                return None
+    return Check(op=op, arg=arg)
+
+
+def read_tasks(path: Path, problems: list[SeedProblem]) -> list[Task]:
+    """Read a JSONL task file, appending every problem (with file:line) to `problems`."""
+    tasks: list[Task] = []
+    seen: dict[str, int] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        where = f"{path}:{number}"
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(SeedProblem(where, f"malformed JSON: {exc.msg} (column {exc.colno})"))
+            continue
+        if not isinstance(raw, dict):
+            problems.append(SeedProblem(where, "each line must be a JSON object {task_id, task, judge}"))
+            continue
+        missing = [k for k in ("task_id", "task", "judge") if k not in raw]
+        if missing:
+            problems.append(SeedProblem(where, f"missing field(s): {', '.join(missing)}"))
+            continue
+        task_id, text = raw["task_id"], raw["task"]
+        if not isinstance(task_id, str) or not task_id.strip():
+            problems.append(SeedProblem(where, "task_id must be a non-empty string"))
+            continue
+        if not isinstance(text, str) or not text.strip():
+            problems.append(SeedProblem(where, f"task {task_id!r}: 'task' must be a non-empty string"))
+            continue
+        if task_id in seen:
+            problems.append(SeedProblem(where, f"duplicate task_id {task_id!r} (first at line {seen[task_id]})"))
+            continue
+        seen[task_id] = number
+        judge = _parse_judge(raw["judge"], f"{where}: task {task_id!r}", problems)
+        if judge is not None:
+            tasks.append(Task(id=task_id, text=text, judge=judge, origin=where))
+    return tasks
+
+
+def _read_config(path: Path, problems: list[SeedProblem]) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        config = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        problems.append(SeedProblem(str(path), f"invalid TOML: {exc}"))
+        return {}
+    allowed = {"description": str, "corpus": str, "split": dict, "thresholds": dict}
+    for key, value in config.items():
+        if key not in allowed:
+            problems.append(SeedProblem(str(path), f"unknown key {key!r}; known keys: {', '.join(allowed)}"))
+        elif not isinstance(value, allowed[key]):
+            problems.append(SeedProblem(str(path), f"{key!r} must be a {allowed[key].__name__}"))
+    return config
+
+
+def _number_table(
+    table: dict[str, Any], keys: tuple[str, ...], where: str, problems: list[SeedProblem]
+) -> dict[str, float]:
+    values: dict[str, float] = {}
+    for key, value in table.items():
+        if key not in keys:
+            problems.append(SeedProblem(where, f"unknown key {key!r}; known keys: {', '.join(keys)}"))
+        elif isinstance(value, bool) or not isinstance(value, (int, float)):
+            problems.append(SeedProblem(where, f"{key!r} must be a number, got {value!r}"))
+        else:
+            values[key] = value
+    return values
+
+
+def load_seed(path: str | Path) -> Seed:
+    """Load and validate one seed folder. Raises SeedError listing every problem."""
+    root = Path(path)
+    problems: list[SeedProblem] = []
+    if not root.is_dir():
+        raise SeedError(root, [SeedProblem(str(root), "not a folder; a seed is a folder holding SKILL.md")])
+    config_path = root / CONFIG_FILE
+    config = _read_config(config_path, problems)
+    split_values = _number_table(config.get("split", {}) if isinstance(config.get("split"), dict) else {},
+                                 ("val_fraction", "seed"), f"{config_path} [split]", problems)
+    split = SplitSettings(**{**SplitSettings().__dict__, **split_values})
+    if not 0 < split.val_fraction < 1:
+        problems.append(SeedProblem(f"{config_path} [split]", f"val_fraction must be between 0 and 1, got {split.val_fraction}"))
+    if not _is_int(split.seed):
+        problems.append(SeedProblem(f"{config_path} [split]", f"seed must be an integer, got {split.seed!r}"))
+    threshold_values = _number_table(
+        config.get("thresholds", {}) if isinstance(config.get("thresholds"), dict) else {},
+        tuple(Thresholds.__dataclass_fields__), f"{config_path} [thresholds]", problems)
+    skill_path = root / SKILL_FILE
+    skill = ""
+    if not skill_path.is_file():
+        problems.append(SeedProblem(str(skill_path), "missing: every seed needs the deficient skill as SKILL.md"))
+    else:
+        skill = skill_path.read_text(encoding="utf-8")
+        if not skill.strip():
+            problems.append(SeedProblem(str(skill_path), "is empty"))
+    pools: dict[str, list[Task]] = {}
+    for name in (TRAIN_FILE, TEST_FILE):
+        file = root / name
+        if not file.is_file():
+            problems.append(SeedProblem(str(file), "missing: a seed needs both benchmark.jsonl and held-out.jsonl"))
+            pools[name] = []
+            continue
+        pools[name] = read_tasks(file, problems)
+        if not pools[name] and not any(p.where.startswith(str(file)) for p in problems):
+            problems.append(SeedProblem(str(file), "holds no tasks"))
+    corpus_dir = root / str(config.get("corpus", DEFAULT_CORPUS_DIR))
+    if "corpus" in config and not corpus_dir.is_dir():
+        problems.append(SeedProblem(str(config_path), f"corpus folder {corpus_dir} does not exist"))
+    train, val = split_train_val(root.name, pools[TRAIN_FILE], split) if not problems else ((), ())
+    if not problems and (not train or not val):
+        problems.append(SeedProblem(str(root / TRAIN_FILE), f"the split left train={len(train)} and val={len(val)} tasks; "
+                                    "add tasks (at least 2) or change [split] val_fraction"))
+    if problems:
+        raise SeedError(root, problems)
+    return Seed(
+        name=root.name,
+        path=root,
+        skill=skill,
+        train=train,
+        val=val,
+        test=tuple(pools[TEST_FILE]),
+        description=str(config.get("description", "")),
+        thresholds=Thresholds(**threshold_values),
+        split=split,
+        corpus_dir=corpus_dir if corpus_dir.is_dir() else None,
+    )
+
+
+def is_seed_dir(path: Path) -> bool:
+    """A seed folder holds SKILL.md or a benchmark file and is not hidden or `_`-prefixed."""
+    return path.is_dir() and not path.name.startswith((".", "_")) and (
+        (path / SKILL_FILE).is_file() or (path / TRAIN_FILE).is_file()
+    )
+
+
+def discover_seeds(root: str | Path) -> list[Path]:
+    """Seed folders at or directly below `root`, sorted by name (so every xdist worker agrees)."""
+    base = Path(root)
+    if is_seed_dir(base):
+        return [base]
+    if not base.is_dir():
+        return []
+    return sorted((p for p in base.iterdir() if is_seed_dir(p)), key=lambda p: p.name)

@@ -1,0 +1,141 @@
+"""The protocol with a scripted model: gate, rejected-edit memory, early stop, caching, samples, stats."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_skilltransfer.models.base import ModelCallError, Reply
+from pytest_skilltransfer.protocol import ProtocolConfig, SeedSession, capped
+from pytest_skilltransfer.seeds import load_seed
+from pytest_skilltransfer.stats import bootstrap, paired_gain
+from scripted_model import ScriptedModel, edits
+
+CHECKS = {"kind": "rule", "checks": [{"op": "contains", "arg": "Owner:"}, {"op": "max_chars", "arg": 60}]}
+
+
+@pytest.fixture
+def seed(tmp_path: Path):
+    root = tmp_path / "router"
+    root.mkdir()
+    (root / "SKILL.md").write_text("# Router\nRoute the ticket.\n")
+    line = lambda i, p: json.dumps({"task_id": f"{p}-{i:02d}", "task": f"Route ticket {i}", "judge": CHECKS})
+    (root / "benchmark.jsonl").write_text("\n".join(line(i, "bm") for i in range(12)))
+    (root / "held-out.jsonl").write_text("\n".join(line(i, "hd") for i in range(6)))
+    return load_seed(root)
+
+
+def obeys_owner_rule(skill: str, task: str, sample: int) -> str:
+    """Writes the Owner line only when the skill says so; a rule to elaborate makes it too long."""
+    text = f"Routed: {task[-2:]}."
+    if "OWNER-LINE" in skill:
+        text += " Owner: @infra"
+    if "ELABORATE" in skill:
+        text += " " + "details " * 10
+    return text
+
+
+def session(seed, **config):
+    return SeedSession(seed, ProtocolConfig(**{"limit_replay": 0, "limit_holdout": 0, **config}))
+
+
+def test_improving_edit_is_accepted_and_transfers(seed):
+    source = ScriptedModel("src", obeys_owner_rule, [edits("OWNER-LINE: end with `Owner: @team`.")])
+    target = ScriptedModel("tgt", obeys_owner_rule)
+    result = session(seed, direct=False).transfer(source, target)
+    assert result.baseline.hard.mean == 0.0
+    assert result.transferred.hard.mean == 1.0
+    assert result.gain.mean == 1.0 and result.gain.low == 1.0
+    night = result.learned.nights[0]
+    assert night.accepted and night.val_before == 0.25 and night.val_after == 1.0
+    assert "OWNER-LINE" in result.learned.learned_skill
+    assert len(result.learned.nights) == 1, "stops once validation is perfect"
+
+
+def test_harmful_batch_is_rejected_and_shown_to_next_reflect(seed):
+    source = ScriptedModel("src", obeys_owner_rule, [edits("ELABORATE on every point."), edits("OWNER-LINE please.")])
+    result = session(seed, direct=False).transfer(source, ScriptedModel("tgt", obeys_owner_rule))
+    first, second = result.learned.nights
+    assert not first.accepted and first.val_after == 0.0
+    assert second.accepted
+    assert "ELABORATE" not in result.learned.learned_skill
+    prompts = source.reflect_prompts()
+    assert "(none)" in prompts[0].split("# Edits already tried and rejected by validation")[1]
+    assert 'add "ELABORATE on every point." (validation 0.25 -> 0.00)' in prompts[1]
+
+
+def test_ties_are_rejected(seed):
+    source = ScriptedModel("src", obeys_owner_rule, [edits("Be helpful."), edits("Be accurate.")])
+    result = session(seed, direct=False).transfer(source, ScriptedModel("tgt", obeys_owner_rule))
+    assert [n.accepted for n in result.learned.nights] == [False, False]
+    assert result.learned.learned_skill == seed.skill
+
+
+def test_unparseable_reflection_is_retried_once(seed):
+    source = ScriptedModel("src", obeys_owner_rule, ["I think an owner line would help.", edits("OWNER-LINE now.")])
+    result = session(seed, direct=False, nights=1).transfer(source, ScriptedModel("tgt", obeys_owner_rule))
+    assert result.learned.nights[0].accepted and result.learned.nights[0].note == "optimizer reply parsed on retry"
+
+
+def test_direct_reference_and_efficiency(seed):
+    source = ScriptedModel("src", obeys_owner_rule, [edits("Be helpful."), edits("Be kind.")])
+    target = ScriptedModel("tgt", obeys_owner_rule, [edits("OWNER-LINE rule.")])
+    result = session(seed).transfer(source, target)
+    assert result.direct is not None and result.direct.hard.mean == 1.0
+    assert result.transferred.hard.mean == 0.0 and result.efficiency == 0.0
+    assert set(result.phase_costs()) == {"baseline", "optimize-source", "transferred", "optimize-direct", "direct"}
+
+
+def test_no_request_is_sent_twice(seed):
+    source = ScriptedModel("src", obeys_owner_rule, [edits("OWNER-LINE rule.")])
+    target = ScriptedModel("tgt", obeys_owner_rule)
+    run = session(seed, samples=2, direct=False)
+    run.transfer(source, target)
+    run.transfer(source, target)
+    for model in (source, target):
+        keys = [r.key(model.model_id) for r in model.requests]
+        assert len(keys) == len(set(keys))
+    assert {r.sample_id for r in target.requests} == {0, 1}
+
+
+def test_samples_give_distinct_rollouts_and_task_means(seed):
+    noisy = lambda skill, task, sample: "Owner: @x" if sample % 2 else "no"
+    result = session(seed, samples=4, direct=False, nights=1).transfer(
+        ScriptedModel("src", noisy), ScriptedModel("tgt", noisy))
+    assert all(len(t.samples) == 4 for t in result.baseline.tasks)
+    assert result.baseline.hard.mean == 0.5 and result.baseline.hard.low == result.baseline.hard.high == 0.5
+
+
+def test_call_errors_propagate(seed):
+    class Broken(ScriptedModel):
+        def complete(self, request):
+            raise ModelCallError("provider down")
+    with pytest.raises(ModelCallError, match="provider down"):
+        session(seed).transfer(Broken("b", obeys_owner_rule), Broken("b", obeys_owner_rule))
+
+
+def test_caps_take_a_seeded_sample_in_file_order(seed):
+    chosen = capped(seed.test, 3, 42)
+    assert len(chosen) == 3 and [t.id for t in chosen] == sorted(t.id for t in chosen)
+    assert chosen != seed.test[:3] or capped(seed.test, 3, 7) != chosen
+    assert capped(seed.test, 0, 42) == seed.test
+
+
+def test_bad_config_is_refused(seed):
+    with pytest.raises(ValueError, match="samples must be at least 1"):
+        SeedSession(seed, ProtocolConfig(samples=0))
+
+
+def test_bootstrap_interval_contains_mean_and_is_deterministic():
+    values = [0, 1, 1, 0, 1, 1, 1, 0]
+    first, second = bootstrap(values), bootstrap(values)
+    assert first == second and first.low < first.mean < first.high and first.n == 8
+    assert bootstrap([]).n == 0 and bootstrap([1.0]).low == 1.0
+
+
+def test_paired_gain_uses_per_task_differences():
+    gain = paired_gain([0, 0, 1, 1], [1, 1, 1, 1])
+    assert gain.mean == 0.5 and 0.0 <= gain.low <= 0.5 <= gain.high <= 1.0
+    assert paired_gain([0.5] * 5, [0.5] * 5).high == 0.0
+    with pytest.raises(ValueError):
+        paired_gain([1], [1, 2])

@@ -1,0 +1,140 @@
+"""Seed loading: every validation error (reported together, with file and line) and the split."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_skilltransfer.seeds import SeedError, SplitSettings, Task, discover_seeds, load_seed, split_train_val
+from pytest_skilltransfer.judges import Judge, Check
+
+GBRAIN = Path(__file__).resolve().parents[2] / "shared" / "external" / "gbrain-skillopt-v1"
+RULE = {"kind": "rule", "checks": [{"op": "contains", "arg": "X"}]}
+
+
+def task(i, judge=RULE, prefix="bm"):
+    return json.dumps({"task_id": f"{prefix}-{i:03d}", "task": f"Task {i}", "judge": judge})
+
+
+def write_seed(root: Path, train=None, test=None, skill="# Skill\nDo it.\n", toml=None) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    if skill is not None:
+        (root / "SKILL.md").write_text(skill)
+    (root / "benchmark.jsonl").write_text("\n".join(train if train is not None else [task(i) for i in range(1, 11)]) + "\n")
+    (root / "held-out.jsonl").write_text("\n".join(test if test is not None else [task(i, prefix="hd") for i in range(1, 4)]) + "\n")
+    if toml is not None:
+        (root / "seed.toml").write_text(toml)
+    return root
+
+
+def problems(path):
+    with pytest.raises(SeedError) as info:
+        load_seed(path)
+    return [str(p) for p in info.value.problems]
+
+
+def test_valid_seed_loads_with_disjoint_splits(tmp_path):
+    seed = load_seed(write_seed(tmp_path / "good", toml='description = "d"\n[thresholds]\nmin_gain = 0.1\n'))
+    ids = [t.id for t in seed.train] + [t.id for t in seed.val]
+    assert sorted(ids) == [f"bm-{i:03d}" for i in range(1, 11)]
+    assert seed.train and seed.val and len(seed.test) == 3
+    assert not {t.id for t in seed.train} & {t.id for t in seed.val}
+    assert seed.thresholds.min_gain == 0.1 and seed.description == "d"
+    assert seed.test[0].origin.endswith("held-out.jsonl:1")
+
+
+def test_all_problems_reported_at_once_with_file_and_line(tmp_path):
+    lines = [
+        task(1),
+        "{not json",
+        json.dumps({"task_id": "bm-003", "task": "t"}),
+        task(1),
+        json.dumps({"task_id": "bm-005", "task": "t", "judge": {"kind": "rubric"}}),
+        json.dumps({"task_id": "bm-006", "task": "t", "judge": {"kind": "rule", "checks": [{"op": "contain", "arg": "x"}]}}),
+        json.dumps({"task_id": "bm-007", "task": "t", "judge": {"kind": "rule", "checks": [{"op": "regex", "arg": "([a-"}]}}),
+        json.dumps({"task_id": "bm-008", "task": "t", "judge": {"kind": "rule", "checks": [{"op": "contains", "arg": ""}]}}),
+        json.dumps({"task_id": "bm-009", "task": "t", "judge": {"kind": "rule", "checks": [{"op": "max_chars", "arg": "900"}]}}),
+        json.dumps({"task_id": "bm-010", "task": "t", "judge": {"kind": "rule", "checks": [{"op": "min_chars", "arg": -1}]}}),
+        json.dumps({"task_id": "bm-011", "task": "t", "judge": {"kind": "rule", "checks": []}}),
+        json.dumps({"task_id": "bm-012", "task": "t", "judge": {"kind": "qrels", "expected_slugs": [], "k": 0}}),
+    ]
+    root = write_seed(tmp_path / "bad", train=lines, skill=None)
+    found = problems(root)
+    text = "\n".join(found)
+    bench = str(root / "benchmark.jsonl")
+    assert f"{root / 'SKILL.md'}: missing" in text
+    assert f"{bench}:2: malformed JSON" in text
+    assert f"{bench}:3: missing field(s): judge" in text
+    assert f"{bench}:4: duplicate task_id 'bm-001' (first at line 1)" in text
+    assert f"{bench}:5: task 'bm-005': unknown judge kind 'rubric'" in text
+    assert "unknown op 'contain'" in text
+    assert "does not compile" in text
+    assert "contains needs a non-empty string" in text
+    assert "max_chars needs a non-negative integer, got '900'" in text
+    assert "min_chars needs a non-negative integer, got -1" in text
+    assert f"{bench}:11: task 'bm-011': rule judge needs 'checks'" in text
+    assert "expected_slugs" in text and "'k' must be a positive integer" in text
+    assert len(found) == 13
+
+
+def test_seed_without_test_tasks_is_an_error(tmp_path):
+    assert any("holds no tasks" in p for p in problems(write_seed(tmp_path / "s", test=[])))
+
+
+def test_missing_heldout_file(tmp_path):
+    root = write_seed(tmp_path / "s")
+    (root / "held-out.jsonl").unlink()
+    assert any("held-out.jsonl: missing" in p for p in problems(root))
+
+
+def test_empty_split_is_an_error(tmp_path):
+    found = problems(write_seed(tmp_path / "s", train=[task(1)]))
+    assert any("the split left train=" in p for p in found)
+
+
+def test_bad_seed_toml(tmp_path):
+    found = problems(write_seed(tmp_path / "s", toml='colour = "red"\n[thresholds]\nmin_gian = 1\nmin_score = "high"\n[split]\nval_fraction = 1.5\n'))
+    text = "\n".join(found)
+    assert "unknown key 'colour'" in text and "unknown key 'min_gian'" in text
+    assert "'min_score' must be a number" in text and "val_fraction must be between 0 and 1" in text
+
+
+def test_invalid_toml_names_the_file(tmp_path):
+    found = problems(write_seed(tmp_path / "s", toml="[thresholds\n"))
+    assert found[0].startswith(str(tmp_path / "s" / "seed.toml")) and "invalid TOML" in found[0]
+
+
+def test_split_is_deterministic_and_follows_fraction():
+    tasks = [Task(f"bm-{i:03d}", "t", Judge("rule", (Check("contains", "x"),))) for i in range(200)]
+    train, val = split_train_val("seed", tasks, SplitSettings(0.34, 42))
+    _, reversed_val = split_train_val("seed", list(reversed(tasks)), SplitSettings(0.34, 42))
+    assert {t.id for t in reversed_val} == {t.id for t in val}
+    assert 0.25 < len(val) / 200 < 0.43
+    other_train, other_val = split_train_val("seed", tasks, SplitSettings(0.34, 7))
+    assert {t.id for t in val} != {t.id for t in other_val}
+    again = split_train_val("seed", tasks, SplitSettings(0.34, 42))
+    assert [t.id for t in again[1]] == [t.id for t in val]
+
+
+def test_split_never_leaves_val_empty():
+    tasks = [Task(f"t{i}", "t", Judge("rule", (Check("contains", "x"),))) for i in range(2)]
+    train, val = split_train_val("s", tasks, SplitSettings(0.01, 42))
+    assert len(train) == 1 and len(val) == 1
+
+
+def test_discovery_skips_private_and_sorts(tmp_path):
+    write_seed(tmp_path / "b-seed")
+    write_seed(tmp_path / "a-seed")
+    write_seed(tmp_path / "_old")
+    (tmp_path / "notes").mkdir()
+    assert [p.name for p in discover_seeds(tmp_path)] == ["a-seed", "b-seed"]
+    assert discover_seeds(tmp_path / "a-seed") == [tmp_path / "a-seed"]
+
+
+@pytest.mark.skipif(not GBRAIN.is_dir(), reason=f"gbrain skillopt-v1 data not present at {GBRAIN}")
+def test_gbrain_seeds_load_as_they_are():
+    seeds = [load_seed(p) for p in discover_seeds(GBRAIN)]
+    assert sorted(s.name for s in seeds) == ["seed-missing-structure", "seed-no-brain-first", "seed-no-verdict", "seed-verbose"]
+    brain = next(s for s in seeds if s.name == "seed-no-brain-first")
+    assert brain.corpus_dir is not None and brain.test[0].judge.kind == "qrels"
+    assert all(len(s.train) + len(s.val) == 15 and len(s.test) == 6 for s in seeds)
