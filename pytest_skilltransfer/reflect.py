@@ -138,8 +138,7 @@ def _candidate_arrays(text: str) -> list[object]:
 
 def parse_edits(text: str) -> list[Edit]:
     """Parse the first JSON array of edit objects in a reply (code fences and prose tolerated)."""
-    unfenced = re.sub(r"```(?:json)?", "", text)
-    for array in _candidate_arrays(unfenced):
+    for array in _candidate_arrays(text):
         items = [item for item in array if isinstance(item, dict)]
         if not items:
             continue

@@ -1,5 +1,7 @@
 """Edit application: multi-line rules, anchors, duplicates, budget; and parsing of optimizer replies."""
 
+import json
+
 import pytest
 
 from pytest_skilltransfer.edits import END, START, Edit, apply_edits, render_skill, split_skill
@@ -93,3 +95,10 @@ def test_parse_keeps_anchor_only_deletes_and_multiline():
 def test_parse_fails_clearly():
     with pytest.raises(EditParseError, match="no JSON array"):
         parse_edits("I would add a risks section.")
+
+
+def test_fences_inside_edit_content_survive_parsing():
+    content = "Use this skeleton:\n```\n## Key Risks\n- <risk>\n```"
+    reply = "```json\n" + json.dumps([{"op": "add", "content": content}]) + "\n```"
+    assert parse_edits(reply) == [Edit("add", content)]
+    assert parse_edits(json.dumps([{"op": "add", "content": content}])) == [Edit("add", content)]

@@ -1,0 +1,377 @@
+"""How a SIMULATED model answers a task: which directives it follows, then the text it writes.
+
+A `Profile` says how likely a model is to follow each strength of directive (a small model follows
+literal rules and ignores most abstract ones; a large model follows both). `resolve` draws those
+decisions with hash-seeded `Noise`, lets later rules override earlier ones, and yields a `Plan`;
+`render_answer` writes a plausible answer to the task that carries out the plan.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Sequence, TypeVar
+
+from .sim_skill import ABSTRACT, LABEL, LENGTH, LITERAL, PHRASE, REFUSAL, SECTION, TOOLS, Directive, vocabulary
+
+T = TypeVar("T")
+
+
+class Noise:
+    """Deterministic pseudo-random draws from a seed string (sha256; no global or salted state)."""
+
+    def __init__(self, seed: str):
+        self.seed = seed
+
+    def unit(self, label: str) -> float:
+        """A float in [0, 1) fixed by the seed and the label."""
+        digest = hashlib.sha256(f"{self.seed}|{label}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") / 2**64
+
+    def chance(self, label: str, probability: float) -> bool:
+        return self.unit(label) < probability
+
+    def between(self, label: str, low: int, high: int) -> int:
+        return low + int(self.unit(label) * (high - low + 1))
+
+    def choice(self, label: str, options: Sequence[T]) -> T:
+        return options[int(self.unit(label) * len(options))]
+
+    def shuffled(self, label: str, items: Sequence[T]) -> list[T]:
+        order = sorted(range(len(items)), key=lambda i: self.unit(f"{label}:{i}"))
+        return [items[i] for i in order]
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A simulated model's capacity: follow rates per directive strength, lengths, optimizer style."""
+
+    follow: dict[str, float]
+    default_chars: tuple[int, int] = (650, 1100)
+    verbose_chars: tuple[int, int] = (1500, 2500)
+    concise_chars: tuple[int, int] = (350, 750)
+    overshoot: float = 0.0
+    abstract_style: float = 0.0
+    example_rate: float = 0.0
+    useless_edit_rate: float = 0.15
+    harmful_edit_rate: float = 0.12
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the model will do for one task."""
+
+    search: bool = False
+    decline: str = ""
+    length: Directive | None = None
+    min_chars: int = 0
+    structure: tuple[Directive, ...] = ()
+    opener: tuple[str, ...] = ()
+    phrases: tuple[str, ...] = ()
+
+
+def resolve(directives: list[Directive], profile: Profile, noise: Noise, task: str) -> Plan:
+    """Draw which directives the model follows; the latest followed rule of a kind wins."""
+    def draw(d: Directive) -> str:
+        return f"follow:block:{d.unit}" if d.unit >= 0 else f"follow:{d.position}:{d.kind}:{d.mode}:{d.text}"
+
+    followed = [d for d in directives if noise.chance(draw(d), profile.follow[d.strength])]
+
+    def last(kind: str, modes: tuple[str, ...] = ()) -> Directive | None:
+        hits = [d for d in followed if d.kind == kind and (not modes or d.mode in modes)]
+        return hits[-1] if hits else None
+
+    tools = last(TOOLS)
+    refusal = last(REFUSAL)
+    decline = _matching_topic(refusal.options, task) if refusal and refusal.mode == "decline" else ""
+    mins = [d.number for d in followed if d.kind == LENGTH and d.mode == "min"]
+    return Plan(
+        search=bool(tools and tools.mode == "search"),
+        decline=decline,
+        length=last(LENGTH, ("verbose", "concise", "max", "sentences")),
+        min_chars=max(mins, default=0),
+        structure=_structure(followed),
+        opener=_surviving_phrases(followed, "open"),
+        phrases=_surviving_phrases(followed, "use"),
+    )
+
+
+def _structure(followed: list[Directive]) -> tuple[Directive, ...]:
+    """Sections and labels, once each, in order of first mention; a later mention refines the first."""
+    first: dict[tuple[str, str], Directive] = {}
+    latest: dict[tuple[str, str], Directive] = {}
+    for d in followed:
+        if d.kind in (SECTION, LABEL):
+            key = (d.kind, d.text.casefold())
+            first.setdefault(key, d)
+            if d.strength == LITERAL or key not in latest or latest[key].strength != LITERAL:
+                latest[key] = d
+    ordered = sorted(first, key=lambda key: first[key].position)
+    return tuple(latest[key] for key in ordered)
+
+
+def _surviving_phrases(followed: list[Directive], mode: str) -> tuple[str, ...]:
+    """Phrases of the latest `mode` directive that no later followed prohibition removes."""
+    hits = [d for d in followed if d.kind == PHRASE and d.mode == mode]
+    if not hits:
+        return ()
+    chosen = hits[-1]
+    bans = [d for d in followed if d.kind == PHRASE and d.mode in ("forbid", "filler") and d.position > chosen.position]
+
+    def banned(phrase: str) -> bool:
+        return any(d.mode == "filler" or any(_overlaps(phrase, b) for b in d.options) for d in bans)
+
+    return tuple(p for p in chosen.options if not banned(p))
+
+
+def _overlaps(phrase: str, ban: str) -> bool:
+    a, b = phrase.casefold().strip(" !.,"), ban.casefold().strip(" !.,")
+    return bool(a and b) and (a in b or b in a)
+
+
+def _stem(word: str) -> str:
+    word = word.lower()
+    for suffix in ("ing", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)]
+    return word
+
+
+def _matching_topic(keywords: tuple[str, ...], task: str) -> str:
+    """The first declined keyword the task mentions (by word stem), or ''."""
+    words = re.findall(r"[a-z]+", task.lower())
+    for keyword in keywords:
+        parts = keyword.split()
+        if parts and any(w.startswith(_stem(parts[0])) for w in words):
+            return keyword
+    return ""
+
+
+# ---- the text ---------------------------------------------------------------------------------
+
+_STOPWORDS = frozenset(
+    "a an and are as at be by can do does for from has have how i if in is it its of on or our should so that the "
+    "their them then there this to was we were what when where whether which who why will with would you your "
+    "after before into about over under they it's than just also been being my me not no nobody all every "
+    "did decide meant caused sent showed ran returned need needs needed got get gets could cannot can't "
+    "while during without one two some any please ticket".split())
+_SENTENCES = (
+    "The first thing to pin down is who owns the {k1} and who needs to hear about it.",
+    "Most of the risk sits with the {k1}, so that is where the checks should start.",
+    "Recent changes around the {k2} are worth a look, since surprises usually come from the newest code.",
+    "A small, reversible step is safer than a big one, and it keeps the blast radius contained.",
+    "It helps to write down the assumptions, because they decide whether the plan still holds next week.",
+    "Measure the {k1} before and after, so the effect is visible instead of argued about.",
+    "Timing matters: avoid touching the {k2} right before a freeze, a holiday or a big customer launch.",
+    "Keep the people who depend on the {k1} in the loop early rather than surprising them later.",
+    "If something goes wrong there should be a clear way back, ideally a single command or a flag.",
+    "The dashboards should show a problem with the {k2} within minutes if anything misbehaves.",
+    "Automated tests cover the common paths, but the edge cases around the {k1} deserve a manual pass.",
+    "Document what was decided and why, so the next person does not have to redo the analysis.",
+    "Cost is part of the picture too: extra load from the {k2} shows up in the cloud bill within a month.",
+    "Support will get the first questions, so give them a short note they can reuse.",
+    "Where the data is thin, say so plainly and plan a follow-up check.",
+    "A quick review with someone outside the team catches blind spots around the {k1}.",
+    "The smallest option that solves the problem with the {k2} is usually the right starting point.",
+    "Security and privacy reviews should not be skipped, even when the {k1} looks routine.",
+    "Any configuration change related to the {k2} deserves the same review as a code change.",
+    "Rolling out to a small share of users first gives real signal about the {k1} with little risk.",
+    "The on-call engineer should know what changed and where to look if alerts fire.",
+    "Older clients and integrations that touch the {k1} are the usual source of late surprises.",
+    "Once things are stable, a short retro turns this into a lesson instead of a memory.",
+    "None of this needs a long meeting; a short written summary and a named owner are enough.",
+    "If the numbers for the {k2} move the wrong way, pause and look before pushing further.",
+    "Backups and a tested restore path matter more than any single fix to the {k1}.",
+)
+_BULLETS = (
+    "The {k1}: the main {h} point to track this week",
+    "Owner to confirm the {h} details for the {k2}",
+    "Revisit the {k1} once the {h} picture is clearer",
+    "Share the {h} notes with the teams that rely on the {k2}",
+)
+_VERDICTS = (
+    "Ship it, with the owning team watching the dashboards for the first hour",
+    "Hold until the open issues are fixed and re-tested",
+    "Go ahead behind a feature flag, then widen the rollout",
+    "Wait one week and revisit with fresh data",
+)
+_LEVELS = ("High", "Medium", "Low")
+
+
+@dataclass(frozen=True)
+class TaskView:
+    """What the model takes from the task text: its topic, key words and question form."""
+
+    text: str
+    topic: str
+    keywords: tuple[str, ...] = field(default=())
+
+    @property
+    def is_question(self) -> bool:
+        return self.text.rstrip().endswith("?")
+
+
+def read_task(task: str) -> TaskView:
+    """The topic of a task: its first line without a leading instruction ("Summarize the incident where ...")."""
+    first = task.strip().splitlines()[0].strip() if task.strip() else ""
+    match = re.match(r"^(?:please\s+)?\w+(?:\s+[\w'-]+){0,4}?\s*(?::|\s(?:on|about|for|of|where|whether|if))\s+(.+)$",
+                     first, re.I)
+    topic = (match.group(1) if match else first).rstrip(" .?!")
+    return TaskView(text=task, topic=topic, keywords=_key_phrases(topic))
+
+
+def _key_phrases(topic: str) -> tuple[str, ...]:
+    """Runs of content words ("failing backup job"), longer runs first, each at most three words."""
+    runs: list[list[str]] = [[]]
+    for word in re.findall(r"[A-Za-z0-9][A-Za-z0-9'.-]*", topic):
+        if word.lower() in _STOPWORDS or word.isdigit():
+            runs.append([])
+        else:
+            runs[-1].append(word.rstrip("."))
+    phrases = [" ".join(run[-3:]) for run in runs if run and max(len(w) for w in run) > 3]
+    ranked = sorted(phrases, key=lambda p: -min(len(p.split()), 2))
+    return tuple(dict.fromkeys(ranked))
+
+
+def _fill(template: str, view: TaskView, extra: dict[str, str] | None = None) -> str:
+    keys = list(view.keywords) + ["service", "release"]
+    return template.format(k1=keys[0], k2=keys[1] if len(keys) > 1 else keys[0], **(extra or {}))
+
+
+def refusal_text(view: TaskView, topic: str) -> str:
+    """How a simulated model turns a request down."""
+    return (f"I can't help with {topic} requests here; they are handled by another team. "
+            "Please contact them directly and include the details from your message.")
+
+
+def render_answer(plan: Plan, view: TaskView, skill: str, noise: Noise, profile: Profile, notes: list[dict]) -> str:
+    """Write the answer the plan calls for: opener, title, lead and body paragraphs, then the required parts."""
+    if plan.decline:
+        return refusal_text(view, plan.decline)
+    target, count = _target_length(plan, profile, noise)
+    opener = noise.choice("opener", plan.opener) if plan.opener else ""
+    title = f"# {_title(view)}" if count is None and not (plan.length and plan.length.mode == "concise") else ""
+    structure = _render_structure(plan.structure, view, skill, noise)
+    lead = _lead(view, notes)
+    extra = [f"{p[:1].upper()}{p[1:]} follow the steps in order and check the output after each one." for p in plan.phrases]
+    body = extra + [_fill(s, view) for s in noise.shuffled("sentences", _SENTENCES)]
+    fixed = sum(len(part) + 2 for part in (opener, title, lead, structure) if part)
+    chosen = _pick_sentences(body, fixed, target, count, plan.min_chars)
+    paragraphs = [" ".join([lead] + chosen[:2])] + [" ".join(chosen[i:i + 3]) for i in range(2, len(chosen), 3)]
+    return "\n\n".join(part for part in [opener, title, *paragraphs, structure] if part)
+
+
+def _title(view: TaskView) -> str:
+    """The topic's first words; a question or a first-person message gets a "Re:" title."""
+    words = view.topic.split()
+    title = " ".join(words[:8]) + (" ..." if len(words) > 8 else "")
+    first_person = bool(words) and words[0].lower() in ("i", "we", "my", "our", "how", "can", "why", "what")
+    return f"Re: {title}" if first_person or view.is_question else title[:1].upper() + title[1:]
+
+
+def _pick_sentences(body: list[str], fixed: int, target: int, count: int | None, min_chars: int) -> list[str]:
+    """Body sentences up to the target length (or sentence count), then more if a minimum length requires."""
+    chosen: list[str] = []
+    for sentence in body:
+        if count is not None and len(chosen) >= max(count - 1, 0):
+            break
+        if count is None and chosen and fixed + sum(len(s) + 1 for s in chosen) + len(sentence) > target:
+            break
+        chosen.append(sentence)
+    while min_chars and fixed + sum(len(s) + 1 for s in chosen) < min_chars and len(chosen) < len(body):
+        chosen.append(body[len(chosen)])
+    return chosen
+
+
+def _target_length(plan: Plan, profile: Profile, noise: Noise) -> tuple[int, int | None]:
+    """(target characters, sentence count or None) for the length rule in force."""
+    rule = plan.length
+    if rule is None:
+        return noise.between("length", *profile.default_chars), None
+    if rule.mode == "verbose":
+        return noise.between("length", *profile.verbose_chars), None
+    if rule.mode == "concise":
+        return noise.between("length", *profile.concise_chars), None
+    if rule.mode == "sentences":
+        return 0, rule.number
+    limit = rule.number
+    if noise.chance("overshoot", profile.overshoot):
+        return noise.between("length", limit + 30, int(limit * 1.2) + 30), None
+    return noise.between("length", int(limit * 0.55), int(limit * 0.9)), None
+
+
+def _lead(view: TaskView, notes: list[dict]) -> str:
+    if notes:
+        first = notes[0]
+        return f"The team notes ({first.get('slug', '')}) cover this: {first.get('title', '')}."
+    if view.is_question:
+        return _fill("Here is the practical answer to your question about the {k1}.", view)
+    return f"This covers {view.topic}."
+
+
+def _render_structure(structure: tuple[Directive, ...], view: TaskView, skill: str, noise: Noise) -> str:
+    """Sections as headings with bullets or a sentence; labels as `Label: value` lines (adjacent labels stay adjacent)."""
+    blocks: list[str] = []
+    for d in structure:
+        if d.kind == SECTION:
+            blocks.append(_render_section(d, view, noise))
+        else:
+            line = f"{d.text}: {fill_value(d, view, skill, noise)}"
+            if blocks and blocks[-1].startswith("\x00"):
+                blocks[-1] += "\n" + line
+            else:
+                blocks.append("\x00" + line)
+    return "\n\n".join(b.lstrip("\x00") for b in blocks)
+
+
+def _render_section(d: Directive, view: TaskView, noise: Noise) -> str:
+    bullets = d.bullets or noise.chance(f"bullets:{d.text}", 0.85 if d.strength == ABSTRACT else 0.6)
+    heading = f"## {d.text}"
+    extra = {"h": d.text.lower()}
+    if bullets:
+        lines = [f"- {_fill(b, view, extra)}" for b in noise.shuffled(f"bullets:{d.text}", _BULLETS)[:3]]
+        return heading + "\n" + "\n".join(lines)
+    return heading + "\n" + _fill("For the {k1}, the {h} picture is still forming; the owner will post an update.", view, extra)
+
+
+def fill_value(d: Directive, view: TaskView, skill: str, noise: Noise) -> str:
+    """A label's value: an allowed option, the model's own words for a free slot, or an imitated example."""
+    template = d.value or "<>"
+
+    def pick(match: re.Match[str]) -> str:
+        inner = match.group(1).strip()
+        options = [o.strip() for o in inner.split("|") if o.strip()]
+        if len(options) > 1:
+            return _prefer_mentioned(options, view, noise, d.text)
+        return _free_value(d.text, view, skill, noise)
+
+    return re.sub(r"<([^>]*)>", pick, template).strip()
+
+
+def _prefer_mentioned(options: list[str], view: TaskView, noise: Noise, label: str) -> str:
+    mentioned = [o for o in options if re.search(rf"\b{re.escape(o.lower())}\b", view.text.lower())]
+    return mentioned[0] if mentioned else noise.choice(f"value:{label}", options)
+
+
+def _free_value(label: str, view: TaskView, skill: str, noise: Noise) -> str:
+    name = label.lower()
+    if "confiden" in name:
+        return noise.choice(f"value:{label}", _LEVELS)
+    if any(word in name for word in ("verdict", "recommend", "decision", "call")):
+        return noise.choice(f"value:{label}", _VERDICTS)
+    listed = vocabulary(skill, label)
+    if listed:
+        return _prefer_mentioned(list(listed), view, noise, label)
+    return _fill("see the notes above on the {k1}", view)
+
+
+def parse_notes(content: str) -> list[dict]:
+    """Rows of a search tool result, or [] when the content is not one."""
+    try:
+        rows = json.loads(content).get("results", [])
+    except (ValueError, AttributeError):
+        return []
+    return [r for r in rows if isinstance(r, dict)]
+

@@ -1,0 +1,343 @@
+"""The SIMULATED optimizer: read a reflect prompt's failing criteria, answer with a JSON array of edits.
+
+It reads only the prompt text: the current skill, the failing criteria lines (each tagged
+`(check: op json-arg)`), the edits already rejected and the edit budget. Its style depends on the
+profile: a small model writes literal rules (exact headings, label lines with allowed values,
+fenced templates, worked examples); a large one mostly writes terse abstract rules, some with a
+concrete example in parentheses, and otherwise literal ones. Some nights it
+also adds a useless or a harmful edit, so the validation gate has something to reject. It never
+re-proposes a rejected edit verbatim and proposes nothing when nothing fails.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..edits import split_skill
+from .sim_answer import Noise, Profile
+from .sim_regex import FREE, template_for
+from .sim_skill import LENGTH, PHRASE, REFUSAL, TOOLS, parse_skill
+
+REFLECT_MARKER = "# Failing criteria (training tasks)"
+FENCE = "~~~"  # a Markdown fence; templates use it because edit parsing strips backtick fences from replies
+STRUCTURE_OPS = ("section_present", "section_contains", "regex", "contains")
+USELESS_EDITS = ("Be accurate and helpful.", "Double-check facts before answering.", "Write clearly and professionally.")
+HARMFUL_EDITS = ("Cover every angle in depth.", 'Open each answer with a friendly line such as "Happy to help!"',
+                 "Be exhaustive: explore every scenario in multiple paragraphs.")
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One failing training criterion: its op, argument and how many failing tasks it broke."""
+
+    op: str
+    arg: Any
+    count: int
+
+
+@dataclass(frozen=True)
+class ReflectPrompt:
+    """What the optimizer reads from a reflect request."""
+
+    skill: str
+    criteria: tuple[Criterion, ...]
+    rejected: frozenset[str]
+    budget: int
+
+
+@dataclass
+class Element:
+    """A required heading or label line, as template lines."""
+
+    key: str
+    kind: str  # "section" or "label"
+    lines: list[str] = field(default_factory=list)
+
+
+def is_reflect_request(user_text: str) -> bool:
+    """An optimizer request carries the failing-criteria section."""
+    return REFLECT_MARKER in user_text
+
+
+def _normalize(text: str) -> str:
+    """Compare edits by words: whitespace and fence markers do not make an edit new."""
+    return re.sub(r"\s+", " ", re.sub(r"```|~~~", "", text)).strip().casefold()
+
+
+_HEADERS = ("# Current skill\n", "\n# Failing criteria (training tasks)\n", "\n# Failing attempts", "\n# Passing attempts",
+            "\n# Edits already tried and rejected by validation\n")
+
+
+def _between(text: str, start: str, end: str | None) -> str:
+    """The text after the header `start` and before the header `end` (headers are fixed by the prompt builder)."""
+    begin = text.find(start)
+    if begin < 0:
+        return ""
+    begin += len(start)
+    stop = text.find(end, begin) if end else -1
+    return text[begin:] if stop < 0 else text[begin:stop]
+
+
+def _criterion(line: str) -> Criterion | None:
+    match = re.search(r"\(check: (\w+)", line)
+    if not match:
+        return None
+    rest = line[match.end():]
+    arg: Any = None
+    if rest.startswith(" "):
+        try:
+            arg, _ = json.JSONDecoder().raw_decode(rest[1:])
+        except ValueError:
+            return None
+    count = re.search(r"-- failed on (\d+) of", rest)
+    return Criterion(match.group(1), arg, int(count.group(1)) if count else 1)
+
+
+def read_prompt(text: str) -> ReflectPrompt:
+    """Parse the reflect prompt's sections."""
+    skill = _between(text, _HEADERS[0], _HEADERS[1]).strip()
+    criteria_lines = _between(text, _HEADERS[1], _HEADERS[2]).splitlines()
+    criteria = tuple(c for c in (_criterion(line) for line in criteria_lines if line.startswith("- ")) if c)
+    rejected = set()
+    for line in _between(text, _HEADERS[4], None).splitlines():
+        match = re.match(r"- night \d+: \w+ (\".*\") \(validation", line)
+        if match:
+            rejected.add(_normalize(json.loads(match.group(1))))
+    budget = re.search(r"Return at most (\d+) edits", text)
+    return ReflectPrompt(skill, criteria, frozenset(rejected), int(budget.group(1)) if budget else 3)
+
+
+# ---- what is required ------------------------------------------------------------------------
+
+def _value_hint(label: str) -> str:
+    name = label.lower()
+    if "confiden" in name:
+        return "<High|Medium|Low>"
+    if any(word in name for word in ("verdict", "recommend", "decision")):
+        return "<your call in one line, with the main reason>"
+    return "<short answer>"
+
+
+def _elements(criteria: tuple[Criterion, ...]) -> tuple[list[Element], list[str]]:
+    """Required headings and labels, plus regexes this optimizer cannot turn into a template."""
+    elements: dict[str, Element] = {}
+    unreadable: list[str] = []
+
+    def add(kind: str, key: str, lines: list[str]) -> None:
+        known = elements.get(key.casefold())
+        if known is None or ("<" in "".join(lines) and "|" in "".join(lines) and "|" not in "".join(known.lines)):
+            elements[key.casefold()] = Element(key, kind, lines)
+
+    for c in criteria:
+        if c.op not in STRUCTURE_OPS or not isinstance(c.arg, str):
+            continue
+        if c.op in ("section_present", "section_contains"):
+            add("section", c.arg.lstrip("# ").strip(), [f"## {c.arg.lstrip('# ').strip()}", "- <one specific point>"])
+            continue
+        template = _contains_template(c.arg) if c.op == "contains" else template_for(c.arg)
+        if template is None:
+            unreadable.append(c.arg)
+            continue
+        lines = template.replace(FREE, "<one specific point>").split("\n")
+        for index, line in enumerate(lines):
+            heading = re.match(r"#{1,6}\s+(.+)", line)
+            label = re.match(r"([A-Z][\w /-]*):\s*(.*)", line)
+            if heading:
+                add("section", heading.group(1), [line] + [ln for ln in lines[index + 1:index + 2] if ln.startswith("- ")])
+            elif label:
+                value = label.group(2)
+                if value in ("", "<one specific point>"):
+                    value = _value_hint(label.group(1))
+                add("label", label.group(1), [f"{label.group(1)}: {value}"])
+    return list(elements.values()), unreadable
+
+
+def _contains_template(text: str) -> str | None:
+    heading = re.match(r"#{1,6}\s*(.+)", text.strip())
+    if heading:
+        return f"## {heading.group(1)}\n- {FREE}"
+    label = re.match(r"([A-Z][\w /-]*):?\s*$", text.strip())
+    return f"{label.group(1)}: {FREE}" if label else None
+
+
+def _template(elements: list[Element]) -> str:
+    return "\n".join(line for e in elements for line in e.lines)
+
+
+def _example(elements: list[Element], noise: Noise) -> str:
+    """A worked example: the template with every slot filled in."""
+    def fill(match: re.Match[str]) -> str:
+        options = match.group(1).split("|")
+        if len(options) > 1:
+            return noise.choice(f"example:{match.group(1)}", options)
+        return "Hold until the open issues are fixed" if "call" in match.group(1) else "A concrete point, stated in one line"
+    return re.sub(r"<([^>]*)>", fill, _template(elements))
+
+
+def _label_phrase(label: str) -> str:
+    name = label.lower()
+    if "confiden" in name:
+        return "your confidence level"
+    if any(word in name for word in ("verdict", "recommend", "decision")):
+        return f"a clear {name}"
+    return f"the {name}"
+
+
+def _literal_rules(elements: list[Element]) -> list[str]:
+    rules = []
+    for e in elements:
+        if e.kind == "section":
+            rules.append(f"Always include a heading written exactly as `## {e.key}`, followed by two or three bullet points.")
+        else:
+            rules.append(f"Always end with the line `{e.lines[0]}` on its own line.")
+    return rules
+
+
+def _abstract_rules(elements: list[Element], alternative: bool, hinted: frozenset[str] = frozenset()) -> list[str]:
+    """Terse rules in general words; elements in `hinted` get a concrete example in parentheses."""
+    def hint(e: Element) -> str:
+        return f" (e.g. `{e.lines[0].lstrip('# ') if e.kind == 'label' else e.lines[0]}`)" if e.key in hinted else ""
+
+    sections = [e for e in elements if e.kind == "section"]
+    labels = [e for e in elements if e.kind == "label"]
+    verb = "Add a short section about" if alternative else "Include a section on"
+    rules = [f"{verb} {e.key.lower()}{hint(e)}." for e in sections]
+    if labels:
+        phrases = " and ".join(_label_phrase(e.key) for e in labels)
+        examples = "".join(hint(e) for e in labels).replace(") (e.g. ", ", ")
+        rules.append(f"{'End by stating' if alternative else 'Close with'} {phrases}{examples}.")
+    return rules
+
+
+# ---- candidate wordings per need -------------------------------------------------------------
+
+Bundle = list[str]
+
+
+def _structure_bundles(elements: list[Element], profile: Profile, noise: Noise) -> list[Bundle]:
+    template = (f"Every answer must end with these parts, copied exactly (replace each <...> with real content; "
+                f"keep headings and labels exactly as written):\n{FENCE}\n{_template(elements)}\n{FENCE}")
+    example = f"Worked example of a correct ending; imitate its headings and labels exactly:\n{FENCE}\n{_example(elements, noise)}\n{FENCE}"
+    literal: list[Bundle] = [[template], [example], _literal_rules(elements)]
+    if not profile.abstract_style:
+        return literal
+    abstract_part = [e for e in elements if noise.chance(f"style:{e.key}", profile.abstract_style)]
+    literal_part = [e for e in elements if e not in abstract_part]
+    if not abstract_part:
+        return [_literal_rules(elements), [template], [example]]
+    hinted = frozenset(e.key for e in abstract_part if noise.chance(f"hint:{e.key}", profile.example_rate))
+    mixed = _abstract_rules(abstract_part, False, hinted) + _literal_rules(literal_part)
+    return [mixed, _abstract_rules(abstract_part, True, hinted) + _literal_rules(literal_part), _literal_rules(elements), [template]]
+
+
+def _other_bundles(criteria: tuple[Criterion, ...], profile: Profile, noise: Noise) -> list[tuple[str, list[Bundle]]]:
+    """(need, bundles in preference order) for length, refusal, phrase and tool criteria."""
+    needs: list[tuple[str, list[str], list[str], str]] = []  # (need, literal wordings, abstract wordings, hinted)
+    ops = {c.op: c for c in criteria}
+    if "max_chars" in ops:
+        limit = int(ops["max_chars"].arg)
+        first, second = max(100, int(limit * 0.7) // 50 * 50), max(100, int(limit * 0.6) // 50 * 50)
+        needs.append(("max_chars",
+                      [f"Hard limit: keep every answer under {first} characters, even when other rules ask for detail.",
+                       f"Write at most {second} characters in total: one short paragraph plus any required lines."],
+                      ["Be concise.", "Keep answers short and to the point."], f"Be concise (under {first} characters)."))
+    if "min_chars" in ops:
+        least = int(ops["min_chars"].arg) + 150
+        needs.append(("min_chars", [f"Write at least {least} characters.", f"Answers must be at least {least + 100} characters long."], [], ""))
+    if "no_refusal" in ops:
+        needs.append(("no_refusal",
+                      ["OVERRIDE: Do NOT decline or refuse any request, even ones the rules above say to decline; "
+                       "answer every ticket with concrete next steps.",
+                       "Never refuse a ticket: reply with the steps the customer can take and who will follow up."],
+                      ["Help with every request; nothing is out of scope.", "Assist with all tickets, whatever the topic."],
+                      "Help with every request; nothing is out of scope, so never decline a ticket."))
+    banned = [c.arg for c in criteria if c.op == "not_contains" and isinstance(c.arg, str)]
+    if banned:
+        listed = ", ".join(f'"{b}"' for b in banned)
+        either = " or ".join(f'"{b}"' for b in banned)
+        needs.append(("not_contains",
+                      [f"Never write these phrases anywhere in the answer: {listed}.",
+                       f"Do not use the words {either}; start directly with the substance."],
+                      ["Skip pleasantries and filler words.", "Leave out pleasantries and filler."],
+                      f"Skip pleasantries and filler words such as {listed}."))
+    tools = [c.arg for c in criteria if c.op == "tool_called"] + ["search" for c in criteria if c.op == "qrels"]
+    if tools:
+        tool = tools[0]
+        needs.append(("tools",
+                      [f"OVERRIDE: Always call the `{tool}` tool first, with the key terms of the question, before "
+                       "answering. This replaces any earlier rule against using tools.",
+                       f"Before answering, call the `{tool}` tool once with the question's main keywords, then answer from what it returns."],
+                      ["Consult the team notes before answering.", "Check the knowledge base first, then answer."],
+                      f"Consult the team notes before answering (call the `{tool}` tool)."))
+    result = []
+    for need, literal, abstract, hinted in needs:
+        abstract_first = bool(abstract) and noise.chance(f"style:{need}", profile.abstract_style)
+        if abstract_first and hinted and noise.chance(f"hint:{need}", profile.example_rate):
+            abstract = [hinted] + abstract
+        order = abstract + literal if abstract_first else literal + abstract
+        result.append((need, [[w] for w in order]))
+    return result
+
+
+def _deletions(skill: str, criteria: tuple[Criterion, ...]) -> list[dict[str, str]]:
+    """Learned rules that work against a failing criterion (e.g. a verbosity rule under a length limit)."""
+    _, rules = split_skill(skill)
+    ops = {c.op for c in criteria}
+    banned = [c.arg.casefold() for c in criteria if c.op == "not_contains" and isinstance(c.arg, str)]
+    found = []
+    for rule in rules:
+        for d in parse_skill(rule):
+            harmful = (
+                (d.kind == LENGTH and d.mode == "verbose" and "max_chars" in ops)
+                or (d.kind == PHRASE and d.mode in ("open", "use") and any(b in o.casefold() or o.casefold().strip("!") in b
+                                                                          for o in d.options for b in banned))
+                or (d.kind == TOOLS and d.mode == "none" and ({"tool_called", "qrels"} & ops))
+                or (d.kind == REFUSAL and d.mode == "decline" and "no_refusal" in ops)
+            )
+            if harmful:
+                found.append({"op": "delete", "content": "", "anchor": rule.splitlines()[0][:80],
+                              "rationale": "this learned rule works against a failing criterion"})
+                break
+    return found
+
+
+def propose(prompt: ReflectPrompt, profile: Profile, noise: Noise) -> list[dict[str, str]]:
+    """The edits this optimizer proposes for one reflect prompt."""
+    if not prompt.criteria:
+        return []
+    _, learned = split_skill(prompt.skill)
+    taken = {_normalize(r) for r in learned} | set(prompt.rejected)
+    edits = [d for d in _deletions(prompt.skill, prompt.criteria) if _normalize(d["anchor"]) not in prompt.rejected]
+    elements, unreadable = _elements(prompt.criteria)
+    needs: list[tuple[str, list[Bundle]]] = []
+    if elements:
+        needs.append(("structure", _structure_bundles(elements, profile, noise)))
+    needs += [(f"pattern {p}", [[f"Make sure every answer has a line matching the regular expression `{p}`."]]) for p in unreadable]
+    needs += _other_bundles(prompt.criteria, profile, noise)
+    for need, bundles in needs:
+        bundle = next((b for b in bundles if not any(_normalize(c) in taken for c in b)), [])
+        for content in bundle:
+            taken.add(_normalize(content))
+            edits.append({"op": "add", "content": content, "anchor": "", "rationale": f"fixes the failing {need} criterion"})
+    edits += _noise_edits(profile, noise, taken)
+    return edits[: prompt.budget]
+
+
+def _noise_edits(profile: Profile, noise: Noise, taken: set[str]) -> list[dict[str, str]]:
+    """Some nights an optimizer adds an edit that does nothing, or one that does harm."""
+    extra = []
+    for kind, rate, pool in (("useless", profile.useless_edit_rate, USELESS_EDITS),
+                             ("harmful", profile.harmful_edit_rate, HARMFUL_EDITS)):
+        if noise.chance(kind, rate):
+            fresh = [p for p in noise.shuffled(kind, pool) if _normalize(p) not in taken]
+            if fresh:
+                extra.append({"op": "add", "content": fresh[0], "anchor": "", "rationale": "general quality"})
+    return extra
+
+
+def reflect_reply(user_text: str, profile: Profile, noise: Noise) -> str:
+    """The optimizer's whole reply: a JSON array."""
+    return json.dumps(propose(read_prompt(user_text), profile, noise), indent=1)
