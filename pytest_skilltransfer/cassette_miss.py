@@ -1,0 +1,133 @@
+"""A cassette miss as a clear, per-item failure: which seed, model and phase, what changed, how to fix.
+
+Built from vcrpy's CannotOverwriteExistingCassetteException (which the anthropic SDK wraps in an
+APIConnectionError, so callers pass whatever they caught; the chain is unwrapped here).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from .cassette_match import body_diff, closest, model_of, request_key
+from .cassette_store import file_name
+from .models.base import ModelCallError
+
+
+@dataclass(frozen=True)
+class MissDetails:
+    """Everything the miss message says."""
+
+    seed: str
+    model: str
+    phase: str | None
+    record_mode: str
+    method: str
+    path: str
+    reason: str  # "no_match" | "already_played" | "model_not_recorded" | "cassette_not_found"
+    folder: Path
+    closest_file: str | None
+    diff: str
+    played: int
+    command: str
+
+
+class CassetteMiss(ModelCallError):
+    """A request that replay-only mode could not answer from the seed's cassettes."""
+
+    def __init__(self, details: MissDetails) -> None:
+        self.details = details
+        super().__init__(render(details))
+
+    @property
+    def seed(self) -> str:
+        return self.details.seed
+
+    @property
+    def model(self) -> str:
+        return self.details.model
+
+    @property
+    def phase(self) -> str | None:
+        return self.details.phase
+
+    def with_phase(self, phase: str) -> "CassetteMiss":
+        """The same miss, naming the protocol phase (for callers that know it better)."""
+        return CassetteMiss(replace(self.details, phase=phase))
+
+
+def render(d: MissDetails) -> str:
+    """The human message for a miss."""
+    phase = f", phase {d.phase!r}" if d.phase else ""
+    head = f"cassette miss: seed {d.seed!r}, model {d.model!r}{phase} (record mode {d.record_mode!r})"
+    what = f"{d.method} {d.path}"
+    if d.reason == "cassette_not_found":
+        body = [f"No cassette has been recorded for this seed: {d.folder}/ is missing or empty."]
+    elif d.reason == "model_not_recorded":
+        body = [f"{d.folder}/{file_name(d.model)} holds no calls to {d.model} for {what}."]
+    elif d.reason == "already_played":
+        body = [
+            f"This exact {what} request was recorded {d.played} time(s) and every recording has already "
+            "been replayed: the run now makes more identical calls than were recorded (more samples or "
+            "steps than at recording time)."
+        ]
+    else:
+        body = [
+            f"{what} is not in the cassette. The closest recorded request ({d.folder}/{d.closest_file}) "
+            "differs as follows (often the skill text changed):",
+            *(f"    {line}" for line in d.diff.splitlines()),
+        ]
+    fix = ["To record the missing calls (the provider's API key must be set):", f"    {d.command}"]
+    return "\n".join([head, *(f"  {line}" for line in body), *(f"  {line}" for line in fix)])
+
+
+def find_in_chain(exc: BaseException, kind: type) -> BaseException | None:
+    """The first exception of `kind` in the cause/context chain of `exc`."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, kind):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def find_vcr_miss(exc: BaseException) -> BaseException | None:
+    """vcrpy's miss exception in the chain of `exc`, if any."""
+    from vcr.errors import CannotOverwriteExistingCassetteException, UnhandledHTTPRequestError
+
+    return find_in_chain(exc, CannotOverwriteExistingCassetteException) or find_in_chain(exc, UnhandledHTTPRequestError)
+
+
+def build_miss(exc: BaseException, cassette: Any, seed: str, command: str, phase: str | None) -> CassetteMiss:
+    """Turn vcrpy's miss (found in the chain of `exc`) for `cassette` into a CassetteMiss."""
+    vcr_exc = find_vcr_miss(exc)
+    request = getattr(vcr_exc, "failed_request", None)
+    mode = getattr(cassette.record_mode, "value", str(cassette.record_mode))
+    folder = Path(cassette.path)
+    if request is None:  # a concurrent duplicate outran its recording
+        details = MissDetails(seed, "unknown-model", phase, mode, "POST", "?", "already_played", folder,
+                              None, "", 1, command)
+        return CassetteMiss(details)
+    model = model_of(request.body)
+    key = request_key(request)
+    recorded = cassette.requests
+    identical = sum(1 for r in recorded if request_key(r) == key)
+    same_model = [r for r in recorded if model_of(r.body) == model and (r.path or "/") == key[1]]
+    if identical:
+        reason = "already_played"
+    elif not recorded:
+        reason = "cassette_not_found"
+    elif not same_model:
+        reason = "model_not_recorded"
+    else:
+        reason = "no_match"
+    best = closest(same_model, request) if reason == "no_match" else None
+    details = MissDetails(
+        seed=seed, model=model, phase=phase, record_mode=mode, method=key[0], path=key[1], reason=reason,
+        folder=folder, closest_file=file_name(model) if best is not None else None,
+        diff=body_diff(best.body, request.body) if best is not None else "", played=identical, command=command,
+    )
+    return CassetteMiss(details)

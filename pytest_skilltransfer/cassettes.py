@@ -1,0 +1,262 @@
+"""Record model calls once, replay them offline and deterministically (vcrpy underneath).
+
+How to use::
+
+    from pytest_skilltransfer import cassettes
+
+    with cassettes.recording(Path("cassettes"), seed="pricing-brief", mode="once") as rec:
+        with cassettes.phase("baseline"):          # optional: named in miss messages
+            reply = model.complete(request)        # SDK calls are recorded or replayed
+
+Layout: `cassettes/<seed>/<model-id>.yaml`, one folder per seed and one readable YAML file per
+model, so pairs that share a target share its recorded calls and a reviewer reads one model's
+traffic per file. Matching is on method, path and canonical JSON body (never headers); the sample
+id travels in the body, so repeated samples replay distinctly.
+
+Record modes (as pytest-recording): `none` replays only; `once` records models that have no
+recordings for the seed yet and replays the others; `new_episodes` replays what matches and records
+the rest; `all` re-records everything. `default_record_mode()` is `none` when `CI` is set, else
+`once`. In `none` mode a network guard makes any socket connect fail loudly.
+
+A replay miss surfaces, through the model backends, as `CassetteMiss` (a ModelCallError) naming the
+seed, model and phase, with a diff against the closest recorded request and the command to
+re-record. `scan_for_secrets(path)` lists anything key-like in cassette files.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import threading
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from .cassette_miss import CassetteMiss, build_miss, find_in_chain, find_vcr_miss
+from .cassette_secrets import scan_for_secrets
+from .models.base import ModelCallError, ModelError
+
+__all__ = [
+    "RECORD_MODES",
+    "CassetteMiss",
+    "Recording",
+    "active_recording",
+    "current_phase",
+    "default_record_mode",
+    "phase",
+    "recording",
+    "scan_for_secrets",
+    "transport_failure",
+]
+
+RECORD_MODES = ("none", "once", "new_episodes", "all")
+GUARDS = ("auto", "off", "loopback", "all")
+
+
+def default_record_mode(environ: dict[str, str] | None = None) -> str:
+    """`none` (replay only) when the `CI` variable is set to anything but false/0, else `once`."""
+    ci = (environ if environ is not None else os.environ).get("CI", "")
+    return "none" if ci.strip().lower() not in ("", "0", "false", "no") else "once"
+
+
+@dataclass
+class Recording:
+    """The active recording context of one seed."""
+
+    seed: str
+    folder: Path
+    mode: str
+    command: str
+    cassette: Any = field(repr=False, default=None)
+
+    def replay_only(self, model_id: str) -> bool:
+        """Whether calls to `model_id` can only be replayed (so no API key is needed)."""
+        if self.mode == "none":
+            return True
+        if self.mode == "once":
+            return bool(self.cassette is not None and model_id in self.cassette.loaded_models)
+        return False
+
+    @property
+    def interactions(self) -> int:
+        """Interactions held in memory (loaded plus recorded)."""
+        return len(self.cassette) if self.cassette is not None else 0
+
+
+_state_lock = threading.Lock()
+_active: Recording | None = None
+_phase = threading.local()
+
+
+def active_recording() -> Recording | None:
+    """The recording context currently open in this process, if any."""
+    with _state_lock:
+        return _active
+
+
+@contextmanager
+def phase(name: str) -> Iterator[None]:
+    """Name the protocol phase for misses raised by calls in this thread."""
+    previous = getattr(_phase, "name", None)
+    _phase.name = name
+    try:
+        yield
+    finally:
+        _phase.name = previous
+
+
+def current_phase() -> str | None:
+    """The phase set by `phase()` in this thread."""
+    return getattr(_phase, "name", None)
+
+
+def transport_failure(exc: BaseException) -> ModelCallError | None:
+    """A clear error for a cassette miss or a network-guard block hidden in `exc`'s chain."""
+    from .netguard import NetworkBlocked
+
+    if find_vcr_miss(exc) is not None:
+        rec = active_recording()
+        if rec is not None and rec.cassette is not None:
+            return build_miss(exc, rec.cassette, rec.seed, rec.command, current_phase())
+        return ModelCallError(f"cassette miss outside a recording context: {find_vcr_miss(exc)}")
+    blocked = find_in_chain(exc, NetworkBlocked)
+    return ModelCallError(str(blocked)) if blocked is not None else None
+
+
+@lru_cache(maxsize=1)
+def _seed_cassette_class() -> type:
+    """A vcrpy Cassette with an index, a lock, and per-model `once` semantics."""
+    from vcr.cassette import Cassette
+    from vcr.record_mode import RecordMode
+
+    from .cassette_match import model_of, request_key
+
+    class SeedCassette(Cassette):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self._lock = threading.RLock()
+            self._index: dict[tuple[str, str, str], list[int]] = {}
+            self.loaded_models: frozenset[str] = frozenset()
+            super().__init__(*args, **kwargs)
+
+        def append(self, request: Any, response: Any) -> None:
+            with self._lock:
+                before = len(self.data)
+                super().append(request, response)
+                if len(self.data) > before:
+                    self._index.setdefault(request_key(self.data[-1][0]), []).append(len(self.data) - 1)
+
+        def _load(self) -> None:
+            super()._load()
+            self.loaded_models = frozenset(model_of(r.body) for r, _ in self.data)
+
+        def _responses(self, request: Any) -> Iterator[tuple[int, Any]]:
+            request = self._before_record_request(request)
+            if not request:
+                return
+            with self._lock:
+                indices = list(self._index.get(request_key(request), ()))
+            for index in indices:
+                yield index, self.data[index][1]
+
+        def play_response(self, request: Any) -> Any:
+            with self._lock:
+                return super().play_response(request)
+
+        def filter_request(self, request: Any) -> Any:
+            request = super().filter_request(request)
+            if request and self.record_mode == RecordMode.ONCE and model_of(request.body) not in self.loaded_models:
+                return None  # `once`: a model without recordings for this seed may be recorded
+            return request
+
+        def _rerecorded_interactions(self) -> list[tuple[Any, Any]]:
+            loaded, recorded = self.data[: self._loaded_count], self.data[self._loaded_count :]
+            keys = {request_key(r) for r, _ in recorded}
+            return [(r, s) for r, s in loaded if request_key(r) not in keys] + recorded
+
+    return SeedCassette
+
+
+@contextmanager
+def _open_cassette(folder: Path, mode: str) -> Iterator[Any]:
+    """Load the seed's cassette and patch the HTTP transports until exit, then save.
+
+    Unlike vcrpy's own context manager, the transports are unpatched even when saving fails
+    (say, an interrupt during the write), so a failed save never leaves a stale cassette installed.
+    """
+    import vcr
+    from vcr.patch import CassettePatcherBuilder
+
+    from .cassette_match import canonical_body
+    from .cassette_secrets import SECRET_HEADERS, filter_request, filter_response
+    from .cassette_store import SeedPersister
+
+    config = vcr.VCR(
+        record_mode=mode,
+        match_on=("method", "path", "canonical_body"),
+        decode_compressed_response=True,
+        filter_headers=sorted(SECRET_HEADERS),
+        before_record_request=filter_request,
+        before_record_response=filter_response,
+    )
+    config.register_matcher("canonical_body", canonical_body)
+    config.register_persister(SeedPersister)
+    merged = config.get_merged_config(path=str(folder), allow_playback_repeats=False)
+    for option in ("path_transformer", "func_path_generator", "record_on_exception"):
+        merged.pop(option, None)
+    cassette = _seed_cassette_class().load(**merged)
+    with ExitStack() as patches:
+        for patcher in CassettePatcherBuilder(cassette).build():
+            patches.enter_context(patcher)
+        patches.callback(cassette._save)  # runs first on exit; the patchers exit even if it raises
+        yield cassette
+
+
+@contextmanager
+def recording(
+    cassette_dir: Path | str,
+    seed: str,
+    mode: str | None = None,
+    *,
+    guard: str = "auto",
+    rerecord_command: str | None = None,
+) -> Iterator[Recording]:
+    """Record or replay every SDK call made (from any thread) while the context is open.
+
+    `mode` is one of RECORD_MODES (default: `default_record_mode()`). `guard` is `auto` (block
+    every connect in `none` mode), `off`, `loopback` (block leaving the machine) or `all`.
+    Contexts cannot overlap within a process: vcrpy patches transports process-wide.
+    """
+    global _active
+    mode = mode or default_record_mode()
+    if mode not in RECORD_MODES:
+        raise ModelError(f"unknown record mode {mode!r}; use one of {', '.join(RECORD_MODES)}")
+    if guard not in GUARDS:
+        raise ModelError(f"unknown network guard {guard!r}; use one of {', '.join(GUARDS)}")
+    folder = Path(cassette_dir) / seed
+    command = rerecord_command or f"pytest --record-mode=new_episodes -k {shlex.quote(seed)}"
+    rec = Recording(seed=seed, folder=folder, mode=mode, command=command)
+    with _state_lock:
+        if _active is not None:
+            raise ModelCallError(
+                f"cannot record seed {seed!r} while seed {_active.seed!r} is recording in this process "
+                "(recording contexts cannot overlap; run seeds one after another or in xdist workers)"
+            )
+        _active = rec
+    try:
+        with ExitStack() as stack:
+            if guard == "all" or (guard == "auto" and mode == "none"):
+                from .netguard import network_guard
+
+                stack.enter_context(network_guard(allow_loopback=False))
+            elif guard == "loopback":
+                from .netguard import network_guard
+
+                stack.enter_context(network_guard(allow_loopback=True))
+            rec.cassette = stack.enter_context(_open_cassette(folder, mode))
+            yield rec
+    finally:
+        with _state_lock:
+            _active = None

@@ -1,0 +1,212 @@
+"""Model names: short aliases, explicit `provider:model[@base-url]` specs, and a user table.
+
+Built-in aliases come from the installed SDKs' model lists, read as text so nothing heavy is
+imported: `haiku`, `sonnet`, `opus` (and any other Claude family) name the newest
+`claude-<family>-<major>[-<minor>]` id in anthropic's `ModelParam`; `luna`, `sol`, `astra` name the
+tiers of the newest `gpt-<major>-<tier>` generation in openai's `ChatModel` (point releases such as
+`gpt-6.2-sol` are reached by their full id). A pyproject table `[tool.skilltransfer.models]`
+extends or overrides them through `configure_aliases`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from .base import ModelError
+
+Provider = Literal["anthropic", "openai"]
+PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai")
+KEY_VARIABLES: dict[str, str] = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+
+# Used only when the SDK's model list cannot be read (the SDK is missing or its layout changed).
+_FALLBACK_ALIASES = {
+    "haiku": "anthropic:claude-haiku-5-5",
+    "sonnet": "anthropic:claude-sonnet-5-5",
+    "opus": "anthropic:claude-opus-5-5",
+    "luna": "openai:gpt-6-luna",
+    "sol": "openai:gpt-6-sol",
+    "astra": "openai:gpt-6-astra",
+}
+_CLAUDE_ID = re.compile(r"^claude-([a-z]+)-(\d+)(?:-(\d+))?$")
+_GPT_ID = re.compile(r"^gpt-(\d+)-([a-z]+)$")
+_LITERAL = re.compile(r'"([A-Za-z0-9][A-Za-z0-9._:-]*)"')
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a name points: the provider, the model id sent and recorded, an optional base URL."""
+
+    provider: Provider
+    model_id: str
+    base_url: str | None = None
+    api_key_env: str | None = None
+
+    @property
+    def key_variable(self) -> str:
+        """The environment variable holding the API key for this target."""
+        return self.api_key_env or KEY_VARIABLES[self.provider]
+
+
+def _sdk_literals(package: str, relative: str) -> list[str]:
+    """The string literals in one SDK source file, in file order, without importing the SDK."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return []
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    path = Path(list(spec.submodule_search_locations)[0]) / relative
+    try:
+        return _LITERAL.findall(path.read_text(encoding="utf-8"))
+    except OSError:
+        return []
+
+
+@lru_cache(maxsize=1)
+def sdk_model_ids() -> dict[str, tuple[str, ...]]:
+    """Model ids listed by the installed SDKs, per provider."""
+    return {
+        "anthropic": tuple(_sdk_literals("anthropic", "types/model_param.py")),
+        "openai": tuple(_sdk_literals("openai", "types/shared/chat_model.py")),
+    }
+
+
+def newest_claude_aliases(ids: tuple[str, ...]) -> dict[str, str]:
+    """`family -> newest undated claude-<family>-<major>[-<minor>]` among `ids`."""
+    best: dict[str, tuple[tuple[int, int], str]] = {}
+    for model_id in ids:
+        match = _CLAUDE_ID.match(model_id)
+        if not match:
+            continue
+        family, major, minor = match.group(1), int(match.group(2)), int(match.group(3) or 0)
+        if family not in best or (major, minor) > best[family][0]:
+            best[family] = ((major, minor), model_id)
+    return {family: model_id for family, (_, model_id) in sorted(best.items())}
+
+
+def newest_gpt_aliases(ids: tuple[str, ...]) -> dict[str, str]:
+    """`tier -> gpt-<major>-<tier>` for the tiers of the newest major (base releases only)."""
+    tiers: dict[int, dict[str, str]] = {}
+    for model_id in ids:
+        match = _GPT_ID.match(model_id)
+        if match:
+            tiers.setdefault(int(match.group(1)), {})[match.group(2)] = model_id
+    return dict(sorted(tiers[max(tiers)].items())) if tiers else {}
+
+
+@lru_cache(maxsize=1)
+def builtin_aliases() -> dict[str, str]:
+    """Built-in alias -> spec, derived from the installed SDKs (fallback table if unreadable)."""
+    ids = sdk_model_ids()
+    table = {k: f"anthropic:{v}" for k, v in newest_claude_aliases(ids["anthropic"]).items()}
+    table.update({k: f"openai:{v}" for k, v in newest_gpt_aliases(ids["openai"]).items()})
+    for alias, spec in _FALLBACK_ALIASES.items():
+        table.setdefault(alias, spec)
+    return table
+
+
+_lock = threading.Lock()
+_user_aliases: dict[str, str | dict[str, Any]] = {}
+
+
+def set_user_aliases(table: dict[str, Any]) -> None:
+    """Replace the user alias table (values: a spec string or {provider, model, base_url, api_key_env})."""
+    checked: dict[str, str | dict[str, Any]] = {}
+    for alias, value in (table or {}).items():
+        if not isinstance(alias, str) or not alias:
+            raise ModelError(f"[tool.skilltransfer.models]: alias names must be strings, got {alias!r}")
+        if isinstance(value, str) and value:
+            checked[alias] = value
+        elif isinstance(value, dict) and isinstance(value.get("model"), str):
+            if value.get("provider", "openai") not in PROVIDERS:
+                raise ModelError(
+                    f"[tool.skilltransfer.models] {alias}: provider must be one of {', '.join(PROVIDERS)}"
+                )
+            checked[alias] = dict(value)
+        else:
+            raise ModelError(
+                f"[tool.skilltransfer.models] {alias} = {value!r}: use a name such as "
+                '"anthropic:claude-haiku-5-5" or "openai:my-model@http://127.0.0.1:8080/v1", or a table '
+                '{ provider = "openai", model = "...", base_url = "...", api_key_env = "..." }'
+            )
+    with _lock:
+        _user_aliases.clear()
+        _user_aliases.update(checked)
+
+
+def all_aliases() -> dict[str, str]:
+    """Every alias with a printable target (user entries override built-in ones)."""
+    table = dict(builtin_aliases())
+    with _lock:
+        for alias, value in _user_aliases.items():
+            table[alias] = value if isinstance(value, str) else _describe(value)
+    return dict(sorted(table.items()))
+
+
+def _describe(entry: dict[str, Any]) -> str:
+    spec = f"{entry.get('provider', 'openai')}:{entry['model']}"
+    return f"{spec}@{entry['base_url']}" if entry.get("base_url") else spec
+
+
+def parse_explicit(spec: str) -> Target | None:
+    """`anthropic:<id>`, `openai:<id>`, optionally `@http(s)://base-url`; None if not of that form."""
+    provider, sep, rest = spec.partition(":")
+    if not sep or provider not in PROVIDERS or not rest:
+        return None
+    model_id, base_url = rest, None
+    at = rest.rfind("@http")
+    if at > 0 and re.match(r"@https?://", rest[at:]):
+        model_id, base_url = rest[:at], rest[at + 1 :]
+    if not model_id:
+        return None
+    return Target(provider=provider, model_id=model_id, base_url=base_url)  # type: ignore[arg-type]
+
+
+def _bare_id(name: str) -> Target | None:
+    """A full model id as listed by an SDK (or any `claude-*` id) picks its provider."""
+    ids = sdk_model_ids()
+    if name in ids["anthropic"] or name.startswith("claude-"):
+        return Target(provider="anthropic", model_id=name)
+    if name in ids["openai"]:
+        return Target(provider="openai", model_id=name)
+    return None
+
+
+def _user_entry(name: str) -> str | dict[str, Any] | None:
+    with _lock:
+        return _user_aliases.get(name)
+
+
+def lookup(name: str) -> Target | str | None:
+    """Resolve a name to a Target; a string means "an alias for that other name"; None if unknown."""
+    entry = _user_entry(name)
+    if isinstance(entry, dict):
+        base = parse_explicit(f"{entry.get('provider', 'openai')}:{entry['model']}")
+        assert base is not None
+        return Target(base.provider, base.model_id, entry.get("base_url") or None, entry.get("api_key_env"))
+    if isinstance(entry, str):
+        return parse_explicit(entry) or entry
+    explicit = parse_explicit(name)
+    if explicit is not None:
+        return explicit
+    builtin = builtin_aliases().get(name)
+    if builtin is not None:
+        return parse_explicit(builtin)
+    return _bare_id(name)
+
+
+def is_known(name: str) -> bool:
+    """Whether this module serves `name` (an alias, an explicit spec or a listed model id)."""
+    return lookup(name) is not None
+
+
+def help_text() -> str:
+    """One line for the "known models" list."""
+    names = ", ".join(f"{alias} ({spec.split(':', 1)[-1]})" for alias, spec in all_aliases().items())
+    return f"{names}; anthropic:<model-id>[@<base-url>], openai:<model-id>[@<base-url>]"

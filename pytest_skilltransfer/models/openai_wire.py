@@ -1,0 +1,105 @@
+"""Wire format for OpenAI models (and any OpenAI-compatible server at a base URL): Chat Completions.
+
+Function calling maps to our ToolSpec/ToolCall; tool results are role "tool" messages. The sample id
+is sent as `seed`, so repeated samples are distinct requests (and sample differently on servers
+that honour it). The official API gets `max_completion_tokens` (GPT-6 rejects `max_tokens`);
+compatible servers get `max_tokens`, which they all understand. No temperature or top_p is sent.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .aliases import Target
+from .base import Message, Reply, Request, ToolCall, Usage
+from .sdk_common import DEFAULT_HEADERS
+
+
+def _wire_message(message: Message) -> dict[str, Any]:
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    if message.role == "assistant" and message.tool_calls:
+        return {
+            "role": "assistant",
+            "content": message.content or None,
+            "tool_calls": [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": json.dumps(call.arguments, sort_keys=True)},
+                }
+                for call in message.tool_calls
+            ],
+        }
+    return {"role": message.role, "content": message.content}
+
+
+def wire_messages(system: str, messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    """Our turns as Chat Completions messages, the system text first."""
+    head = [{"role": "system", "content": system}] if system else []
+    return head + [_wire_message(m) for m in messages]
+
+
+def request_params(target: Target, request: Request) -> dict[str, Any]:
+    """Keyword arguments for `chat.completions.create`."""
+    params: dict[str, Any] = {
+        "model": target.model_id,
+        "messages": wire_messages(request.system, request.messages),
+        "seed": request.sample_id,
+    }
+    params["max_tokens" if target.base_url else "max_completion_tokens"] = request.max_tokens
+    if request.tools:
+        params["tools"] = [
+            {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+            for t in request.tools
+        ]
+    return params
+
+
+def _arguments(raw: str | None) -> dict[str, Any]:
+    try:
+        value = json.loads(raw or "{}")
+    except ValueError:
+        return {"_unparsed_arguments": raw}
+    return value if isinstance(value, dict) else {"_arguments": value}
+
+
+def parse_reply(completion: Any, model_id: str) -> Reply:
+    """A chat completion as our Reply (first choice)."""
+    choice = completion.choices[0] if completion.choices else None
+    message = getattr(choice, "message", None)
+    calls = tuple(
+        ToolCall(id=call.id, name=call.function.name, arguments=_arguments(call.function.arguments))
+        for call in (getattr(message, "tool_calls", None) or [])
+        if getattr(call, "function", None) is not None
+    )
+    usage = completion.usage
+    return Reply(
+        text=(getattr(message, "content", None) or ""),
+        tool_calls=calls,
+        usage=Usage(
+            input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            output_tokens=getattr(usage, "completion_tokens", 0) or 0,
+        ),
+        model=getattr(completion, "model", "") or model_id,
+        stop_reason=(getattr(choice, "finish_reason", "") or ""),
+    )
+
+
+def make_client(api_key: str, base_url: str | None, max_retries: int, timeout: float) -> Any:
+    """An SDK client (the SDK is imported here, on first use)."""
+    import openai
+
+    return openai.OpenAI(
+        api_key=api_key,
+        base_url=base_url,
+        max_retries=max_retries,
+        timeout=timeout,
+        default_headers=DEFAULT_HEADERS,
+    )
+
+
+def send(client: Any, target: Target, request: Request) -> Any:
+    """One call; returns the SDK's response object."""
+    return client.chat.completions.create(**request_params(target, request))

@@ -1,0 +1,120 @@
+"""Real providers: registers the `anthropic` and `openai` families with the model registry.
+
+Names served: aliases (`haiku`, `sonnet`, `opus`, `luna`, `sol`, `astra`, ... and the user's
+`[tool.skilltransfer.models]` table, see `configure_aliases`), explicit `anthropic:<model-id>` and
+`openai:<model-id>`, either with `@<base-url>` for a compatible server, and bare model ids listed
+by the installed SDKs. Importing this module does not import the SDKs.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+from urllib.parse import urlparse
+
+from . import aliases
+from .aliases import Target
+from .base import Model, ModelError, Reply, Request, register_family
+from .sdk_common import DEFAULT_TIMEOUT_S, cached_client, call_failed, client_settings
+
+FAMILY = "providers"
+MAX_ALIAS_DEPTH = 8
+
+
+def _wire(provider: str) -> ModuleType:
+    if provider == "anthropic":
+        from . import anthropic_wire
+
+        return anthropic_wire
+    from . import openai_wire
+
+    return openai_wire
+
+
+class ProviderModel:
+    """A model behind a real HTTP API (Anthropic Messages or OpenAI Chat Completions)."""
+
+    records_http = True  # calls go through the SDKs, so they belong in cassettes
+
+    def __init__(self, name: str, target: Target, timeout: float = DEFAULT_TIMEOUT_S) -> None:
+        self.name = name
+        self.model_id = target.model_id
+        self.target = target
+        self.timeout = timeout
+
+    def __repr__(self) -> str:
+        return f"ProviderModel({self.name!r} -> {self.target})"
+
+    def _client(self, wire: ModuleType) -> Any:
+        s = client_settings(self.target)  # raises MissingAPIKey when recording without a key
+        key = (self.target.provider, self.target.base_url, s.api_key, s.max_retries, self.timeout)
+        return cached_client(key, lambda: wire.make_client(s.api_key, self.target.base_url, s.max_retries, self.timeout))
+
+    def complete(self, request: Request) -> Reply:
+        """One API call; every failure is a ModelCallError that says what to do."""
+        wire = _wire(self.target.provider)
+        client = self._client(wire)
+        try:
+            raw = wire.send(client, self.target, request)
+        except Exception as err:  # noqa: BLE001 - SDK and transport errors alike
+            raise call_failed(err, self.target, self.timeout) from err
+        return wire.parse_reply(raw, self.model_id)
+
+
+def _is_loopback_url(url: str | None) -> bool:
+    host = (urlparse(url).hostname or "") if url else ""
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def _target_for(name: str) -> Target | str:
+    """Follow aliases to a Target, or to a name another family serves (e.g. `sim-small`)."""
+    current, seen = name, [name]
+    for _ in range(MAX_ALIAS_DEPTH):
+        found = aliases.lookup(current)
+        if isinstance(found, Target):
+            return found
+        if found is None:
+            return current
+        if found in seen:
+            raise ModelError(f"model alias loop: {' -> '.join(seen + [found])}")
+        seen.append(found)
+        current = found
+    raise ModelError(f"model alias chain too long: {' -> '.join(seen)}")
+
+
+def build_model(name: str) -> Model:
+    """The backend for a name this family serves (see module docstring)."""
+    target = _target_for(name)
+    if isinstance(target, str):
+        from .base import resolve_model
+
+        try:
+            return resolve_model(target)
+        except ModelError as err:
+            raise ModelError(f"model alias {name!r} points to {target!r}, which is unknown.\n{err}") from err
+    if target.base_url and _is_loopback_url(target.base_url):
+        from ..prices import mark_local
+
+        mark_local(target.model_id)
+    return ProviderModel(name, target)
+
+
+def _register() -> None:
+    register_family(FAMILY, aliases.is_known, build_model, aliases.help_text())
+
+
+def configure_aliases(table: dict[str, Any]) -> None:
+    """Apply a `[tool.skilltransfer.models]` table: alias -> spec string or {provider, model, base_url}.
+
+    User entries extend or override the built-in aliases; calling again replaces the previous table.
+    """
+    aliases.set_user_aliases(table)
+    _register()
+
+
+def known_aliases() -> dict[str, str]:
+    """Every alias and what it points to."""
+    return aliases.all_aliases()
+
+
+_register()

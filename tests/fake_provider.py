@@ -1,0 +1,261 @@
+"""A loopback fake of the Anthropic Messages and OpenAI Chat Completions APIs, for tests.
+
+`POST /v1/messages` and `POST /v1/chat/completions` answer deterministically from the request body
+(a hash of its canonical JSON), so different requests get different replies and the same request
+always gets the same one. When tools are offered and no tool result is in the conversation yet, the
+reply is a call to the first tool; after a tool result it is text. Scripted failures (429, 529, 500
+with retry-after), slow replies, gzip bodies, and a key check can be switched on per test.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import socket
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+_ERROR_TYPES = {401: "authentication_error", 429: "rate_limit_error", 529: "overloaded_error", 500: "api_error", 503: "api_error"}
+
+
+@dataclass
+class Failure:
+    """One scripted failure: the status, and the retry-after the server advertises."""
+
+    status: int
+    retry_after_ms: int = 5
+
+
+def digest(data: Any) -> str:
+    """Short hash of a JSON value in canonical form."""
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def _last_user_text(messages: list[dict[str, Any]]) -> str:
+    for message in reversed(messages):
+        content = message.get("content")
+        if message.get("role") != "user":
+            continue
+        if isinstance(content, str):
+            return content
+        for block in content or []:
+            if block.get("type") == "text":
+                return block.get("text", "")
+    return ""
+
+
+def _has_tool_result(messages: list[dict[str, Any]]) -> bool:
+    for message in messages:
+        if message.get("role") == "tool":
+            return True
+        content = message.get("content")
+        if isinstance(content, list) and any(b.get("type") == "tool_result" for b in content):
+            return True
+    return False
+
+
+def _answer(body: dict[str, Any]) -> tuple[str, dict[str, Any] | None, str]:
+    """(text, tool call arguments or None, tag) for a request body."""
+    tag = digest(body)
+    messages = body.get("messages") or []
+    if body.get("tools") and not _has_tool_result(messages):
+        words = " ".join(_last_user_text(messages).split()[:3]) or "notes"
+        return "", {"query": words}, tag
+    return f"fake answer {tag}", None, tag
+
+
+def anthropic_reply(body: dict[str, Any]) -> dict[str, Any]:
+    """A Messages API response for `body`."""
+    text, call, tag = _answer(body)
+    content: list[dict[str, Any]] = []
+    if call is not None:
+        tool = body["tools"][0]["name"]
+        content.append({"type": "tool_use", "id": f"toolu_{tag}", "name": tool, "input": call})
+    else:
+        content.append({"type": "text", "text": text})
+    return {
+        "id": f"msg_{tag}",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", ""),
+        "content": content,
+        "stop_reason": "tool_use" if call is not None else "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": len(json.dumps(body)) // 4, "output_tokens": max(1, len(text) // 4)},
+    }
+
+
+def openai_reply(body: dict[str, Any]) -> dict[str, Any]:
+    """A Chat Completions response for `body`."""
+    text, call, tag = _answer(body)
+    message: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if call is not None:
+        tool = body["tools"][0]["function"]["name"]
+        message["tool_calls"] = [
+            {"id": f"call_{tag}", "type": "function", "function": {"name": tool, "arguments": json.dumps(call)}}
+        ]
+    return {
+        "id": f"chatcmpl-{tag}",
+        "object": "chat.completion",
+        "created": 1767225600,
+        "model": body.get("model", ""),
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if call else "stop"}],
+        "usage": {
+            "prompt_tokens": len(json.dumps(body)) // 4,
+            "completion_tokens": max(1, len(text) // 4),
+            "total_tokens": len(json.dumps(body)) // 4 + max(1, len(text) // 4),
+        },
+    }
+
+
+def _error_body(path: str, status: int) -> dict[str, Any]:
+    kind = _ERROR_TYPES.get(status, "api_error")
+    if path.endswith("/messages"):
+        return {"type": "error", "error": {"type": kind, "message": f"fake {kind}"}}
+    return {"error": {"message": f"fake {kind}", "type": kind, "code": None}}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: "_Server"
+
+    def log_message(self, *args: Any) -> None:  # keep test output quiet
+        pass
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.fake.connections.add(self.connection)
+
+    def finish(self) -> None:
+        self.server.fake.connections.discard(self.connection)
+        super().finish()
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server naming
+        fake = self.server.fake
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = json.loads(raw or b"{}")
+        fake.log(self.path, dict(self.headers), body)
+        if fake.delay:
+            time.sleep(fake.delay)
+        key = self.headers.get("x-api-key") or (self.headers.get("authorization") or "").removeprefix("Bearer ")
+        if (fake.require_key and not key) or (fake.accepted_keys is not None and key not in fake.accepted_keys):
+            return self._send(401, _error_body(self.path, 401))
+        failure = fake.next_failure()
+        if failure is not None:
+            extra = {"retry-after-ms": str(failure.retry_after_ms), "retry-after": "0", "x-should-retry": "true"}
+            return self._send(failure.status, _error_body(self.path, failure.status), extra)
+        if self.path.endswith("/v1/messages"):
+            return self._send(200, anthropic_reply(body))
+        if self.path.endswith("/chat/completions"):
+            return self._send(200, openai_reply(body))
+        return self._send(404, {"error": {"message": f"no route {self.path}"}})
+
+    def _send(self, status: int, payload: dict[str, Any], extra: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        headers = {
+            "content-type": "application/json",
+            "request-id": f"req_{digest(payload)}",
+            "x-request-id": f"req_{digest(payload)}",
+            "set-cookie": "fake_session=cookie-value-should-not-be-saved; Path=/",
+            "openai-organization": "org-fake-should-not-be-saved",
+            "anthropic-organization-id": "fake-org-should-not-be-saved",
+            **(extra or {}),
+        }
+        if self.server.fake.gzip_bodies:
+            data = gzip.compress(data)
+            headers["content-encoding"] = "gzip"
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    fake: "FakeProvider"
+
+
+class FakeProvider:
+    """The fake server: start it, point SDK base URLs at it, inspect what it received."""
+
+    def __init__(self) -> None:
+        self.delay = 0.0
+        self.require_key = True
+        self.accepted_keys: set[str] | None = None  # None: any non-empty key is accepted
+        self.gzip_bodies = False
+        self.received: list[dict[str, Any]] = []
+        self.connections: set[socket.socket] = set()
+        self._failures: deque[Failure] = deque()
+        self._lock = threading.Lock()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "server not started"
+        return self._server.server_address[1]
+
+    @property
+    def anthropic_url(self) -> str:
+        """Base URL for anthropic.Anthropic(base_url=...)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def openai_url(self) -> str:
+        """Base URL for openai.OpenAI(base_url=...)."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def fail_next(self, *statuses: int, retry_after_ms: int = 5) -> None:
+        """Answer the next requests with these error statuses, in order."""
+        with self._lock:
+            self._failures.extend(Failure(s, retry_after_ms) for s in statuses)
+
+    def next_failure(self) -> Failure | None:
+        with self._lock:
+            return self._failures.popleft() if self._failures else None
+
+    def log(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> None:
+        with self._lock:
+            self.received.append({"path": path, "headers": headers, "body": body})
+
+    def start(self) -> "FakeProvider":
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.fake = self
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), name="fake-provider", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and drop open keep-alive connections (so nothing can reach it afterwards)."""
+        if self._server is None:
+            return
+        self._server.shutdown()
+        self._server.server_close()
+        for conn in list(self.connections):
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self._server = None
+
+    def __enter__(self) -> "FakeProvider":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+@pytest.fixture
+def fake_provider() -> Any:
+    """A running FakeProvider, stopped after the test."""
+    with FakeProvider() as fake:
+        yield fake
