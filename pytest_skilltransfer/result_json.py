@@ -123,14 +123,23 @@ def _round_usd(value: float | None) -> float | None:
 
 def run_to_json(results: list[TransferResult]) -> dict[str, Any]:
     """A whole run: upstream's top-level fields plus the results."""
-    sources = sorted({r.source for r in results})
-    targets = sorted({r.target for r in results})
-    all_costs = [c for r in results for c in r.phase_costs().values()]
+    return run_report([result_to_json(r) for r in results])
+
+
+def run_report(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The whole-run report from results already in JSON shape (e.g. gathered from xdist workers)."""
+    sources = sorted({r["source"] for r in results})
+    targets = sorted({r["target"] for r in results})
+    rows = [row for r in results for phase in r["cost"]["phases"].values() for row in phase]
+
+    def tokens_of(models: list[str]) -> int:
+        return sum(row["input_tokens"] + row["output_tokens"] for row in rows if row["model"] in models)
+
     return {
         "experiment": EXPERIMENT,
         "source": sources[0] if len(sources) == 1 else sources,
         "target": targets[0] if len(targets) == 1 else targets,
-        "tokens_source": sum(tokens(c, s) for c in all_costs for s in sources),
-        "tokens_target": sum(tokens(c, t) for c in all_costs for t in targets if t not in sources),
-        "results": [result_to_json(r) for r in results],
+        "tokens_source": tokens_of(sources),
+        "tokens_target": tokens_of([t for t in targets if t not in sources]),
+        "results": results,
     }

@@ -1,0 +1,126 @@
+"""Collection: seed folders become items, one per seed and (source, target) pair.
+
+A folder is collected as a seed when it holds SKILL.md or a benchmark file and at least one seed
+file besides SKILL.md (benchmark.jsonl, held-out.jsonl or seed.toml), so a plain skill folder that
+happens to sit under `testpaths` is left alone. Items are `pytest.Function`s named
+`transfer[<source>-><target>]`, pairs sorted, carrying `@pytest.mark.skilltransfer(seed=...,
+source=..., target=...)`: they run through the very fixture hand-written tests use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from .plugin_options import Pair
+from .seeds import CONFIG_FILE, TEST_FILE, TRAIN_FILE, SeedError, is_seed_dir
+
+try:  # the id suffix `[src->tgt]` travels in a callspec, as for parametrized tests (structured ids, pytest 9.2)
+    from _pytest.python import CallSpec
+except ImportError:  # pragma: no cover - pytest < 9.2
+    from _pytest.python import CallSpec2 as CallSpec
+
+MARKER = "skilltransfer"
+ITEM_PREFIX = "transfer["
+SPEC_KEYS = ("seed", "source", "target", "optimizer")
+THRESHOLD_KEYS = ("min_gain", "min_score", "min_efficiency", "regression_tolerance")
+
+
+def is_collectable_seed(path: Path) -> bool:
+    """A seed folder, not just any folder with a SKILL.md."""
+    return is_seed_dir(path) and any((path / name).is_file() for name in (TRAIN_FILE, TEST_FILE, CONFIG_FILE))
+
+
+def pair_id(pair: Pair) -> str:
+    return f"{pair[0]}->{pair[1]}"
+
+
+@dataclass(frozen=True)
+class TransferSpec:
+    """What one item runs: a seed folder, a pair, an optimizer, and its marker's thresholds."""
+
+    seed_path: Path
+    source: str
+    target: str
+    optimizer: str | None
+    thresholds: dict[str, Any]
+
+
+def run_transfer(transfer_result: Any) -> None:
+    """Run the transfer protocol for this seed and pair; the plugin gates the result after the call."""
+
+
+class TransferItem(pytest.Function):
+    """An auto-collected transfer item; reported at its seed folder, not at the plugin's source."""
+
+    is_transfer_item = True
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"{self.path.name}::{self.name}"
+
+
+class SeedDirectory(pytest.Directory):
+    """A seed folder: one item per configured pair, or the engine's problems as a collection error."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        from .plugin import runner_of, settings_of  # the plugin owns per-config state
+
+        runner = runner_of(self.config)
+        try:
+            seed = runner.seed(self.path)
+        except SeedError as exc:
+            runner.broken_seeds.add(self.nodeid)
+            raise self.CollectError(str(exc)) from None
+        pairs = settings_of(self.config).pairs
+        if not pairs:
+            raise self.CollectError(
+                f"seed {seed.name}: no models to run; pass --source and --target (or --pair SRC:TGT), "
+                "or set skilltransfer_source / skilltransfer_target in [tool.pytest.ini_options]")
+        for pair in pairs:
+            item = TransferItem.from_parent(
+                self, name=f"{ITEM_PREFIX}{pair_id(pair)}]", originalname=ITEM_PREFIX[:-1], callobj=run_transfer,
+                callspec=CallSpec(_idlist=(pair_id(pair),)),
+            )
+            item.add_marker(pytest.mark.skilltransfer(seed=str(self.path), source=pair[0], target=pair[1]))
+            yield item
+
+
+def resolve_seed(value: str | Path, item: pytest.Item, seeds_dirs: tuple[Path, ...]) -> Path:
+    """A marker's `seed=`: absolute, or relative to the test file, the rootdir, or a --seeds-dir."""
+    path = Path(value)
+    if path.is_absolute():
+        return path
+    bases = [item.path.parent, item.config.rootpath, *seeds_dirs]
+    for base in bases:
+        if is_seed_dir(base / path):
+            return base / path
+    raise pytest.UsageError(f"{item.nodeid}: skilltransfer marker seed={str(value)!r} is not a seed folder "
+                            f"(looked under {', '.join(str(b) for b in bases)})")
+
+
+def marker_spec(item: pytest.Item, seeds_dirs: tuple[Path, ...], pair: Pair | None, optimizer: str | None) -> TransferSpec:
+    """Merge an item's skilltransfer marks (closest wins) and the pair it was parametrized with."""
+    kwargs: dict[str, Any] = {}
+    for mark in reversed(list(item.iter_markers(MARKER))):
+        unknown = set(mark.kwargs) - set(SPEC_KEYS) - set(THRESHOLD_KEYS)
+        if unknown or mark.args:
+            raise pytest.UsageError(f"{item.nodeid}: skilltransfer marker takes keyword arguments "
+                                    f"{', '.join(SPEC_KEYS + THRESHOLD_KEYS)}; got {sorted(unknown) or mark.args}")
+        kwargs.update(mark.kwargs)
+    if "seed" not in kwargs:
+        raise pytest.UsageError(f"{item.nodeid}: uses transfer_result but has no @pytest.mark.skilltransfer(seed=...)")
+    source = kwargs.get("source") or (pair[0] if pair else None)
+    target = kwargs.get("target") or (pair[1] if pair else None)
+    if not source or not target:
+        raise pytest.UsageError(f"{item.nodeid}: no model pair; give source= and target= in the marker, "
+                                "or configure --source/--target/--pair")
+    return TransferSpec(
+        seed_path=resolve_seed(kwargs["seed"], item, seeds_dirs),
+        source=source,
+        target=target,
+        optimizer=kwargs.get("optimizer") or optimizer,
+        thresholds={k: kwargs[k] for k in THRESHOLD_KEYS if k in kwargs},
+    )

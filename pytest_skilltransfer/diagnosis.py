@@ -1,0 +1,98 @@
+"""The failure report of a transfer item: what a reviewer needs to act on a failed gate.
+
+Sections: the failed gates; the scores table; the held-out tasks that fail on the target with the
+learned skill and the checks they miss; the diff from the seed's skill to the learned skill; the
+edits accepted and rejected per night.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from .gating import GateOutcome
+from .report import gain_text
+
+TASK_CHARS = 90
+
+
+def _estimate(evaluation: dict[str, Any] | None) -> tuple[str, str, str]:
+    if evaluation is None:
+        return "-", "-", "-"
+    hard = evaluation["hard"]
+    return f"{hard['mean']:.2f}", f"[{hard['ci_low']:.2f}, {hard['ci_high']:.2f}]", f"{evaluation['soft']['mean']:.2f}"
+
+
+def scores_table(result: dict[str, Any]) -> list[str]:
+    """Baseline, transferred and direct on the target: hard mean, its interval, soft mean."""
+    scores = result["scores"]
+    lines = [f"  {'':<12} {'hard':>5}  {'95% CI':<13} {'soft':>5}"]
+    for name in ("baseline", "transferred", "direct"):
+        mean, interval, soft = _estimate(scores[name])
+        lines.append(f"  {name:<12} {mean:>5}  {interval:<13} {soft:>5}")
+    efficiency = "-" if result["efficiency"] is None else f"{result['efficiency']:.2f}"
+    lines.append(f"  gain {gain_text(result)} over {result['gain']['n']} task(s); efficiency {efficiency}")
+    return lines
+
+
+def failing_tasks(result: dict[str, Any], task_texts: dict[str, str]) -> list[str]:
+    """Held-out tasks the target still fails with the learned skill, and the checks each misses."""
+    lines = []
+    for task in result["scores"]["transferred"]["tasks"]:
+        if task["hard"] >= 1.0:
+            continue
+        missed = sorted({label for sample in task["samples"] for label in sample["failed"]})
+        text = task_texts.get(task["task_id"], "")
+        text = text if len(text) <= TASK_CHARS else text[: TASK_CHARS - 3] + "..."
+        lines.append(f"  {task['task_id']} (hard {task['hard']:.2f}): {text}")
+        lines.extend(f"      misses: {label}" for label in missed)
+    return lines or ["  (none: every held-out task passes)"]
+
+
+def skill_diff(seed_skill: str, learned_skill: str) -> list[str]:
+    """Unified diff from the seed's SKILL.md to the learned skill."""
+    diff = difflib.unified_diff(seed_skill.splitlines(), learned_skill.splitlines(),
+                                "seed SKILL.md", "learned skill", lineterm="", n=2)
+    return ["  " + line for line in diff] or ["  (no change: the optimizer kept the seed's skill)"]
+
+
+def nights(optimization: dict[str, Any] | None, label: str) -> list[str]:
+    """Per night: the validation scores, accepted or rejected, and each edit."""
+    if optimization is None:
+        return []
+    lines = [f"  {label} on {optimization['agent']} (optimizer {optimization['optimizer']}):"]
+    for night in optimization["nights"]:
+        after = "-" if night["val_after"] is None else f"{night['val_after']:.2f}"
+        verdict = "accepted" if night["accepted"] else ("rejected" if night["applied"] else "no change")
+        note = f" ({night['note']})" if night["note"] else ""
+        lines.append(f"    night {night['night']}: val {night['val_before']:.2f} -> {after}, {verdict}{note}")
+        mark = "+" if night["accepted"] else "-"
+        for edit in night["applied"]:
+            lines.append(f"      {mark} {_edit_line(edit)}")
+        for edit in night["unmatched"]:
+            lines.append(f"      x {_edit_line(edit)} [not applied: {edit['reason']}]")
+    return lines
+
+
+def _edit_line(edit: dict[str, Any]) -> str:
+    text = (edit["content"] if edit["op"] != "delete" else edit["anchor"]).strip()
+    first = text.splitlines()[0] if text else ""
+    more = " ..." if "\n" in text or len(first) > 100 else ""
+    return f"{edit['op']}: {first[:100]}{more}"
+
+
+def diagnose(result: dict[str, Any], outcome: GateOutcome, seed_skill: str, task_texts: dict[str, str],
+             snapshot_diff: list[str] | None = None) -> str:
+    """The full failure text of one item."""
+    head = f"skill transfer failed for {result['seed']} ({result['source']} -> {result['target']}):"
+    lines = [head, *(f"  FAILED {f}" for f in outcome.failures), *(f"  note: {n}" for n in outcome.notes)]
+    if snapshot_diff:
+        lines += ["", "snapshot mismatch (run with --snapshot-update to accept):", *(f"  {d}" for d in snapshot_diff)]
+    lines += ["", f"scores on {result['target']} (held-out):", *scores_table(result)]
+    lines += ["", f"held-out tasks failing on {result['target']} with the learned skill:",
+              *failing_tasks(result, task_texts)]
+    lines += ["", "learned skill vs seed skill:", *skill_diff(seed_skill, result["learned_skill"])]
+    lines += ["", "edits per night (+ accepted, - rejected, x not applied):",
+              *nights(result["optimization"]["source"], "optimized"),
+              *nights(result["optimization"]["direct"], "direct reference, optimized")]
+    return "\n".join(lines)

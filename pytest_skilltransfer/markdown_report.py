@@ -1,0 +1,76 @@
+"""The Markdown report (`--skilltransfer-md`): for a CI job summary or a pull-request comment.
+
+It holds the summary line, the table of every item with its gate verdict, one mermaid
+`xychart-beta` bar chart per seed and pair (baseline / transferred / direct on the target, which
+GitHub renders), the failed gates, and the optimization price comparison.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .report import COLUMNS, price_difference, summary_line, table_rows
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _table(results: list[dict[str, Any]]) -> list[str]:
+    verdicts = {_key(r): _verdict(r) for r in results}
+    rows = table_rows(results)
+    ordered = sorted(results, key=_key)
+    lines = ["| " + " | ".join((*COLUMNS, "gate")) + " |", "|" + "---|" * (len(COLUMNS) + 1)]
+    for result, row in zip(ordered, rows):
+        lines.append("| " + " | ".join(_cell(c) for c in (*row, verdicts[_key(result)])) + " |")
+    return lines
+
+
+def _key(result: dict[str, Any]) -> tuple[str, str, str]:
+    return result["seed"], result["source"], result["target"]
+
+
+def _verdict(result: dict[str, Any]) -> str:
+    gate = result.get("gate")
+    if gate is None:
+        return "-"
+    return "pass" if gate["passed"] else "**FAIL**"
+
+
+def chart(result: dict[str, Any]) -> list[str]:
+    """A mermaid bar chart of one result's three held-out scores on the target."""
+    values = [result["baseline_target"], result["transferred"], result["direct_target"]]
+    labels = ["baseline", "transferred", "direct"]
+    shown = [(label, value) for label, value in zip(labels, values) if value is not None]
+    return [
+        "```mermaid",
+        "xychart-beta",
+        f'    title "{result["seed"]}: {result["source"]} -> {result["target"]}"',
+        "    x-axis [" + ", ".join(f'"{label}"' for label, _ in shown) + "]",
+        '    y-axis "held-out score on target" 0 --> 1',
+        "    bar [" + ", ".join(f"{value:.2f}" for _, value in shown) + "]",
+        "```",
+    ]
+
+
+def render(results: list[dict[str, Any]]) -> str:
+    """The whole report."""
+    if not results:
+        return "# Skill transfer\n\nNo transfer items ran.\n"
+    ordered = sorted(results, key=_key)
+    lines = ["# Skill transfer", "", f"`{summary_line(ordered)}`", "", *_table(ordered), ""]
+    difference = price_difference(ordered)
+    if difference:
+        lines += [difference, ""]
+    failed = [r for r in ordered if r.get("gate") and not r["gate"]["passed"]]
+    if failed:
+        lines += ["## Failed gates", ""]
+        for result in failed:
+            gate = result["gate"]
+            reasons = [*gate["failures"], *([gate["snapshot"]] if gate["snapshot"] != "ok" else [])]
+            lines += [f"- **{result['seed']}** ({result['source']} -> {result['target']}): " + "; ".join(reasons)]
+        lines.append("")
+    lines += ["## Scores per seed", ""]
+    for result in ordered:
+        lines += chart(result) + [""]
+    return "\n".join(lines)

@@ -1,0 +1,324 @@
+"""pytest plugin (entry point `skilltransfer`): every seed x (source, target) pair is a test item.
+
+    pytest --source=sim-small --target=sim-large -n 2 seeds/
+
+Design choices:
+
+* Collection (`collect`): seed folders given on the command line, found under `testpaths`, or named
+  by `--seeds-dir` become `SeedDirectory` collectors with one item per pair,
+  `seeds/<seed>::transfer[<source>-><target>]`, pairs sorted so every xdist worker agrees.
+  A broken seed is a collection error for that seed only, with the engine's file:line problems.
+* One code path: auto items and hand-written tests both carry `@pytest.mark.skilltransfer(...)`
+  and use the `transfer_result` fixture, which runs the engine (`runner`). After the test body the
+  plugin gates the result (`gating`), compares the snapshot (`snapshots`) and, on failure, prints a
+  diagnosis (`diagnosis`). Hand-written tests whose marker names no pair run once per pair.
+* xdist: a seed's items share its baseline and optimizations through one `SeedSession` per seed
+  per process, so all items of a seed run on one worker, in collection order; then `-n 2` computes
+  exactly what `-n 0` computes. Under `-n` without an explicit `--dist`, the plugin installs
+  `SeedScheduling` (`xdist_scheduling`: xdist's own LoadScope pattern, scoped by seed folder;
+  other tests are balanced as with `--dist load`). The `xdist_group(<seed>)` marks serve users
+  who choose `--dist loadgroup` themselves; on pytest 9.2 that mode does not group
+  (pytest-dev/pytest-xdist#1386), hence the scheduler. Sharing work across workers through a file
+  lock was rejected: it would serialize the workers on a seed anyway and needs a cross-process cache.
+* Results reach the controller as a custom attribute of the call-phase report
+  (`report.skilltransfer`, the `result_json` shape); xdist serializes report attributes, and the
+  controller gathers them in `pytest_runtest_logreport`. Only the controller prints the summary
+  table and writes `--skilltransfer-json` / `--skilltransfer-md`. Scores also go to
+  `user_properties`, hence to JUnit XML.
+* Snapshots: syrupy, one Markdown file per item in `<seed>/__snapshots__/`; see `snapshots` for
+  the layout and for why unused detection cannot break selections. The regression gate reads the
+  committed file's transferred score before syrupy compares.
+* Progress: with `-v`, each night of an item prints a line (workers write to stderr as `[gwN] ...`).
+"""
+
+from __future__ import annotations
+
+import sys
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Generator
+
+import pytest
+
+from .collect import (
+    MARKER,
+    SeedDirectory,
+    TransferSpec,
+    is_collectable_seed,
+    marker_spec,
+    pair_id,
+)
+from .plugin_options import Pair, Settings, add_options, apply_project_tables, read_settings
+from .reporting import REPORT_ATTRIBUTE, TransferReporting, is_worker, plain_nodeid
+from .runner import Runner
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from syrupy.assertion import SnapshotAssertion
+
+    from .protocol import TransferResult
+    from .seeds import Seed
+
+SETTINGS = pytest.StashKey[Settings]()
+RUNNER = pytest.StashKey[Runner]()
+SPEC = pytest.StashKey[TransferSpec]()
+RUN = pytest.StashKey["ItemRun"]()
+PAIR_ARG = "transfer_pair"
+SEED_SCHEDULING = pytest.StashKey[bool]()
+
+
+@dataclass
+class ItemRun:
+    """One item's protocol run: the engine result, its JSON, the seed and the snapshot assertion."""
+
+    result: "TransferResult"
+    data: dict[str, Any]
+    seed: "Seed"
+    spec: TransferSpec
+    snapshot: "SnapshotAssertion"
+
+
+def settings_of(config: pytest.Config) -> Settings:
+    return config.stash[SETTINGS]
+
+
+def runner_of(config: pytest.Config) -> Runner:
+    return config.stash[RUNNER]
+
+
+# -- options and configuration -------------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_cmdline_main(config: pytest.Config) -> Generator[None, Any, Any]:
+    """Under `-n` without an explicit `--dist`, schedule by seed (runs before xdist turns "no" into "load")."""
+    option = config.option
+    chose = getattr(option, "dist", "no") != "no" or getattr(option, "distload", False)
+    config.stash[SEED_SCHEDULING] = bool(getattr(option, "numprocesses", None)) and not chose
+    return (yield)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Keep each seed's items on one worker, in collection order (see `xdist_scheduling`)."""
+    if not config.stash.get(SEED_SCHEDULING, False):
+        return None
+    from .xdist_scheduling import SeedScheduling
+
+    return SeedScheduling(config, log)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}(seed, source=None, target=None, optimizer=None, min_gain=None, min_score=None, "
+        "min_efficiency=None, regression_tolerance=None): run the skill-transfer protocol for this test "
+        "(fixture transfer_result); without source/target the test runs once per configured pair",
+    )
+    if config.option.help:  # --help must work even when the configuration is wrong
+        return
+    settings = read_settings(config)
+    apply_project_tables(config)
+    _check_models(settings)
+    config.stash[SETTINGS] = settings
+    config.stash[RUNNER] = Runner(settings, _progress_writer(config))
+    config.pluginmanager.register(TransferReporting(config, settings), "skilltransfer-reporting")
+    _add_seed_dirs(config, settings)
+
+
+def _check_models(settings: Settings) -> None:
+    """Every model name must resolve; the error names the option and lists the known models."""
+    from .models.base import ModelError, resolve_model
+
+    names = {name for pair in settings.pairs for name in pair} | ({settings.optimizer} if settings.optimizer else set())
+    for name in sorted(names):
+        try:
+            resolve_model(name)
+        except ModelError as exc:
+            role = "--optimizer" if name == settings.optimizer else "--source/--target/--pair"
+            raise pytest.UsageError(f"{role}: {exc}") from None
+
+
+def _add_seed_dirs(config: pytest.Config, settings: Settings) -> None:
+    """Collect --seeds-dir folders too; ini seed folders only when the command line names no paths."""
+    from_cli = bool(getattr(config.option, "skilltransfer_seeds_dir", None))
+    if not settings.seeds_dirs or (not from_cli and config.args_source == pytest.Config.ArgsSource.ARGS):
+        return
+    present = {str(config.invocation_params.dir / arg.split("::")[0]) for arg in config.args}
+    for folder in settings.seeds_dirs:
+        if str(folder) not in present:
+            config.args.append(str(folder))
+            present.add(str(folder))
+
+
+def _progress_writer(config: pytest.Config) -> Callable[[str], None]:
+    """Per-night lines with -v: on the terminal in-process, on stderr as `[gwN] ...` on xdist workers."""
+    if config.option.verbose <= 0:
+        return lambda _line: None
+
+    def write(line: str) -> None:
+        capman = config.pluginmanager.getplugin("capturemanager")
+        reporter = config.pluginmanager.getplugin("terminalreporter")
+        with capman.global_and_fixture_disabled() if capman else nullcontext():
+            if is_worker(config):
+                sys.stderr.write(f"[{config.workerinput['workerid']}] {line}\n")  # type: ignore[attr-defined]
+                sys.stderr.flush()
+            elif reporter is not None:
+                reporter.write_line(f"  {line}")
+
+    return write
+
+
+# -- collection ----------------------------------------------------------------------------------
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collect_directory(path: "Path", parent: pytest.Collector) -> pytest.Collector | None:
+    if is_collectable_seed(path):
+        return SeedDirectory.from_parent(parent, path=path)
+    return None
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A hand-written transfer test whose marker names no pair runs once per configured pair."""
+    if "transfer_result" not in metafunc.fixturenames:
+        return
+    marks = list(metafunc.definition.iter_markers(MARKER))
+    if not marks or any("source" in m.kwargs or "target" in m.kwargs for m in marks):
+        return
+    pairs = settings_of(metafunc.config).pairs
+    if pairs:
+        metafunc.parametrize(PAIR_ARG, pairs, ids=[pair_id(p) for p in pairs])
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Resolve each transfer test's spec (bad markers are usage errors) and mark its xdist group."""
+    settings = settings_of(config)
+    grouped = config.pluginmanager.hasplugin("xdist")
+    for item in items:
+        if "transfer_result" not in getattr(item, "fixturenames", ()):
+            continue
+        callspec = getattr(item, "callspec", None)
+        pair: Pair | None = callspec.params.get(PAIR_ARG) if callspec else None
+        spec = marker_spec(item, settings.seeds_dirs, pair, settings.optimizer)
+        item.stash[SPEC] = spec
+        if grouped:
+            item.add_marker(pytest.mark.xdist_group(spec.seed_path.name))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session: pytest.Session) -> Generator[None, Any, Any]:
+    """A broken seed is a collection error for that seed only: the other items still run."""
+    broken = len(runner_of(session.config).broken_seeds)
+    session.testsfailed -= broken
+    try:
+        return (yield)
+    finally:
+        session.testsfailed += broken
+
+
+# -- running -------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def transfer_pair(request: pytest.FixtureRequest) -> Pair:
+    """The (source, target) pair of this transfer test."""
+    spec = request.node.stash[SPEC]
+    return spec.source, spec.target
+
+
+@pytest.fixture
+def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapshot: "SnapshotAssertion") -> "TransferResult":
+    """Run the skill-transfer protocol for this test's seed and pair; the plugin gates it after the test."""
+    from .models.base import ModelCallError, ModelError
+    from .result_json import result_to_json
+    from .seeds import SeedError
+    from .snapshots import TransferSnapshotExtension
+
+    item = request.node
+    spec = item.stash[SPEC]
+    runner = runner_of(request.config)
+    try:
+        result = runner.transfer(spec.seed_path, spec.source, spec.target, spec.optimizer)
+        seed = runner.seed(spec.seed_path)
+    except (SeedError, ModelError, ModelCallError) as exc:
+        problem = f"{spec.seed_path.name} ({spec.source} -> {spec.target}): {exc}"
+    else:
+        problem = ""
+    if problem:
+        pytest.fail(problem, pytrace=False)
+    data = result_to_json(result)
+    item.stash[RUN] = ItemRun(result, data, seed, spec, snapshot.use_extension(TransferSnapshotExtension))
+    item.user_properties.extend(junit_properties(data))
+    return result
+
+
+def junit_properties(data: dict[str, Any]) -> list[tuple[str, object]]:
+    """Scores and cost as (name, value) pairs, as `record_property` makes them, for JUnit XML."""
+    values = {
+        "pair": f"{data['source']}->{data['target']}",
+        "baseline": data["baseline_target"],
+        "transferred": data["transferred"],
+        "direct": data["direct_target"],
+        "gain": data["gain"]["mean"],
+        "gain_ci_low": data["gain"]["ci_low"],
+        "gain_ci_high": data["gain"]["ci_high"],
+        "efficiency": data["efficiency"],
+        "calls": data["cost"]["calls"],
+        "tokens": data["cost"]["tokens"],
+        "usd": data["cost"]["total_usd"],
+    }
+    return [(f"skilltransfer_{name}", value) for name, value in values.items() if value is not None]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
+    """After a transfer test's body passes: gates, snapshot, and the diagnosis on failure."""
+    outcome = yield
+    run = item.stash.get(RUN, None)
+    if run is not None:
+        _gate(item, run)
+    return outcome
+
+
+def _gate(item: pytest.Item, run: ItemRun) -> None:
+    from . import gating, snapshots
+    from .diagnosis import diagnose
+
+    thresholds = settings_of(item.config).thresholds(run.seed.thresholds, run.spec.thresholds)
+    committed = snapshots.committed_score(run.snapshot)
+    outcome = gating.evaluate(run.data, thresholds, committed, updating=bool(run.snapshot.update_snapshots))
+    mismatch = snapshots.compare(run.snapshot, run.data)
+    run.data["gate"] = {**outcome.as_dict(), "passed": outcome.passed and not mismatch,
+                        "snapshot": mismatch[0] if mismatch else "ok"}
+    if outcome.failures or mismatch:
+        texts = {task.id: task.text for task in run.seed.test}
+        pytest.fail(diagnose(run.data, outcome, run.seed.skill, texts, mismatch), pytrace=False)
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Close a seed's cassette once the next item belongs to another seed (or there is none)."""
+    spec = item.stash.get(SPEC, None)
+    following = nextitem.stash.get(SPEC, None) if nextitem is not None else None
+    if spec is not None and (following is None or following.seed_path != spec.seed_path):
+        runner_of(item.config).stop_recording()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    runner_of(session.config).stop_recording()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    """Attach the result to the call report, which xdist carries to the controller."""
+    report = yield
+    run = item.stash.get(RUN, None)
+    if run is not None and report.when == "call":
+        setattr(report, REPORT_ATTRIBUTE, {**run.data, "item": plain_nodeid(report.nodeid)})
+    return report

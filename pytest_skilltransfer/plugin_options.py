@@ -1,0 +1,285 @@
+"""The `skilltransfer` option group: command-line options, their ini keys, and parsing into `Settings`.
+
+Every option is also an ini key: `skilltransfer_` + the option name without a leading
+`transfer-`/`skilltransfer-` (`--nights` -> `skilltransfer_nights`, `--transfer-min-gain` ->
+`skilltransfer_min_gain`, `--skilltransfer-json` -> `skilltransfer_json`). The command line wins.
+
+The model matrix is `source x target` plus explicit `--pair SRC:TGT`s. When the command line names
+any of `--source`, `--target`, `--pair`, it replaces the ini matrix (a side it leaves out, such as
+the targets of `pytest --source=haiku`, comes from the ini). Bad values raise `pytest.UsageError`
+naming the option.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .protocol import ProtocolConfig
+from .seeds import Thresholds
+
+Pair = tuple[str, str]
+
+INT_SETTINGS = {  # option -> (ProtocolConfig field, smallest allowed value, help)
+    "nights": ("nights", 1, "optimization nights"),
+    "edit-budget": ("edit_budget", 1, "edits applied per night at most"),
+    "limit-replay": ("limit_replay", 0, "training tasks replayed per night (0 = all)"),
+    "limit-holdout": ("limit_holdout", 0, "validation and held-out tasks scored (0 = all)"),
+    "samples": ("samples", 1, "rollouts per task; above 1 the gates use the lower 95%% bound"),
+}
+THRESHOLD_OPTIONS = {  # option -> Thresholds field
+    "transfer-min-gain": "min_gain",
+    "transfer-min-score": "min_score",
+    "transfer-min-efficiency": "min_efficiency",
+    "transfer-regression-tolerance": "regression_tolerance",
+}
+OFF_WORDS = ("off", "none")
+
+
+def ini_name(option: str) -> str:
+    """The ini key of an option: `transfer-min-gain` -> `skilltransfer_min_gain`."""
+    for prefix in ("skilltransfer-", "transfer-"):
+        option = option.removeprefix(prefix)
+    return "skilltransfer_" + option.replace("-", "_")
+
+
+def dest(option: str) -> str:
+    return "skilltransfer_" + option.replace("-", "_")
+
+
+def _add(group: Any, parser: pytest.Parser, option: str, help_text: str, ini_type: str | None = None,
+         **kwargs: Any) -> None:
+    key = ini_name(option)
+    group.addoption(f"--{option}", dest=dest(option), help=f"{help_text} (ini: {key})", **kwargs)
+    parser.addini(key, help_text, type=ini_type)
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Register the `skilltransfer` group and its ini keys."""
+    group = parser.getgroup("skilltransfer", "skill transfer: optimize a skill on SOURCE, measure it on TARGET")
+    for role, text in (("source", "model the skill is optimized with"), ("target", "model the frozen skill is deployed on")):
+        _add(group, parser, role, f"{text}; repeat or comma-separate for several (items: source x target)",
+             "args", action="append", metavar="MODEL")
+    _add(group, parser, "pair", "an explicit SRC:TGT pair, e.g. the reverse direction; repeatable", "args",
+         action="append", metavar="SRC:TGT")
+    _add(group, parser, "optimizer", "model that proposes edits (default: the agent model itself)", metavar="MODEL")
+    for option, (name, _, text) in INT_SETTINGS.items():
+        _add(group, parser, option, f"{text} (default {getattr(ProtocolConfig(), name)})", metavar="N")
+    _add(group, parser, "no-direct", "skip the direct optimization on the target (no efficiency)",
+         action="store_true", default=None)
+    _add(group, parser, "seeds-dir", "folder of seeds (or one seed) to collect as well; repeatable", "paths",
+         action="append", metavar="DIR")
+    for option, name in THRESHOLD_OPTIONS.items():
+        _add(group, parser, option, f"gate: {name.replace('_', ' ')} (overrides seed.toml; 'off' disables)",
+             metavar="X")
+    _add(group, parser, "skilltransfer-json", "write the JSON report (the CLI's --json shape) to PATH", metavar="PATH")
+    _add(group, parser, "skilltransfer-md", "write a Markdown report with charts (for CI job summaries) to PATH",
+         metavar="PATH")
+    if importlib.util.find_spec("pytest_recording") is None:  # pytest-recording owns --record-mode when installed
+        _add(group, parser, "record-mode", "cassettes for real providers: none|once|new_episodes|all "
+             "(default: none, replay only, when $CI is set; else once)", metavar="MODE")
+    else:
+        parser.addini(ini_name("record-mode"), "cassette mode for real providers")
+    _add(group, parser, "cassette-dir", "folder of recorded provider traffic (default: <rootdir>/cassettes)",
+         metavar="DIR")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the plugin reads from the command line and ini, validated."""
+
+    pairs: tuple[Pair, ...] = ()
+    optimizer: str | None = None
+    protocol: ProtocolConfig = field(default_factory=ProtocolConfig)
+    ini_thresholds: dict[str, float | None] = field(default_factory=dict)
+    cli_thresholds: dict[str, float | None] = field(default_factory=dict)
+    seeds_dirs: tuple[Path, ...] = ()
+    json_path: Path | None = None
+    md_path: Path | None = None
+    record_mode: str | None = None  # None: the cassettes' default (replay only under CI)
+    cassette_dir: Path = Path("cassettes")
+
+    def thresholds(self, seed: Thresholds, marker: dict[str, Any] | None = None) -> Thresholds:
+        """seed.toml < ini < the test's marker < command line; None (`off`) turns a gate off."""
+        values = {**seed.__dict__, **self.ini_thresholds, **(marker or {}), **self.cli_thresholds}
+        return Thresholds(**{k: v for k, v in values.items() if k in Thresholds.__dataclass_fields__})
+
+
+class _Reader:
+    """Reads one option from the command line, falling back to its ini key."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+
+    def cli(self, option: str) -> Any:
+        return getattr(self.config.option, dest(option), None)
+
+    def ini(self, option: str) -> Any:
+        value = self.config.getini(ini_name(option))
+        return None if value in ("", [], None) else value
+
+    def get(self, option: str) -> tuple[Any, str]:
+        """(value, where it came from) with the command line first."""
+        value = self.cli(option)
+        if value is not None:
+            return value, f"--{option}"
+        return self.ini(option), ini_name(option)
+
+
+def split_names(values: list[str] | None) -> list[str]:
+    """Flatten repeated and comma-separated names, dropping blanks, keeping order, without duplicates."""
+    names: list[str] = []
+    for value in values or []:
+        for name in str(value).split(","):
+            if name.strip() and name.strip() not in names:
+                names.append(name.strip())
+    return names
+
+
+def parse_pair(text: str, where: str) -> Pair:
+    """`SRC->TGT`, or `SRC:TGT` when neither name holds a colon (`anthropic:<id>` names need `->`)."""
+    if "->" in text:
+        source, _, target = text.partition("->")
+    elif text.count(":") == 1:
+        source, _, target = text.partition(":")
+    else:
+        raise pytest.UsageError(f"{where}: expected SRC:TGT or SRC->TGT (use -> when a name holds a colon, "
+                                f"e.g. anthropic:claude-haiku-5-5->sonnet), got {text!r}")
+    if not source.strip() or not target.strip():
+        raise pytest.UsageError(f"{where}: expected SRC:TGT (e.g. sim-small:sim-large), got {text!r}")
+    return source.strip(), target.strip()
+
+
+def build_matrix(reader: _Reader) -> tuple[Pair, ...]:
+    """source x target plus explicit pairs, sorted; the command line replaces the ini matrix."""
+    cli = {o: split_names(reader.cli(o)) for o in ("source", "target", "pair")}
+    ini = {o: split_names(reader.ini(o)) for o in ("source", "target", "pair")}
+    if any(cli.values()):
+        sources = cli["source"] or (ini["source"] if cli["target"] else [])
+        targets = cli["target"] or (ini["target"] if cli["source"] else [])
+        pairs, pair_where, where = cli["pair"], "--pair", "--source/--target"
+    else:
+        sources, targets, pairs = ini["source"], ini["target"], ini["pair"]
+        pair_where, where = ini_name("pair"), f"{ini_name('source')}/{ini_name('target')}"
+    if bool(sources) != bool(targets):
+        raise pytest.UsageError(f"{where}: sources need targets and targets need sources "
+                                "(or name pairs with --pair SRC:TGT)")
+    matrix = {(s, t) for s in sources for t in targets} | {parse_pair(p, pair_where) for p in pairs}
+    return tuple(sorted(matrix))
+
+
+def _int(value: Any, where: str, low: int) -> int:
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise pytest.UsageError(f"{where}: expected an integer, got {value!r}") from None
+    if number < low:
+        raise pytest.UsageError(f"{where}: must be at least {low}, got {number}")
+    return number
+
+
+def _threshold(value: Any, where: str) -> float | None:
+    if str(value).strip().lower() in OFF_WORDS:
+        return None
+    try:
+        return float(str(value).strip())
+    except ValueError:
+        raise pytest.UsageError(f"{where}: expected a number or 'off', got {value!r}") from None
+
+
+def _bool(value: Any, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise pytest.UsageError(f"{where}: expected true or false, got {value!r}")
+
+
+def _record_mode(reader: _Reader) -> str | None:
+    value, where = reader.get("record-mode")
+    recording_plugin = getattr(reader.config.option, "record_mode", None)  # pytest-recording's --record-mode
+    if value is None and recording_plugin:
+        value, where = ("all" if recording_plugin == "rewrite" else recording_plugin), "--record-mode"
+    if value is None:
+        return None
+    from .cassettes import RECORD_MODES  # vcrpy helpers: imported only when the option is used
+
+    if value not in RECORD_MODES:
+        raise pytest.UsageError(f"{where}: expected one of {', '.join(RECORD_MODES)}, got {value!r}")
+    return str(value)
+
+
+def _path(value: Any, base: Path) -> Path:
+    path = Path(str(value)).expanduser()
+    return path if path.is_absolute() else base / path
+
+
+def read_settings(config: pytest.Config) -> Settings:
+    """Parse and validate every skilltransfer option; raise pytest.UsageError naming the bad one."""
+    reader = _Reader(config)
+    protocol: dict[str, Any] = {}
+    for option, (name, low, _) in INT_SETTINGS.items():
+        value, where = reader.get(option)
+        if value is not None:
+            protocol[name] = _int(value, where, low)
+    no_direct, where = reader.get("no-direct")
+    protocol["direct"] = not _bool(no_direct, where) if no_direct is not None else True
+    layers: dict[str, dict[str, float | None]] = {"ini": {}, "cli": {}}
+    for option, name in THRESHOLD_OPTIONS.items():
+        for layer, value, where in (("ini", reader.ini(option), ini_name(option)), ("cli", reader.cli(option), f"--{option}")):
+            if value is not None:
+                layers[layer][name] = _threshold(value, where)
+    cwd = config.invocation_params.dir
+    seeds_dirs = [_path(p, cwd) for p in reader.cli("seeds-dir") or []]
+    seeds_dirs += [Path(p) for p in reader.ini("seeds-dir") or [] if Path(p) not in seeds_dirs]
+    for path in seeds_dirs:
+        if not path.is_dir():
+            raise pytest.UsageError(f"--seeds-dir / {ini_name('seeds-dir')}: {path} is not a folder")
+    optimizer, _ = reader.get("optimizer")
+    json_path, _ = reader.get("skilltransfer-json")
+    md_path, _ = reader.get("skilltransfer-md")
+    cassette_dir, _ = reader.get("cassette-dir")
+    return Settings(
+        pairs=build_matrix(reader),
+        optimizer=optimizer or None,
+        protocol=ProtocolConfig(**protocol),
+        ini_thresholds=layers["ini"],
+        cli_thresholds=layers["cli"],
+        seeds_dirs=tuple(seeds_dirs),
+        json_path=_path(json_path, cwd) if json_path else None,
+        md_path=_path(md_path, cwd) if md_path else None,
+        record_mode=_record_mode(reader),
+        cassette_dir=_path(cassette_dir, cwd) if cassette_dir else config.rootpath / "cassettes",
+    )
+
+
+def apply_project_tables(config: pytest.Config) -> None:
+    """Apply pyproject's `[tool.skilltransfer.models]` aliases and `[tool.skilltransfer.prices]`."""
+    pyproject = config.rootpath / "pyproject.toml"
+    if not pyproject.is_file():
+        return
+    try:
+        table = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get("skilltransfer", {})
+    except tomllib.TOMLDecodeError as exc:
+        raise pytest.UsageError(f"{pyproject}: invalid TOML: {exc}") from None
+    from .models.base import ModelError
+
+    try:
+        if table.get("models"):
+            from .models.providers import configure_aliases
+
+            configure_aliases(table["models"])
+        if table.get("prices"):
+            from .prices import configure_prices
+
+            configure_prices(table["prices"])
+    except (ModelError, ValueError) as exc:
+        raise pytest.UsageError(f"{pyproject}: {exc}") from None

@@ -1,0 +1,98 @@
+"""The plugin's side of the engine: one `SeedSession` per seed per process, resolved models, cassettes.
+
+A `SeedSession` memoizes a seed's baselines and optimizations, so every item of one seed that runs
+in this process shares them (xdist sends all of a seed's items to one worker, see `plugin`).
+
+Cassettes: when a run involves a provider model (anthropic / openai SDKs), the seed's recording
+(`cassettes.recording`) is opened before the run and kept open for the seed's following items;
+the plugin closes it when the next item belongs to another seed (or at the end). One context per
+seed, not per item: `once` decides which models may record when the cassette is opened, so a
+second pair of the same seed must find the context of the first still open.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .models.base import Model, resolve_model
+from .plugin_options import Settings
+from .protocol import SeedSession, TransferResult
+from .seeds import Seed, SeedError, load_seed
+
+Progress = Callable[[str], None]
+
+
+def needs_recording(models: list[Model]) -> bool:
+    """True when a model talks to a provider SDK (whose HTTP the cassettes record); the simulator and
+    in-process test models never need a cassette."""
+    from .models.providers import ProviderModel
+
+    return any(isinstance(m, ProviderModel) for m in models)
+
+
+@dataclass
+class Runner:
+    """Loaded seeds, models and seed sessions of this process, keyed so each is built once."""
+
+    settings: Settings
+    progress: Progress
+    _seeds: dict[Path, Seed | SeedError] = field(default_factory=dict)
+    _sessions: dict[Path, SeedSession] = field(default_factory=dict)
+    _models: dict[str, Model] = field(default_factory=dict)
+    broken_seeds: set[str] = field(default_factory=set)  # node ids of seeds that failed to load
+    _recording: tuple[str, ExitStack] | None = None  # (seed name, its open cassette context)
+
+    def seed(self, path: Path) -> Seed:
+        """Load a seed once; raises the engine's SeedError (every problem, file:line) each time it is asked."""
+        key = path.resolve()
+        if key not in self._seeds:
+            try:
+                self._seeds[key] = load_seed(key)
+            except SeedError as exc:
+                self._seeds[key] = exc
+        loaded = self._seeds[key]
+        if isinstance(loaded, SeedError):
+            raise loaded
+        return loaded
+
+    def model(self, name: str) -> Model:
+        """Resolve a model name once per process (raises ModelError listing the known names)."""
+        if name not in self._models:
+            self._models[name] = resolve_model(name)
+        return self._models[name]
+
+    def session(self, path: Path) -> SeedSession:
+        key = path.resolve()
+        if key not in self._sessions:
+            self._sessions[key] = SeedSession(self.seed(key), self.settings.protocol, self.progress)
+        return self._sessions[key]
+
+    def transfer(self, path: Path, source: str, target: str, optimizer: str | None) -> TransferResult:
+        """Run (or reuse) the protocol for one seed and pair, inside the seed's cassette when needed."""
+        session = self.session(path)
+        models = [self.model(source), self.model(target)]
+        chosen = self.model(optimizer) if optimizer else None
+        if needs_recording(models + ([chosen] if chosen else [])):
+            self.record(session.seed.name)
+        return session.transfer(models[0], models[1], chosen)
+
+    def record(self, seed: str) -> None:
+        """Open the seed's recording unless it is already open (closing another seed's first)."""
+        if self._recording is not None and self._recording[0] == seed:
+            return
+        self.stop_recording()
+        from .cassettes import recording  # vcrpy is heavy: imported only when a provider runs
+
+        stack = ExitStack()
+        stack.enter_context(recording(self.settings.cassette_dir, seed, self.settings.record_mode))
+        self._recording = (seed, stack)
+
+    def stop_recording(self) -> None:
+        """Close (and save) the open recording, if any."""
+        if self._recording is not None:
+            stack = self._recording[1]
+            self._recording = None
+            stack.close()

@@ -1,0 +1,130 @@
+"""syrupy snapshots of transfer items: the learned skill and its scores, as readable Markdown.
+
+Location: inside the seed folder, one file per pair,
+`seeds/<seed>/__snapshots__/transfer[<source>_to_<target>].md`, so a seed and its reviewed results
+travel together (hand-written tests keep syrupy's layout, `tests/__snapshots__/<file>/<test>.md`).
+Only deterministic fields are written (scores, nights, the learned skill), never dollars or calls.
+
+Unused-snapshot detection: this extension reports no snapshot as unused, so `-k`, seed selection,
+a different model matrix or xdist can never flag or delete one. A deleted seed takes its snapshots
+with it; a snapshot of a pair that left the matrix stays until removed by hand. (Inside the seed
+folder the files are also out of reach of the default extension, which treats foreign files in
+`<tests>/__snapshots__` as unused.)
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from syrupy.data import SnapshotCollections
+from syrupy.extensions.base import AbstractSyrupyExtension
+from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+
+from .report import gain_text
+
+if TYPE_CHECKING:
+    from syrupy.assertion import SnapshotAssertion
+    from syrupy.location import PyTestLocation
+    from syrupy.types import SnapshotIndex
+
+TRANSFERRED_ROW = re.compile(r"^\| transferred \| ([0-9.]+) \|", re.M)
+FENCE = "````"
+
+
+class TransferSnapshotExtension(SingleFileSnapshotExtension):
+    """One Markdown file per item; see the module docstring for layout and unused detection."""
+
+    file_extension = "md"
+    _write_mode = WriteMode.TEXT
+
+    def serialize(self, data: Any, **_: Any) -> str:
+        return str(data)
+
+    @classmethod
+    def get_snapshot_name(cls, *, test_location: "PyTestLocation", index: "SnapshotIndex" = 0) -> str:
+        """`transfer[a->b]` -> `transfer[a_to_b]` (syrupy would drop the `>`), then syrupy's cleaning."""
+        name = AbstractSyrupyExtension.get_snapshot_name(test_location=test_location, index=index)
+        return cls._sanitize_filename(name.replace("->", "_to_"))[: cls._max_stem_length()]
+
+    @classmethod
+    def dirname(cls, *, test_location: "PyTestLocation") -> str:
+        if getattr(test_location.item, "is_transfer_item", False):
+            return str(Path(test_location.filepath) / Path(str(cls.snapshot_dirname)).name)
+        return super().dirname(test_location=test_location)
+
+    @classmethod
+    def matches_test_location(cls, *, test_location: "PyTestLocation", snapshot_location: str) -> bool:
+        return Path(snapshot_location) == Path(cls.get_location(test_location=test_location, index=0))
+
+    def discover_snapshots(self, *, test_location: "PyTestLocation",
+                           ignore_extensions: list[str] | None = None) -> SnapshotCollections:
+        """Nothing: see the module docstring on unused detection."""
+        return SnapshotCollections()
+
+
+def _score_row(name: str, evaluation: dict[str, Any] | None) -> str:
+    if evaluation is None:
+        return f"| {name} | - | - | - |"
+    hard, soft = evaluation["hard"], evaluation["soft"]
+    return f"| {name} | {hard['mean']:.3f} | [{hard['ci_low']:.3f}, {hard['ci_high']:.3f}] | {soft['mean']:.3f} |"
+
+
+def _night_lines(optimization: dict[str, Any] | None, label: str) -> list[str]:
+    if optimization is None:
+        return []
+    lines = [f"### {label}: agent {optimization['agent']}, optimizer {optimization['optimizer']}", ""]
+    for night in optimization["nights"]:
+        after = "-" if night["val_after"] is None else f"{night['val_after']:.3f}"
+        verdict = "accepted" if night["accepted"] else ("rejected" if night["applied"] else "no change")
+        lines.append(f"- night {night['night']}: val {night['val_before']:.3f} -> {after}, {verdict}"
+                     + (f" ({night['note']})" if night["note"] else ""))
+        lines += [f"  - {e['op']}: {' '.join(e['content'].split())[:160]}" for e in night["applied"]]
+    return lines + [""]
+
+
+def render(result: dict[str, Any]) -> str:
+    """The snapshot text of one result."""
+    scores = result["scores"]
+    efficiency = "-" if result["efficiency"] is None else f"{result['efficiency']:.3f}"
+    lines = [
+        f"# {result['seed']}: {result['source']} -> {result['target']}", "",
+        "| held-out on target | hard | 95% CI | soft |", "|---|---|---|---|",
+        _score_row("baseline", scores["baseline"]),
+        _score_row("transferred", scores["transferred"]),
+        _score_row("direct", scores["direct"]), "",
+        f"- gain: {gain_text(result)} over {result['gain']['n']} task(s)",
+        f"- efficiency: {efficiency}", "",
+        "## Optimization", "",
+        *_night_lines(result["optimization"]["source"], "On the source"),
+        *_night_lines(result["optimization"]["direct"], "Direct, on the target"),
+        "## Learned skill", "", FENCE + "markdown", result["learned_skill"].rstrip("\n"), FENCE, "",
+    ]
+    return "\n".join(lines)
+
+
+def committed_score(snapshot: "SnapshotAssertion") -> float | None:
+    """The transferred score in the snapshot on disk, or None when there is none."""
+    path = Path(snapshot.extension.get_location(test_location=snapshot.test_location, index=snapshot.index))
+    if not path.is_file():
+        return None
+    match = TRANSFERRED_ROW.search(path.read_text(encoding="utf-8"))
+    return float(match.group(1)) if match else None
+
+
+def compare(snapshot: "SnapshotAssertion", result: dict[str, Any]) -> list[str]:
+    """Assert the rendered result against the snapshot: [] when it matches (or was written), else why not."""
+    text = render(result)
+    if snapshot == text:
+        return []
+    location = Path(snapshot.extension.get_location(test_location=snapshot.test_location, index=snapshot.index - 1))
+    root = snapshot.test_location.item.config.rootpath
+    location = location.relative_to(root) if location.is_relative_to(root) else location
+    committed = snapshot.executions[snapshot.num_executions - 1].recalled_data
+    if committed is None:
+        return [f"no snapshot at {location}; run with --snapshot-update to write it"]
+    diff = difflib.unified_diff(str(committed).splitlines(), text.splitlines(), "committed snapshot", "this run",
+                                lineterm="", n=1)
+    return [f"{location} differs:", *diff]

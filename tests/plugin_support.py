@@ -1,0 +1,78 @@
+"""Helpers for the plugin tests: tiny seeds and a toy model family written into a pytester folder.
+
+Toy models (`toy-<name>`) are deterministic and instant. As the optimizer every toy proposes the
+same edit, a rule containing OWNER-LINE. As the agent a toy writes "Owner: @team" when the skill
+holds that rule, unless it is `toy-stubborn` (never) or `toy-half` (only on even-numbered tasks).
+So `toy-a -> toy-b` gains 1.0, `toy-a -> toy-half` gains 0.5 and `toy-a -> toy-stubborn` gains 0.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+TOY_CONFTEST = '''
+from pytest_skilltransfer.models.base import Reply, Usage, register_family
+
+EDIT = '[{"op": "add", "content": "OWNER-LINE: end every answer with `Owner: @team`."}]'
+
+
+class Toy:
+    def __init__(self, name):
+        self.name = self.model_id = name
+
+    def complete(self, request):
+        user = request.messages[0].content
+        if "# Failing criteria (training tasks)" in user:
+            text = EDIT
+        else:
+            text = "Routed: " + user.split()[-1]
+            number = int(user.split()[-1])
+            obeys = "OWNER-LINE" in request.system and self.name != "toy-stubborn"
+            if obeys and (self.name != "toy-half" or number % 2 == 0):
+                text += " Owner: @team"
+        return Reply(text=text, usage=Usage(len(user) // 4, len(text) // 4), model=self.name)
+
+
+register_family("toy", lambda name: name.startswith("toy-"), Toy, "toy-<name>: a test model")
+'''
+
+CHECKS = {"kind": "rule", "checks": [{"op": "contains", "arg": "Owner:"}, {"op": "max_chars", "arg": 80}]}
+
+
+def make_seed(root: Path, name: str, thresholds: dict[str, float] | None = None, tasks: int = 4) -> Path:
+    """A valid seed: 8 training tasks, `tasks` held-out tasks, optional [thresholds]."""
+    seed = root / name
+    seed.mkdir(parents=True)
+    (seed / "SKILL.md").write_text(f"# {name}\n\nRoute the ticket to a team.\n")
+    line = lambda prefix, i: json.dumps({"task_id": f"{prefix}-{i:02d}", "task": f"Route ticket {i}", "judge": CHECKS})
+    (seed / "benchmark.jsonl").write_text("\n".join(line("bm", i) for i in range(8)) + "\n")
+    (seed / "held-out.jsonl").write_text("\n".join(line("hd", i) for i in range(tasks)) + "\n")
+    if thresholds:
+        body = "\n".join(f"{k} = {v}" for k, v in thresholds.items())
+        (seed / "seed.toml").write_text(f"[thresholds]\n{body}\n")
+    return seed
+
+
+def break_seed(root: Path, name: str) -> Path:
+    """A seed whose held-out file has a malformed line 2."""
+    seed = make_seed(root, name)
+    with (seed / "held-out.jsonl").open("a") as handle:
+        handle.write("{not json\n")
+    return seed
+
+
+def project(pytester: pytest.Pytester, ini: str = "", seeds: tuple[str, ...] = ("alpha", "beta")) -> Path:
+    """A pytester project: toy conftest, an ini with the limits off, and seeds under seeds/."""
+    pytester.makeconftest(TOY_CONFTEST)
+    pytester.makeini("[pytest]\nskilltransfer_limit_replay = 0\nskilltransfer_limit_holdout = 0\n" + ini)
+    root = pytester.path / "seeds"
+    for name in seeds:
+        make_seed(root, name)
+    return root
+
+
+def outcomes(result: pytest.RunResult) -> dict[str, int]:
+    return result.parseoutcomes()

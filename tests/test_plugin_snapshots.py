@@ -1,0 +1,68 @@
+"""Snapshots: creation, match, mismatch, update, the regression gate, and unused detection vs selection."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from plugin_support import project
+
+MATRIX = "skilltransfer_source = toy-a\nskilltransfer_target = toy-b toy-half\n"
+
+
+def _snapshot(pytester: pytest.Pytester, seed: str, pair: str) -> str:
+    return (pytester.path / "seeds" / seed / "__snapshots__" / f"transfer[{pair}].md").read_text()
+
+
+def test_snapshot_is_created_matched_flagged_and_updated(pytester: pytest.Pytester) -> None:
+    project(pytester, ini=MATRIX, seeds=("alpha",))
+    missing = pytester.runpytest_subprocess()
+    missing.assert_outcomes(failed=2)
+    missing.stdout.fnmatch_lines(["  no snapshot at seeds/alpha/__snapshots__/transfer?toy-a_to_toy-b?.md; "
+                                  "run with --snapshot-update to write it"])
+
+    pytester.runpytest_subprocess("--snapshot-update").assert_outcomes(passed=2)
+    text = _snapshot(pytester, "alpha", "toy-a_to_toy-half")
+    assert text.startswith("# alpha: toy-a -> toy-half\n")
+    assert "| transferred | 0.500 | [0.000, 1.000] | 0.750 |" in text
+    assert "- night 1: val 0.250 -> 1.000, accepted\n  - add: OWNER-LINE" in text
+    assert "## Learned skill\n\n````markdown\n# alpha\n" in text
+
+    skill = pytester.path / "seeds" / "alpha" / "SKILL.md"
+    skill.write_text(skill.read_text() + "Be brief.\n")
+    changed = pytester.runpytest_subprocess()
+    changed.assert_outcomes(failed=2)
+    changed.stdout.fnmatch_lines([
+        "snapshot mismatch (run with --snapshot-update to accept):",
+        "  seeds/alpha/__snapshots__/transfer?toy-a_to_toy-b?.md differs:",
+        "  --- committed snapshot",
+        "  +++ this run",
+        "  +Be brief.",
+    ])
+    pytester.runpytest_subprocess("--snapshot-update").assert_outcomes(passed=2)
+    assert "Be brief." in _snapshot(pytester, "alpha", "toy-a_to_toy-b")
+
+
+def test_regression_gate_compares_with_the_committed_score(pytester: pytest.Pytester) -> None:
+    project(pytester, ini="skilltransfer_pair = toy-a:toy-half\n", seeds=("alpha",))
+    pytester.runpytest_subprocess("--snapshot-update").assert_outcomes(passed=1)
+    path = pytester.path / "seeds" / "alpha" / "__snapshots__" / "transfer[toy-a_to_toy-half].md"
+    path.write_text(path.read_text().replace("| transferred | 0.500 |", "| transferred | 0.750 |"))
+    beyond = pytester.runpytest_subprocess("--transfer-regression-tolerance=0.1")
+    beyond.assert_outcomes(failed=1)
+    beyond.stdout.fnmatch_lines(["  FAILED transferred score 0.500 dropped 0.250 below the committed snapshot's "
+                                 "0.750 (tolerance 0.100); run with --snapshot-update to accept"])
+
+
+def test_selections_and_matrix_changes_never_flag_snapshots_unused(pytester: pytest.Pytester) -> None:
+    project(pytester, ini=MATRIX)
+    pytester.makepyfile(test_plain="def test_plain(snapshot):\n    assert 'plain' == snapshot\n")
+    pytester.runpytest_subprocess("--snapshot-update").assert_outcomes(passed=5)
+    runs = (["--target", "toy-b"], ["-k", "alpha", "--snapshot-update"],
+            ["seeds/beta", "-n", "2", "--target", "toy-half", "--snapshot-update"])
+    for args in runs:
+        result = pytester.runpytest_subprocess(*args)
+        assert result.ret == 0, args
+        assert not re.search(r"unused snapshot|snapshots? unused", result.stdout.str()), args
+    assert len(list((pytester.path / "seeds").glob("*/__snapshots__/*.md"))) == 4
