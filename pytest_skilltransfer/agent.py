@@ -16,7 +16,7 @@ from .seeds import Task
 from .tools import SEARCH_TOOL, Page, run_tool
 
 MAX_TOOL_STEPS = 6
-ATTEMPT_MAX_TOKENS = 1024
+ATTEMPT_MAX_TOKENS = 512
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,13 @@ def is_retryable(status: int) -> bool:
 
 
 def filter_request(request: Any) -> Any:
-    """vcrpy before_record_request: a copy keeping only allowlisted, non-secret request headers."""
+    """vcrpy before_record_request: a copy keeping only allowlisted, non-secret request headers.
+
+    Only POSTs (model calls) are recorded: a GET such as the local server's /health probe is not
+    part of a protocol run (the network guard still blocks it in replay-only mode).
+    """
+    if request.method != "POST":
+        return None
     request = copy.copy(request)
     request.headers = {
         name: value

@@ -15,6 +15,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from .models.base import ModelError
 from .plugin_options import Pair
 from .seeds import CONFIG_FILE, TEST_FILE, TRAIN_FILE, SeedError, is_seed_dir
 
@@ -74,7 +75,14 @@ class SeedDirectory(pytest.Directory):
         except SeedError as exc:
             runner.broken_seeds.add(self.nodeid)
             raise self.CollectError(str(exc)) from None
-        pairs = settings_of(self.config).pairs
+        settings = settings_of(self.config)
+        pairs = settings.pairs if settings.matrix_from_cli else tuple(sorted(set(settings.pairs) | set(seed.pairs)))
+        for name in sorted({name for pair in pairs for name in pair}):
+            try:
+                runner.model(name)
+            except ModelError as exc:
+                runner.broken_seeds.add(self.nodeid)
+                raise self.CollectError(f"{self.path / CONFIG_FILE} pairs: {exc}") from None
         if not pairs:
             raise self.CollectError(
                 f"seed {seed.name}: no models to run; pass --source and --target (or --pair SRC:TGT), "
@@ -85,6 +93,7 @@ class SeedDirectory(pytest.Directory):
                 callspec=CallSpec(_idlist=(pair_id(pair),)),
             )
             item.add_marker(pytest.mark.skilltransfer(seed=str(self.path), source=pair[0], target=pair[1]))
+            item.extra_keyword_matches.add(f"{pair[0]}_to_{pair[1]}")  # `-k` cannot spell "->"
             yield item
 
 

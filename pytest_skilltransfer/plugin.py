@@ -311,7 +311,9 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    runner_of(session.config).stop_recording()
+    runner = runner_of(session.config)
+    runner.stop_recording()
+    runner.stop_local_server()
 
 
 @pytest.hookimpl(wrapper=True)

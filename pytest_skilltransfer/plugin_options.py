@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from .protocol import ProtocolConfig
-from .seeds import Thresholds
+from .seeds import Thresholds, split_pair
 
 Pair = tuple[str, str]
 
@@ -87,6 +87,8 @@ def add_options(parser: pytest.Parser) -> None:
         parser.addini(ini_name("record-mode"), "cassette mode for real providers")
     _add(group, parser, "cassette-dir", "folder of recorded provider traffic (default: <rootdir>/cassettes)",
          metavar="DIR")
+    _add(group, parser, "local-server", "auto: start the local llama.cpp server when a local model has calls to "
+         "record and SKILLTRANSFER_LOCAL_URL is unset; off: never (default auto)", metavar="MODE")
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,7 @@ class Settings:
     """Everything the plugin reads from the command line and ini, validated."""
 
     pairs: tuple[Pair, ...] = ()
+    matrix_from_cli: bool = False  # the command line named the matrix: seed.toml `pairs` are not added
     optimizer: str | None = None
     protocol: ProtocolConfig = field(default_factory=ProtocolConfig)
     ini_thresholds: dict[str, float | None] = field(default_factory=dict)
@@ -103,6 +106,7 @@ class Settings:
     md_path: Path | None = None
     record_mode: str | None = None  # None: the cassettes' default (replay only under CI)
     cassette_dir: Path = Path("cassettes")
+    local_server: str = "auto"
 
     def thresholds(self, seed: Thresholds, marker: dict[str, Any] | None = None) -> Thresholds:
         """seed.toml < ini < the test's marker < command line; None (`off`) turns a gate off."""
@@ -143,16 +147,11 @@ def split_names(values: list[str] | None) -> list[str]:
 
 def parse_pair(text: str, where: str) -> Pair:
     """`SRC->TGT`, or `SRC:TGT` when neither name holds a colon (`anthropic:<id>` names need `->`)."""
-    if "->" in text:
-        source, _, target = text.partition("->")
-    elif text.count(":") == 1:
-        source, _, target = text.partition(":")
-    else:
-        raise pytest.UsageError(f"{where}: expected SRC:TGT or SRC->TGT (use -> when a name holds a colon, "
-                                f"e.g. anthropic:claude-haiku-5-5->sonnet), got {text!r}")
-    if not source.strip() or not target.strip():
-        raise pytest.UsageError(f"{where}: expected SRC:TGT (e.g. sim-small:sim-large), got {text!r}")
-    return source.strip(), target.strip()
+    pair = split_pair(text)
+    if pair is None:
+        raise pytest.UsageError(f"{where}: expected SRC:TGT or SRC->TGT (e.g. sim-small:sim-large; use -> when a "
+                                f"name holds a colon, e.g. anthropic:claude-haiku-5-5->sonnet), got {text!r}")
+    return pair
 
 
 def build_matrix(reader: _Reader) -> tuple[Pair, ...]:
@@ -203,6 +202,14 @@ def _bool(value: Any, where: str) -> bool:
     raise pytest.UsageError(f"{where}: expected true or false, got {value!r}")
 
 
+def _local_server(reader: _Reader) -> str:
+    value, where = reader.get("local-server")
+    mode = str(value or "auto").strip()
+    if mode not in ("auto", "off"):
+        raise pytest.UsageError(f"{where}: expected auto or off, got {value!r}")
+    return mode
+
+
 def _record_mode(reader: _Reader) -> str | None:
     value, where = reader.get("record-mode")
     recording_plugin = getattr(reader.config.option, "record_mode", None)  # pytest-recording's --record-mode
@@ -249,6 +256,7 @@ def read_settings(config: pytest.Config) -> Settings:
     cassette_dir, _ = reader.get("cassette-dir")
     return Settings(
         pairs=build_matrix(reader),
+        matrix_from_cli=any(reader.cli(o) for o in ("source", "target", "pair")),
         optimizer=optimizer or None,
         protocol=ProtocolConfig(**protocol),
         ini_thresholds=layers["ini"],
@@ -258,6 +266,7 @@ def read_settings(config: pytest.Config) -> Settings:
         md_path=_path(md_path, cwd) if md_path else None,
         record_mode=_record_mode(reader),
         cassette_dir=_path(cassette_dir, cwd) if cassette_dir else config.rootpath / "cassettes",
+        local_server=_local_server(reader),
     )
 
 

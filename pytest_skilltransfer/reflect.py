@@ -111,7 +111,7 @@ def build_reflect_request(
     return Request(
         system=REFLECT_SYSTEM.replace("__BUDGET__", str(edit_budget)),
         messages=(Message(role="user", content="\n".join(parts)),),
-        max_tokens=2048,
+        max_tokens=1024,
         sample_id=sample_id,
     )
 

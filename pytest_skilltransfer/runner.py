@@ -12,6 +12,7 @@ second pair of the same seed must find the context of the first still open.
 
 from __future__ import annotations
 
+import os
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,7 @@ class Runner:
     _models: dict[str, Model] = field(default_factory=dict)
     broken_seeds: set[str] = field(default_factory=set)  # node ids of seeds that failed to load
     _recording: tuple[str, ExitStack] | None = None  # (seed name, its open cassette context)
+    _local_server: ExitStack | None = None  # a local llama-server this process started
 
     def seed(self, path: Path) -> Seed:
         """Load a seed once; raises the engine's SeedError (every problem, file:line) each time it is asked."""
@@ -73,11 +75,45 @@ class Runner:
     def transfer(self, path: Path, source: str, target: str, optimizer: str | None) -> TransferResult:
         """Run (or reuse) the protocol for one seed and pair, inside the seed's cassette when needed."""
         session = self.session(path)
-        models = [self.model(source), self.model(target)]
-        chosen = self.model(optimizer) if optimizer else None
-        if needs_recording(models + ([chosen] if chosen else [])):
+        names = [source, target] + ([optimizer] if optimizer else [])
+        models = [self.model(name) for name in names]
+        if needs_recording(models):
             self.record(session.seed.name)
-        return session.transfer(models[0], models[1], chosen)
+            if self.start_local_server(models):
+                models = [self.model(name) for name in names]
+        return session.transfer(models[0], models[1], models[2] if optimizer else None)
+
+    def start_local_server(self, models: list[Model]) -> bool:
+        """With --local-server=auto, start llama-server when a local model has calls to record.
+
+        Returns True when it started one: local models are then resolved again against its URL.
+        """
+        from . import cassettes, local
+        from .models.aliases import local_aliases
+
+        local_names = [m.name for m in models if m.name in local_aliases()]
+        rec = cassettes.active_recording()
+        if (self.settings.local_server != "auto" or not local_names or local.env_base_url() or self._local_server
+                or rec is None or all(rec.replay_only(self.model(n).model_id) for n in local_names)
+                or not local.server_available()):
+            return False
+        stack = ExitStack()
+        server = stack.enter_context(local.local_server(use_env=False))
+        self._local_server = stack
+        os.environ[local.URL_ENV] = server.base_url
+        self.progress(f"started the local model server at {server.base_url}")
+        for name in local_aliases():
+            self._models.pop(name, None)
+        return True
+
+    def stop_local_server(self) -> None:
+        """Stop a server `start_local_server` started."""
+        if self._local_server is not None:
+            from .local import URL_ENV
+
+            self._local_server.close()
+            self._local_server = None
+            os.environ.pop(URL_ENV, None)
 
     def record(self, seed: str) -> None:
         """Open the seed's recording unless it is already open (closing another seed's first)."""

@@ -70,6 +70,19 @@ class Seed:
     thresholds: Thresholds = field(default_factory=Thresholds)
     split: SplitSettings = field(default_factory=SplitSettings)
     corpus_dir: Path | None = None
+    pairs: tuple[tuple[str, str], ...] = ()
+
+
+def split_pair(text: str) -> tuple[str, str] | None:
+    """`SRC->TGT`, or `SRC:TGT` when neither name holds a colon; None when it is neither."""
+    if "->" in text:
+        source, _, target = text.partition("->")
+    elif text.count(":") == 1:
+        source, _, target = text.partition(":")
+    else:
+        return None
+    source, target = source.strip(), target.strip()
+    return (source, target) if source and target else None
 
 
 @dataclass(frozen=True)
@@ -214,7 +227,7 @@ def _read_config(path: Path, problems: list[SeedProblem]) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         problems.append(SeedProblem(str(path), f"invalid TOML: {exc}"))
         return {}
-    allowed = {"description": str, "corpus": str, "split": dict, "thresholds": dict}
+    allowed = {"description": str, "corpus": str, "split": dict, "thresholds": dict, "pairs": list}
     for key, value in config.items():
         if key not in allowed:
             problems.append(SeedProblem(str(path), f"unknown key {key!r}; known keys: {', '.join(allowed)}"))
@@ -255,6 +268,13 @@ def load_seed(path: str | Path) -> Seed:
     threshold_values = _number_table(
         config.get("thresholds", {}) if isinstance(config.get("thresholds"), dict) else {},
         tuple(Thresholds.__dataclass_fields__), f"{config_path} [thresholds]", problems)
+    pairs = []
+    for text in config.get("pairs", []) if isinstance(config.get("pairs"), list) else []:
+        pair = split_pair(text) if isinstance(text, str) else None
+        if pair is None:
+            problems.append(SeedProblem(f"{config_path} pairs", f"expected SRC:TGT or SRC->TGT, got {text!r}"))
+        else:
+            pairs.append(pair)
     skill_path = root / SKILL_FILE
     skill = ""
     if not skill_path.is_file():
@@ -293,6 +313,7 @@ def load_seed(path: str | Path) -> Seed:
         thresholds=Thresholds(**threshold_values),
         split=split,
         corpus_dir=corpus_dir if corpus_dir.is_dir() else None,
+        pairs=tuple(pairs),
     )
 
 

@@ -397,3 +397,13 @@ def test_stored_bodies_round_trip_exactly(text: str) -> None:
     loaded_request, loaded_response = cassette_store._from_plain(plain["interactions"][0])
     assert body_digest(loaded_request.body) == body_digest(request.body)
     assert json.loads(loaded_response["body"]["string"]) == body
+
+
+def test_only_model_calls_are_recorded() -> None:
+    from vcr.request import Request as VcrRequest
+
+    from pytest_skilltransfer.cassette_secrets import filter_request
+
+    assert filter_request(VcrRequest("GET", "http://127.0.0.1:8080/health", b"", {})) is None
+    kept = filter_request(VcrRequest("POST", "http://127.0.0.1:8080/v1/messages", b"{}", {"x-api-key": "k", "content-type": "application/json"}))
+    assert kept is not None and "x-api-key" not in {k.lower() for k in kept.headers}

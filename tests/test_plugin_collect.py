@@ -82,3 +82,30 @@ def test_last_failed_reruns_only_the_failing_pair(pytester: pytest.Pytester) -> 
     again = pytester.runpytest_subprocess("--lf", "-q", "--snapshot-warn-unused")
     again.assert_outcomes(failed=1, deselected=1)
     assert any(line.startswith("FAILED seeds/alpha::transfer[toy-a->toy-half]") for line in again.outlines)
+
+
+def test_seed_toml_pairs_join_the_configured_matrix_only(pytester: pytest.Pytester) -> None:
+    project(pytester, ini="skilltransfer_pair = toy-a:toy-b\n", seeds=("alpha", "beta"))
+    (pytester.path / "seeds" / "beta" / "seed.toml").write_text('pairs = ["toy-a->toy-half"]\n')
+    configured = pytester.runpytest("--co", "-q")
+    assert configured.outlines[:3] == [
+        "seeds/alpha::transfer[toy-a->toy-b]",
+        "seeds/beta::transfer[toy-a->toy-b]",
+        "seeds/beta::transfer[toy-a->toy-half]",
+    ]
+    named = pytester.runpytest("--co", "-q", "--pair", "toy-b:toy-a")
+    assert named.outlines[:2] == ["seeds/alpha::transfer[toy-b->toy-a]", "seeds/beta::transfer[toy-b->toy-a]"]
+
+
+def test_seed_toml_pair_with_unknown_model_is_that_seeds_collection_error(pytester: pytest.Pytester) -> None:
+    project(pytester, ini="skilltransfer_pair = toy-a:toy-b\n", seeds=("alpha", "beta"))
+    (pytester.path / "seeds" / "beta" / "seed.toml").write_text('pairs = ["toy-a:nope"]\n')
+    result = pytester.runpytest("-q", "--snapshot-update")
+    result.stdout.fnmatch_lines(["*seed.toml pairs: unknown model 'nope'*"])
+    assert "1 passed" in result.stdout.str() and "1 error" in result.stdout.str()
+
+
+def test_k_selects_one_direction_by_its_keyword(pytester: pytest.Pytester) -> None:
+    project(pytester, ini="skilltransfer_pair = toy-a:toy-b toy-b:toy-a\n", seeds=("alpha",))
+    result = pytester.runpytest("--co", "-q", "-k", "toy-b_to_toy-a")
+    assert result.outlines[:2] == ["seeds/alpha::transfer[toy-b->toy-a]", ""]

@@ -59,6 +59,7 @@ def test_command_line_matrix_replaces_the_ini_matrix(pytester: pytest.Pytester) 
     (["--source=nope", "--target=toy-b"], "", "*--source/--target/--pair: unknown model 'nope'*"),
     (["--source=toy-a"], "", "*--source/--target: sources need targets*"),
     (["--record-mode=sometimes"], "", "*--record-mode: expected one of none, once, new_episodes, all*"),
+    (["--local-server=maybe"], "", "*--local-server: expected auto or off, got 'maybe'*"),
     ([], "skilltransfer_edit_budget = many\n", "*skilltransfer_edit_budget: expected an integer, got 'many'*"),
     ([], "skilltransfer_no_direct = perhaps\n", "*skilltransfer_no_direct: expected true or false*"),
 ])

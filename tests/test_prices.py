@@ -44,7 +44,7 @@ def test_known_prices(model_id: str, price: tuple[float, float]) -> None:
 
 def test_every_builtin_alias_has_a_price() -> None:
     for spec in known_aliases().values():
-        assert prices.price_of(spec.split(":", 1)[1]) is not None, spec
+        assert prices.price_of(spec.split(":", 1)[1].split("@")[0]) is not None, spec
 
 
 def test_priced_ids_exist_in_the_sdk_lists() -> None:

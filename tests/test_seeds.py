@@ -138,3 +138,11 @@ def test_gbrain_seeds_load_as_they_are():
     brain = next(s for s in seeds if s.name == "seed-no-brain-first")
     assert brain.corpus_dir is not None and brain.test[0].judge.kind == "qrels"
     assert all(len(s.train) + len(s.val) == 15 and len(s.test) == 6 for s in seeds)
+
+
+def test_seed_pairs_parse_and_bad_ones_are_named(tmp_path):
+    seed = load_seed(write_seed(tmp_path / "ok", toml='pairs = ["sim-small:sim-large", "openai:m@http://127.0.0.1:1/v1->sim-large"]\n'))
+    assert seed.pairs == (("sim-small", "sim-large"), ("openai:m@http://127.0.0.1:1/v1", "sim-large"))
+    found = problems(write_seed(tmp_path / "bad", toml='pairs = ["sim-small", 3]\n'))
+    assert [p.split(": ", 1)[1] for p in found] == ["expected SRC:TGT or SRC->TGT, got 'sim-small'",
+                                                    "expected SRC:TGT or SRC->TGT, got 3"]

@@ -33,6 +33,7 @@ _FALLBACK_ALIASES = {
     "sol": "openai:gpt-6-sol",
     "astra": "openai:gpt-6-astra",
 }
+DEFAULT_LOCAL_URL = "http://127.0.0.1:8080"  # llama-server's own default address
 _CLAUDE_ID = re.compile(r"^claude-([a-z]+)-(\d+)(?:-(\d+))?$")
 _GPT_ID = re.compile(r"^gpt-(\d+)-([a-z]+)$")
 _LITERAL = re.compile(r'"([A-Za-z0-9][A-Za-z0-9._:-]*)"')
@@ -100,9 +101,30 @@ def newest_gpt_aliases(ids: tuple[str, ...]) -> dict[str, str]:
     return dict(sorted(tiers[max(tiers)].items())) if tiers else {}
 
 
-@lru_cache(maxsize=1)
 def builtin_aliases() -> dict[str, str]:
-    """Built-in alias -> spec, derived from the installed SDKs (fallback table if unreadable)."""
+    """Built-in alias -> spec: the vendors' newest models and the local model."""
+    return {**sdk_aliases(), **local_aliases()}
+
+
+def local_aliases() -> dict[str, str]:
+    """The local SmolLM2 server (see `pytest_skilltransfer.local`), once per protocol.
+
+    The base URL is read at each lookup, so a server the plugin starts (which sets
+    SKILLTRANSFER_LOCAL_URL) is found; the Anthropic-protocol alias records under its own id so
+    its calls never share a cache entry or a cassette with the OpenAI-protocol ones.
+    """
+    from ..local import LOCAL_MODEL_ALIAS, env_base_url
+
+    root = env_base_url() or DEFAULT_LOCAL_URL
+    return {
+        LOCAL_MODEL_ALIAS: f"openai:{LOCAL_MODEL_ALIAS}@{root}/v1",
+        f"{LOCAL_MODEL_ALIAS}-anthropic": f"anthropic:{LOCAL_MODEL_ALIAS}-anthropic@{root}",
+    }
+
+
+@lru_cache(maxsize=1)
+def sdk_aliases() -> dict[str, str]:
+    """Vendor alias -> spec, derived from the installed SDKs (fallback table if unreadable)."""
     ids = sdk_model_ids()
     table = {k: f"anthropic:{v}" for k, v in newest_claude_aliases(ids["anthropic"]).items()}
     table.update({k: f"openai:{v}" for k, v in newest_gpt_aliases(ids["openai"]).items()})

@@ -12,8 +12,9 @@ from typing import Any
 
 from .aliases import Target
 from .base import Message, Reply, Request, ToolCall, Usage
-from .sdk_common import DEFAULT_HEADERS
 
+
+CLIENT_CLASS = ("anthropic", "Anthropic")  # the SDK module and client class, imported on first use
 
 def sample_user_id(sample_id: int) -> str:
     """The metadata.user_id carrying the sample id."""
@@ -90,19 +91,6 @@ def parse_reply(message: Any, model_id: str) -> Reply:
         usage=Usage(input_tokens=input_tokens, output_tokens=getattr(usage, "output_tokens", 0) or 0),
         model=getattr(message, "model", "") or model_id,
         stop_reason=getattr(message, "stop_reason", "") or "",
-    )
-
-
-def make_client(api_key: str, base_url: str | None, max_retries: int, timeout: float) -> Any:
-    """An SDK client (the SDK is imported here, on first use)."""
-    import anthropic
-
-    return anthropic.Anthropic(
-        api_key=api_key,
-        base_url=base_url,
-        max_retries=max_retries,
-        timeout=timeout,
-        default_headers=DEFAULT_HEADERS,
     )
 
 

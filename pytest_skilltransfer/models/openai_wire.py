@@ -13,8 +13,9 @@ from typing import Any
 
 from .aliases import Target
 from .base import Message, Reply, Request, ToolCall, Usage
-from .sdk_common import DEFAULT_HEADERS
 
+
+CLIENT_CLASS = ("openai", "OpenAI")  # the SDK module and client class, imported on first use
 
 def _wire_message(message: Message) -> dict[str, Any]:
     if message.role == "tool":
@@ -84,19 +85,6 @@ def parse_reply(completion: Any, model_id: str) -> Reply:
         ),
         model=getattr(completion, "model", "") or model_id,
         stop_reason=(getattr(choice, "finish_reason", "") or ""),
-    )
-
-
-def make_client(api_key: str, base_url: str | None, max_retries: int, timeout: float) -> Any:
-    """An SDK client (the SDK is imported here, on first use)."""
-    import openai
-
-    return openai.OpenAI(
-        api_key=api_key,
-        base_url=base_url,
-        max_retries=max_retries,
-        timeout=timeout,
-        default_headers=DEFAULT_HEADERS,
     )
 
 

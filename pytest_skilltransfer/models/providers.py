@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 from . import aliases
 from .aliases import Target
 from .base import Model, ModelError, Reply, Request, register_family
-from .sdk_common import DEFAULT_TIMEOUT_S, cached_client, call_failed, client_settings
+from .sdk_common import DEFAULT_TIMEOUT_S, cached_client, call_failed, client_settings, make_client
 
 FAMILY = "providers"
 MAX_ALIAS_DEPTH = 8
@@ -48,7 +48,7 @@ class ProviderModel:
     def _client(self, wire: ModuleType) -> Any:
         s = client_settings(self.target)  # raises MissingAPIKey when recording without a key
         key = (self.target.provider, self.target.base_url, s.api_key, s.max_retries, self.timeout)
-        return cached_client(key, lambda: wire.make_client(s.api_key, self.target.base_url, s.max_retries, self.timeout))
+        return cached_client(key, lambda: make_client(wire.CLIENT_CLASS, s.api_key, self.target.base_url, s.max_retries, self.timeout))
 
     def complete(self, request: Request) -> Reply:
         """One API call; every failure is a ModelCallError that says what to do."""

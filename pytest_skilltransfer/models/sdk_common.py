@@ -7,6 +7,7 @@ an explicit base URL (vLLM, llama.cpp, Ollama, a test fake) get a placeholder ke
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 from dataclasses import dataclass
@@ -124,3 +125,12 @@ def call_failed(exc: Exception, target: Target, timeout: float) -> ModelCallErro
     else:
         text = f"{model}: call to {where} failed: {name}: {exc}"
     return ModelCallError(text)
+
+
+def make_client(client_class: tuple[str, str], api_key: str, base_url: str | None, max_retries: int,
+                timeout: float) -> Any:
+    """An SDK client; the SDK module is imported here, on first use, so `pytest --help` stays fast."""
+    module, name = client_class
+    sdk = importlib.import_module(module)
+    return getattr(sdk, name)(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout,
+                              default_headers=DEFAULT_HEADERS)

@@ -1,0 +1,13 @@
+"""Hand-written gates next to the auto-collected matrix: the same fixture, stricter thresholds.
+
+The cheap-to-expensive direction is the product's promise, so it is gated here explicitly;
+the reverse direction is measured by the matrix but not required to gain.
+"""
+
+import pytest
+
+
+@pytest.mark.skilltransfer(seed="ticket-router", source="sim-small", target="sim-large", min_gain=0.5, min_score=0.6)
+def test_router_skill_learned_on_the_small_model_helps_the_large_one(transfer_result):
+    assert transfer_result.transferred.hard.mean > transfer_result.baseline.hard.mean
+    assert "<!-- skilltransfer:learned start -->" in transfer_result.learned.learned_skill
