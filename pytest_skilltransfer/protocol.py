@@ -215,6 +215,7 @@ class SeedSession:
         }
         self._evaluations: dict[tuple[str, str, str], Evaluation] = {}
         self._optimizations: dict[tuple[str, str], Optimization] = {}
+        self.phase = ""  # the protocol phase running now, for error messages
 
     def evaluate(self, model: Model, skill: str, split: str, meter: Meter | None = None) -> Evaluation:
         """Score `skill` on a split with `model` (memoized; the meter sees cache hits as such)."""
@@ -311,15 +312,21 @@ class SeedSession:
     def transfer(self, source: Model, target: Model, optimizer: Model | None = None) -> TransferResult:
         """Run the whole protocol for one (source, target) pair."""
         source_optimizer = optimizer or source
+        self.phase = "baseline"
         self.progress(f"{self.seed.name}: baseline on {target.model_id}")
         baseline = self.evaluate(target, self.seed.skill, "test")
+        self.phase = "optimize-source"
         learned = self.optimize(source, source_optimizer)
+        self.phase = "transferred"
         self.progress(f"{self.seed.name}: transferred skill on {target.model_id}")
         transferred = self.evaluate(target, learned.learned_skill, "test")
         direct_opt = direct = None
         if self.config.direct:
+            self.phase = "optimize-direct"
             direct_opt = self.optimize(target, optimizer or target)
+            self.phase = "direct"
             direct = self.evaluate(target, direct_opt.learned_skill, "test")
+        self.phase = ""
         return TransferResult(
             seed=self.seed.name,
             source=source.model_id,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .models.base import Model, resolve_model
+from .models.base import Model, ModelCallError, resolve_model
 from .plugin_options import Settings
 from .protocol import SeedSession, TransferResult
 from .seeds import Seed, SeedError, load_seed
@@ -81,7 +81,12 @@ class Runner:
             self.record(session.seed.name)
             if self.start_local_server(models):
                 models = [self.model(name) for name in names]
-        return session.transfer(models[0], models[1], models[2] if optimizer else None)
+        try:
+            return session.transfer(models[0], models[1], models[2] if optimizer else None)
+        except ModelCallError as exc:
+            if session.phase and hasattr(exc, "with_phase"):  # a cassette miss: name the protocol phase
+                raise exc.with_phase(session.phase) from exc.__cause__
+            raise
 
     def start_local_server(self, models: list[Model]) -> bool:
         """With --local-server=auto, start llama-server when a local model has calls to record.

@@ -110,8 +110,10 @@ def test_call_errors_propagate(seed):
     class Broken(ScriptedModel):
         def complete(self, request):
             raise ModelCallError("provider down")
+    run = session(seed)
     with pytest.raises(ModelCallError, match="provider down"):
-        session(seed).transfer(Broken("b", obeys_owner_rule), Broken("b", obeys_owner_rule))
+        run.transfer(Broken("b", obeys_owner_rule), Broken("b", obeys_owner_rule))
+    assert run.phase == "baseline", "the failing phase is named for error messages"
 
 
 def test_caps_take_a_seeded_sample_in_file_order(seed):
