@@ -44,12 +44,20 @@ def summary_line(results: list[dict[str, Any]]) -> str:
             f"mean gain {mean_gain:+.2f}, cost ${usd_text(usd)} ===")
 
 
+def _seed_label(result: dict[str, Any]) -> str:
+    """The seed, plus the test's name for a hand-written test (so it is not mistaken for a matrix item)."""
+    item = result.get("item", "")
+    if not item or "::transfer[" in item:
+        return result["seed"]
+    return f"{result['seed']} ({item.split('::')[-1]})"
+
+
 def table_rows(results: list[dict[str, Any]]) -> list[tuple[str, ...]]:
     """Rows of the summary table, sorted by seed and pair."""
     rows = []
     for r in sorted(results, key=lambda r: (r["seed"], r["source"], r["target"])):
         eff = "-" if r["efficiency"] is None else f"{r['efficiency']:.2f}"
-        rows.append((r["seed"], f"{r['source']}->{r['target']}", _score(r["baseline_target"]), _score(r["transferred"]),
+        rows.append((_seed_label(r), f"{r['source']}->{r['target']}", _score(r["baseline_target"]), _score(r["transferred"]),
                      _score(r["direct_target"]), gain_text(r), eff, str(r["cost"]["calls"]), str(r["cost"]["tokens"]),
                      usd_text(r["cost"]["total_usd"])))
     return rows

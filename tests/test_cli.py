@@ -70,3 +70,13 @@ def test_broken_seed_reports_file_and_line_without_traceback(tmp_path):
 def test_bad_numbers_are_refused(capsys, flag, value, message):
     assert main(["--source", "sim-small", "--target", "sim-large", "--data-root", SEEDS, flag, value]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_table_labels_hand_written_tests():
+    from pytest_skilltransfer.report import table_rows
+
+    base = {"seed": "s", "source": "a", "target": "b", "baseline_target": 0.0, "transferred": 1.0, "direct_target": None,
+            "gain": {"mean": 1.0, "ci_low": 1.0, "ci_high": 1.0}, "efficiency": None,
+            "cost": {"calls": 1, "tokens": 2, "total_usd": 0.0}}
+    rows = table_rows([{**base, "item": "seeds/s::transfer[a->b]"}, {**base, "item": "seeds/test_x.py::test_gate"}])
+    assert [r[0] for r in rows] == ["s", "s (test_gate)"]
