@@ -80,3 +80,13 @@ def test_table_labels_hand_written_tests():
             "cost": {"calls": 1, "tokens": 2, "total_usd": 0.0}}
     rows = table_rows([{**base, "item": "seeds/s::transfer[a->b]"}, {**base, "item": "seeds/test_x.py::test_gate"}])
     assert [r[0] for r in rows] == ["s", "s (test_gate)"]
+
+
+def test_price_difference_compares_source_and_direct_optimization():
+    from pytest_skilltransfer.report import price_difference
+
+    cost = lambda src, direct: {"cost": {"optimize_source_usd": src, "optimize_direct_usd": direct}}
+    assert price_difference([cost(0.01, 0.08), cost(0.01, 0.12)]) == (
+        "optimization cost: on source $0.0200 vs direct on target $0.2000 (10.0x)")
+    assert price_difference([cost(None, 0.1)]) is None
+    assert price_difference([cost(0.01, None)]) is None
