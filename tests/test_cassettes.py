@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from fake_provider import FakeProvider, fake_provider  # noqa: F401 - fixture
-from pytest_skilltransfer import cassette_store, cassettes
+
+from pytest_skilltransfer import cassettes
 from pytest_skilltransfer.cassettes import CassetteMiss, recording, scan_for_secrets
+from pytest_skilltransfer.cassettes import store as cassette_store
+from pytest_skilltransfer.cassettes.netguard import NetworkBlocked, network_guard
 from pytest_skilltransfer.models.base import Message, ModelCallError, ModelError, Request, ToolSpec
 from pytest_skilltransfer.models.providers import build_model
-from pytest_skilltransfer.netguard import NetworkBlocked, network_guard
 
 SEARCH = ToolSpec("search", "Search the notes.", {"type": "object", "properties": {"query": {"type": "string"}}})
 
@@ -388,7 +389,7 @@ def test_two_processes_recording_one_seed_keep_both_recordings(tmp_path: Path, f
 def test_stored_bodies_round_trip_exactly(text: str) -> None:
     from vcr.request import Request as VcrRequest
 
-    from pytest_skilltransfer.cassette_match import body_digest
+    from pytest_skilltransfer.cassettes.match import body_digest
 
     body = {"model": "m", "system": text, "messages": [{"role": "user", "content": text}]}
     request = VcrRequest("POST", "http://127.0.0.1:1/v1/messages", json.dumps(body).encode(), {})
@@ -402,7 +403,7 @@ def test_stored_bodies_round_trip_exactly(text: str) -> None:
 def test_only_model_calls_are_recorded() -> None:
     from vcr.request import Request as VcrRequest
 
-    from pytest_skilltransfer.cassette_secrets import filter_request
+    from pytest_skilltransfer.cassettes.scrub import filter_request
 
     assert filter_request(VcrRequest("GET", "http://127.0.0.1:8080/health", b"", {})) is None
     kept = filter_request(VcrRequest("POST", "http://127.0.0.1:8080/v1/messages", b"{}", {"x-api-key": "k", "content-type": "application/json"}))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from plugin_support import project
-from pytest_skilltransfer.plugin_options import Settings, ini_name
+from pytest_skilltransfer.plugin.options import Settings, ini_name
 from pytest_skilltransfer.seeds import Thresholds
 
 
@@ -80,7 +80,7 @@ def test_thresholds_seed_then_ini_then_marker_then_command_line() -> None:
 
 
 def test_pair_with_colon_names_uses_the_arrow() -> None:
-    from pytest_skilltransfer.plugin_options import parse_pair
+    from pytest_skilltransfer.plugin.options import parse_pair
 
     assert parse_pair("openai:smollm2-135m@http://127.0.0.1:8080/v1->sim-large", "--pair") == (
         "openai:smollm2-135m@http://127.0.0.1:8080/v1", "sim-large")

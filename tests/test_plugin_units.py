@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_skilltransfer import gating, markdown_report, snapshots
+from pytest_skilltransfer.plugin import gating, markdown_report, snapshots
 from pytest_skilltransfer.seeds import Thresholds
 
 

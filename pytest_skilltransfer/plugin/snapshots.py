@@ -23,7 +23,7 @@ from syrupy.data import SnapshotCollections
 from syrupy.extensions.base import AbstractSyrupyExtension
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-from .report import gain_text
+from ..report import gain_text
 
 if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .models.base import Model, ModelCallError, resolve_model
-from .plugin_options import Settings
-from .protocol import SeedSession, TransferResult
-from .seeds import Seed, SeedError, load_seed
+from ..models.base import Model, ModelCallError, resolve_model
+from ..protocol import SeedSession, TransferResult
+from ..seeds import Seed, SeedError, load_seed
+from .options import Settings
 
 Progress = Callable[[str], None]
 
@@ -29,7 +29,7 @@ Progress = Callable[[str], None]
 def needs_recording(models: list[Model]) -> bool:
     """True when a model talks to a provider SDK (whose HTTP the cassettes record); the simulator and
     in-process test models never need a cassette."""
-    from .models.providers import ProviderModel
+    from ..models.providers import ProviderModel
 
     return any(isinstance(m, ProviderModel) for m in models)
 
@@ -93,8 +93,8 @@ class Runner:
 
         Returns True when it started one: local models are then resolved again against its URL.
         """
-        from . import cassettes, local
-        from .models.aliases import local_aliases
+        from .. import cassettes, local
+        from ..models.aliases import local_aliases
 
         local_names = [m.name for m in models if m.name in local_aliases()]
         rec = cassettes.active_recording()
@@ -114,7 +114,7 @@ class Runner:
     def stop_local_server(self) -> None:
         """Stop a server `start_local_server` started."""
         if self._local_server is not None:
-            from .local import URL_ENV
+            from ..local import URL_ENV
 
             self._local_server.close()
             self._local_server = None
@@ -125,7 +125,7 @@ class Runner:
         if self._recording is not None and self._recording[0] == seed:
             return
         self.stop_recording()
-        from .cassettes import recording  # vcrpy is heavy: imported only when a provider runs
+        from ..cassettes import recording  # vcrpy is heavy: imported only when a provider runs
 
         stack = ExitStack()
         stack.enter_context(recording(self.settings.cassette_dir, seed, self.settings.record_mode))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .report import COLUMNS, price_difference, summary_line, table_rows
+from ..report import COLUMNS, price_difference, summary_line, table_rows
 
 
 def _cell(text: str) -> str:

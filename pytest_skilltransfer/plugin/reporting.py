@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from .plugin_options import Settings
+from .options import Settings
 
 REPORT_ATTRIBUTE = "skilltransfer"
 
@@ -48,8 +48,8 @@ class TransferReporting:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if is_worker(self.config):
             return
+        from ..result_json import run_report
         from . import markdown_report
-        from .result_json import run_report
 
         if self.settings.json_path:
             _write(self.settings.json_path, json.dumps(run_report(self.ordered()), indent=2) + "\n")
@@ -59,7 +59,7 @@ class TransferReporting:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if is_worker(self.config) or not self.results:
             return
-        from .report import price_difference, summary_line, text_table
+        from ..report import price_difference, summary_line, text_table
 
         results = self.ordered()
         terminalreporter.write_sep("=", "skill transfer")

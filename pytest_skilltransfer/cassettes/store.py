@@ -26,8 +26,8 @@ from typing import Any
 
 import yaml
 
-from .cassette_match import body_bytes, body_digest, model_of, parse_json, readable_yaml
-from .models.base import ModelCallError
+from ..models.base import ModelCallError
+from .match import body_bytes, body_digest, model_of, parse_json, readable_yaml
 
 FORMAT_VERSION = 1
 LOCK_TIMEOUT_S = 120.0

@@ -48,7 +48,7 @@ from .collect import (
     marker_spec,
     pair_id,
 )
-from .plugin_options import Pair, Settings, add_options, apply_project_tables, read_settings
+from .options import Pair, Settings, add_options, apply_project_tables, read_settings
 from .reporting import REPORT_ATTRIBUTE, TransferReporting, is_worker, plain_nodeid
 from .runner import Runner
 
@@ -57,8 +57,8 @@ if TYPE_CHECKING:
 
     from syrupy.assertion import SnapshotAssertion
 
-    from .protocol import TransferResult
-    from .seeds import Seed
+    from ..protocol import TransferResult
+    from ..seeds import Seed
 
 SETTINGS = pytest.StashKey[Settings]()
 RUNNER = pytest.StashKey[Runner]()
@@ -133,7 +133,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _check_models(settings: Settings) -> None:
     """Every model name must resolve; the error names the option and lists the known models."""
-    from .models.base import ModelError, resolve_model
+    from ..models.base import ModelError, resolve_model
 
     names = {name for pair in settings.pairs for name in pair} | ({settings.optimizer} if settings.optimizer else set())
     for name in sorted(names):
@@ -236,9 +236,9 @@ def transfer_pair(request: pytest.FixtureRequest) -> Pair:
 @pytest.fixture
 def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapshot: "SnapshotAssertion") -> "TransferResult":
     """Run the skill-transfer protocol for this test's seed and pair; the plugin gates it after the test."""
-    from .models.base import ModelCallError, ModelError
-    from .result_json import result_to_json
-    from .seeds import SeedError
+    from ..models.base import ModelCallError, ModelError
+    from ..result_json import result_to_json
+    from ..seeds import SeedError
     from .snapshots import TransferSnapshotExtension
 
     item = request.node

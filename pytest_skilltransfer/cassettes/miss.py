@@ -10,9 +10,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .cassette_match import body_diff, closest, model_of, request_key
-from .cassette_store import file_name
-from .models.base import ModelCallError
+from ..models.base import ModelCallError
+from .match import body_diff, closest, model_of, request_key
+from .store import file_name
 
 
 @dataclass(frozen=True)

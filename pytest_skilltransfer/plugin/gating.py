@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .seeds import Thresholds
+from ..seeds import Thresholds
 
 EPSILON = 1e-9
 

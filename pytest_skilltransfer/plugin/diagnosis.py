@@ -10,8 +10,8 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+from ..report import gain_text
 from .gating import GateOutcome
-from .report import gain_text
 
 TASK_CHARS = 90
 

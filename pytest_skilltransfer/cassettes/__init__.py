@@ -35,9 +35,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .cassette_miss import CassetteMiss, build_miss, find_in_chain, find_vcr_miss
-from .cassette_secrets import scan_for_secrets
-from .models.base import ModelCallError, ModelError
+from ..models.base import ModelCallError, ModelError
+from .miss import CassetteMiss, build_miss, find_in_chain, find_vcr_miss
+from .scrub import scan_for_secrets
 
 __all__ = [
     "RECORD_MODES",
@@ -132,7 +132,7 @@ def _seed_cassette_class() -> type:
     from vcr.cassette import Cassette
     from vcr.record_mode import RecordMode
 
-    from .cassette_match import model_of, request_key
+    from .match import model_of, request_key
 
     class SeedCassette(Cassette):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -189,9 +189,9 @@ def _open_cassette(folder: Path, mode: str) -> Iterator[Any]:
     import vcr
     from vcr.patch import CassettePatcherBuilder
 
-    from .cassette_match import canonical_body
-    from .cassette_secrets import SECRET_HEADERS, filter_request, filter_response
-    from .cassette_store import SeedPersister
+    from .match import canonical_body
+    from .scrub import SECRET_HEADERS, filter_request, filter_response
+    from .store import SeedPersister
 
     config = vcr.VCR(
         record_mode=mode,

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from .protocol import ProtocolConfig
-from .seeds import Thresholds, split_pair
+from ..protocol import ProtocolConfig
+from ..seeds import Thresholds, split_pair
 
 Pair = tuple[str, str]
 
@@ -217,7 +217,7 @@ def _record_mode(reader: _Reader) -> str | None:
         value, where = ("all" if recording_plugin == "rewrite" else recording_plugin), "--record-mode"
     if value is None:
         return None
-    from .cassettes import RECORD_MODES  # vcrpy helpers: imported only when the option is used
+    from ..cassettes import RECORD_MODES  # vcrpy helpers: imported only when the option is used
 
     if value not in RECORD_MODES:
         raise pytest.UsageError(f"{where}: expected one of {', '.join(RECORD_MODES)}, got {value!r}")
@@ -279,15 +279,15 @@ def apply_project_tables(config: pytest.Config) -> None:
         table = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get("skilltransfer", {})
     except tomllib.TOMLDecodeError as exc:
         raise pytest.UsageError(f"{pyproject}: invalid TOML: {exc}") from None
-    from .models.base import ModelError
+    from ..models.base import ModelError
 
     try:
         if table.get("models"):
-            from .models.providers import configure_aliases
+            from ..models.providers import configure_aliases
 
             configure_aliases(table["models"])
         if table.get("prices"):
-            from .prices import configure_prices
+            from ..prices import configure_prices
 
             configure_prices(table["prices"])
     except (ModelError, ValueError) as exc:

@@ -15,9 +15,9 @@ from typing import Any, Iterator
 
 import pytest
 
-from .models.base import ModelError
-from .plugin_options import Pair
-from .seeds import CONFIG_FILE, TEST_FILE, TRAIN_FILE, SeedError, is_seed_dir
+from ..models.base import ModelError
+from ..seeds import CONFIG_FILE, TEST_FILE, TRAIN_FILE, SeedError, is_seed_dir
+from .options import Pair
 
 try:  # the id suffix `[src->tgt]` travels in a callspec, as for parametrized tests (structured ids, pytest 9.2)
     from _pytest.python import CallSpec
@@ -67,7 +67,7 @@ class SeedDirectory(pytest.Directory):
     """A seed folder: one item per configured pair, or the engine's problems as a collection error."""
 
     def collect(self) -> Iterator[pytest.Item]:
-        from .plugin import runner_of, settings_of  # the plugin owns per-config state
+        from . import runner_of, settings_of  # the plugin owns per-config state
 
         runner = runner_of(self.config)
         try:
