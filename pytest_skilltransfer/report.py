@@ -21,6 +21,13 @@ def gain_text(result: dict[str, Any]) -> str:
     return f"{gain['mean']:+.2f} [{gain['ci_low']:+.2f}, {gain['ci_high']:+.2f}]"
 
 
+def night_verdict(night: dict[str, Any]) -> str:
+    """What the gate did with one night's edits: accepted, rejected, or no change (nothing applied)."""
+    if night["accepted"]:
+        return "accepted"
+    return "rejected" if night["applied"] else "no change"
+
+
 def usd_text(value: float | None) -> str:
     """Dollars, or `n/a` when a model has no price."""
     return "n/a" if value is None else f"{value:.4f}"

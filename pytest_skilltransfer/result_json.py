@@ -43,9 +43,9 @@ def dollars(costs: Costs) -> float | None:
     return total
 
 
-def tokens(costs: Costs, model_id: str | None = None) -> int:
-    """Input + output tokens of a cost table, optionally for one model."""
-    return sum(t.usage.input_tokens + t.usage.output_tokens for (m, _), t in costs.items() if model_id in (None, m))
+def tokens(costs: Costs) -> int:
+    """Input + output tokens of a cost table."""
+    return sum(t.usage.input_tokens + t.usage.output_tokens for t in costs.values())
 
 
 def calls(costs: Costs) -> int:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from ..report import gain_text
+from ..edits import Edit
+from ..report import gain_text, night_verdict
 from .gating import GateOutcome
 
 TASK_CHARS = 90
@@ -63,9 +64,8 @@ def nights(optimization: dict[str, Any] | None, label: str) -> list[str]:
     lines = [f"  {label} on {optimization['agent']} (optimizer {optimization['optimizer']}):"]
     for night in optimization["nights"]:
         after = "-" if night["val_after"] is None else f"{night['val_after']:.2f}"
-        verdict = "accepted" if night["accepted"] else ("rejected" if night["applied"] else "no change")
         note = f" ({night['note']})" if night["note"] else ""
-        lines.append(f"    night {night['night']}: val {night['val_before']:.2f} -> {after}, {verdict}{note}")
+        lines.append(f"    night {night['night']}: val {night['val_before']:.2f} -> {after}, {night_verdict(night)}{note}")
         mark = "+" if night["accepted"] else "-"
         for edit in night["applied"]:
             lines.append(f"      {mark} {_edit_line(edit)}")
@@ -75,10 +75,7 @@ def nights(optimization: dict[str, Any] | None, label: str) -> list[str]:
 
 
 def _edit_line(edit: dict[str, Any]) -> str:
-    text = (edit["content"] if edit["op"] != "delete" else edit["anchor"]).strip()
-    first = text.splitlines()[0] if text else ""
-    more = " ..." if "\n" in text or len(first) > 100 else ""
-    return f"{edit['op']}: {first[:100]}{more}"
+    return Edit(edit["op"], edit["content"], edit["anchor"]).summary()
 
 
 def diagnose(result: dict[str, Any], outcome: GateOutcome, seed_skill: str, task_texts: dict[str, str],

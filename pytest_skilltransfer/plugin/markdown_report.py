@@ -16,13 +16,11 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def _table(results: list[dict[str, Any]]) -> list[str]:
-    verdicts = {_key(r): _verdict(r) for r in results}
-    rows = table_rows(results)
-    ordered = sorted(results, key=_key)
+def _table(ordered: list[dict[str, Any]]) -> list[str]:
+    """`ordered` is sorted as `table_rows` sorts (stably, by seed and pair), so rows and results align."""
     lines = ["| " + " | ".join((*COLUMNS, "gate")) + " |", "|" + "---|" * (len(COLUMNS) + 1)]
-    for result, row in zip(ordered, rows):
-        lines.append("| " + " | ".join(_cell(c) for c in (*row, verdicts[_key(result)])) + " |")
+    for result, row in zip(ordered, table_rows(ordered)):
+        lines.append("| " + " | ".join(_cell(c) for c in (*row, _verdict(result))) + " |")
     return lines
 
 

@@ -23,7 +23,7 @@ from syrupy.data import SnapshotCollections
 from syrupy.extensions.base import AbstractSyrupyExtension
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-from ..report import gain_text
+from ..report import gain_text, night_verdict
 
 if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
@@ -78,8 +78,7 @@ def _night_lines(optimization: dict[str, Any] | None, label: str) -> list[str]:
     lines = [f"### {label}: agent {optimization['agent']}, optimizer {optimization['optimizer']}", ""]
     for night in optimization["nights"]:
         after = "-" if night["val_after"] is None else f"{night['val_after']:.3f}"
-        verdict = "accepted" if night["accepted"] else ("rejected" if night["applied"] else "no change")
-        lines.append(f"- night {night['night']}: val {night['val_before']:.3f} -> {after}, {verdict}"
+        lines.append(f"- night {night['night']}: val {night['val_before']:.3f} -> {after}, {night_verdict(night)}"
                      + (f" ({night['note']})" if night["note"] else ""))
         lines += [f"  - {e['op']}: {' '.join(e['content'].split())[:160]}" for e in night["applied"]]
     return lines + [""]
