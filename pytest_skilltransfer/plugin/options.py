@@ -69,8 +69,11 @@ def recording_plugin_loads(pluginmanager: pytest.PytestPluginManager) -> bool:
     return not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
 
 
-def add_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
-    """Register the `skilltransfer` group and its ini keys."""
+def add_options(parser: Any, own_record_mode: bool = True) -> None:
+    """Register the `skilltransfer` group and its ini keys (on pytest's parser, or the CLI's stand-in).
+
+    `own_record_mode` is False when pytest-recording is loaded: `--record-mode` is then its option.
+    """
     group = parser.getgroup("skilltransfer", "skill transfer: optimize a skill on SOURCE, measure it on TARGET")
     for role, text in (("source", "model the skill is optimized with"), ("target", "model the frozen skill is deployed on")):
         _add(group, parser, role, f"{text}; repeat or comma-separate for several (items: source x target)",
@@ -87,10 +90,12 @@ def add_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager
     for option, name in THRESHOLD_OPTIONS.items():
         _add(group, parser, option, f"gate: {name.replace('_', ' ')} (overrides seed.toml; 'off' disables)",
              metavar="X")
+    _add(group, parser, "no-snapshots", "measure and gate without comparing the committed snapshots "
+         "(the CLI's default; the regression gate still reads them)", action="store_true", default=None)
     _add(group, parser, "skilltransfer-json", "write the JSON report (the CLI's --json shape) to PATH", metavar="PATH")
     _add(group, parser, "skilltransfer-md", "write a Markdown report with charts (for CI job summaries) to PATH",
          metavar="PATH")
-    if not recording_plugin_loads(pluginmanager):
+    if own_record_mode:
         _add(group, parser, "record-mode", "cassettes for real providers: none|once|new_episodes|all "
              "(default: none, replay only, when $CI is set; else once)", metavar="MODE")
     else:
@@ -120,6 +125,7 @@ class Settings:
     record_mode: str | None = None  # None: the cassettes' default (replay only under CI)
     cassette_dir: Path = Path("cassettes")
     local_server: str = "auto"
+    compare_snapshots: bool = True
     concurrency: int | None = None  # --max-concurrency N (None: each backend's default)
     model_concurrency: dict[str, int] = field(default_factory=dict)  # --max-concurrency MODEL=N
 
@@ -268,6 +274,7 @@ def read_settings(config: pytest.Config) -> Settings:
         value, where = reader.get(option)
         if value is not None:
             protocol[name] = _int(value, where, low)
+    no_snapshots, snapshots_where = reader.get("no-snapshots")
     no_direct, where = reader.get("no-direct")
     protocol["direct"] = not _bool(no_direct, where) if no_direct is not None else True
     layers: dict[str, dict[str, float | None]] = {"ini": {}, "cli": {}}
@@ -301,6 +308,7 @@ def read_settings(config: pytest.Config) -> Settings:
         local_server=_local_server(reader),
         concurrency=concurrency,
         model_concurrency=model_concurrency,
+        compare_snapshots=not _bool(no_snapshots, snapshots_where) if no_snapshots is not None else True,
     )
 
 
