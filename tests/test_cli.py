@@ -46,14 +46,15 @@ def test_json_mode_has_upstream_and_own_fields():
     assert result["cost"]["total_usd"] == 0.0 and result["config"]["samples"] == 2
 
 
-def test_help_lists_every_option_and_no_hidden_ones():
+def test_help_lists_every_option_and_no_hidden_ones(tmp_path):
     proc = cli("--help")
     assert proc.returncode == 0
     for option in ("--source", "--target", "--pair", "--optimizer", "--data-root", "--seeds", "--json",
                    "--transfer-min-gain", "--record-mode", "--max-concurrency", "skilltransfer_nights)"):
         assert option in proc.stdout
     assert "--source-backend" not in proc.stdout
-    missing = cli("--data-root", SEEDS, "--seeds", "docs-style", cwd=Path(SEEDS).parent.parent)
+    shutil.copytree(ROOT / "seeds" / "docs-style", tmp_path / "docs-style")
+    missing = cli("--data-root", str(tmp_path), cwd=tmp_path)  # no configuration: the error names the options
     assert missing.returncode == 2 and "--source and --target" in missing.stdout + missing.stderr
 
 
