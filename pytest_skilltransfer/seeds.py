@@ -3,7 +3,7 @@
     <seed>/SKILL.md          the deficient skill (required)
     <seed>/benchmark.jsonl   training pool, split into train and val by a hash (required)
     <seed>/held-out.jsonl    test tasks (required, at least one)
-    <seed>/seed.toml         optional: description, [split], [thresholds], corpus folder name
+    <seed>/seed.toml         optional: description, skill, corpus, pairs, [split], [thresholds]
     <seed>/brain/            optional corpus for the `search` tool (Markdown pages, slug = path)
 
 Loading validates everything and reports every problem at once, each naming file and line.
@@ -142,7 +142,7 @@ def _parse_judge(raw: Any, where: str, problems: list[SeedProblem]) -> Judge | N
         if not _is_int(k) or k < 1:
             problems.append(SeedProblem(where, f"qrels 'k' must be a positive integer, got {k!r}"))
             ok = False
-        return Judge(kind="qrels", expected_slugs=tuple(slugs), k=k) if ok else None
+        return Judge(kind="qrels", expected_slugs=tuple(slugs), k=int(k)) if ok else None
     checks = raw.get("checks")
     if not isinstance(checks, list) or not checks:
         problems.append(SeedProblem(where, "rule judge needs 'checks', a non-empty list of {op, arg}"))
@@ -154,7 +154,8 @@ def _parse_judge(raw: Any, where: str, problems: list[SeedProblem]) -> Judge | N
 
 
 def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    """An integer as JSON Schema counts one: 3 or 3.0, never true/false."""
+    return (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, float) and value.is_integer())
 
 
 def _parse_check(raw: Any, where: str, problems: list[SeedProblem]) -> Check | None:
@@ -169,6 +170,7 @@ def _parse_check(raw: Any, where: str, problems: list[SeedProblem]) -> Check | N
         if not _is_int(arg) or arg < 0:
             problems.append(SeedProblem(where, f"{op} needs a non-negative integer, got {arg!r}"))
             return None
+        arg = int(arg)
     elif op in TEXT_OPS or op == "tool_called":
         if not isinstance(arg, str) or not arg.strip():
             problems.append(SeedProblem(where, f"{op} needs a non-empty string argument"))
@@ -227,7 +229,7 @@ def _read_config(path: Path, problems: list[SeedProblem]) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         problems.append(SeedProblem(str(path), f"invalid TOML: {exc}"))
         return {}
-    allowed = {"description": str, "corpus": str, "split": dict, "thresholds": dict, "pairs": list}
+    allowed = {"description": str, "skill": str, "corpus": str, "split": dict, "thresholds": dict, "pairs": list}
     for key, value in config.items():
         if key not in allowed:
             problems.append(SeedProblem(str(path), f"unknown key {key!r}; known keys: {', '.join(allowed)}"))
@@ -248,6 +250,34 @@ def _number_table(
         else:
             values[key] = value
     return values
+
+
+def repository_root(path: Path) -> Path:
+    """The nearest folder above `path` holding `.git` (a clone or a worktree); else `path`'s parent."""
+    for folder in path.resolve().parents:
+        if (folder / ".git").exists():
+            return folder
+    return path.resolve().parent
+
+
+def skill_location(root: Path, config: dict[str, Any], config_path: Path,
+                   problems: list[SeedProblem]) -> Path | None:
+    """The seed's SKILL.md, or the file seed.toml names with `skill = "<path>"` (relative to the seed,
+    inside the repository); None after recording a problem."""
+    named = config.get("skill")
+    if not isinstance(named, str):
+        return root / SKILL_FILE
+    if (root / SKILL_FILE).is_file():
+        problems.append(SeedProblem(str(config_path), f"names skill = {named!r} but the seed folder holds a "
+                                    f"{SKILL_FILE} too; keep one of them"))
+        return None
+    path = (root / named).resolve()
+    repository = repository_root(root)
+    if not path.is_relative_to(repository):
+        problems.append(SeedProblem(str(config_path), f"skill = {named!r} resolves to {path}, outside the repository "
+                                    f"{repository}; keep the skill inside it (copy it, or move the seed)"))
+        return None
+    return path
 
 
 def load_seed(path: str | Path) -> Seed:
@@ -275,11 +305,12 @@ def load_seed(path: str | Path) -> Seed:
             problems.append(SeedProblem(f"{config_path} pairs", f"expected SRC:TGT or SRC->TGT, got {text!r}"))
         else:
             pairs.append(pair)
-    skill_path = root / SKILL_FILE
+    skill_path = skill_location(root, config, config_path, problems)
     skill = ""
-    if not skill_path.is_file():
-        problems.append(SeedProblem(str(skill_path), "missing: every seed needs the deficient skill as SKILL.md"))
-    else:
+    if skill_path is not None and not skill_path.is_file():
+        problems.append(SeedProblem(str(skill_path), "missing: every seed needs its deficient skill, as SKILL.md in "
+                                    "the seed folder or named by `skill = \"<path>\"` in seed.toml"))
+    elif skill_path is not None:
         skill = skill_path.read_text(encoding="utf-8")
         if not skill.strip():
             problems.append(SeedProblem(str(skill_path), "is empty"))

@@ -76,7 +76,7 @@ class ProviderModel:
         return wire.parse_reply(raw, self.model_id)
 
 
-def _is_loopback_url(url: str | None) -> bool:
+def is_loopback_url(url: str | None) -> bool:
     host = (urlparse(url).hostname or "") if url else ""
     return host in ("localhost", "::1") or host.startswith("127.")
 
@@ -107,7 +107,7 @@ def build_model(name: str) -> Model:
             return resolve_model(target)
         except ModelError as err:
             raise ModelError(f"model alias {name!r} points to {target!r}, which is unknown.\n{err}") from err
-    if target.base_url and _is_loopback_url(target.base_url):
+    if target.base_url and is_loopback_url(target.base_url):
         from ..prices import mark_local
 
         mark_local(target.model_id)

@@ -138,6 +138,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "min_efficiency=None, regression_tolerance=None): run the skill-transfer protocol for this test "
         "(fixture transfer_result); without source/target the test runs once per configured pair",
     )
+    from . import markers
+
+    markers.register(config)
     if config.option.help:  # --help must work even when the configuration is wrong
         return
     _keep_transfer_snapshots(config)
@@ -273,8 +276,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         pair: Pair | None = callspec.params.get(PAIR_ARG) if callspec else None
         spec = marker_spec(item, settings.seeds_dirs, pair, settings.optimizer)
         item.stash[SPEC] = spec
+        _mark_model_kinds(item, spec)
         if grouped:
             item.add_marker(pytest.mark.xdist_group(spec.seed_path.name))
+
+
+def _mark_model_kinds(item: pytest.Item, spec: TransferSpec) -> None:
+    from ..models.base import ModelError
+    from . import markers
+
+    runner = runner_of(item.config)
+    try:
+        models = [runner.model(name) for name in (spec.source, spec.target, spec.optimizer) if name]
+    except ModelError as exc:
+        raise pytest.UsageError(f"{item.nodeid}: {exc}") from None
+    markers.mark_kinds(item, models)
 
 
 @pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
