@@ -13,6 +13,9 @@ Semantics follow gbrain-evals `skillopt-v1` where it defines an op, and are stri
 | no_refusal | the text is not empty and does not open with a refusal |
 | tool_called T | the agent made at least one successful call of tool T through the tool loop |
 
+Extra ops registered with `register_op` (from a conftest's `pytest_skilltransfer_configure`) join
+the table: the loader accepts them and reports use their description.
+
 A rule judge scores hard = 1 when every check passes and soft = the fraction that pass.
 A qrels judge scores soft = nDCG@k of the slugs the agent's successful tool calls returned
 (deduplicated in call order, binary relevance) and hard = 1 when every expected slug is in the top k.
@@ -29,6 +32,33 @@ TEXT_OPS = ("section_present", "section_contains", "regex", "contains", "not_con
 BOUND_OPS = ("max_chars", "min_chars")
 RULE_OPS = TEXT_OPS + BOUND_OPS + ("no_refusal", "tool_called")
 JUDGE_KINDS = ("rule", "qrels")
+ARG_KINDS = ("string", "integer", "none")
+
+
+@dataclass(frozen=True)
+class ExtraOp:
+    """A registered rule op: its test on the answer text, its argument kind, its plain-English wording."""
+
+    passes: Callable[[str, Any], bool]
+    arg: str = "string"
+    description: str = ""
+
+
+EXTRA_OPS: dict[str, ExtraOp] = {}
+
+
+def register_op(name: str, passes: Callable[[str, Any], bool], arg: str = "string", description: str = "") -> None:
+    """Add a rule op: `passes(answer_text, arg)`; `arg` is string, integer or none; `description` may use {arg}."""
+    if name in RULE_OPS:
+        raise ValueError(f"judge op {name!r} is built in; choose another name")
+    if arg not in ARG_KINDS:
+        raise ValueError(f"judge op {name!r}: arg must be one of {', '.join(ARG_KINDS)}, got {arg!r}")
+    EXTRA_OPS[name] = ExtraOp(passes, arg, description or f"passes the {name} check" + (" {arg}" if arg != "none" else ""))
+
+
+def rule_ops() -> tuple[str, ...]:
+    """Built-in ops, then the registered ones."""
+    return RULE_OPS + tuple(sorted(EXTRA_OPS))
 
 REFUSAL_OPENINGS = (
     "i can't",
@@ -133,10 +163,12 @@ def check_passes(check: Check, attempt: Attempt) -> bool:
     """Whether one rule check passes on an attempt."""
     if check.op == "tool_called":
         return check.arg in attempt.tools_called
+    if check.op in EXTRA_OPS:
+        return bool(EXTRA_OPS[check.op].passes(attempt.text, check.arg))
     try:
         rule = TEXT_CHECKS[check.op]
     except KeyError:
-        raise ValueError(f"unknown judge op {check.op!r}; known ops: {', '.join(RULE_OPS)}") from None
+        raise ValueError(f"unknown judge op {check.op!r}; known ops: {', '.join(rule_ops())}") from None
     return rule(attempt.text, check.arg)
 
 
@@ -165,6 +197,8 @@ def score(judge: Judge, attempt: Attempt) -> Verdict:
 def describe_check(check: Check) -> str:
     """Plain-English wording of a check, as an optimizer or a reviewer would read it."""
     arg = check.arg
+    if check.op in EXTRA_OPS:
+        return f"the answer {EXTRA_OPS[check.op].description.format(arg=arg)}"
     wording = {
         "section_present": f'has a Markdown heading whose whole text is "{arg}"',
         "section_contains": f'has a Markdown heading that mentions "{arg}"',

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .judges import BOUND_OPS, JUDGE_KINDS, RULE_OPS, TEXT_OPS, Check, Judge
+from .judges import BOUND_OPS, EXTRA_OPS, JUDGE_KINDS, TEXT_OPS, Check, Judge, rule_ops
 
 SKILL_FILE = "SKILL.md"
 TRAIN_FILE = "benchmark.jsonl"
@@ -163,15 +163,16 @@ def _parse_check(raw: Any, where: str, problems: list[SeedProblem]) -> Check | N
         problems.append(SeedProblem(where, "a check must be an object with 'op' and 'arg'"))
         return None
     op, arg = raw["op"], raw.get("arg")
-    if op not in RULE_OPS:
-        problems.append(SeedProblem(where, f"unknown op {op!r}; known ops: {', '.join(RULE_OPS)}"))
+    if op not in rule_ops():
+        problems.append(SeedProblem(where, f"unknown op {op!r}; known ops: {', '.join(rule_ops())}"))
         return None
-    if op in BOUND_OPS:
+    kind = EXTRA_OPS[op].arg if op in EXTRA_OPS else None
+    if op in BOUND_OPS or kind == "integer":
         if not _is_int(arg) or arg < 0:
             problems.append(SeedProblem(where, f"{op} needs a non-negative integer, got {arg!r}"))
             return None
         arg = int(arg)
-    elif op in TEXT_OPS or op == "tool_called":
+    elif op in TEXT_OPS or op == "tool_called" or kind == "string":
         if not isinstance(arg, str) or not arg.strip():
             problems.append(SeedProblem(where, f"{op} needs a non-empty string argument"))
             return None

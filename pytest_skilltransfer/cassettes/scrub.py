@@ -12,7 +12,7 @@ import copy
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 SECRET_HEADERS = frozenset(
     {
@@ -44,6 +44,25 @@ _KEY_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY")
 SCANNED_SUFFIXES = (".yaml", ".yml", ".json")
 
 
+Scrubber = Callable[[Any], Any]
+USER_SCRUBBERS: dict[str, list[Scrubber]] = {"request": [], "response": []}
+
+
+def add_scrubbers(request: Scrubber | None = None, response: Scrubber | None = None) -> None:
+    """Run extra vcrpy-style scrubbers after the built-in filters (return None to not record)."""
+    for kind, scrubber in (("request", request), ("response", response)):
+        if scrubber is not None and scrubber not in USER_SCRUBBERS[kind]:
+            USER_SCRUBBERS[kind].append(scrubber)
+
+
+def _user_scrubbed(kind: str, value: Any) -> Any:
+    for scrubber in USER_SCRUBBERS[kind]:
+        if value is None:
+            break
+        value = scrubber(value)
+    return value
+
+
 def is_retryable(status: int) -> bool:
     """Whether the SDKs retry this status (such responses are never saved)."""
     return status in RETRYABLE_STATUS or status >= 500
@@ -63,7 +82,7 @@ def filter_request(request: Any) -> Any:
         for name, value in request.headers.items()
         if name.lower() in KEPT_REQUEST_HEADERS and name.lower() not in SECRET_HEADERS
     }
-    return request
+    return _user_scrubbed("request", request)
 
 
 def filter_response(response: dict[str, Any]) -> dict[str, Any] | None:
@@ -76,7 +95,7 @@ def filter_response(response: dict[str, Any]) -> dict[str, Any] | None:
         for name, values in headers.items()
         if name.lower() in KEPT_RESPONSE_HEADERS and name.lower() not in SECRET_HEADERS
     }
-    return response
+    return _user_scrubbed("response", response)
 
 
 def _files(path: Path) -> list[Path]:

@@ -98,6 +98,12 @@ def runner_of(config: pytest.Config) -> Runner:
 # -- options and configuration -------------------------------------------------------------------
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from . import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     add_options(parser, own_record_mode=not recording_plugin_loads(pluginmanager))
 
@@ -145,7 +151,10 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     _keep_transfer_snapshots(config)
     settings = read_settings(config)
-    apply_project_tables(config)
+    from .extensions import Registry
+
+    registry = Registry(apply_project_tables(config))
+    config.hook.pytest_skilltransfer_configure.call_historic(kwargs={"config": config, "registry": registry})
     _check_models(settings)
     config.stash[SETTINGS] = settings
     progress = _progress_writer(config)

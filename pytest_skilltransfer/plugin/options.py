@@ -312,11 +312,12 @@ def read_settings(config: pytest.Config) -> Settings:
     )
 
 
-def apply_project_tables(config: pytest.Config) -> None:
-    """Apply pyproject's `[tool.skilltransfer.models]` aliases and `[tool.skilltransfer.prices]`."""
+def apply_project_tables(config: pytest.Config) -> dict[str, Any]:
+    """Apply pyproject's `[tool.skilltransfer.models]` aliases and `[tool.skilltransfer.prices]`;
+    returns the models table."""
     pyproject = config.rootpath / "pyproject.toml"
     if not pyproject.is_file():
-        return
+        return {}
     try:
         table = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get("skilltransfer", {})
     except tomllib.TOMLDecodeError as exc:
@@ -334,3 +335,4 @@ def apply_project_tables(config: pytest.Config) -> None:
             configure_prices(table["prices"])
     except (ModelError, ValueError) as exc:
         raise pytest.UsageError(f"{pyproject}: {exc}") from None
+    return dict(table.get("models") or {})
