@@ -364,6 +364,8 @@ def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapsho
         result = runner.transfer(spec.seed_path, spec.source, spec.target, spec.optimizer)
         seed = runner.seed(spec.seed_path)
     except (SeedError, ModelError, ModelCallError) as exc:
+        if hasattr(exc, "with_command"):  # a cassette miss: the command that re-records this very item
+            exc = exc.with_command(rerecord_command(item, spec))
         problem = f"{spec.seed_path.name} ({spec.source} -> {spec.target}): {exc}"
     else:
         problem = ""
@@ -373,6 +375,29 @@ def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapsho
     item.stash[RUN] = ItemRun(result, data, seed, spec, snapshot.use_extension(TransferSnapshotExtension))
     item.user_properties.extend(junit_properties(data))
     return result
+
+
+REQUEST_SHAPING = ("optimizer", "nights", "edit-budget", "limit-replay", "limit-holdout", "samples", "no-direct")
+
+
+def rerecord_command(item: pytest.Item, spec: TransferSpec) -> str:
+    """`pytest <node id> --pair SRC->TGT [the command line's protocol options] --record-mode=new_episodes`:
+    the failing item, with the options that shape its requests (ini keys apply again by themselves)."""
+    import shlex
+
+    from .options import dest
+
+    config = item.config
+    parts = ["pytest", item.nodeid, "--pair", f"{spec.source}->{spec.target}"]
+    if item.nodeid.startswith("/") and config.inipath is not None:
+        parts[1:1] = ["-c", str(config.inipath)]  # pytest finds the configuration from the paths it is given
+    for option in REQUEST_SHAPING:
+        value = getattr(config.option, dest(option), None)
+        if value is True:
+            parts.append(f"--{option}")
+        elif value not in (None, False):
+            parts += [f"--{option}", str(value)]
+    return shlex.join([*parts, "--record-mode=new_episodes"])
 
 
 def junit_properties(data: dict[str, Any]) -> list[tuple[str, object]]:
