@@ -66,13 +66,15 @@ class Request:
 
 @dataclass(frozen=True)
 class Usage:
-    """Tokens as the provider reported them."""
+    """Tokens as the provider reported them; `unreported` counts calls whose reply carried no usage."""
 
     input_tokens: int = 0
     output_tokens: int = 0
+    unreported: int = 0
 
     def __add__(self, other: "Usage") -> "Usage":
-        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens)
+        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens,
+                     self.unreported + other.unreported)
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,8 @@ class Reply:
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = field(default_factory=Usage)
     model: str = ""
-    stop_reason: str = ""
+    stop_reason: str = ""  # as the provider sent it: end_turn, max_tokens, length, refusal, pause_turn, ...
+    refusal: str = ""  # a refusal message the provider sent apart from the text (OpenAI's `message.refusal`)
 
 
 class Model(Protocol):
