@@ -1,4 +1,6 @@
-"""Suite-wide settings: retries keep their default budget but wait milliseconds, so fault tests stay fast."""
+"""The suite runs without the optional plugins that change how pytest runs (pytest-randomly reorders
+and reseeds, pytest-recording owns --record-mode); the coexistence tests turn each on with `-p`.
+Provider retries keep their default budget but wait milliseconds, so fault tests stay fast."""
 
 from __future__ import annotations
 
@@ -7,6 +9,15 @@ from collections.abc import Iterator
 import pytest
 
 from pytest_skilltransfer.models import sdk_common
+
+OPTIONAL_PLUGINS_OFF = "-p no:randomly -p no:recording"
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytester whose runs (in-process and subprocess) start with the optional plugins off."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", OPTIONAL_PLUGINS_OFF)
+    return pytester
 
 
 @pytest.fixture(autouse=True)
