@@ -21,7 +21,9 @@ from typing import Any
 
 import pytest
 
+from ..models.sdk_common import CallPolicy
 from ..protocol import ProtocolConfig
+from .gating import CORRECTIONS, DEFAULT_REGRESSION_TOLERANCE
 from ..seeds import Thresholds, split_pair
 
 Pair = tuple[str, str]
@@ -30,8 +32,9 @@ INT_SETTINGS = {  # option -> (ProtocolConfig field, smallest allowed value, hel
     "nights": ("nights", 1, "optimization nights"),
     "edit-budget": ("edit_budget", 1, "edits applied per night at most"),
     "limit-replay": ("limit_replay", 0, "training tasks replayed per night (0 = all)"),
-    "limit-holdout": ("limit_holdout", 0, "validation and held-out tasks scored (0 = all)"),
-    "samples": ("samples", 1, "rollouts per task; above 1 the gates use the lower 95%% bound"),
+    "limit-holdout": ("limit_holdout", 0, "validation tasks scored per gate decision (0 = all)"),
+    "limit-test": ("limit_test", 0, "held-out test tasks scored (0 = all)"),
+    "samples": ("samples", 1, "rollouts per task (narrows intervals; the method stays the same)"),
 }
 THRESHOLD_OPTIONS = {  # option -> Thresholds field
     "transfer-min-gain": "min_gain",
@@ -40,6 +43,7 @@ THRESHOLD_OPTIONS = {  # option -> Thresholds field
     "transfer-regression-tolerance": "regression_tolerance",
 }
 OFF_WORDS = ("off", "none")
+INCONCLUSIVE_ACTIONS = ("fail", "xfail", "pass")  # what an inconclusive gate does to its pytest item
 
 
 def ini_name(option: str) -> str:
@@ -92,6 +96,10 @@ def add_options(parser: Any, own_record_mode: bool = True) -> None:
              metavar="X")
     _add(group, parser, "no-snapshots", "measure and gate without comparing the committed snapshots "
          "(the CLI's default; the regression gate still reads them)", action="store_true", default=None)
+    _add(group, parser, "transfer-inconclusive", "what an inconclusive gate does to its test: fail (default: an "
+         "unproven claim is not a pass), xfail, or pass (with a warning)", metavar="ACTION")
+    _add(group, parser, "transfer-correction", "gate intervals corrected for the number of transfer items: none "
+         "(default) or bonferroni (the run summary always reports Holm)", metavar="METHOD")
     _add(group, parser, "skilltransfer-json", "write the JSON report (the CLI's --json shape) to PATH", metavar="PATH")
     _add(group, parser, "skilltransfer-md", "write a Markdown report with charts (for CI job summaries) to PATH",
          metavar="PATH")
@@ -105,6 +113,14 @@ def add_options(parser: Any, own_record_mode: bool = True) -> None:
     _add(group, parser, "max-concurrency", "concurrent calls per model at most: N for every model, MODEL=N for "
          "one; repeatable (default: 8 per provider model, lowered on rate limits; 1 for the simulator and the "
          "local llama server)", "args", action="append", metavar="[MODEL=]N")
+    defaults = CallPolicy()
+    _add(group, parser, "provider-retries", f"retries of a provider call on 429/529/5xx/timeouts/resets (the SDKs' "
+         f"retry machinery; a retry-after the provider sends is waited for) (default {defaults.max_retries})",
+         metavar="N")
+    _add(group, parser, "provider-backoff", "wait before the first retry, doubling up to MAX, in seconds "
+         f"(default {defaults.backoff_s:g}:{defaults.max_backoff_s:g})", metavar="FIRST[:MAX]")
+    _add(group, parser, "provider-timeout", f"seconds one provider call may take (default {defaults.timeout_s:g})",
+         metavar="S")
     _add(group, parser, "local-server", "auto: start the local llama.cpp server when a local model has calls to "
          "record and SKILLTRANSFER_LOCAL_URL is unset; off: never (default auto)", metavar="MODE")
 
@@ -126,12 +142,20 @@ class Settings:
     cassette_dir: Path = Path("cassettes")
     local_server: str = "auto"
     compare_snapshots: bool = True
+    inconclusive: str = "fail"
+    correction: str = "none"
     concurrency: int | None = None  # --max-concurrency N (None: each backend's default)
     model_concurrency: dict[str, int] = field(default_factory=dict)  # --max-concurrency MODEL=N
+    calls: CallPolicy = field(default_factory=CallPolicy)  # --provider-retries/-backoff/-timeout
 
     def thresholds(self, seed: Thresholds, marker: dict[str, Any] | None = None) -> Thresholds:
-        """seed.toml < ini < the test's marker < command line; None (`off`) turns a gate off."""
-        values = {**seed.__dict__, **self.ini_thresholds, **(marker or {}), **self.cli_thresholds}
+        """default < seed.toml < ini < the test's marker < command line; None (`off`) turns a gate off.
+
+        The only default is the regression gate's tolerance (`DEFAULT_REGRESSION_TOLERANCE`).
+        """
+        seed_values = {k: v for k, v in seed.__dict__.items() if v is not None}
+        values = {"regression_tolerance": DEFAULT_REGRESSION_TOLERANCE, **seed_values, **self.ini_thresholds,
+                  **(marker or {}), **self.cli_thresholds}
         return Thresholds(**{k: v for k, v in values.items() if k in Thresholds.__dataclass_fields__})
 
 
@@ -223,6 +247,14 @@ def _bool(value: Any, where: str) -> bool:
     raise pytest.UsageError(f"{where}: expected true or false, got {value!r}")
 
 
+def _choice(reader: _Reader, option: str, choices: tuple[str, ...]) -> str:
+    value, where = reader.get(option)
+    choice = str(value if value is not None else choices[0]).strip().lower()
+    if choice not in choices:
+        raise pytest.UsageError(f"{where}: expected one of {', '.join(choices)}, got {value!r}")
+    return choice
+
+
 def _local_server(reader: _Reader) -> str:
     value, where = reader.get("local-server")
     mode = str(value or "auto").strip()
@@ -266,6 +298,36 @@ def _path(value: Any, base: Path) -> Path:
     return path if path.is_absolute() else base / path
 
 
+def _seconds(value: Any, where: str) -> float:
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        raise pytest.UsageError(f"{where}: expected a number of seconds, got {value!r}") from None
+    if not number > 0 or number == float("inf"):
+        raise pytest.UsageError(f"{where}: must be a positive number of seconds, got {value!r}")
+    return number
+
+
+def _call_policy(reader: _Reader) -> CallPolicy:
+    """--provider-retries, --provider-backoff FIRST[:MAX] and --provider-timeout over the defaults."""
+    policy: dict[str, Any] = {}
+    value, where = reader.get("provider-retries")
+    if value is not None:
+        policy["max_retries"] = _int(value, where, 0)
+    value, where = reader.get("provider-backoff")
+    if value is not None:
+        first, _, most = str(value).partition(":")
+        policy["backoff_s"] = _seconds(first, where)
+        policy["max_backoff_s"] = _seconds(most, where) if most.strip() else max(policy["backoff_s"],
+                                                                                  CallPolicy().max_backoff_s)
+        if policy["max_backoff_s"] < policy["backoff_s"]:
+            raise pytest.UsageError(f"{where}: MAX must not be below FIRST, got {value!r}")
+    value, where = reader.get("provider-timeout")
+    if value is not None:
+        policy["timeout_s"] = _seconds(value, where)
+    return CallPolicy(**policy)
+
+
 def read_settings(config: pytest.Config) -> Settings:
     """Parse and validate every skilltransfer option; raise pytest.UsageError naming the bad one."""
     reader = _Reader(config)
@@ -306,9 +368,12 @@ def read_settings(config: pytest.Config) -> Settings:
         record_mode=_record_mode(reader),
         cassette_dir=_path(cassette_dir, cwd) if cassette_dir else config.rootpath / "cassettes",
         local_server=_local_server(reader),
+        inconclusive=_choice(reader, "transfer-inconclusive", INCONCLUSIVE_ACTIONS),
+        correction=_choice(reader, "transfer-correction", CORRECTIONS),
         concurrency=concurrency,
         model_concurrency=model_concurrency,
         compare_snapshots=not _bool(no_snapshots, snapshots_where) if no_snapshots is not None else True,
+        calls=_call_policy(reader),
     )
 
 
