@@ -12,14 +12,14 @@ def starts_with(text: str, arg: str) -> bool:
     return text.lstrip().startswith(arg)
 
 
-def drop_request_metadata(request: Any) -> Any:
-    """Keep per-user `metadata` (e.g. Anthropic's `metadata.user_id`) out of recorded request bodies."""
+def drop_end_user_id(request: Any) -> Any:
+    """Keep an end-user identifier (OpenAI's `user` field) out of recorded request bodies."""
     try:
         body = json.loads(request.body or b"")
     except (TypeError, ValueError):
         return request
-    if isinstance(body, dict) and "metadata" in body:
-        body.pop("metadata")
+    if isinstance(body, dict) and "user" in body:
+        body.pop("user")
         request.body = json.dumps(body).encode()
     return request
 
@@ -28,4 +28,4 @@ def pytest_skilltransfer_configure(config, registry) -> None:
     registry.add_alias("cheap", "sim-small")  # pytest --source cheap --target expensive
     registry.add_alias("expensive", "sim-large")
     registry.add_judge_op("starts_with", starts_with, arg="string", description='starts with "{arg}"')
-    registry.add_scrubbers(request=drop_request_metadata)
+    registry.add_scrubbers(request=drop_end_user_id)
