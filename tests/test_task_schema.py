@@ -37,7 +37,7 @@ CASES = [
     {"task": "Write it.", "judge": RULE}, line(task_id=""), line(task_id=" "), line(task_id=7), line(task="  "),
     line(judge="contains Owner:"), line(judge={"kind": "llm"}), line(judge={"kind": "rule"}),
     line(judge={"kind": "rule", "checks": []}), line(judge={"kind": "rule", "checks": ["contains"]}),
-    check("shouts", "x"), check("contains"), check("contains", ""), check("contains", 3), check("regex", "  "),
+    check("no_such_op", "x"), check("contains"), check("contains", ""), check("contains", 3), check("regex", "  "),
     check("regex", "("), check("max_chars", -1), check("max_chars", "900"), check("min_chars", True),
     check("max_chars", 2.5), line(judge={"kind": "qrels"}), line(judge={"kind": "qrels", "expected_slugs": []}),
     line(judge={"kind": "qrels", "expected_slugs": [""]}), line(judge={"kind": "qrels", "expected_slugs": ["x"], "k": 0}),
