@@ -2,7 +2,9 @@
 
 The optimizer sees the current skill, the training criteria that failed (in plain English, each
 followed by a machine-readable `(check: op json-arg)` tag), failing and succeeding training
-attempts, and edits that earlier nights tried and the gate rejected. It answers with a JSON array.
+attempts, and edits that earlier nights tried and the gate rejected. For a failed rubric check of
+a training attempt it also sees the judge's one-line reason (only training attempts are ever shown).
+It answers with a JSON array.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class Observation:
     judge: Judge
     failed: tuple[str, ...]
     tools_called: tuple[str, ...] = ()
+    judge_reasons: tuple[str, ...] = ()  # "<criterion>: <the judge's reason>" for failed rubric checks
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,9 @@ def _excerpt(text: str) -> str:
 def _observation_block(obs: Observation) -> str:
     tools = ", ".join(obs.tools_called) or "none"
     status = ("Failed: " + "; ".join(obs.failed)) if obs.failed else "Passed every check."
-    return f"## Task {obs.task_id}\nTask: {obs.task}\nTools called: {tools}\nAnswer ({len(obs.answer)} characters):\n{_excerpt(obs.answer)}\n{status}"
+    reasons = "".join(f"\nJudge on {reason}" for reason in obs.judge_reasons)
+    return (f"## Task {obs.task_id}\nTask: {obs.task}\nTools called: {tools}\nAnswer ({len(obs.answer)} characters):\n"
+            f"{_excerpt(obs.answer)}\n{status}{reasons}")
 
 
 def build_reflect_request(

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from .judge_report import judge_json, verdict_json
 from .prices import cost_usd
 from .protocol import Costs, Evaluation, Night, Optimization, TransferResult, total_costs
 
@@ -59,7 +60,8 @@ def _evaluation(ev: Evaluation | None) -> dict[str, Any] | None:
         "model": ev.model_id, "split": ev.split, "hard": ev.hard.as_dict(), "soft": ev.soft.as_dict(),
         "tasks": [
             {"task_id": t.task_id, "hard": round(t.hard, 4), "soft": round(t.soft, 4),
-             "samples": [{"sample_id": s.sample_id, "hard": s.hard, "soft": round(s.soft, 4), "failed": list(s.failed)}
+             "samples": [{"sample_id": s.sample_id, "hard": s.hard, "soft": round(s.soft, 4), "failed": list(s.failed),
+                          **({"rubric": [verdict_json(v) for v in s.rubric]} if s.rubric else {})}
                          for s in t.samples]}
             for t in ev.tasks
         ],
@@ -114,6 +116,7 @@ def result_to_json(result: TransferResult) -> dict[str, Any]:
             "tokens": tokens(merged),
         },
         "config": asdict(result.config),
+        **({"judge": judge_json(result)} if result.judge is not None else {}),
     }
 
 

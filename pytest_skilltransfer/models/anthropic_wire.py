@@ -3,7 +3,8 @@
 Tool results (role "tool") become `tool_result` blocks in a user turn; consecutive user-side turns
 merge into one message, as the API requires. The sample id travels as `metadata.user_id`
 ("skilltransfer-sample-<n>") so repeated samples are distinct requests. No temperature or top_p is
-sent: some current models refuse them, and determinism comes from the cassettes.
+sent: some current models refuse them, and determinism comes from the cassettes. A request's
+`response_schema` becomes a tool the reply is forced to call (`tool_choice`), the structured reply.
 """
 
 from __future__ import annotations
@@ -66,6 +67,12 @@ def request_params(target: Target, request: Request) -> dict[str, Any]:
         params["tools"] = [
             {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in request.tools
         ]
+    if request.response_schema is not None:  # forced tool use: the reply is one call with the schema's input
+        shape = request.response_schema
+        params["tools"] = params.get("tools", []) + [
+            {"name": shape.name, "description": shape.description, "input_schema": shape.schema}
+        ]
+        params["tool_choice"] = {"type": "tool", "name": shape.name}
     return params
 
 
