@@ -150,7 +150,8 @@ def resolve_model(name: str) -> Model:
 
 def _load_builtin_families() -> None:
     """Import the built-in backends so they register themselves (SDKs stay lazily imported)."""
-    from . import sim, sim_judge  # noqa: F401
+    from . import sim  # noqa: F401
+    from .sim import judge  # noqa: F401
 
     try:
         from . import providers  # noqa: F401

@@ -26,7 +26,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from .base import ModelError, Reply, Request, Usage, register_family
+from ..base import ModelError, Reply, Request, Usage, register_family
 
 FAMILY = "sim-judge"
 HEADERS = ("# Task", "# Answer", "# Criterion")
