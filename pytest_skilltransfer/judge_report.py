@@ -81,3 +81,48 @@ def judge_line(result: dict[str, Any]) -> str | None:
 def judge_lines(results: list[dict[str, Any]]) -> list[str]:
     """One line per result that has a judge (plus its warning, if any)."""
     return [line for r in results if (line := judge_line(r))]
+
+
+def _uncertain(verdict: dict[str, Any]) -> bool:
+    return verdict["unstable"] or "error" in verdict["votes"]
+
+
+def _adverse_hard(sample: dict[str, Any], against: bool) -> float:
+    """A sample's hard score with its uncertain rubric verdicts resolved adversely.
+
+    `against=True` (the skill being credited): an uncertain passing verdict fails, so the sample fails.
+    `against=False` (the reference being beaten): the sample passes when only uncertain verdicts failed it.
+    """
+    uncertain = [v for v in sample.get("rubric", []) if _uncertain(v)]
+    if not uncertain:
+        return sample["hard"]
+    if against:
+        return 0.0 if any(v["passed"] for v in uncertain) else sample["hard"]
+    doubtful = {f"rubric={v['criterion']}" for v in uncertain if not v["passed"]}
+    return 1.0 if sample["failed"] and all(f in doubtful for f in sample["failed"]) else sample["hard"]
+
+
+def uncertain_count(result: dict[str, Any]) -> int:
+    """Uncertain rubric verdicts (unstable, or resting on a judge error) in the held-out scores."""
+    return sum(1 for name in HELD_OUT if result["scores"].get(name)
+               for t in result["scores"][name]["tasks"] for s in t["samples"]
+               for v in s.get("rubric", []) if _uncertain(v))
+
+
+def adverse(result: dict[str, Any]) -> dict[str, Any]:
+    """The result with every uncertain rubric verdict resolved against the transferred skill (the
+    baseline's in its favour): if the gates still pass on this, the verdict does not rest on them."""
+    from .stats import bootstrap, paired_gain
+
+    def task_scores(name: str, against: bool) -> list[float]:
+        return [sum(_adverse_hard(s, against) for s in t["samples"]) / len(t["samples"])
+                for t in result["scores"][name]["tasks"]]
+
+    baseline, transferred = task_scores("baseline", False), task_scores("transferred", True)
+    scores = {**result["scores"], "transferred": {**result["scores"]["transferred"],
+                                                  "hard": bootstrap(transferred).as_dict()}}
+    low, high = sum(baseline) / len(baseline), sum(transferred) / len(transferred)
+    direct = result["direct_target"]
+    efficiency = (high - low) / (direct - low) if direct is not None and direct - low > 0 else None
+    return {**result, "scores": scores, "transferred": round(high, 3), "transfer_gain": round(high - low, 3),
+            "gain": paired_gain(baseline, transferred).as_dict(), "efficiency": efficiency, "judge": None}

@@ -87,7 +87,7 @@ def _excerpt(text: str) -> str:
 def _observation_block(obs: Observation) -> str:
     tools = ", ".join(obs.tools_called) or "none"
     status = ("Failed: " + "; ".join(obs.failed)) if obs.failed else "Passed every check."
-    reasons = "".join(f"\nJudge on {reason}" for reason in obs.judge_reasons)
+    reasons = "".join(f"\nJudge's reason for {reason}" for reason in obs.judge_reasons)
     return (f"## Task {obs.task_id}\nTask: {obs.task}\nTools called: {tools}\nAnswer ({len(obs.answer)} characters):\n"
             f"{_excerpt(obs.answer)}\n{status}{reasons}")
 

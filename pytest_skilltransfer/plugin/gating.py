@@ -4,6 +4,10 @@ With samples > 1 the gain and score gates use the lower bound of the 95% interva
 Efficiency is undefined without a direct run (or when direct did not beat the baseline): its gate
 is then skipped with a note. The regression gate compares the transferred score with the committed
 snapshot's and is off while `--snapshot-update` accepts new results.
+
+A verdict never rests on uncertain rubric verdicts (unstable judge samples, judge errors): the gates
+are applied again with each of them resolved against the transferred skill, and a gate that
+passes only thanks to them fails, naming how many there were.
 """
 
 from __future__ import annotations
@@ -68,4 +72,19 @@ def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: float | 
                             "run with --snapshot-update to accept")
     if lower and (thresholds.min_gain is not None or thresholds.min_score is not None):
         notes.append("gain and score gates use the lower 95% bound because samples > 1")
+    failures += _resting_on_uncertain_verdicts(result, thresholds, committed, updating, failures)
     return GateOutcome(tuple(failures), tuple(notes), lower, dict(thresholds.__dict__))
+
+
+def _resting_on_uncertain_verdicts(result: dict[str, Any], thresholds: Thresholds, committed: float | None,
+                                   updating: bool, failures: list[str]) -> list[str]:
+    """Failures the gates show once uncertain rubric verdicts are resolved against the skill."""
+    from ..judge_report import adverse, uncertain_count
+
+    count = uncertain_count(result) if result.get("judge") else 0
+    if not count or failures:
+        return []
+    worst = evaluate(adverse(result), thresholds, committed, updating)
+    return [f"the verdict rests on {count} uncertain rubric verdict(s) (unstable judge samples or judge errors): "
+            f"with them resolved against the skill, {f}; raise --judge-samples or sharpen the criterion"
+            for f in worst.failures]
