@@ -28,7 +28,7 @@ from . import judges
 from .agent import AgentContext, run_task
 from .edits import Edit, apply_edits
 from .ledger import CallCache, Meter, Tally
-from .models.base import Message, Model, Request
+from .models.base import Message, Model, Request, resolve_model
 from .reflect import RETRY_NOTE, EditParseError, Observation, RejectedEdit, build_reflect_request, parse_edits
 from .rubric import Calibration, JudgeSetup, RubricJudge, calibrate, family_warning
 from .seeds import Seed, Task
@@ -231,6 +231,7 @@ class SeedSession:
     def __init__(self, seed: Seed, config: ProtocolConfig, progress: Progress | None = None,
                  judge: JudgeSetup | None = None):
         config.validate()
+        judge = judge or seed_judge(seed)
         if judge is None and seed.rubric_origin is not None:
             raise NoJudgeConfigured(
                 f"seed {seed.name!r} has rubric checks ({seed.rubric_origin}) but no judge model: pass --judge MODEL "
@@ -403,6 +404,16 @@ class SeedSession:
             direct=direct,
             judge=judge,
         )
+
+
+def seed_judge(seed: Seed) -> JudgeSetup | None:
+    """The judge a seed's `[judge]` table names (1 sample and the default threshold unless it says otherwise)."""
+    settings = seed.judge
+    if settings.model is None:
+        return None
+    defaults = JudgeSetup(model=resolve_model(settings.model))
+    return JudgeSetup(defaults.model, settings.samples or defaults.samples,
+                      defaults.min_accuracy if settings.min_accuracy is None else settings.min_accuracy)
 
 
 def _observations(tasks: tuple[Task, ...], evaluation: Evaluation) -> tuple[list[Observation], list[Observation]]:
