@@ -112,17 +112,23 @@ def uncertain_count(result: dict[str, Any]) -> int:
 def adverse(result: dict[str, Any]) -> dict[str, Any]:
     """The result with every uncertain rubric verdict resolved against the transferred skill (the
     baseline's in its favour): if the gates still pass on this, the verdict does not rest on them."""
-    from .stats import bootstrap, paired_gain
+    from .stats import efficiency_ratio, paired_gain, score
 
-    def task_scores(name: str, against: bool) -> list[float]:
-        return [sum(_adverse_hard(s, against) for s in t["samples"]) / len(t["samples"])
-                for t in result["scores"][name]["tasks"]]
+    def adjusted(name: str, against: bool) -> dict[str, Any]:
+        evaluation = result["scores"][name]
+        tasks = [{**t, "hard": sum(_adverse_hard(s, against) for s in t["samples"]) / len(t["samples"])}
+                 for t in evaluation["tasks"]]
+        return {**evaluation, "tasks": tasks, "hard": score([t["hard"] for t in tasks]).as_dict()}
 
-    baseline, transferred = task_scores("baseline", False), task_scores("transferred", True)
-    scores = {**result["scores"], "transferred": {**result["scores"]["transferred"],
-                                                  "hard": bootstrap(transferred).as_dict()}}
-    low, high = sum(baseline) / len(baseline), sum(transferred) / len(transferred)
-    direct = result["direct_target"]
-    efficiency = (high - low) / (direct - low) if direct is not None and direct - low > 0 else None
-    return {**result, "scores": scores, "transferred": round(high, 3), "transfer_gain": round(high - low, 3),
-            "gain": paired_gain(baseline, transferred).as_dict(), "efficiency": efficiency, "judge": None}
+    baseline, transferred = adjusted("baseline", False), adjusted("transferred", True)
+    before, after = [t["hard"] for t in baseline["tasks"]], [t["hard"] for t in transferred["tasks"]]
+    gain = paired_gain(before, after)
+    direct = result["scores"].get("direct")
+    headroom = paired_gain(before, [t["hard"] for t in direct["tasks"]]) if direct else None
+    ratio = efficiency_ratio(gain, headroom) if headroom is not None else None
+    return {**result, "scores": {**result["scores"], "baseline": baseline, "transferred": transferred},
+            "baseline_target": baseline["hard"]["mean"], "transferred": transferred["hard"]["mean"],
+            "transfer_gain": round(gain.mean, 3), "gain": gain.as_dict(),
+            "headroom": None if headroom is None else headroom.as_dict(),
+            "efficiency": None if ratio is None else ratio.mean,
+            "efficiency_ci": None if ratio is None else ratio.as_dict(), "judge": None}

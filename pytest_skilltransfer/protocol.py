@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable
 
 from . import judges
@@ -32,11 +33,12 @@ from .models.base import Message, Model, Request, resolve_model
 from .reflect import RETRY_NOTE, EditParseError, Observation, RejectedEdit, build_reflect_request, parse_edits
 from .rubric import Calibration, JudgeSetup, RubricJudge, calibrate, family_warning
 from .seeds import Seed, Task
-from .stats import Estimate, bootstrap, paired_gain
+from .stats import Estimate, Gain, Ratio, efficiency_ratio, paired_gain, score
 from .tools import load_corpus
 
 Progress = Callable[[str], None]
 Costs = dict[tuple[str, str], Tally]
+Concurrency = Callable[[Model], int]
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,7 @@ class ProtocolConfig:
     edit_budget: int = 4
     limit_replay: int = 3
     limit_holdout: int = 3
+    limit_test: int = 0
     samples: int = 1
     direct: bool = True
     gate_weight: float = 0.5
@@ -57,7 +60,7 @@ class ProtocolConfig:
         for name in ("nights", "edit_budget", "samples", "workers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        for name in ("limit_replay", "limit_holdout"):
+        for name in ("limit_replay", "limit_holdout", "limit_test"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be 0 (no cap) or positive, got {getattr(self, name)}")
         if not 0 <= self.gate_weight <= 1:
@@ -103,13 +106,14 @@ class Evaluation:
     costs: Costs
     gate_weight: float = 0.5
 
-    @property
+    @cached_property
     def hard(self) -> Estimate:
-        return bootstrap([t.hard for t in self.tasks])
+        """Mean hard score over tasks with its exact interval (computed once)."""
+        return score([t.hard for t in self.tasks])
 
-    @property
+    @cached_property
     def soft(self) -> Estimate:
-        return bootstrap([t.soft for t in self.tasks])
+        return score([t.soft for t in self.tasks])
 
     @property
     def gate_score(self) -> float:
@@ -159,20 +163,28 @@ class TransferResult:
     direct: Evaluation | None
     judge: "JudgeSummary | None" = None
 
-    @property
-    def gain(self) -> Estimate:
-        """Paired per-task gain transferred - baseline (hard), with a bootstrap interval."""
+    @cached_property
+    def gain(self) -> Gain:
+        """Paired per-task gain transferred - baseline (hard): exact interval and p-value (computed once)."""
         return paired_gain([t.hard for t in self.baseline.tasks], [t.hard for t in self.transferred.tasks])
+
+    @cached_property
+    def headroom(self) -> Gain | None:
+        """Paired per-task gain direct - baseline (hard); None without a direct run."""
+        if self.direct is None:
+            return None
+        return paired_gain([t.hard for t in self.baseline.tasks], [t.hard for t in self.direct.tasks])
+
+    @cached_property
+    def efficiency_estimate(self) -> Ratio | None:
+        """gain / headroom with an interval; None unless the direct headroom is significantly above 0."""
+        return efficiency_ratio(self.gain, self.headroom) if self.headroom is not None else None
 
     @property
     def efficiency(self) -> float | None:
-        """(transferred - baseline) / (direct - baseline), defined when direct beat the baseline."""
-        if self.direct is None:
-            return None
-        headroom = self.direct.hard.mean - self.baseline.hard.mean
-        if headroom <= 0:
-            return None
-        return (self.transferred.hard.mean - self.baseline.hard.mean) / headroom
+        """(transferred - baseline) / (direct - baseline), shown only when the headroom is significant."""
+        estimate = self.efficiency_estimate
+        return None if estimate is None else estimate.mean
 
     def phase_costs(self) -> dict[str, Costs]:
         """Calls and tokens per protocol phase, keyed by (model id, role)."""
@@ -229,7 +241,9 @@ class SeedSession:
     """Runs the protocol for one seed, sharing evaluations, optimizations and answers between pairs."""
 
     def __init__(self, seed: Seed, config: ProtocolConfig, progress: Progress | None = None,
-                 judge: JudgeSetup | None = None):
+                 concurrency: Concurrency | None = None, judge: JudgeSetup | None = None):
+        """`concurrency(model)`: how many of an evaluation's attempts run at once (default `config.workers`);
+        `judge`: the rubric judge (default: the seed's `[judge]` table)."""
         config.validate()
         judge = judge or seed_judge(seed)
         if judge is None and seed.rubric_origin is not None:
@@ -239,6 +253,7 @@ class SeedSession:
         self.seed = seed
         self.judge = judge
         self.config = config
+        self.concurrency = concurrency or (lambda _model: config.workers)
         self.cache = CallCache()
         self.rubric = RubricJudge(judge, self.cache) if judge is not None else None
         self._calibration: tuple[Calibration | None, Costs] | None = None
@@ -248,7 +263,7 @@ class SeedSession:
         self.splits = {
             "train": capped(seed.train, config.limit_replay, split_seed),
             "val": capped(seed.val, config.limit_holdout, split_seed),
-            "test": capped(seed.test, config.limit_holdout, split_seed),
+            "test": capped(seed.test, config.limit_test, split_seed),
         }
         self._evaluations: dict[tuple[str, str, str], Evaluation] = {}
         self._optimizations: dict[tuple[str, str], Optimization] = {}
@@ -272,8 +287,9 @@ class SeedSession:
             return SampleResult(sample, verdict.hard, verdict.soft, verdict.failed, attempt.text, attempt.tools_called,
                                 verdict.rubric)
 
-        if self.config.workers > 1:
-            with ThreadPoolExecutor(max_workers=self.config.workers) as pool:
+        workers = min(self.concurrency(model), len(jobs))
+        if workers > 1:  # results keep the jobs' order, so any concurrency gives the same evaluation
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"{model.model_id}-call") as pool:
                 results = list(pool.map(judge, jobs))
         else:
             results = [judge(job) for job in jobs]
@@ -334,7 +350,8 @@ class SeedSession:
     def _reflect(self, optimizer: Model, request: Request, meter: Meter) -> tuple[list[Edit], str]:
         reply = self.cache.call(optimizer, request, meter, "optimizer")
         try:
-            return parse_edits(reply.text), ""
+            edits = parse_edits(reply.text)
+            return edits, "" if edits else "the optimizer proposed no edit"
         except EditParseError:
             retry = Request(
                 system=request.system,

@@ -1,4 +1,7 @@
-"""TransferResult -> plain JSON: upstream's fields first, then ours (CIs, efficiency, cost, full skills, tasks).
+"""TransferResult -> plain JSON: upstream's fields first, then ours (CIs, p-values, efficiency, cost, skills, tasks).
+
+Each result carries everything the run-level statistics need (per-task scores, the gain's p-value,
+n and mean), so `summary.summarize` recomputes them exactly from any list of results, e.g. merged shards.
 
 The CLI's `--json`, the plugin's `--skilltransfer-json` and the snapshots all use this one shape.
 """
@@ -9,8 +12,9 @@ from dataclasses import asdict
 from typing import Any
 
 from .judge_report import judge_json, verdict_json
-from .prices import cost_usd
+from .prices import cache_saving_usd, cost_usd
 from .protocol import Costs, Evaluation, Night, Optimization, TransferResult, total_costs
+from .summary import summarize
 
 EXPERIMENT = "skilltransfer/transfer"
 TAIL_CHARS = 300
@@ -21,16 +25,30 @@ def _round(value: float | None) -> float | None:
 
 
 def cost_rows(costs: Costs) -> list[dict[str, Any]]:
-    """One row per (model, role): calls, cache hits, tokens and dollars (None when unpriced)."""
+    """One row per (model, role): calls, cache hits, tokens (prompt-cache writes and reads are part of the
+    input tokens) and dollars (None when unpriced), with what prompt caching saved."""
     rows = []
     for (model_id, role), tally in costs.items():
         usd = cost_usd(model_id, tally.usage)
+        saved = cache_saving_usd(model_id, tally.usage)
         rows.append({
             "model": model_id, "role": role, "calls": tally.calls, "cached": tally.cached,
             "input_tokens": tally.usage.input_tokens, "output_tokens": tally.usage.output_tokens,
-            "usd": None if usd is None else round(usd, 6),
+            "cache_write_tokens": tally.usage.cache_write_tokens, "cache_read_tokens": tally.usage.cache_read_tokens,
+            "usd": _round_usd(usd), "cache_saved_usd": _round_usd(saved),
         })
     return rows
+
+
+def cache_saved(costs: Costs) -> float | None:
+    """Dollars prompt caching saved over a cost table; None when any model in it has no price."""
+    total = 0.0
+    for (model_id, _), tally in costs.items():
+        saved = cache_saving_usd(model_id, tally.usage)
+        if saved is None:
+            return None
+        total += saved
+    return total
 
 
 def dollars(costs: Costs) -> float | None:
@@ -100,6 +118,8 @@ def result_to_json(result: TransferResult) -> dict[str, Any]:
         "optimizer": result.optimizer,
         "gain": result.gain.as_dict(),
         "efficiency": _round(result.efficiency),
+        "efficiency_ci": None if result.efficiency_estimate is None else result.efficiency_estimate.as_dict(),
+        "headroom": None if result.headroom is None else result.headroom.as_dict(),
         "scores": {
             "baseline": _evaluation(result.baseline),
             "transferred": _evaluation(result.transferred),
@@ -114,6 +134,9 @@ def result_to_json(result: TransferResult) -> dict[str, Any]:
             "optimize_direct_usd": _round_usd(dollars(phases["optimize-direct"])) if "optimize-direct" in phases else None,
             "calls": calls(merged),
             "tokens": tokens(merged),
+            "cache_read_tokens": sum(t.usage.cache_read_tokens for t in merged.values()),
+            "cache_write_tokens": sum(t.usage.cache_write_tokens for t in merged.values()),
+            "cache_saved_usd": _round_usd(cache_saved(merged)),
         },
         "config": asdict(result.config),
         **({"judge": judge_json(result)} if result.judge is not None else {}),
@@ -144,5 +167,6 @@ def run_report(results: list[dict[str, Any]]) -> dict[str, Any]:
         "target": targets[0] if len(targets) == 1 else targets,
         "tokens_source": tokens_of(sources),
         "tokens_target": tokens_of([t for t in targets if t not in sources]),
+        "summary": summarize(results),
         "results": results,
     }

@@ -20,7 +20,6 @@ the judge's accuracy on it is measured before the seed's items run and reported 
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +27,7 @@ from typing import Any
 from .judges import Check, Grade, RubricVerdict
 from .ledger import CallCache, Meter
 from .models.base import Message, Model, ModelCallError, Reply, Request, ResponseSchema
+from .stats import interval_of_sum
 
 JUDGE_ROLE = "judge"
 VERDICT_TOOL = "record_verdict"
@@ -245,41 +245,10 @@ def calibrate(judge: RubricJudge, items: tuple[CalibrationItem, ...], meter: Met
             correct += 1
         else:
             disagreements.append(Disagreement(item, verdict))
-    low, high = clopper_pearson(correct, len(items))
+    low, high = interval_of_sum(correct, len(items))  # exact Clopper-Pearson 95%
     setup = judge.setup
     return Calibration(setup.model.model_id, setup.samples, len(items), correct, low, high, setup.min_accuracy,
                        tuple(disagreements), unstable)
-
-
-def _binomial_cdf(k: int, n: int, p: float) -> float:
-    """P(X <= k) for X ~ Binomial(n, p)."""
-    if p <= 0:
-        return 1.0
-    if p >= 1:
-        return 1.0 if k >= n else 0.0
-    return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1))
-
-
-def _solve(f: Any, target: float) -> float:
-    """The p in [0, 1] where the decreasing function f(p) crosses target (bisection)."""
-    low, high = 0.0, 1.0
-    for _ in range(60):
-        mid = (low + high) / 2
-        if f(mid) > target:
-            low = mid
-        else:
-            high = mid
-    return (low + high) / 2
-
-
-def clopper_pearson(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """The exact (Clopper-Pearson) interval of a binomial proportion."""
-    if n == 0:
-        return 0.0, 1.0
-    alpha = (1 - level) / 2
-    low = 0.0 if successes == 0 else _solve(lambda p: _binomial_cdf(successes - 1, n, p), 1 - alpha)
-    high = 1.0 if successes == n else _solve(lambda p: _binomial_cdf(successes, n, p), alpha)
-    return low, high
 
 
 # -- judge families ----------------------------------------------------------------------------

@@ -30,12 +30,15 @@ def test_both_pairs_of_a_seed_record_into_one_cassette_and_replay(pytester: pyte
     fake.stop()
     served = len(fake.received)
     folder = pytester.path / "cassettes" / "alpha"
-    assert sorted(p.name for p in folder.iterdir()) == ["fake-large.yaml", "fake-small.yaml"]
+    assert sorted(p.name for p in folder.glob("*.yaml")) == ["fake-large.yaml", "fake-small.yaml"]
 
     replayed = pytester.runpytest_subprocess(*limits, "--record-mode=none", "--skilltransfer-json=b.json")
     replayed.assert_outcomes(passed=2)
     assert len(fake.received) == served
     first, second = (json.loads((pytester.path / name).read_text()) for name in ("a.json", "b.json"))
+    assert [r.pop("gate")["verdict"] for r in second["results"]] == ["pass", "pass"]  # the regression gate ran
+    for result in first["results"]:
+        result.pop("gate")
     assert second == first
     assert [(r["source"], r["target"]) for r in first["results"]] == [("fake-large", "fake-small"),
                                                                        ("fake-small", "fake-large")]

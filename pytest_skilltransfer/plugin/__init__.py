@@ -5,18 +5,22 @@
 Design choices:
 
 * Collection (`collect`): seed folders given on the command line, found under `testpaths`, or named
-  by `--seeds-dir` become `SeedDirectory` collectors with one item per pair,
-  `seeds/<seed>::transfer[<source>-><target>]`, pairs sorted so every xdist worker agrees.
-  A broken seed is a collection error for that seed only, with the engine's file:line problems.
+  by `--seeds-dir` become a `SeedDirectory` holding one file node (`SeedModule`, the seed's
+  SKILL.md) with one item per pair, `seeds/<seed>/SKILL.md::transfer[<source>-><target>]`, pairs
+  sorted so every xdist worker agrees. Every printed id reruns, `--lf`/`--sw`/`-k` work, and
+  fixtures of any scope see a module per seed. A broken seed is a collection error for that seed
+  only, with the engine's file:line problems.
 * One code path: auto items and hand-written tests both carry `@pytest.mark.skilltransfer(...)`
   and use the `transfer_result` fixture, which runs the engine (`runner`). After the test body the
   plugin gates the result (`gating`), compares the snapshot (`snapshots`) and, on failure, prints a
   diagnosis (`diagnosis`). Hand-written tests whose marker names no pair run once per pair.
-* xdist: a seed's items share its baseline and optimizations through one `SeedSession` per seed
-  per process, so all items of a seed run on one worker, in collection order; then `-n 2` computes
-  exactly what `-n 0` computes. Under `-n` without an explicit `--dist`, the plugin installs
-  `SeedScheduling` (`xdist_scheduling`: xdist's own LoadScope pattern, scoped by seed folder;
-  other tests are balanced as with `--dist load`). The `xdist_group(<seed>)` marks serve users
+* Order and xdist: a seed's items share its baseline and optimizations through one `SeedSession`
+  per seed per process, and its cassette, so all items of a seed (hand-written tests naming it
+  included) run one after another (`order_by_seed`, after any reordering such as pytest-randomly)
+  and on one worker; then `-n 2` computes exactly what `-n 0` computes and no request is sent
+  twice. Under `-n` without an explicit `--dist`, the plugin installs `SeedScheduling`
+  (`xdist_scheduling`: xdist's own LoadScope pattern, scoped by the seed each worker reports for
+  each item; other tests are balanced as with `--dist load`). The `xdist_group(<seed>)` marks serve users
   who choose `--dist loadgroup` themselves; on pytest 9.2 that mode does not group
   (pytest-dev/pytest-xdist#1386), hence the scheduler. Sharing work across workers through a file
   lock was rejected: it would serialize the workers on a seed anyway and needs a cross-process cache.
@@ -34,6 +38,8 @@ Design choices:
 from __future__ import annotations
 
 import sys
+import threading
+import warnings
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Generator
@@ -43,8 +49,10 @@ import pytest
 from .collect import (
     MARKER,
     SeedDirectory,
+    SeedModule,
     TransferSpec,
     is_collectable_seed,
+    is_seed_file,
     marker_spec,
     pair_id,
 )
@@ -66,6 +74,7 @@ SPEC = pytest.StashKey[TransferSpec]()
 RUN = pytest.StashKey["ItemRun"]()
 PAIR_ARG = "transfer_pair"
 SEED_SCHEDULING = pytest.StashKey[bool]()
+SCOPES_DIR = pytest.StashKey[str]()
 
 
 @dataclass
@@ -90,8 +99,8 @@ def runner_of(config: pytest.Config) -> Runner:
 # -- options and configuration -------------------------------------------------------------------
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    add_options(parser)
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    add_options(parser, pluginmanager)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -110,7 +119,17 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         return None
     from .xdist_scheduling import SeedScheduling
 
-    return SeedScheduling(config, log)
+    return SeedScheduling(config, log, config.stash.get(SCOPES_DIR, None))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Tell each worker where to publish which seed each of its items uses."""
+    folder = node.config.stash.get(SCOPES_DIR, None)
+    if folder:
+        from .xdist_scheduling import SCOPES_KEY
+
+        node.workerinput[SCOPES_KEY] = folder
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -126,9 +145,26 @@ def pytest_configure(config: pytest.Config) -> None:
     apply_project_tables(config)
     _check_models(settings)
     config.stash[SETTINGS] = settings
-    config.stash[RUNNER] = Runner(settings, _progress_writer(config))
+    progress = _progress_writer(config)
+    _configure_concurrency(settings, progress)
+    from ..models.sdk_common import configure_calls
+
+    configure_calls(settings.calls)
+    config.stash[RUNNER] = Runner(settings, progress)
     config.pluginmanager.register(TransferReporting(config, settings), "skilltransfer-reporting")
     _add_seed_dirs(config, settings)
+    if config.stash.get(SEED_SCHEDULING, False):
+        import tempfile
+
+        config.stash[SCOPES_DIR] = tempfile.mkdtemp(prefix="skilltransfer-scopes-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = config.stash.get(SCOPES_DIR, None)
+    if folder:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _check_models(settings: Settings) -> None:
@@ -144,6 +180,21 @@ def _check_models(settings: Settings) -> None:
             role = ("--optimizer" if name == settings.optimizer else "--judge" if name in judges
                     else "--source/--target/--pair")
             raise pytest.UsageError(f"{role}: {exc}") from None
+
+
+def _configure_concurrency(settings: Settings, progress: Callable[[str], None]) -> None:
+    """Per-model maximum concurrency from --max-concurrency (names resolved to model ids); limiter
+    changes (rate limits, recovery) are reported like the nights, with -v."""
+    from ..models.base import ModelError, resolve_model
+    from ..models.limiter import LIMITERS
+
+    by_id: dict[str, int] = {}
+    for name, number in settings.model_concurrency.items():
+        try:
+            by_id[resolve_model(name).model_id] = number
+        except ModelError as exc:
+            raise pytest.UsageError(f"--max-concurrency {name}={number}: {exc}") from None
+    LIMITERS.configure(lambda model_id: by_id.get(model_id, settings.concurrency), progress)
 
 
 def _add_seed_dirs(config: pytest.Config, settings: Settings) -> None:
@@ -162,11 +213,12 @@ def _progress_writer(config: pytest.Config) -> Callable[[str], None]:
     """Per-night lines with -v: on the terminal in-process, on stderr as `[gwN] ...` on xdist workers."""
     if config.option.verbose <= 0:
         return lambda _line: None
+    lock = threading.Lock()  # the limiter reports from the threads that make the calls
 
     def write(line: str) -> None:
         capman = config.pluginmanager.getplugin("capturemanager")
         reporter = config.pluginmanager.getplugin("terminalreporter")
-        with capman.global_and_fixture_disabled() if capman else nullcontext():
+        with lock, capman.global_and_fixture_disabled() if capman else nullcontext():
             if is_worker(config):
                 sys.stderr.write(f"[{config.workerinput['workerid']}] {line}\n")  # type: ignore[attr-defined]
                 sys.stderr.flush()
@@ -183,6 +235,14 @@ def _progress_writer(config: pytest.Config) -> Callable[[str], None]:
 def pytest_collect_directory(path: "Path", parent: pytest.Collector) -> pytest.Collector | None:
     if is_collectable_seed(path):
         return SeedDirectory.from_parent(parent, path=path)
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collect_file(file_path: "Path", parent: pytest.Collector) -> pytest.Collector | None:
+    """A seed's file given directly (a rerun id outside the rootdir is collected from the file up)."""
+    if is_seed_file(file_path) and not isinstance(parent, SeedDirectory):
+        return SeedModule.from_parent(parent, path=file_path)
     return None
 
 
@@ -212,6 +272,32 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.stash[SPEC] = spec
         if grouped:
             item.add_marker(pytest.mark.xdist_group(spec.seed_path.name))
+
+
+@pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
+def order_by_seed(items: list[pytest.Item]) -> None:
+    """After every other reordering (-p randomly, --ff): a seed's items run one after another.
+
+    Stable: each seed's items move up to its first item, so a seed's cassette is opened once and
+    everything else keeps its order.
+    """
+    first: dict[Any, int] = {}
+    keys = []
+    for index, item in enumerate(items):
+        spec = item.stash.get(SPEC, None)
+        group = spec.seed_path.resolve() if spec is not None else index
+        keys.append(first.setdefault(group, index))
+    items[:] = [item for _, _, item in sorted(zip(keys, range(len(items)), items), key=lambda t: t[:2])]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """On an xdist worker: publish which seed each item uses, for the controller's scheduler."""
+    if is_worker(session.config):
+        from .xdist_scheduling import write_scopes
+
+        write_scopes(session.config, {item.nodeid: str(item.stash[SPEC].seed_path.resolve())
+                                      for item in session.items if SPEC in item.stash})
 
 
 @pytest.hookimpl(wrapper=True)
@@ -272,7 +358,13 @@ def junit_properties(data: dict[str, Any]) -> list[tuple[str, object]]:
         "gain": data["gain"]["mean"],
         "gain_ci_low": data["gain"]["ci_low"],
         "gain_ci_high": data["gain"]["ci_high"],
+        "gain_p_value": data["gain"]["p_value"],
+        "gain_method": data["gain"]["method"],
+        "mdg": data["gain"]["mdg"],
+        "tasks": data["gain"]["n"],
         "efficiency": data["efficiency"],
+        "efficiency_ci_low": (data.get("efficiency_ci") or {}).get("ci_low"),
+        "efficiency_ci_high": (data.get("efficiency_ci") or {}).get("ci_high"),
         "calls": data["cost"]["calls"],
         "tokens": data["cost"]["tokens"],
         "usd": data["cost"]["total_usd"],
@@ -294,15 +386,27 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
     from . import gating, snapshots
     from .diagnosis import diagnose
 
-    thresholds = settings_of(item.config).thresholds(run.seed.thresholds, run.spec.thresholds)
-    committed = snapshots.committed_score(run.snapshot)
-    outcome = gating.evaluate(run.data, thresholds, committed, updating=bool(run.snapshot.update_snapshots))
+    settings = settings_of(item.config)
+    thresholds = settings.thresholds(run.seed.thresholds, run.spec.thresholds)
+    committed = snapshots.committed_per_task(run.snapshot)
+    family = sum(1 for other in item.session.items if SPEC in other.stash)
+    outcome = gating.evaluate(run.data, thresholds, committed, updating=bool(run.snapshot.update_snapshots),
+                              correction=settings.correction, family=family)
     mismatch = snapshots.compare(run.snapshot, run.data)
-    run.data["gate"] = {**outcome.as_dict(), "passed": outcome.passed and not mismatch,
+    verdict = "fail" if mismatch else outcome.verdict
+    run.data["gate"] = {**outcome.as_dict(), "verdict": verdict, "passed": verdict == "pass",
                         "snapshot": mismatch[0] if mismatch else "ok"}
-    if outcome.failures or mismatch:
+    for gate in outcome.gates:
+        item.user_properties.append((f"skilltransfer_gate_{gate.name}", gate.verdict))
+    item.user_properties.append(("skilltransfer_verdict", verdict))
+    if verdict == "fail" or (verdict == "inconclusive" and settings.inconclusive == "fail"):
         texts = {task.id: task.text for task in run.seed.test}
         pytest.fail(diagnose(run.data, outcome, run.seed.skill, texts, mismatch), pytrace=False)
+    if verdict == "inconclusive":
+        reason = "inconclusive: " + "; ".join(outcome.inconclusive)
+        if settings.inconclusive == "xfail":
+            pytest.xfail(reason)
+        warnings.warn(pytest.PytestWarning(f"{item.nodeid}: {reason}"), stacklevel=1)
 
 
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:

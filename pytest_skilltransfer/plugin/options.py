@@ -13,6 +13,7 @@ naming the option.
 from __future__ import annotations
 
 import importlib.util
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,8 +21,10 @@ from typing import Any
 
 import pytest
 
+from ..models.sdk_common import CallPolicy
 from ..protocol import ProtocolConfig
 from ..rubric import DEFAULT_MIN_ACCURACY
+from .gating import CORRECTIONS, DEFAULT_REGRESSION_TOLERANCE
 from ..seeds import JudgeSettings, Thresholds, split_pair
 
 Pair = tuple[str, str]
@@ -30,8 +33,9 @@ INT_SETTINGS = {  # option -> (ProtocolConfig field, smallest allowed value, hel
     "nights": ("nights", 1, "optimization nights"),
     "edit-budget": ("edit_budget", 1, "edits applied per night at most"),
     "limit-replay": ("limit_replay", 0, "training tasks replayed per night (0 = all)"),
-    "limit-holdout": ("limit_holdout", 0, "validation and held-out tasks scored (0 = all)"),
-    "samples": ("samples", 1, "rollouts per task; above 1 the gates use the lower 95%% bound"),
+    "limit-holdout": ("limit_holdout", 0, "validation tasks scored per gate decision (0 = all)"),
+    "limit-test": ("limit_test", 0, "held-out test tasks scored (0 = all)"),
+    "samples": ("samples", 1, "rollouts per task (narrows intervals; the method stays the same)"),
 }
 THRESHOLD_OPTIONS = {  # option -> Thresholds field
     "transfer-min-gain": "min_gain",
@@ -40,6 +44,7 @@ THRESHOLD_OPTIONS = {  # option -> Thresholds field
     "transfer-regression-tolerance": "regression_tolerance",
 }
 OFF_WORDS = ("off", "none")
+INCONCLUSIVE_ACTIONS = ("fail", "xfail", "pass")  # what an inconclusive gate does to its pytest item
 
 
 def ini_name(option: str) -> str:
@@ -60,7 +65,16 @@ def _add(group: Any, parser: pytest.Parser, option: str, help_text: str, ini_typ
     parser.addini(key, help_text, type=ini_type)
 
 
-def add_options(parser: pytest.Parser) -> None:
+def recording_plugin_loads(pluginmanager: pytest.PytestPluginManager) -> bool:
+    """True when pytest-recording is (or is about to be) loaded: it then owns `--record-mode`."""
+    if pluginmanager.has_plugin("recording"):
+        return True
+    if pluginmanager.is_blocked("recording") or importlib.util.find_spec("pytest_recording") is None:
+        return False
+    return not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+
+
+def add_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     """Register the `skilltransfer` group and its ini keys."""
     group = parser.getgroup("skilltransfer", "skill transfer: optimize a skill on SOURCE, measure it on TARGET")
     for role, text in (("source", "model the skill is optimized with"), ("target", "model the frozen skill is deployed on")):
@@ -83,16 +97,31 @@ def add_options(parser: pytest.Parser) -> None:
     for option, name in THRESHOLD_OPTIONS.items():
         _add(group, parser, option, f"gate: {name.replace('_', ' ')} (overrides seed.toml; 'off' disables)",
              metavar="X")
+    _add(group, parser, "transfer-inconclusive", "what an inconclusive gate does to its test: fail (default: an "
+         "unproven claim is not a pass), xfail, or pass (with a warning)", metavar="ACTION")
+    _add(group, parser, "transfer-correction", "gate intervals corrected for the number of transfer items: none "
+         "(default) or bonferroni (the run summary always reports Holm)", metavar="METHOD")
     _add(group, parser, "skilltransfer-json", "write the JSON report (the CLI's --json shape) to PATH", metavar="PATH")
     _add(group, parser, "skilltransfer-md", "write a Markdown report with charts (for CI job summaries) to PATH",
          metavar="PATH")
-    if importlib.util.find_spec("pytest_recording") is None:  # pytest-recording owns --record-mode when installed
+    if not recording_plugin_loads(pluginmanager):
         _add(group, parser, "record-mode", "cassettes for real providers: none|once|new_episodes|all "
              "(default: none, replay only, when $CI is set; else once)", metavar="MODE")
     else:
         parser.addini(ini_name("record-mode"), "cassette mode for real providers")
     _add(group, parser, "cassette-dir", "folder of recorded provider traffic (default: <rootdir>/cassettes)",
          metavar="DIR")
+    _add(group, parser, "max-concurrency", "concurrent calls per model at most: N for every model, MODEL=N for "
+         "one; repeatable (default: 8 per provider model, lowered on rate limits; 1 for the simulator and the "
+         "local llama server)", "args", action="append", metavar="[MODEL=]N")
+    defaults = CallPolicy()
+    _add(group, parser, "provider-retries", f"retries of a provider call on 429/529/5xx/timeouts/resets (the SDKs' "
+         f"retry machinery; a retry-after the provider sends is waited for) (default {defaults.max_retries})",
+         metavar="N")
+    _add(group, parser, "provider-backoff", "wait before the first retry, doubling up to MAX, in seconds "
+         f"(default {defaults.backoff_s:g}:{defaults.max_backoff_s:g})", metavar="FIRST[:MAX]")
+    _add(group, parser, "provider-timeout", f"seconds one provider call may take (default {defaults.timeout_s:g})",
+         metavar="S")
     _add(group, parser, "local-server", "auto: start the local llama.cpp server when a local model has calls to "
          "record and SKILLTRANSFER_LOCAL_URL is unset; off: never (default auto)", metavar="MODE")
 
@@ -113,6 +142,11 @@ class Settings:
     record_mode: str | None = None  # None: the cassettes' default (replay only under CI)
     cassette_dir: Path = Path("cassettes")
     local_server: str = "auto"
+    inconclusive: str = "fail"
+    correction: str = "none"
+    concurrency: int | None = None  # --max-concurrency N (None: each backend's default)
+    model_concurrency: dict[str, int] = field(default_factory=dict)  # --max-concurrency MODEL=N
+    calls: CallPolicy = field(default_factory=CallPolicy)  # --provider-retries/-backoff/-timeout
     ini_judge: JudgeSettings = field(default_factory=JudgeSettings)
     cli_judge: JudgeSettings = field(default_factory=JudgeSettings)
 
@@ -123,8 +157,13 @@ class Settings:
         return JudgeSettings(**{"samples": 1, "min_accuracy": DEFAULT_MIN_ACCURACY, **values})
 
     def thresholds(self, seed: Thresholds, marker: dict[str, Any] | None = None) -> Thresholds:
-        """seed.toml < ini < the test's marker < command line; None (`off`) turns a gate off."""
-        values = {**seed.__dict__, **self.ini_thresholds, **(marker or {}), **self.cli_thresholds}
+        """default < seed.toml < ini < the test's marker < command line; None (`off`) turns a gate off.
+
+        The only default is the regression gate's tolerance (`DEFAULT_REGRESSION_TOLERANCE`).
+        """
+        seed_values = {k: v for k, v in seed.__dict__.items() if v is not None}
+        values = {"regression_tolerance": DEFAULT_REGRESSION_TOLERANCE, **seed_values, **self.ini_thresholds,
+                  **(marker or {}), **self.cli_thresholds}
         return Thresholds(**{k: v for k, v in values.items() if k in Thresholds.__dataclass_fields__})
 
 
@@ -234,6 +273,14 @@ def _judge_layers(reader: _Reader) -> tuple[JudgeSettings, JudgeSettings]:
     return layers[0], layers[1]
 
 
+def _choice(reader: _Reader, option: str, choices: tuple[str, ...]) -> str:
+    value, where = reader.get(option)
+    choice = str(value if value is not None else choices[0]).strip().lower()
+    if choice not in choices:
+        raise pytest.UsageError(f"{where}: expected one of {', '.join(choices)}, got {value!r}")
+    return choice
+
+
 def _local_server(reader: _Reader) -> str:
     value, where = reader.get("local-server")
     mode = str(value or "auto").strip()
@@ -256,9 +303,55 @@ def _record_mode(reader: _Reader) -> str | None:
     return str(value)
 
 
+def _concurrency(reader: _Reader) -> tuple[int | None, dict[str, int]]:
+    """`N` (every model) and `MODEL=N` entries of --max-concurrency; the command line replaces the ini."""
+    values, where = reader.get("max-concurrency")
+    overall: int | None = None
+    per_model: dict[str, int] = {}
+    for entry in split_names(values if isinstance(values, list) else ([values] if values else [])):
+        name, equals, number = entry.rpartition("=")
+        if equals and not name.strip():
+            raise pytest.UsageError(f"{where}: expected N or MODEL=N, got {entry!r}")
+        if equals:
+            per_model[name.strip()] = _int(number, f"{where} ({name.strip()})", 1)
+        else:
+            overall = _int(number, where, 1)
+    return overall, per_model
+
+
 def _path(value: Any, base: Path) -> Path:
     path = Path(str(value)).expanduser()
     return path if path.is_absolute() else base / path
+
+
+def _seconds(value: Any, where: str) -> float:
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        raise pytest.UsageError(f"{where}: expected a number of seconds, got {value!r}") from None
+    if not number > 0 or number == float("inf"):
+        raise pytest.UsageError(f"{where}: must be a positive number of seconds, got {value!r}")
+    return number
+
+
+def _call_policy(reader: _Reader) -> CallPolicy:
+    """--provider-retries, --provider-backoff FIRST[:MAX] and --provider-timeout over the defaults."""
+    policy: dict[str, Any] = {}
+    value, where = reader.get("provider-retries")
+    if value is not None:
+        policy["max_retries"] = _int(value, where, 0)
+    value, where = reader.get("provider-backoff")
+    if value is not None:
+        first, _, most = str(value).partition(":")
+        policy["backoff_s"] = _seconds(first, where)
+        policy["max_backoff_s"] = _seconds(most, where) if most.strip() else max(policy["backoff_s"],
+                                                                                  CallPolicy().max_backoff_s)
+        if policy["max_backoff_s"] < policy["backoff_s"]:
+            raise pytest.UsageError(f"{where}: MAX must not be below FIRST, got {value!r}")
+    value, where = reader.get("provider-timeout")
+    if value is not None:
+        policy["timeout_s"] = _seconds(value, where)
+    return CallPolicy(**policy)
 
 
 def read_settings(config: pytest.Config) -> Settings:
@@ -287,6 +380,7 @@ def read_settings(config: pytest.Config) -> Settings:
     md_path, _ = reader.get("skilltransfer-md")
     cassette_dir, _ = reader.get("cassette-dir")
     ini_judge, cli_judge = _judge_layers(reader)
+    concurrency, model_concurrency = _concurrency(reader)
     return Settings(
         pairs=build_matrix(reader),
         matrix_from_cli=any(reader.cli(o) for o in ("source", "target", "pair")),
@@ -302,6 +396,11 @@ def read_settings(config: pytest.Config) -> Settings:
         local_server=_local_server(reader),
         ini_judge=ini_judge,
         cli_judge=cli_judge,
+        inconclusive=_choice(reader, "transfer-inconclusive", INCONCLUSIVE_ACTIONS),
+        correction=_choice(reader, "transfer-correction", CORRECTIONS),
+        concurrency=concurrency,
+        model_concurrency=model_concurrency,
+        calls=_call_policy(reader),
     )
 
 

@@ -34,16 +34,16 @@ class TransferReporting:
     def __init__(self, config: pytest.Config, settings: Settings):
         self.config = config
         self.settings = settings
-        self.results: list[dict[str, Any]] = []
+        self.results: dict[str, dict[str, Any]] = {}  # by item: a rerun (pytest-rerunfailures) replaces its try
 
     def ordered(self) -> list[dict[str, Any]]:
         """One result per item, in an order that does not depend on which worker finished first."""
-        return sorted(self.results, key=lambda r: (r["seed"], r["source"], r["target"], r["item"]))
+        return sorted(self.results.values(), key=lambda r: (r["seed"], r["source"], r["target"], r["item"]))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, REPORT_ATTRIBUTE, None)
         if data is not None and not is_worker(self.config):
-            self.results.append(data)
+            self.results[data["item"]] = data
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if is_worker(self.config):
@@ -59,13 +59,15 @@ class TransferReporting:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if is_worker(self.config) or not self.results:
             return
-        from ..report import price_difference, summary_line, text_table
+        from ..report import pair_lines, price_difference, summary_line, text_table
 
         results = self.ordered()
         terminalreporter.write_sep("=", "skill transfer")
         for line in text_table(results).splitlines():
             terminalreporter.write_line(line)
         terminalreporter.write_line(summary_line(results))
+        for line in pair_lines(results):
+            terminalreporter.write_line(line)
         difference = price_difference(results)
         if difference:
             terminalreporter.write_line(difference)
