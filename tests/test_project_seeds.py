@@ -145,7 +145,7 @@ def test_seed_is_calibrated_on_the_simulator(path: Path):
 KINDS = {
     "alert-intake": "full", "changelog-writer": "full", "docs-style": "full", "incident-summary": "partial",
     "notes-first": "full", "release-advisor": "partial", "standup-digest": "none", "support-triage": "full",
-    "ticket-router": "full",
+    "ticket-router": "full", "postmortem-cause": "full", "change-review": "full",
 }
 
 
