@@ -10,11 +10,11 @@ It answers with a JSON array.
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from dataclasses import dataclass
 
 from .edits import Edit
+from .json_text import embedded_json
 from .judges import Judge, describe_check
 from .models.base import Message, Request
 
@@ -128,25 +128,12 @@ class EditParseError(ValueError):
     """The optimizer's reply held no usable JSON array of edits."""
 
 
-def _candidate_arrays(text: str) -> list[object]:
-    decoder = json.JSONDecoder()
-    found = []
-    for match in re.finditer(r"\[", text):
-        try:
-            value, _ = decoder.raw_decode(text, match.start())
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, list):
-            found.append(value)
-    return found
-
-
 def parse_edits(text: str) -> list[Edit]:
     """Parse the first JSON array of edit objects in a reply (code fences and prose tolerated).
 
     An empty array `[]` (and no other array of edits) means the optimizer proposes no edit: [].
     """
-    arrays = _candidate_arrays(text)
+    arrays = embedded_json(text, list)
     for array in arrays:
         items = [item for item in array if isinstance(item, dict)]
         if not items:

@@ -19,12 +19,12 @@ the judge's accuracy on it is measured before the seed's items run and reported 
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
-from .judges import Check, Grade, RubricVerdict
+from .json_text import embedded_json
+from .judges import Grade, RubricVerdict
 from .ledger import CallCache, Meter
 from .models.base import Message, Model, ModelCallError, Reply, Request, ResponseSchema
 from .stats import interval_of_sum
@@ -82,25 +82,13 @@ def _from_mapping(value: Any) -> tuple[bool, str] | None:
     return verdict == "pass", _one_line(value.get("reason") or "")
 
 
-def _json_objects(text: str) -> list[Any]:
-    decoder = json.JSONDecoder()
-    found = []
-    for match in re.finditer(r"\{", text):
-        try:
-            value, _ = decoder.raw_decode(text, match.start())
-        except json.JSONDecodeError:
-            continue
-        found.append(value)
-    return found
-
-
 def parse_verdict(reply: Reply) -> tuple[bool, str]:
     """(passed, reason) from the forced tool call, a JSON object in the text, or a leading PASS/FAIL word."""
     for call in reply.tool_calls:
         parsed = _from_mapping(call.arguments) if call.name == VERDICT_TOOL else None
         if parsed is not None:
             return parsed
-    for value in _json_objects(reply.text):
+    for value in embedded_json(reply.text, dict):
         parsed = _from_mapping(value)
         if parsed is not None:
             return parsed

@@ -18,7 +18,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from .judges import BOUND_OPS, JUDGE_KINDS, RUBRIC_OP, RULE_OPS, TEXT_OPS, Check, Judge, has_rubric
 from .rubric import CalibrationItem
@@ -225,10 +225,8 @@ def _parse_check(raw: Any, where: str, problems: list[SeedProblem]) -> Check | N
     return Check(op=op, arg=arg)
 
 
-def read_tasks(path: Path, problems: list[SeedProblem]) -> list[Task]:
-    """Read a JSONL task file, appending every problem (with file:line) to `problems`."""
-    tasks: list[Task] = []
-    seen: dict[str, int] = {}
+def json_lines(path: Path, shape: str, problems: list[SeedProblem]) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """(line number, `file:line`, object) per non-blank JSONL line; malformed lines become problems."""
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         where = f"{path}:{number}"
         if not line.strip():
@@ -239,8 +237,16 @@ def read_tasks(path: Path, problems: list[SeedProblem]) -> list[Task]:
             problems.append(SeedProblem(where, f"malformed JSON: {exc.msg} (column {exc.colno})"))
             continue
         if not isinstance(raw, dict):
-            problems.append(SeedProblem(where, "each line must be a JSON object {task_id, task, judge}"))
+            problems.append(SeedProblem(where, f"each line must be a JSON object {shape}"))
             continue
+        yield number, where, raw
+
+
+def read_tasks(path: Path, problems: list[SeedProblem]) -> list[Task]:
+    """Read a JSONL task file, appending every problem (with file:line) to `problems`."""
+    tasks: list[Task] = []
+    seen: dict[str, int] = {}
+    for number, where, raw in json_lines(path, "{task_id, task, judge}", problems):
         missing = [k for k in ("task_id", "task", "judge") if k not in raw]
         if missing:
             problems.append(SeedProblem(where, f"missing field(s): {', '.join(missing)}"))
@@ -321,18 +327,7 @@ def read_calibration(path: Path, problems: list[SeedProblem]) -> list[Calibratio
     """Read `judge-calibration.jsonl`: {"answer", "criterion", "expected": "pass" | "fail", optional "task"}."""
     items: list[CalibrationItem] = []
     fields = ("answer", "criterion", "expected", "task")
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        where = f"{path}:{number}"
-        if not line.strip():
-            continue
-        try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(SeedProblem(where, f"malformed JSON: {exc.msg} (column {exc.colno})"))
-            continue
-        if not isinstance(raw, dict):
-            problems.append(SeedProblem(where, 'each line must be a JSON object {"answer", "criterion", "expected"}'))
-            continue
+    for _, where, raw in json_lines(path, "{answer, criterion, expected}", problems):
         unknown = sorted(set(raw) - set(fields))
         missing = [k for k in fields[:3] if k not in raw]
         if unknown or missing:
