@@ -71,7 +71,8 @@ def render(results: list[dict[str, Any]]) -> str:
         lines.append("")
     judged = judge_lines(ordered)
     if judged:
-        lines += ["## Rubric judges", "", *(f"- {line.strip()}" for line in judged), ""]
+        lines += ["## Rubric judges", "", *(f"- {line.strip()}".replace("\n  warning:", " — **warning**:")
+                                             for line in judged), ""]
     lines += ["## Scores per seed", ""]
     for result in ordered:
         lines += chart(result) + [""]
