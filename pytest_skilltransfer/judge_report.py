@@ -78,6 +78,14 @@ def judge_line(result: dict[str, Any]) -> str | None:
     return line + (f"\n  warning: {judge['warning']}" if judge["warning"] else "")
 
 
+def unstable_lines(result: dict[str, Any], limit: int = 10) -> list[str]:
+    """The unstable rubric checks of a result: `transferred test-004 sample 0: pass/pass/fail on "<criterion>"`."""
+    rows = (result.get("judge") or {}).get("unstable", [])
+    lines = [f"{r['phase']} {r['task_id']} sample {r['sample_id']}: {'/'.join(r['votes'])} on \"{r['criterion']}\""
+             for r in rows[:limit]]
+    return lines + ([f"... and {len(rows) - limit} more"] if len(rows) > limit else [])
+
+
 def judge_lines(results: list[dict[str, Any]]) -> list[str]:
     """One line per result that has a judge (plus its warning, if any)."""
     return [line for r in results if (line := judge_line(r))]

@@ -71,10 +71,13 @@ class TransferReporting:
         difference = price_difference(results)
         if difference:
             terminalreporter.write_line(difference)
-        from ..judge_report import judge_lines
+        from ..judge_report import judge_lines, unstable_lines
 
-        for line in judge_lines(results):
-            terminalreporter.write_line(line)
+        for result in results:  # with -v, each unstable rubric check too
+            for line in judge_lines([result]):
+                terminalreporter.write_line(line)
+                for text in unstable_lines(result) if self.config.option.verbose > 0 else ():
+                    terminalreporter.write_line(f"  unstable: {text}")
         for label, path in (("JSON", self.settings.json_path), ("Markdown", self.settings.md_path)):
             if path:
                 terminalreporter.write_line(f"{label} report: {path}")
