@@ -19,7 +19,8 @@ HELD_OUT = ("baseline", "transferred", "direct")
 def verdict_json(verdict: RubricVerdict) -> dict[str, Any]:
     """One rubric verdict of one sample."""
     return {"criterion": verdict.criterion, "passed": verdict.passed, "reason": verdict.reason,
-            "votes": list(verdict.votes), "unstable": verdict.unstable}
+            "votes": list(verdict.votes), "agreement": None if verdict.agreement is None else round(verdict.agreement, 4),
+            "unstable": verdict.unstable}
 
 
 def _verdicts(name: str, ev: Evaluation | None) -> list[tuple[str, str, int, RubricVerdict]]:
