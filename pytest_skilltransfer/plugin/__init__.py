@@ -91,7 +91,10 @@ def runner_of(config: pytest.Config) -> Runner:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    from . import shards
+
     add_options(parser)
+    shards.add_options(parser)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -127,8 +130,19 @@ def pytest_configure(config: pytest.Config) -> None:
     _check_models(settings)
     config.stash[SETTINGS] = settings
     config.stash[RUNNER] = Runner(settings, _progress_writer(config))
-    config.pluginmanager.register(TransferReporting(config, settings), "skilltransfer-reporting")
+    reporting = TransferReporting(config, settings)
+    config.pluginmanager.register(reporting, "skilltransfer-reporting")
+    _register_ci(config, reporting)
     _add_seed_dirs(config, settings)
+
+
+def _register_ci(config: pytest.Config, reporting: TransferReporting) -> None:
+    """Shard selection (`shards`); its record goes into the JSON report."""
+    from . import shards
+
+    selection = shards.register(config)
+    if selection is not None:
+        reporting.run_fields.append(lambda: {"shard": selection.record()})
 
 
 def _check_models(settings: Settings) -> None:

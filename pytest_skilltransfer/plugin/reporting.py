@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
@@ -35,6 +35,7 @@ class TransferReporting:
         self.config = config
         self.settings = settings
         self.results: list[dict[str, Any]] = []
+        self.run_fields: list[Callable[[], dict[str, Any]]] = []  # extra top-level JSON fields (shard, ref)
 
     def ordered(self) -> list[dict[str, Any]]:
         """One result per item, in an order that does not depend on which worker finished first."""
@@ -52,7 +53,10 @@ class TransferReporting:
         from . import markdown_report
 
         if self.settings.json_path:
-            _write(self.settings.json_path, json.dumps(run_report(self.ordered()), indent=2) + "\n")
+            report = run_report(self.ordered())
+            for fields in self.run_fields:
+                report.update(fields())
+            _write(self.settings.json_path, json.dumps(report, indent=2) + "\n")
         if self.settings.md_path:
             _write(self.settings.md_path, markdown_report.render(self.ordered()))
 
