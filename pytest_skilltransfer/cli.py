@@ -1,5 +1,7 @@
 """`python -m pytest_skilltransfer`: the protocol over a folder of seeds, for one (source, target) pair.
 
+`python -m pytest_skilltransfer merge SHARD.json...` merges sharded pytest runs' reports (see `merge`).
+
 Exit codes: 0 success; 1 a model call failed; 2 bad options or seeds (every seed problem is listed).
 """
 
@@ -76,6 +78,11 @@ def load_seeds(root: Path, names: list[str]) -> list[Seed]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["merge"]:
+        from .merge import main as merge
+
+        return merge(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -91,10 +91,11 @@ def runner_of(config: pytest.Config) -> Runner:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    from . import shards
+    from . import compare, shards
 
     add_options(parser)
     shards.add_options(parser)
+    compare.add_options(parser)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -137,12 +138,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _register_ci(config: pytest.Config, reporting: TransferReporting) -> None:
-    """Shard selection (`shards`); its record goes into the JSON report."""
-    from . import shards
+    """Shard selection (`shards`) and the base ref (`compare`); both are named in the JSON report."""
+    from . import compare, shards
 
     selection = shards.register(config)
     if selection is not None:
         reporting.run_fields.append(lambda: {"shard": selection.record()})
+    base = compare.configure(config)
+    if base is not None:
+        reporting.run_fields.append(lambda: {"compare_to": base.as_dict()})
 
 
 def _check_models(settings: Settings) -> None:
@@ -302,12 +306,18 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
 
 
 def _gate(item: pytest.Item, run: ItemRun) -> None:
-    from . import gating, snapshots
+    from . import compare, gating, snapshots
     from .diagnosis import diagnose
 
     thresholds = settings_of(item.config).thresholds(run.seed.thresholds, run.spec.thresholds)
     committed = snapshots.committed_score(run.snapshot)
-    outcome = gating.evaluate(run.data, thresholds, committed, updating=bool(run.snapshot.update_snapshots))
+    updating = bool(run.snapshot.update_snapshots)
+    base = compare.before(item.config, snapshots.location(run.snapshot))
+    if base is not None:  # --compare-to: the snapshot committed at the base ref, also while updating
+        committed, updating = base.committed(snapshots.score_of_text), False
+    outcome = gating.evaluate(run.data, thresholds, committed, updating=updating)
+    if base is not None:
+        run.data["compare"] = base.record(run.data, outcome.as_dict())
     mismatch = snapshots.compare(run.snapshot, run.data)
     run.data["gate"] = {**outcome.as_dict(), "passed": outcome.passed and not mismatch,
                         "snapshot": mismatch[0] if mismatch else "ok"}

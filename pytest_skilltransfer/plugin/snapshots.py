@@ -104,13 +104,21 @@ def render(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def location(snapshot: "SnapshotAssertion") -> Path:
+    """The snapshot file of this assertion."""
+    return Path(snapshot.extension.get_location(test_location=snapshot.test_location, index=snapshot.index))
+
+
+def score_of_text(text: str) -> float | None:
+    """The transferred score in a snapshot's text, or None when it has none."""
+    match = TRANSFERRED_ROW.search(text)
+    return float(match.group(1)) if match else None
+
+
 def committed_score(snapshot: "SnapshotAssertion") -> float | None:
     """The transferred score in the snapshot on disk, or None when there is none."""
-    path = Path(snapshot.extension.get_location(test_location=snapshot.test_location, index=snapshot.index))
-    if not path.is_file():
-        return None
-    match = TRANSFERRED_ROW.search(path.read_text(encoding="utf-8"))
-    return float(match.group(1)) if match else None
+    path = location(snapshot)
+    return score_of_text(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
 def compare(snapshot: "SnapshotAssertion", result: dict[str, Any]) -> list[str]:
