@@ -9,6 +9,7 @@ can price the optimization on the source against the direct optimization on the 
 from __future__ import annotations
 
 import threading
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from .models.base import Model, Reply, Request, Usage
@@ -49,10 +50,15 @@ class Meter:
 
 
 class CallCache:
-    """Answers known requests from memory; shared by every phase of a seed's protocol runs."""
+    """Answers known requests from memory; shared by every phase of a seed's protocol runs.
+
+    Thread-safe: when several threads ask the same request at once, one sends it and the others
+    wait for its reply (counted as cache hits), so no request is ever sent twice.
+    """
 
     def __init__(self) -> None:
         self._replies: dict[str, Reply] = {}
+        self._pending: dict[str, Future[Reply]] = {}
         self._lock = threading.Lock()
 
     def call(self, model: Model, request: Request, meter: Meter, role: str) -> Reply:
@@ -60,11 +66,23 @@ class CallCache:
         key = request.key(model.model_id)
         with self._lock:
             known = self._replies.get(key)
-        if known is not None:
+            waiting = self._pending.get(key) if known is None else None
+            if known is None and waiting is None:
+                mine = self._pending[key] = Future()
+        if known is not None or waiting is not None:
+            reply = known if known is not None else waiting.result()  # type: ignore[union-attr]
             meter.record(model.model_id, role, None)
-            return known
-        reply = model.complete(request)
+            return reply
+        try:
+            reply = model.complete(request)
+        except BaseException as exc:
+            with self._lock:
+                del self._pending[key]
+            mine.set_exception(exc)
+            raise
         with self._lock:
-            self._replies.setdefault(key, reply)
+            self._replies[key] = reply
+            del self._pending[key]
+        mine.set_result(reply)
         meter.record(model.model_id, role, reply)
         return reply

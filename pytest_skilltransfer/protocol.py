@@ -32,6 +32,7 @@ from .tools import load_corpus
 
 Progress = Callable[[str], None]
 Costs = dict[tuple[str, str], Tally]
+Concurrency = Callable[[Model], int]
 
 
 @dataclass(frozen=True)
@@ -200,10 +201,13 @@ def _merge_costs(*parts: Costs) -> Costs:
 class SeedSession:
     """Runs the protocol for one seed, sharing evaluations, optimizations and answers between pairs."""
 
-    def __init__(self, seed: Seed, config: ProtocolConfig, progress: Progress | None = None):
+    def __init__(self, seed: Seed, config: ProtocolConfig, progress: Progress | None = None,
+                 concurrency: Concurrency | None = None):
+        """`concurrency(model)`: how many of an evaluation's attempts run at once (default `config.workers`)."""
         config.validate()
         self.seed = seed
         self.config = config
+        self.concurrency = concurrency or (lambda _model: config.workers)
         self.cache = CallCache()
         self.progress = progress or (lambda _line: None)
         self.corpus = load_corpus(seed.corpus_dir) if seed.corpus_dir else None
@@ -233,8 +237,9 @@ class SeedSession:
             verdict = judges.score(task.judge, attempt)
             return SampleResult(sample, verdict.hard, verdict.soft, verdict.failed, attempt.text, attempt.tools_called)
 
-        if self.config.workers > 1:
-            with ThreadPoolExecutor(max_workers=self.config.workers) as pool:
+        workers = min(self.concurrency(model), len(jobs))
+        if workers > 1:  # results keep the jobs' order, so any concurrency gives the same evaluation
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"{model.model_id}-call") as pool:
                 results = list(pool.map(judge, jobs))
         else:
             results = [judge(job) for job in jobs]

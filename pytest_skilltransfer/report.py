@@ -48,7 +48,18 @@ def summary_line(results: list[dict[str, Any]]) -> str:
     total = [r["cost"]["total_usd"] for r in results]
     usd = None if any(v is None for v in total) else sum(total)
     return (f"=== transfer {', '.join(pairs)}: {positive}/{len(results)} positive, "
-            f"mean gain {mean_gain:+.2f}, cost ${usd_text(usd)} ===")
+            f"mean gain {mean_gain:+.2f}, cost ${usd_text(usd)}{cache_text(results)} ===")
+
+
+def cache_text(results: list[dict[str, Any]]) -> str:
+    """`, prompt cache saved $x (n tokens read)` when any call read or wrote the prompt cache, else ``."""
+    read = sum(r["cost"].get("cache_read_tokens", 0) for r in results)
+    written = sum(r["cost"].get("cache_write_tokens", 0) for r in results)
+    if not read and not written:
+        return ""
+    saved = [r["cost"].get("cache_saved_usd") for r in results]
+    amount = "n/a" if any(v is None for v in saved) else f"{sum(saved):.4f}"
+    return f", prompt cache saved ${amount} ({read} tokens read, {written} written)"
 
 
 def _seed_label(result: dict[str, Any]) -> str:

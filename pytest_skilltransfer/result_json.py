@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from .prices import cost_usd
+from .prices import cache_saving_usd, cost_usd
 from .protocol import Costs, Evaluation, Night, Optimization, TransferResult, total_costs
 
 EXPERIMENT = "skilltransfer/transfer"
@@ -20,16 +20,30 @@ def _round(value: float | None) -> float | None:
 
 
 def cost_rows(costs: Costs) -> list[dict[str, Any]]:
-    """One row per (model, role): calls, cache hits, tokens and dollars (None when unpriced)."""
+    """One row per (model, role): calls, cache hits, tokens (prompt-cache writes and reads are part of the
+    input tokens) and dollars (None when unpriced), with what prompt caching saved."""
     rows = []
     for (model_id, role), tally in costs.items():
         usd = cost_usd(model_id, tally.usage)
+        saved = cache_saving_usd(model_id, tally.usage)
         rows.append({
             "model": model_id, "role": role, "calls": tally.calls, "cached": tally.cached,
             "input_tokens": tally.usage.input_tokens, "output_tokens": tally.usage.output_tokens,
-            "usd": None if usd is None else round(usd, 6),
+            "cache_write_tokens": tally.usage.cache_write_tokens, "cache_read_tokens": tally.usage.cache_read_tokens,
+            "usd": _round_usd(usd), "cache_saved_usd": _round_usd(saved),
         })
     return rows
+
+
+def cache_saved(costs: Costs) -> float | None:
+    """Dollars prompt caching saved over a cost table; None when any model in it has no price."""
+    total = 0.0
+    for (model_id, _), tally in costs.items():
+        saved = cache_saving_usd(model_id, tally.usage)
+        if saved is None:
+            return None
+        total += saved
+    return total
 
 
 def dollars(costs: Costs) -> float | None:
@@ -112,6 +126,9 @@ def result_to_json(result: TransferResult) -> dict[str, Any]:
             "optimize_direct_usd": _round_usd(dollars(phases["optimize-direct"])) if "optimize-direct" in phases else None,
             "calls": calls(merged),
             "tokens": tokens(merged),
+            "cache_read_tokens": sum(t.usage.cache_read_tokens for t in merged.values()),
+            "cache_write_tokens": sum(t.usage.cache_write_tokens for t in merged.values()),
+            "cache_saved_usd": _round_usd(cache_saved(merged)),
         },
         "config": asdict(result.config),
     }

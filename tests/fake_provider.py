@@ -5,6 +5,11 @@
 always gets the same one. When tools are offered and no tool result is in the conversation yet, the
 reply is a call to the first tool; after a tool result it is text. Scripted failures (429, 529, 500
 with retry-after), slow replies, gzip bodies, and a key check can be switched on per test.
+
+With `prompt_cache` on, usage reports prompt-cache tokens as the providers do: Anthropic writes the
+prefix up to a `cache_control` breakpoint on first sight and reads it afterwards
+(`cache_creation_input_tokens` / `cache_read_input_tokens`, excluded from `input_tokens`); OpenAI
+reads a system prompt seen before (`prompt_tokens_details.cached_tokens`, included in `prompt_tokens`).
 """
 
 from __future__ import annotations
@@ -71,8 +76,16 @@ def _answer(body: dict[str, Any]) -> tuple[str, dict[str, Any] | None, str]:
     return f"fake answer {tag}", None, tag
 
 
-def anthropic_reply(body: dict[str, Any]) -> dict[str, Any]:
-    """A Messages API response for `body`."""
+def _anthropic_prefix(body: dict[str, Any]) -> str | None:
+    """The cached prefix (tools + system) when the system carries a `cache_control` breakpoint."""
+    system = body.get("system")
+    if isinstance(system, list) and any(isinstance(b, dict) and b.get("cache_control") for b in system):
+        return json.dumps([body.get("tools"), system], sort_keys=True)
+    return None
+
+
+def anthropic_reply(body: dict[str, Any], cache: set[str] | None = None) -> dict[str, Any]:
+    """A Messages API response for `body` (`cache`: prefixes written so far, when caching is on)."""
     text, call, tag = _answer(body)
     content: list[dict[str, Any]] = []
     if call is not None:
@@ -88,12 +101,24 @@ def anthropic_reply(body: dict[str, Any]) -> dict[str, Any]:
         "content": content,
         "stop_reason": "tool_use" if call is not None else "end_turn",
         "stop_sequence": None,
-        "usage": {"input_tokens": len(json.dumps(body)) // 4, "output_tokens": max(1, len(text) // 4)},
+        "usage": _anthropic_usage(body, text, cache),
     }
 
 
-def openai_reply(body: dict[str, Any]) -> dict[str, Any]:
-    """A Chat Completions response for `body`."""
+def _anthropic_usage(body: dict[str, Any], text: str, cache: set[str] | None) -> dict[str, Any]:
+    usage = {"input_tokens": len(json.dumps(body)) // 4, "output_tokens": max(1, len(text) // 4)}
+    prefix = _anthropic_prefix(body) if cache is not None else None
+    if prefix is not None:
+        tokens = len(prefix) // 4
+        field = "cache_read_input_tokens" if prefix in cache else "cache_creation_input_tokens"  # type: ignore[operator]
+        cache.add(prefix)  # type: ignore[union-attr]
+        usage.update({"input_tokens": usage["input_tokens"] - tokens, "cache_creation_input_tokens": 0,
+                      "cache_read_input_tokens": 0, field: tokens})
+    return usage
+
+
+def openai_reply(body: dict[str, Any], cache: set[str] | None = None) -> dict[str, Any]:
+    """A Chat Completions response for `body` (`cache`: system prompts seen so far, when caching is on)."""
     text, call, tag = _answer(body)
     message: dict[str, Any] = {"role": "assistant", "content": text or None}
     if call is not None:
@@ -111,8 +136,19 @@ def openai_reply(body: dict[str, Any]) -> dict[str, Any]:
             "prompt_tokens": len(json.dumps(body)) // 4,
             "completion_tokens": max(1, len(text) // 4),
             "total_tokens": len(json.dumps(body)) // 4 + max(1, len(text) // 4),
+            **_openai_cache_details(body, cache),
         },
     }
+
+
+def _openai_cache_details(body: dict[str, Any], cache: set[str] | None) -> dict[str, Any]:
+    messages = body.get("messages") or []
+    if cache is None or not messages or messages[0].get("role") != "system":
+        return {}
+    prefix = json.dumps(messages[0], sort_keys=True)
+    cached = len(prefix) // 4 if prefix in cache else 0
+    cache.add(prefix)
+    return {"prompt_tokens_details": {"cached_tokens": cached}}
 
 
 def _error_body(path: str, status: int) -> dict[str, Any]:
@@ -151,10 +187,16 @@ class _Handler(BaseHTTPRequestHandler):
         if failure is not None:
             extra = {"retry-after-ms": str(failure.retry_after_ms), "retry-after": "0", "x-should-retry": "true"}
             return self._send(failure.status, _error_body(self.path, failure.status), extra)
-        if self.path.endswith("/v1/messages"):
-            return self._send(200, anthropic_reply(body))
-        if self.path.endswith("/chat/completions"):
-            return self._send(200, openai_reply(body))
+        cache = fake.cache if fake.prompt_cache else None
+        with fake._lock:  # the prompt cache is shared by concurrent requests
+            if self.path.endswith("/v1/messages"):
+                reply = anthropic_reply(body, cache)
+            elif self.path.endswith("/chat/completions"):
+                reply = openai_reply(body, cache)
+            else:
+                reply = None
+        if reply is not None:
+            return self._send(200, reply)
         return self._send(404, {"error": {"message": f"no route {self.path}"}})
 
     def _send(self, status: int, payload: dict[str, Any], extra: dict[str, str] | None = None) -> None:
@@ -192,6 +234,8 @@ class FakeProvider:
         self.require_key = True
         self.accepted_keys: set[str] | None = None  # None: any non-empty key is accepted
         self.gzip_bodies = False
+        self.prompt_cache = False  # report prompt-cache usage fields (see module docstring)
+        self.cache: set[str] = set()
         self.received: list[dict[str, Any]] = []
         self.connections: set[socket.socket] = set()
         self._failures: deque[Failure] = deque()

@@ -228,7 +228,7 @@ def test_small_writes_literal_rules_and_large_mostly_abstract_ones():
 
 
 def test_some_nights_add_a_useless_or_harmful_edit():
-    from pytest_skilltransfer.models.sim_optimizer import HARMFUL_EDITS, USELESS_EDITS
+    from pytest_skilltransfer.models.sim.optimizer import HARMFUL_EDITS, USELESS_EDITS
     noise = set(HARMFUL_EDITS) | set(USELESS_EDITS)
     nights = [[e.content for e in reflect("sim-small", BODY, CONFIDENCE, night=n)] for n in range(1, 21)]
     with_noise = sum(any(c in noise for c in contents) for contents in nights)

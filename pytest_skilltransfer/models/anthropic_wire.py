@@ -4,10 +4,16 @@ Tool results (role "tool") become `tool_result` blocks in a user turn; consecuti
 merge into one message, as the API requires. The sample id travels as `metadata.user_id`
 ("skilltransfer-sample-<n>") so repeated samples are distinct requests. No temperature or top_p is
 sent: some current models refuse them, and determinism comes from the cassettes.
+
+Prompt caching: the shared prefix of every call (the tools, then the skill as system prompt) gets
+one `cache_control` breakpoint on the system block when it is long enough for the model's minimum
+cacheable prefix (`CACHE_MIN_TOKENS`, estimated at 4 characters per token). Models whose minimum is
+unknown (local servers, new ids) are never marked, so their requests and cassettes do not change.
 """
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
 from typing import Any
 
 from .aliases import Target
@@ -15,6 +21,20 @@ from .base import Message, Reply, Request, ToolCall, Usage
 
 
 CLIENT_CLASS = ("anthropic", "Anthropic")  # the SDK module and client class, imported on first use
+
+# Minimum cacheable prefix in tokens per model (Anthropic prompt-caching docs, as of 2026-12-01);
+# below it the API skips caching silently. Globs allowed; the longest matching key wins.
+CACHE_MIN_TOKENS: dict[str, int] = {
+    "claude-opus-5*": 512,
+    "claude-sonnet-5*": 1024,
+    "claude-sonnet-4-*": 1024,
+    "claude-opus-4-8*": 1024,
+    "claude-haiku-4-5*": 4096,
+    "claude-opus-4-5*": 4096,
+    "claude-opus-4-6*": 4096,
+}
+CHARS_PER_TOKEN = 4  # a low estimate of tokens from characters: a marked prefix is long enough
+
 
 def sample_user_id(sample_id: int) -> str:
     """The metadata.user_id carrying the sample id."""
@@ -52,6 +72,28 @@ def wire_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
     return wire
 
 
+def cache_min_tokens(model_id: str) -> int | None:
+    """The model's minimum cacheable prefix, or None when unknown."""
+    if model_id in CACHE_MIN_TOKENS:
+        return CACHE_MIN_TOKENS[model_id]
+    globs = sorted((k for k in CACHE_MIN_TOKENS if fnmatchcase(model_id, k)), key=len)
+    return CACHE_MIN_TOKENS[globs[-1]] if globs else None
+
+
+def _prefix_chars(params: dict[str, Any]) -> int:
+    tools = params.get("tools") or []
+    return len(params.get("system") or "") + sum(len(str(t)) for t in tools)
+
+
+def mark_cache_prefix(params: dict[str, Any]) -> dict[str, Any]:
+    """Put a `cache_control` breakpoint after the shared prefix when it is long enough to cache."""
+    minimum = cache_min_tokens(str(params.get("model", "")))
+    if minimum is None or not params.get("system") or _prefix_chars(params) // CHARS_PER_TOKEN < minimum:
+        return params
+    block = {"type": "text", "text": params["system"], "cache_control": {"type": "ephemeral"}}
+    return {**params, "system": [block]}
+
+
 def request_params(target: Target, request: Request) -> dict[str, Any]:
     """Keyword arguments for `messages.create`."""
     params: dict[str, Any] = {
@@ -66,7 +108,7 @@ def request_params(target: Target, request: Request) -> dict[str, Any]:
         params["tools"] = [
             {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in request.tools
         ]
-    return params
+    return mark_cache_prefix(params)
 
 
 def parse_reply(message: Any, model_id: str) -> Reply:
@@ -80,15 +122,14 @@ def parse_reply(message: Any, model_id: str) -> Reply:
             arguments = block.input if isinstance(block.input, dict) else {"input": block.input}
             calls.append(ToolCall(id=block.id, name=block.name, arguments=dict(arguments)))
     usage = message.usage
-    input_tokens = (
-        (getattr(usage, "input_tokens", 0) or 0)
-        + (getattr(usage, "cache_creation_input_tokens", 0) or 0)
-        + (getattr(usage, "cache_read_input_tokens", 0) or 0)
-    )
+    written = getattr(usage, "cache_creation_input_tokens", 0) or 0
+    read = getattr(usage, "cache_read_input_tokens", 0) or 0
+    input_tokens = (getattr(usage, "input_tokens", 0) or 0) + written + read
     return Reply(
         text="".join(texts),
         tool_calls=tuple(calls),
-        usage=Usage(input_tokens=input_tokens, output_tokens=getattr(usage, "output_tokens", 0) or 0),
+        usage=Usage(input_tokens=input_tokens, output_tokens=getattr(usage, "output_tokens", 0) or 0,
+                    cache_write_tokens=written, cache_read_tokens=read),
         model=getattr(message, "model", "") or model_id,
         stop_reason=getattr(message, "stop_reason", "") or "",
     )

@@ -4,6 +4,8 @@ Function calling maps to our ToolSpec/ToolCall; tool results are role "tool" mes
 is sent as `seed`, so repeated samples are distinct requests (and sample differently on servers
 that honour it). The official API gets `max_completion_tokens` (GPT-6 rejects `max_tokens`);
 compatible servers get `max_tokens`, which they all understand. No temperature or top_p is sent.
+Prompt caching is automatic on OpenAI's side; `prompt_tokens_details.cached_tokens` (and
+`cache_write_tokens` where reported) are metered.
 """
 
 from __future__ import annotations
@@ -66,6 +68,12 @@ def _arguments(raw: str | None) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"_arguments": value}
 
 
+def _detail(details: Any, name: str) -> int:
+    """A count from `usage.prompt_tokens_details` (an object or, from older servers, a dict), else 0."""
+    value = details.get(name) if isinstance(details, dict) else getattr(details, name, None)
+    return value if isinstance(value, int) else 0
+
+
 def parse_reply(completion: Any, model_id: str) -> Reply:
     """A chat completion as our Reply (first choice)."""
     choice = completion.choices[0] if completion.choices else None
@@ -76,12 +84,15 @@ def parse_reply(completion: Any, model_id: str) -> Reply:
         if getattr(call, "function", None) is not None
     )
     usage = completion.usage
+    details = getattr(usage, "prompt_tokens_details", None)
     return Reply(
         text=(getattr(message, "content", None) or ""),
         tool_calls=calls,
         usage=Usage(
             input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
             output_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            cache_write_tokens=_detail(details, "cache_write_tokens"),
+            cache_read_tokens=_detail(details, "cached_tokens"),
         ),
         model=getattr(completion, "model", "") or model_id,
         stop_reason=(getattr(choice, "finish_reason", "") or ""),

@@ -4,6 +4,9 @@ Names served: aliases (`haiku`, `sonnet`, `opus`, `luna`, `sol`, `astra`, ... an
 `[tool.skilltransfer.models]` table, see `configure_aliases`), explicit `anthropic:<model-id>` and
 `openai:<model-id>`, either with `@<base-url>` for a compatible server, and bare model ids listed
 by the installed SDKs. Importing this module does not import the SDKs.
+
+Concurrency: each call holds a slot of its model's adaptive limiter (`limiter`), at most
+`DEFAULT_CONCURRENCY` calls per model unless configured; the local llama server serves one at a time.
 """
 
 from __future__ import annotations
@@ -15,10 +18,13 @@ from urllib.parse import urlparse
 from . import aliases
 from .aliases import Target
 from .base import Model, ModelError, Reply, Request, register_family
+from .limiter import LIMITERS, observe_client
 from .sdk_common import DEFAULT_TIMEOUT_S, cached_client, call_failed, client_settings, make_client
 
 FAMILY = "providers"
 MAX_ALIAS_DEPTH = 8
+DEFAULT_CONCURRENCY = 8  # concurrent calls per cloud model (the limiter lowers it on rate limits)
+LOCAL_SERVER_SLOTS = 1  # the local llama server runs with one slot (`-np 1`): calls queue there anyway
 
 
 def _wire(provider: str) -> ModuleType:
@@ -36,11 +42,18 @@ class ProviderModel:
 
     records_http = True  # calls go through the SDKs, so they belong in cassettes
 
-    def __init__(self, name: str, target: Target, timeout: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(self, name: str, target: Target, timeout: float = DEFAULT_TIMEOUT_S,
+                 server_slots: int | None = None) -> None:
         self.name = name
         self.model_id = target.model_id
         self.target = target
         self.timeout = timeout
+        self.server_slots = server_slots  # how many calls the server can serve at once, when known
+
+    @property
+    def max_concurrency(self) -> int:
+        """How many calls to this model may be in flight at once (configured, or the default)."""
+        return LIMITERS.maximum(self.model_id, DEFAULT_CONCURRENCY, self.server_slots)
 
     def __repr__(self) -> str:
         return f"ProviderModel({self.name!r} -> {self.target})"
@@ -48,14 +61,16 @@ class ProviderModel:
     def _client(self, wire: ModuleType) -> Any:
         s = client_settings(self.target)  # raises MissingAPIKey when recording without a key
         key = (self.target.provider, self.target.base_url, s.api_key, s.max_retries, self.timeout)
-        return cached_client(key, lambda: make_client(wire.CLIENT_CLASS, s.api_key, self.target.base_url, s.max_retries, self.timeout))
+        return cached_client(key, lambda: observe_client(
+            make_client(wire.CLIENT_CLASS, s.api_key, self.target.base_url, s.max_retries, self.timeout)))
 
     def complete(self, request: Request) -> Reply:
         """One API call; every failure is a ModelCallError that says what to do."""
         wire = _wire(self.target.provider)
         client = self._client(wire)
         try:
-            raw = wire.send(client, self.target, request)
+            with LIMITERS.get(self.model_id, DEFAULT_CONCURRENCY, self.server_slots).slot():
+                raw = wire.send(client, self.target, request)
         except Exception as err:  # noqa: BLE001 - SDK and transport errors alike
             raise call_failed(err, self.target, self.timeout) from err
         return wire.parse_reply(raw, self.model_id)
@@ -96,7 +111,8 @@ def build_model(name: str) -> Model:
         from ..prices import mark_local
 
         mark_local(target.model_id)
-    return ProviderModel(name, target)
+    local_ids = {spec.split(":", 1)[1].split("@")[0] for spec in aliases.local_aliases().values()}
+    return ProviderModel(name, target, server_slots=LOCAL_SERVER_SLOTS if target.model_id in local_ids else None)
 
 
 def _register() -> None:

@@ -34,6 +34,7 @@ Design choices:
 from __future__ import annotations
 
 import sys
+import threading
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Generator
@@ -130,7 +131,9 @@ def pytest_configure(config: pytest.Config) -> None:
     apply_project_tables(config)
     _check_models(settings)
     config.stash[SETTINGS] = settings
-    config.stash[RUNNER] = Runner(settings, _progress_writer(config))
+    progress = _progress_writer(config)
+    _configure_concurrency(settings, progress)
+    config.stash[RUNNER] = Runner(settings, progress)
     reporting = TransferReporting(config, settings)
     config.pluginmanager.register(reporting, "skilltransfer-reporting")
     _register_ci(config, reporting)
@@ -162,6 +165,21 @@ def _check_models(settings: Settings) -> None:
             raise pytest.UsageError(f"{role}: {exc}") from None
 
 
+def _configure_concurrency(settings: Settings, progress: Callable[[str], None]) -> None:
+    """Per-model maximum concurrency from --max-concurrency (names resolved to model ids); limiter
+    changes (rate limits, recovery) are reported like the nights, with -v."""
+    from ..models.base import ModelError, resolve_model
+    from ..models.limiter import LIMITERS
+
+    by_id: dict[str, int] = {}
+    for name, number in settings.model_concurrency.items():
+        try:
+            by_id[resolve_model(name).model_id] = number
+        except ModelError as exc:
+            raise pytest.UsageError(f"--max-concurrency {name}={number}: {exc}") from None
+    LIMITERS.configure(lambda model_id: by_id.get(model_id, settings.concurrency), progress)
+
+
 def _add_seed_dirs(config: pytest.Config, settings: Settings) -> None:
     """Collect --seeds-dir folders too; ini seed folders only when the command line names no paths."""
     from_cli = bool(getattr(config.option, "skilltransfer_seeds_dir", None))
@@ -178,11 +196,12 @@ def _progress_writer(config: pytest.Config) -> Callable[[str], None]:
     """Per-night lines with -v: on the terminal in-process, on stderr as `[gwN] ...` on xdist workers."""
     if config.option.verbose <= 0:
         return lambda _line: None
+    lock = threading.Lock()  # the limiter reports from the threads that make the calls
 
     def write(line: str) -> None:
         capman = config.pluginmanager.getplugin("capturemanager")
         reporter = config.pluginmanager.getplugin("terminalreporter")
-        with capman.global_and_fixture_disabled() if capman else nullcontext():
+        with lock, capman.global_and_fixture_disabled() if capman else nullcontext():
             if is_worker(config):
                 sys.stderr.write(f"[{config.workerinput['workerid']}] {line}\n")  # type: ignore[attr-defined]
                 sys.stderr.flush()

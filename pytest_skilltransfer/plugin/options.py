@@ -87,6 +87,9 @@ def add_options(parser: pytest.Parser) -> None:
         parser.addini(ini_name("record-mode"), "cassette mode for real providers")
     _add(group, parser, "cassette-dir", "folder of recorded provider traffic (default: <rootdir>/cassettes)",
          metavar="DIR")
+    _add(group, parser, "max-concurrency", "concurrent calls per model at most: N for every model, MODEL=N for "
+         "one; repeatable (default: 8 per provider model, lowered on rate limits; 1 for the simulator and the "
+         "local llama server)", "args", action="append", metavar="[MODEL=]N")
     _add(group, parser, "local-server", "auto: start the local llama.cpp server when a local model has calls to "
          "record and SKILLTRANSFER_LOCAL_URL is unset; off: never (default auto)", metavar="MODE")
 
@@ -107,6 +110,8 @@ class Settings:
     record_mode: str | None = None  # None: the cassettes' default (replay only under CI)
     cassette_dir: Path = Path("cassettes")
     local_server: str = "auto"
+    concurrency: int | None = None  # --max-concurrency N (None: each backend's default)
+    model_concurrency: dict[str, int] = field(default_factory=dict)  # --max-concurrency MODEL=N
 
     def thresholds(self, seed: Thresholds, marker: dict[str, Any] | None = None) -> Thresholds:
         """seed.toml < ini < the test's marker < command line; None (`off`) turns a gate off."""
@@ -224,6 +229,22 @@ def _record_mode(reader: _Reader) -> str | None:
     return str(value)
 
 
+def _concurrency(reader: _Reader) -> tuple[int | None, dict[str, int]]:
+    """`N` (every model) and `MODEL=N` entries of --max-concurrency; the command line replaces the ini."""
+    values, where = reader.get("max-concurrency")
+    overall: int | None = None
+    per_model: dict[str, int] = {}
+    for entry in split_names(values if isinstance(values, list) else ([values] if values else [])):
+        name, equals, number = entry.rpartition("=")
+        if equals and not name.strip():
+            raise pytest.UsageError(f"{where}: expected N or MODEL=N, got {entry!r}")
+        if equals:
+            per_model[name.strip()] = _int(number, f"{where} ({name.strip()})", 1)
+        else:
+            overall = _int(number, where, 1)
+    return overall, per_model
+
+
 def _path(value: Any, base: Path) -> Path:
     path = Path(str(value)).expanduser()
     return path if path.is_absolute() else base / path
@@ -254,6 +275,7 @@ def read_settings(config: pytest.Config) -> Settings:
     json_path, _ = reader.get("skilltransfer-json")
     md_path, _ = reader.get("skilltransfer-md")
     cassette_dir, _ = reader.get("cassette-dir")
+    concurrency, model_concurrency = _concurrency(reader)
     return Settings(
         pairs=build_matrix(reader),
         matrix_from_cli=any(reader.cli(o) for o in ("source", "target", "pair")),
@@ -267,6 +289,8 @@ def read_settings(config: pytest.Config) -> Settings:
         record_mode=_record_mode(reader),
         cassette_dir=_path(cassette_dir, cwd) if cassette_dir else config.rootpath / "cassettes",
         local_server=_local_server(reader),
+        concurrency=concurrency,
+        model_concurrency=model_concurrency,
     )
 
 

@@ -34,6 +34,15 @@ def needs_recording(models: list[Model]) -> bool:
     return any(isinstance(m, ProviderModel) for m in models)
 
 
+def concurrency(model: Model) -> int:
+    """How many attempts of one evaluation run at once: a provider model's limiter maximum; for other
+    models (the in-process simulator) the user's --max-concurrency, else 1."""
+    from ..models.limiter import LIMITERS
+
+    maximum = getattr(model, "max_concurrency", None)
+    return maximum if isinstance(maximum, int) else LIMITERS.maximum(model.model_id, 1)
+
+
 @dataclass
 class Runner:
     """Loaded seeds, models and seed sessions of this process, keyed so each is built once."""
@@ -69,7 +78,7 @@ class Runner:
     def session(self, path: Path) -> SeedSession:
         key = path.resolve()
         if key not in self._sessions:
-            self._sessions[key] = SeedSession(self.seed(key), self.settings.protocol, self.progress)
+            self._sessions[key] = SeedSession(self.seed(key), self.settings.protocol, self.progress, concurrency)
         return self._sessions[key]
 
     def transfer(self, path: Path, source: str, target: str, optimizer: str | None) -> TransferResult:

@@ -16,10 +16,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..edits import split_skill
-from .sim_answer import Noise, Profile
-from .sim_regex import FREE, template_for
-from .sim_skill import LENGTH, PHRASE, REFUSAL, TOOLS, parse_skill
+from ...edits import split_skill
+from .noise import Noise
+from .profiles import Profile
+from .regex_template import FREE, template_for
+from .skill_reader import LENGTH, PHRASE, REFUSAL, TOOLS, parse_skill
 
 REFLECT_MARKER = "# Failing criteria (training tasks)"
 FENCE = "~~~"  # a Markdown fence; templates use it because edit parsing strips backtick fences from replies

@@ -1,6 +1,6 @@
 """How a SIMULATED model answers a task: which directives it follows, then the text it writes.
 
-A `Profile` says how likely a model is to follow each strength of directive (a small model follows
+A `Profile` (in `profiles`) says how likely a model is to follow each strength of directive (a small model follows
 literal rules and ignores most abstract ones; a large model follows both). `resolve` draws those
 decisions with hash-seeded `Noise`, lets later rules override earlier ones, and yields a `Plan`;
 `render_answer` writes a plausible answer to the task that carries out the plan.
@@ -8,56 +8,13 @@ decisions with hash-seeded `Noise`, lets later rules override earlier ones, and 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Sequence, TypeVar
 
-from .sim_skill import ABSTRACT, LABEL, LENGTH, LITERAL, PHRASE, REFUSAL, SECTION, TOOLS, Directive, vocabulary
-
-T = TypeVar("T")
-
-
-class Noise:
-    """Deterministic pseudo-random draws from a seed string (sha256; no global or salted state)."""
-
-    def __init__(self, seed: str):
-        self.seed = seed
-
-    def unit(self, label: str) -> float:
-        """A float in [0, 1) fixed by the seed and the label."""
-        digest = hashlib.sha256(f"{self.seed}|{label}".encode()).digest()
-        return int.from_bytes(digest[:8], "big") / 2**64
-
-    def chance(self, label: str, probability: float) -> bool:
-        return self.unit(label) < probability
-
-    def between(self, label: str, low: int, high: int) -> int:
-        return low + int(self.unit(label) * (high - low + 1))
-
-    def choice(self, label: str, options: Sequence[T]) -> T:
-        return options[int(self.unit(label) * len(options))]
-
-    def shuffled(self, label: str, items: Sequence[T]) -> list[T]:
-        order = sorted(range(len(items)), key=lambda i: self.unit(f"{label}:{i}"))
-        return [items[i] for i in order]
-
-
-@dataclass(frozen=True)
-class Profile:
-    """A simulated model's capacity: follow rates per directive strength, lengths, optimizer style."""
-
-    follow: dict[str, float]
-    default_chars: tuple[int, int] = (650, 1100)
-    verbose_chars: tuple[int, int] = (1500, 2500)
-    concise_chars: tuple[int, int] = (350, 750)
-    overshoot: float = 0.0
-    abstract_style: float = 0.0
-    example_rate: float = 0.0
-    useless_edit_rate: float = 0.15
-    harmful_edit_rate: float = 0.12
-
+from .noise import Noise
+from .profiles import Profile
+from .skill_reader import ABSTRACT, LABEL, LENGTH, LITERAL, PHRASE, REFUSAL, SECTION, TOOLS, Directive, vocabulary
 
 @dataclass(frozen=True)
 class Plan:

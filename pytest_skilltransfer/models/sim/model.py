@@ -1,49 +1,17 @@
-"""SIMULATED models `sim-small` and `sim-large`: deterministic, in-process, free. NOT real models.
-
-They exist for demos and tests of the transfer protocol without keys or cost. They answer a
-`Request` only from its text (system, messages, tools); they never see judges or checks.
-
-- As the agent, a sim model reads the skill (the system text) through wording recognizers
-  (`sim_skill`), follows each directive with a probability set by its profile, lets later rules
-  override earlier ones, and writes a plausible answer to the task (`sim_answer`). It calls the
-  `search` tool first when the skill, as it understood it, says to look things up.
-- As the optimizer (a request whose user text has a "# Failing criteria (training tasks)"
-  section) it proposes edits as a JSON array (`sim_optimizer`).
-
-Capacity differs so transfer is not trivial: sim-small follows literal, concrete rules (exact
-headings, label lines with allowed values, templates, numeric limits, named tools) and rarely
-abstract ones ("be concise", "close with your confidence level"); sim-large follows both. As
-optimizers, sim-small writes literal rules and sim-large mostly terse abstract ones (now and then
-with a concrete example, now and then literal), so skills learned on sim-small tend to transfer
-to sim-large better than the reverse.
-
-Noise is drawn from sha256 of (model id, request, sample id): the same request and sample id
-always give the same reply in any process, and different sample ids give different samples.
-"""
+"""The SIMULATED model object: route a request to the optimizer or the agent, and register the family."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 
-from .base import Message, ModelError, Reply, Request, ToolCall, Usage, register_family
-from .sim_answer import Noise, Profile, parse_notes, read_task, render_answer, resolve
-from .sim_optimizer import is_reflect_request, reflect_reply
-from .sim_skill import ABSTRACT, LITERAL, NATURAL, parse_skill
+from ..base import Message, ModelError, Reply, Request, ToolCall, Usage, register_family
+from .answer import parse_notes, read_task, render_answer, resolve
+from .noise import Noise
+from .optimizer import is_reflect_request, reflect_reply
+from .profiles import PROFILES
+from .skill_reader import parse_skill
 
-PROFILES: dict[str, Profile] = {
-    "sim-small": Profile(
-        follow={LITERAL: 0.9, ABSTRACT: 0.07, NATURAL: 0.9},
-        overshoot=0.1,
-        abstract_style=0.0,
-    ),
-    "sim-large": Profile(
-        follow={LITERAL: 0.97, ABSTRACT: 0.9, NATURAL: 0.95},
-        overshoot=0.02,
-        abstract_style=0.7,
-        example_rate=0.35,
-    ),
-}
 SEARCH_TOOL_NAME = "search"
 
 
