@@ -174,7 +174,7 @@ def regression_verdict(gate: dict[str, Any]) -> str:
     for decision in gate.get("gates", []):
         if decision["gate"] == "regression_tolerance":
             return str(decision["verdict"])
-    if "gates" in gate:
+    if "gates" in gate or gate.get("thresholds", {}).get("regression_tolerance") is None:
         return "off"
     return "fail" if any("committed snapshot" in failure for failure in gate["failures"]) else "pass"
 
@@ -197,7 +197,7 @@ def summary_lines(results: list[dict[str, Any]]) -> list[str]:
     if not compared:
         return []
     first = compared[0]["compare"]
-    counts = {v: sum(1 for r in compared if r["compare"]["verdict"] == v) for v in ("fail", "inconclusive", "new")}
+    counts = {v: sum(1 for r in compared if r["compare"]["verdict"] == v) for v in ("fail", "inconclusive", "new", "off")}
     said = ", ".join(f"{n} {VERDICT_WORDS[v]}" for v, n in counts.items() if n) or "no regression"
     lines = [f"regression against {first['ref']} ({first['commit'][:7]}): {said}"]
     for result in compared:
@@ -209,4 +209,4 @@ def summary_lines(results: list[dict[str, Any]]) -> list[str]:
 
 
 VERDICT_WORDS = {"pass": "ok", "fail": "regressed", "inconclusive": "inconclusive", "new": "new (no snapshot at the ref)",
-                 "off": "not gated"}
+                 "off": "not gated (regression_tolerance off)"}
