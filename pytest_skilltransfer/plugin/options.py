@@ -13,6 +13,7 @@ naming the option.
 from __future__ import annotations
 
 import importlib.util
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,7 +60,16 @@ def _add(group: Any, parser: pytest.Parser, option: str, help_text: str, ini_typ
     parser.addini(key, help_text, type=ini_type)
 
 
-def add_options(parser: pytest.Parser) -> None:
+def recording_plugin_loads(pluginmanager: pytest.PytestPluginManager) -> bool:
+    """True when pytest-recording is (or is about to be) loaded: it then owns `--record-mode`."""
+    if pluginmanager.has_plugin("recording"):
+        return True
+    if pluginmanager.is_blocked("recording") or importlib.util.find_spec("pytest_recording") is None:
+        return False
+    return not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+
+
+def add_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     """Register the `skilltransfer` group and its ini keys."""
     group = parser.getgroup("skilltransfer", "skill transfer: optimize a skill on SOURCE, measure it on TARGET")
     for role, text in (("source", "model the skill is optimized with"), ("target", "model the frozen skill is deployed on")):
@@ -80,7 +90,7 @@ def add_options(parser: pytest.Parser) -> None:
     _add(group, parser, "skilltransfer-json", "write the JSON report (the CLI's --json shape) to PATH", metavar="PATH")
     _add(group, parser, "skilltransfer-md", "write a Markdown report with charts (for CI job summaries) to PATH",
          metavar="PATH")
-    if importlib.util.find_spec("pytest_recording") is None:  # pytest-recording owns --record-mode when installed
+    if not recording_plugin_loads(pluginmanager):
         _add(group, parser, "record-mode", "cassettes for real providers: none|once|new_episodes|all "
              "(default: none, replay only, when $CI is set; else once)", metavar="MODE")
     else:

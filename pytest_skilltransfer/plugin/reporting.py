@@ -48,16 +48,16 @@ class TransferReporting:
     def __init__(self, config: pytest.Config, settings: Settings):
         self.config = config
         self.settings = settings
-        self.results: list[dict[str, Any]] = []
+        self.results: dict[str, dict[str, Any]] = {}  # by item: a rerun (pytest-rerunfailures) replaces its try
         self.run_fields: list[Callable[[], dict[str, Any]]] = []  # extra top-level JSON fields (shard, ref)
 
     def ordered(self) -> list[dict[str, Any]]:
-        return ordered(self.results)
+        return ordered(list(self.results.values()))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, REPORT_ATTRIBUTE, None)
         if data is not None and not is_worker(self.config):
-            self.results.append(data)
+            self.results[data["item"]] = data
 
     def report(self) -> dict[str, Any]:
         """The JSON report: `run_report` of the results plus the run's own fields (shard, base ref)."""
