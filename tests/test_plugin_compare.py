@@ -83,7 +83,7 @@ def test_a_regressed_pull_request_fails_against_the_base_branch(pytester: pytest
     result.stdout.fnmatch_lines([
         "*FAILED transferred score 0.000 dropped 1.000*",
         f"regression against main ({commit[:7]}): 1 regressed",
-        "  seeds/router::transfer[[]cover-a->cover-b[]]: 1.00 -> 0.00  regressed",
+        "  seeds/router*::transfer[[]cover-a->cover-b[]]: 1.00 -> 0.00  regressed",
     ], consecutive=False)
     report = json.loads((pytester.path / "report.json").read_text())
     assert report["compare_to"] == {"ref": "main", "commit": commit, "chosen_by": "--compare-to"}
@@ -94,13 +94,15 @@ def test_a_regressed_pull_request_fails_against_the_base_branch(pytester: pytest
 
 def test_an_improved_pull_request_passes_against_the_base_branch(pytester: pytest.Pytester) -> None:
     history(pytester, WORSE, GOOD)
-    result = pytester.runpytest_subprocess("--compare-to=main", "--skilltransfer-md=report.md")
+    result = pytester.runpytest_subprocess("--compare-to=main", "--skilltransfer-md=report.md",
+                                           "--skilltransfer-json=report.json")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["regression against main (*): no regression",
-                                 "  seeds/router::transfer[[]cover-a->cover-b[]]: 0.00 -> 1.00  ok"])
+                                 "  seeds/router*::transfer[[]cover-a->cover-b[]]: 0.00 -> 1.00  ok"])
     markdown = (pytester.path / "report.md").read_text()
     assert "## Regression against main (" in markdown
-    assert "- seeds/router::transfer[cover-a->cover-b]: 0.00 -> 1.00  ok" in markdown
+    item = json.loads((pytester.path / "report.json").read_text())["results"][0]["item"]
+    assert f"- {item}: 0.00 -> 1.00  ok" in markdown
 
 
 def test_the_pull_requests_base_comes_from_github_base_ref(pytester: pytest.Pytester,
@@ -136,8 +138,8 @@ def test_an_item_new_in_the_pull_request_is_reported_as_new(pytester: pytest.Pyt
     result = pytester.runpytest_subprocess("--compare-to=main", "--skilltransfer-json=report.json")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["regression against main (*): 1 new (no snapshot at the ref)",
-                                 "  seeds/router::transfer[[]cover-a->cover-b[]]: 1.00 -> 1.00  ok",
-                                 "  seeds/triage::transfer[[]cover-a->cover-b[]]: - -> 1.00  new (no snapshot at the ref)"])
+                                 "  seeds/router*::transfer[[]cover-a->cover-b[]]: 1.00 -> 1.00  ok",
+                                 "  seeds/triage*::transfer[[]cover-a->cover-b[]]: - -> 1.00  new (no snapshot at the ref)"])
     records = {r["seed"]: r["compare"] for r in json.loads((pytester.path / "report.json").read_text())["results"]}
     assert records["triage"]["status"] == "new" and records["triage"]["before"] is None
 
