@@ -91,7 +91,7 @@ def merged_report(reports: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def failed_gates(results: list[dict[str, Any]]) -> list[str]:
-    """`seed (source -> target): reasons` for every item whose gate failed."""
+    """`<node id>: reasons` for every item whose gate failed."""
     from .plugin.reporting import gate_failed
 
     lines = []
@@ -99,8 +99,8 @@ def failed_gates(results: list[dict[str, Any]]) -> list[str]:
         gate = result.get("gate") or {}
         if gate_failed(result):
             reasons = [*gate.get("failures", []), *([gate["snapshot"]] if gate.get("snapshot", "ok") != "ok" else [])]
-            lines.append(f"{result.get('item') or result['seed']} ({result['source']} -> {result['target']}): "
-                         + "; ".join(reasons))
+            name = result.get("item") or f"{result['seed']} ({result['source']} -> {result['target']})"
+            lines.append(f"{name}: " + "; ".join(reasons))
     return lines
 
 

@@ -104,6 +104,5 @@ def test_merge_fails_when_a_merged_gate_fails_and_names_it(runs: dict[str, Any],
     assert merge([*paths, "--md", str(tmp_path / "summary.md")]) == 1
     err = capsys.readouterr().err
     assert err.splitlines() == ["1 gate(s) failed:",
-                                f"  FAILED {result['item']} ({result['source']} -> {result['target']}): "
-                                "gain +0.000 is below min_gain +0.500"]
+                                f"  FAILED {result['item']}: gain +0.000 is below min_gain +0.500"]
     assert "**FAIL**" in (tmp_path / "summary.md").read_text()  # the summary is written before the exit

@@ -191,8 +191,9 @@ def before(config: pytest.Config, snapshot_path: Path) -> Before | None:
     return Before(base, snapshot_path, text)
 
 
-def summary_lines(results: list[dict[str, Any]]) -> list[str]:
-    """Before -> after per item against the base ref, for the terminal and Markdown; [] without a ref."""
+def summary_lines(results: list[dict[str, Any]], every: bool = True) -> list[str]:
+    """Before -> after against the base ref, one line per item ([] without a ref). With `every=False`
+    (the terminal) only items whose score or verdict needs a look are listed, the rest counted."""
     compared = [r for r in results if r.get("compare")]
     if not compared:
         return []
@@ -200,11 +201,15 @@ def summary_lines(results: list[dict[str, Any]]) -> list[str]:
     counts = {v: sum(1 for r in compared if r["compare"]["verdict"] == v) for v in ("fail", "inconclusive", "new", "off")}
     said = ", ".join(f"{n} {VERDICT_WORDS[v]}" for v, n in counts.items() if n) or "no regression"
     lines = [f"regression against {first['ref']} ({first['commit'][:7]}): {said}"]
-    for result in compared:
+    shown = [r for r in compared if every or r["compare"]["verdict"] != "pass" or r["compare"]["before"] != r["compare"]["after"]]
+    for result in shown:
         record = result["compare"]
         before_text = "-" if record["before"] is None else f"{record['before']:.2f}"
         lines.append(f"  {result.get('item') or result['seed']}: {before_text} -> "
                      f"{record['after']:.2f}  {VERDICT_WORDS.get(record['verdict'], record['verdict'])}")
+    if len(shown) < len(compared):
+        lines.append(f"  ({len(compared) - len(shown)} more item(s) unchanged and passing; every item is in the "
+                     "Markdown and JSON reports)")
     return lines
 
 

@@ -99,7 +99,7 @@ def summary_lines(results: list[dict[str, Any]]) -> list[str]:
     difference = price_difference(results)
     if difference:
         lines.append(difference)
-    return lines + against_base(results)
+    return lines + against_base(results, every=False)
 
 
 def write(path: Path, text: str) -> None:
