@@ -106,3 +106,19 @@ def test_merge_fails_when_a_merged_gate_fails_and_names_it(runs: dict[str, Any],
     assert err.splitlines() == ["1 gate(s) failed:",
                                 f"  FAILED {result['item']}: gain +0.000 is below min_gain +0.500"]
     assert "**FAIL**" in (tmp_path / "summary.md").read_text()  # the summary is written before the exit
+
+
+def test_the_readme_shows_what_the_shards_print_and_the_workflows_commands(runs: dict[str, Any]) -> None:
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8").split("## Running in CI\n", 1)[1].split("\n## ", 1)[0]
+    shard_line = next(line for line in runs["shards"][0][2] if line.startswith("skilltransfer shard 0 of 3"))
+    assert f"  {shard_line}\n" in readme
+    workflow = (ROOT / "examples" / "github-actions" / "skilltransfer.yml").read_text(encoding="utf-8")
+    folded = [" ".join(block.split()) for block in re.findall(r"run: >-\n((?:          .*\n)+)", workflow)]
+    documented = [" ".join(block.replace("\\\n", " ").split()) for block in re.findall(r"```bash\n(.*?)```", readme, re.S)]
+    options = lambda command: sorted(set(re.findall(r"(--[a-z][a-z0-9-]+)", command)))
+    for start in ("pytest -n auto --shard-id", "python -m pytest_skilltransfer merge"):
+        ours = next(c for c in folded if c.startswith(start))
+        shown = next(c for block in documented for c in block.split(" && ") if start in c)
+        assert options(shown) == options(ours), start
