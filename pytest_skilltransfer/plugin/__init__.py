@@ -150,6 +150,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SETTINGS] = settings
     progress = _progress_writer(config)
     _configure_concurrency(settings, progress)
+    from ..models.sdk_common import configure_calls
+
+    configure_calls(settings.calls)
     config.stash[RUNNER] = Runner(settings, progress)
     reporting = TransferReporting(config, settings)
     config.pluginmanager.register(reporting, "skilltransfer-reporting")

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from ..models.sdk_common import CallPolicy
 from ..protocol import ProtocolConfig
 from ..seeds import Thresholds, split_pair
 
@@ -100,6 +101,14 @@ def add_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager
     _add(group, parser, "max-concurrency", "concurrent calls per model at most: N for every model, MODEL=N for "
          "one; repeatable (default: 8 per provider model, lowered on rate limits; 1 for the simulator and the "
          "local llama server)", "args", action="append", metavar="[MODEL=]N")
+    defaults = CallPolicy()
+    _add(group, parser, "provider-retries", f"retries of a provider call on 429/529/5xx/timeouts/resets (the SDKs' "
+         f"retry machinery; a retry-after the provider sends is waited for) (default {defaults.max_retries})",
+         metavar="N")
+    _add(group, parser, "provider-backoff", "wait before the first retry, doubling up to MAX, in seconds "
+         f"(default {defaults.backoff_s:g}:{defaults.max_backoff_s:g})", metavar="FIRST[:MAX]")
+    _add(group, parser, "provider-timeout", f"seconds one provider call may take (default {defaults.timeout_s:g})",
+         metavar="S")
     _add(group, parser, "local-server", "auto: start the local llama.cpp server when a local model has calls to "
          "record and SKILLTRANSFER_LOCAL_URL is unset; off: never (default auto)", metavar="MODE")
 
@@ -122,6 +131,7 @@ class Settings:
     local_server: str = "auto"
     concurrency: int | None = None  # --max-concurrency N (None: each backend's default)
     model_concurrency: dict[str, int] = field(default_factory=dict)  # --max-concurrency MODEL=N
+    calls: CallPolicy = field(default_factory=CallPolicy)  # --provider-retries/-backoff/-timeout
 
     def thresholds(self, seed: Thresholds, marker: dict[str, Any] | None = None) -> Thresholds:
         """seed.toml < ini < the test's marker < command line; None (`off`) turns a gate off."""
@@ -260,6 +270,36 @@ def _path(value: Any, base: Path) -> Path:
     return path if path.is_absolute() else base / path
 
 
+def _seconds(value: Any, where: str) -> float:
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        raise pytest.UsageError(f"{where}: expected a number of seconds, got {value!r}") from None
+    if not number > 0 or number == float("inf"):
+        raise pytest.UsageError(f"{where}: must be a positive number of seconds, got {value!r}")
+    return number
+
+
+def _call_policy(reader: _Reader) -> CallPolicy:
+    """--provider-retries, --provider-backoff FIRST[:MAX] and --provider-timeout over the defaults."""
+    policy: dict[str, Any] = {}
+    value, where = reader.get("provider-retries")
+    if value is not None:
+        policy["max_retries"] = _int(value, where, 0)
+    value, where = reader.get("provider-backoff")
+    if value is not None:
+        first, _, most = str(value).partition(":")
+        policy["backoff_s"] = _seconds(first, where)
+        policy["max_backoff_s"] = _seconds(most, where) if most.strip() else max(policy["backoff_s"],
+                                                                                  CallPolicy().max_backoff_s)
+        if policy["max_backoff_s"] < policy["backoff_s"]:
+            raise pytest.UsageError(f"{where}: MAX must not be below FIRST, got {value!r}")
+    value, where = reader.get("provider-timeout")
+    if value is not None:
+        policy["timeout_s"] = _seconds(value, where)
+    return CallPolicy(**policy)
+
+
 def read_settings(config: pytest.Config) -> Settings:
     """Parse and validate every skilltransfer option; raise pytest.UsageError naming the bad one."""
     reader = _Reader(config)
@@ -301,6 +341,7 @@ def read_settings(config: pytest.Config) -> Settings:
         local_server=_local_server(reader),
         concurrency=concurrency,
         model_concurrency=model_concurrency,
+        calls=_call_policy(reader),
     )
 
 
