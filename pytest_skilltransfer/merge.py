@@ -6,7 +6,8 @@ seed in two shards, the same base ref. Their results are then rendered by the ve
 unsharded run uses (`run_report` with its run-level statistics over all merged items, the
 terminal summary lines, the Markdown report), so the merged JSON equals an unsharded run's.
 
-Exit codes: 0 every merged gate passed; 1 a gate failed (each is named on stderr); 2 bad input.
+Exit codes: 0 every merged gate passed; 1 a gate failed, or a shard recorded a failed or errored
+item (each is named on stderr); 2 bad input.
 """
 
 from __future__ import annotations
@@ -104,6 +105,18 @@ def failed_gates(results: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def failed_tests(reports: list[dict[str, Any]], gated: set[str]) -> list[str]:
+    """Items a shard recorded as failed or errored beyond their gates (a test's own assertion, a
+    cassette miss, a broken seed), as `FAILED <id>` / `ERROR <id>` with the shard that ran them."""
+    lines = []
+    for report in reports:
+        record = report.get(SHARD_FIELD) or {}
+        where = f"in shard {record.get('id')}"
+        lines += [f"FAILED {nodeid} (the test failed {where})" for nodeid in record.get("failed", []) if nodeid not in gated]
+        lines += [f"ERROR {nodeid} (errored {where})" for nodeid in record.get("errors", [])]
+    return lines
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m pytest_skilltransfer merge",
@@ -116,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from .plugin import markdown_report
-    from .plugin.reporting import SECTION, summary_lines, write
+    from .plugin.reporting import SECTION, gate_failed, summary_lines, write
 
     args = build_parser().parse_args(argv)
     try:
@@ -142,5 +155,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(failed)} gate(s) failed:", file=sys.stderr)
         for line in failed:
             print(f"  FAILED {line}", file=sys.stderr)
-        return 1
-    return 0
+    gated = {r.get("item", "") for r in results if gate_failed(r)}
+    broken = failed_tests([report for _, report in reports], gated)
+    if broken:
+        print(f"{len(broken)} item(s) failed or errored in their shard:", file=sys.stderr)
+        for line in broken:
+            print(f"  {line}", file=sys.stderr)
+    return 1 if failed or broken else 0

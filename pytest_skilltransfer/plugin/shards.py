@@ -10,8 +10,9 @@ lightest shard (ties: the lower key, the lower shard id), so every machine and e
 computes the same split from the same collection. Ids run from 0 to N-1, as in pytest-shard.
 
 Selection runs after `-k`/`-m`, so shards balance what actually runs; items of other shards are
-reported as deselected. The JSON report of a shard carries its `shard` record (id, count, seeds
-and items it ran) so that `python -m pytest_skilltransfer merge` can check the set is complete.
+reported as deselected. The JSON report of a shard carries its `shard` record (id, count, the
+seeds and items it ran, the items that failed or errored) so that `python -m pytest_skilltransfer
+merge` can check the set is complete and fail for a failed test as the shard did.
 """
 
 from __future__ import annotations
@@ -117,6 +118,7 @@ class ShardSelection:
 
     plan: ShardPlan
     described: dict[str, Any] = field(default_factory=dict)  # seeds, items, deselected, loads
+    failed: dict[str, str] = field(default_factory=dict)  # node id -> "failed" (the test) or "error" (setup, collection)
 
     def weights(self, units: dict[str, list[pytest.Item]]) -> dict[str, float]:
         if not self.plan.durations:
@@ -161,6 +163,17 @@ class ShardSelection:
         if described and not self.described:
             self.described = described
 
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Failed and errored items, so a merge fails for them too (not only for failed gates)."""
+        if report.failed:
+            self.failed[report.nodeid] = "failed" if report.when == "call" else "error"
+        elif report.when == "call" and report.passed and self.failed.get(report.nodeid) == "failed":
+            del self.failed[report.nodeid]  # a rerun passed (pytest-rerunfailures)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.failed[report.nodeid] = "error"
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not hasattr(terminalreporter.config, "workerinput"):
             terminalreporter.write_line(self.summary())
@@ -179,7 +192,9 @@ class ShardSelection:
     def record(self) -> dict[str, Any]:
         """The `shard` record of this shard's JSON report."""
         return {"id": self.plan.shard_id, "count": self.plan.num_shards, "weighed_by": self.plan.weighed_by,
-                "seeds": self.described.get("seeds", []), "items": self.described.get("items", [])}
+                "seeds": self.described.get("seeds", []), "items": self.described.get("items", []),
+                "failed": sorted(k for k, v in self.failed.items() if v == "failed"),
+                "errors": sorted(k for k, v in self.failed.items() if v == "error")}
 
 
 def register(config: pytest.Config) -> ShardSelection | None:
