@@ -92,10 +92,10 @@ class TransferReporting:
 def summary_lines(results: list[dict[str, Any]]) -> list[str]:
     """The terminal summary of a run's results: the table, the summary line, the price comparison,
     and before -> after against the base ref. `merge` prints the same lines for merged shards."""
-    from ..report import price_difference, summary_line, text_table
+    from ..report import pair_lines, price_difference, summary_line, text_table
     from .compare import summary_lines as against_base
 
-    lines = [*text_table(results).splitlines(), summary_line(results)]
+    lines = [*text_table(results).splitlines(), summary_line(results), *pair_lines(results)]
     difference = price_difference(results)
     if difference:
         lines.append(difference)
