@@ -81,7 +81,9 @@ def test_a_regressed_pull_request_fails_against_the_base_branch(pytester: pytest
     result.assert_outcomes(failed=1)
     commit = git(pytester.path, "rev-parse", "main").strip()
     result.stdout.fnmatch_lines([
-        "*FAILED transferred score 0.000 dropped 1.000*",
+        "  FAILED regression: transferred change -1.000 [[]-1.000, -0.471[]] over 12 common task(s) vs the snapshot "
+        f"at main ({commit[:7]}) (p = 0.000488, tolerance 0.050); the drop is beyond the tolerance; this change "
+        "makes the item worse than its base",
         f"regression against main ({commit[:7]}): 1 regressed",
         "  seeds/router*::transfer[[]cover-a->cover-b[]]: 1.00 -> 0.00  regressed",
     ], consecutive=False)

@@ -155,28 +155,37 @@ class Before:
     path: Path
     text: str | None
 
+    @property
+    def reference(self) -> str:
+        """How gate messages name what this item is compared with."""
+        return f"the snapshot at {self.base.name} ({self.base.commit[:7]})"
+
     def committed(self, parse: Callable[[str], T]) -> T | None:
         """What the regression gate compares with, parsed from the text at the ref (None: new)."""
         return None if self.text is None else parse(self.text)
 
     def record(self, result: dict[str, Any], gate: dict[str, Any]) -> dict[str, Any]:
-        """The item's `compare` record in the JSON report: ref, before -> after and the regression verdict."""
-        from .snapshots import score_of_text
+        """The item's `compare` record in the JSON report: ref, before -> after and the regression verdict.
 
-        new = self.text is None
+        `status`: compared; new (no snapshot at the ref); unscored (a snapshot there without per-task
+        scores, written before they were recorded: nothing to pair with, and said so).
+        """
+        from .snapshots import parse_per_task
+
+        per_task = None if self.text is None else parse_per_task(self.text)
+        status = "new" if self.text is None else "unscored" if per_task is None else "compared"
+        before = round(sum(per_task.values()) / len(per_task), 3) if per_task else None
+        verdict = regression_verdict(gate) if status == "compared" else status
         return {"ref": self.base.name, "commit": self.base.commit, "snapshot": self.base.relative(self.path),
-                "status": "new" if new else "compared", "before": None if new else score_of_text(self.text or ""),
-                "after": result["transferred"], "verdict": "new" if new else regression_verdict(gate)}
+                "status": status, "before": before, "after": result["transferred"], "verdict": verdict}
 
 
 def regression_verdict(gate: dict[str, Any]) -> str:
-    """pass, fail or inconclusive: the regression gate's verdict in a gate record ("off" when not run)."""
+    """The regression gate's verdict in a gate record: pass or fail, "off" when it did not run."""
     for decision in gate.get("gates", []):
         if decision["gate"] == "regression_tolerance":
             return str(decision["verdict"])
-    if "gates" in gate or gate.get("thresholds", {}).get("regression_tolerance") is None:
-        return "off"
-    return "fail" if any("committed snapshot" in failure for failure in gate["failures"]) else "pass"
+    return "off"
 
 
 def before(config: pytest.Config, snapshot_path: Path) -> Before | None:
@@ -198,7 +207,7 @@ def summary_lines(results: list[dict[str, Any]], every: bool = True) -> list[str
     if not compared:
         return []
     first = compared[0]["compare"]
-    counts = {v: sum(1 for r in compared if r["compare"]["verdict"] == v) for v in ("fail", "inconclusive", "new", "off")}
+    counts = {v: sum(1 for r in compared if r["compare"]["verdict"] == v) for v in VERDICT_WORDS if v != "pass"}
     said = ", ".join(f"{n} {VERDICT_WORDS[v]}" for v, n in counts.items() if n) or "no regression"
     lines = [f"regression against {first['ref']} ({first['commit'][:7]}): {said}"]
     shown = [r for r in compared if every or r["compare"]["verdict"] != "pass" or r["compare"]["before"] != r["compare"]["after"]]
@@ -213,5 +222,6 @@ def summary_lines(results: list[dict[str, Any]], every: bool = True) -> list[str
     return lines
 
 
-VERDICT_WORDS = {"pass": "ok", "fail": "regressed", "inconclusive": "inconclusive", "new": "new (no snapshot at the ref)",
+VERDICT_WORDS = {"pass": "ok", "fail": "regressed", "new": "new (no snapshot at the ref)",
+                 "unscored": "not compared (the snapshot at the ref has no per-task scores)",
                  "off": "not gated (regression_tolerance off)"}
