@@ -96,10 +96,12 @@ def summary_lines(results: list[dict[str, Any]]) -> list[str]:
     from .compare import summary_lines as against_base
 
     lines = [*text_table(results).splitlines(), summary_line(results), *pair_lines(results)]
+    from ..judge_report import judge_lines
+
     difference = price_difference(results)
     if difference:
         lines.append(difference)
-    return lines + against_base(results, every=False)
+    return lines + judge_lines(results) + against_base(results, every=False)
 
 
 def write(path: Path, text: str) -> None:
