@@ -35,13 +35,19 @@ def _bold(verdict: str) -> str:
 
 
 def _against_base(ordered: list[dict[str, Any]]) -> list[str]:
-    """Before -> after per item against the base ref (`--compare-to`), as a list; [] without a ref."""
-    from .compare import summary_lines
+    """Before -> after per item against the base ref (`--compare-to`), as a table; [] without a ref."""
+    from .compare import VERDICT_WORDS, comparisons
 
-    lines = summary_lines(ordered)
-    if not lines:
+    regressed = VERDICT_WORDS["fail"]
+    heading, rows = comparisons(ordered)
+    if not heading:
         return []
-    return ["## " + lines[0][0].upper() + lines[0][1:], "", *(f"- {line.strip()}" for line in lines[1:]), ""]
+    lines = ["## " + heading[0].upper() + heading[1:], "", "| item | before | after | regression gate |",
+             "|---|---|---|---|"]
+    for item, before, after, verdict in rows:
+        shown = f"**{verdict}**" if verdict == regressed else verdict
+        lines.append(f"| {_cell(item)} | {before} | {after} | {shown} |")
+    return lines + [""]
 
 
 def chart(result: dict[str, Any]) -> list[str]:

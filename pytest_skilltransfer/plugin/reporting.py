@@ -101,7 +101,7 @@ def summary_lines(results: list[dict[str, Any]]) -> list[str]:
     difference = price_difference(results)
     if difference:
         lines.append(difference)
-    return lines + judge_lines(results) + against_base(results, every=False)
+    return lines + judge_lines(results) + against_base(results)
 
 
 def write(path: Path, text: str) -> None:
