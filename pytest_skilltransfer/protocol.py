@@ -234,7 +234,7 @@ class SeedSession:
         def judge(job: tuple[Task, int]) -> SampleResult:
             task, sample = job
             attempt = run_task(ctx, skill, task, sample)
-            verdict = judges.score(task.judge, attempt)
+            verdict = judges.score(task.judge, attempt, task.origin)
             return SampleResult(sample, verdict.hard, verdict.soft, verdict.failed, attempt.text, attempt.tools_called)
 
         workers = min(self.concurrency(model), len(jobs))

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
+import regex
 import tomllib
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .judges import BOUND_OPS, JUDGE_KINDS, RULE_OPS, TEXT_OPS, Check, Judge
+from .judges import BOUND_OPS, JUDGE_KINDS, RULE_OPS, TEXT_OPS, Check, Judge, compile_pattern
+from .regex_portability import javascript_problems
 
 SKILL_FILE = "SKILL.md"
 TRAIN_FILE = "benchmark.jsonl"
@@ -94,6 +96,10 @@ class SeedProblem:
 
     def __str__(self) -> str:
         return f"{self.where}: {self.message}"
+
+
+class SeedPortabilityWarning(UserWarning):
+    """A seed loads here but would be judged differently by gbrain (JavaScript regex semantics)."""
 
 
 class SeedError(Exception):
@@ -175,10 +181,13 @@ def _parse_check(raw: Any, where: str, problems: list[SeedProblem]) -> Check | N
             return None
         if op == "regex":
             try:
-                re.compile(arg, re.M)
-            except re.error as exc:
+                compile_pattern(arg)
+            except regex.error as exc:
                 problems.append(SeedProblem(where, f"regex {arg!r} does not compile: {exc}"))
                 return None
+            for problem in javascript_problems(arg):
+                warnings.warn(SeedPortabilityWarning(f"{where}: regex {arg!r}: {problem}; gbrain's judge would "
+                                                     "score this check differently"), stacklevel=2)
     return Check(op=op, arg=arg)
 
 
