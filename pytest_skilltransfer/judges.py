@@ -12,6 +12,7 @@ Semantics follow gbrain-evals `skillopt-v1` where it defines an op, and are stri
 | max_chars N / min_chars N | the length in UTF-16 code units (JavaScript's `length`) is <= N / >= N |
 | no_refusal | the text is not empty and does not open with a refusal |
 | tool_called T | the agent made at least one successful call of tool T through the tool loop |
+| rubric C | a judge model, shown only the task, the answer and the criterion C, says it meets C |
 
 Line ends: `\r\n` and `\r` count as `\n` for `section_present` and `regex`, as JavaScript's
 multiline `^`/`$` treat them. A regex gets REGEX_TIMEOUT_SECONDS per check (the `regex` library's
@@ -23,7 +24,9 @@ Differences from gbrain's `applyCheck` that remain, each pinned by a test: Pytho
 JavaScript throws and gbrain fails the check; `\s` is ASCII whitespace here and Unicode in
 JavaScript; a pattern that matches `\r` itself sees `\n`.
 
-A rule judge scores hard = 1 when every check passes and soft = the fraction that pass.
+A rule judge scores hard = 1 when every check passes and soft = the fraction that pass. Rubric
+checks mix with the others; `score` asks a `Grade` callable for them (see `rubric`), and a rubric
+verdict that is not a clear majority pass (a judge error, a tie) fails its check.
 A qrels judge scores soft = nDCG@k of the slugs the agent's successful tool calls returned
 (deduplicated in call order, binary relevance; gbrain's score) and hard = 1 when every expected slug
 is in the top k (gbrain has no pass/fail: a page at rank 3 is hard 1, soft 0.5).
@@ -41,8 +44,9 @@ import regex
 
 TEXT_OPS = ("section_present", "section_contains", "regex", "contains", "not_contains")
 BOUND_OPS = ("max_chars", "min_chars")
-RULE_OPS = TEXT_OPS + BOUND_OPS + ("no_refusal", "tool_called")
-JUDGE_KINDS = ("rule", "qrels")
+RUBRIC_OP = "rubric"
+RULE_OPS = TEXT_OPS + BOUND_OPS + ("no_refusal", "tool_called", RUBRIC_OP)
+JUDGE_KINDS = ("rule", "qrels", "rubric")
 REGEX_FLAGS = regex.MULTILINE | regex.ASCII
 REGEX_TIMEOUT_SECONDS = 1.0
 
@@ -105,12 +109,50 @@ class Attempt:
 
 
 @dataclass(frozen=True)
+class RubricVerdict:
+    """A judge model's majority verdict on one rubric criterion for one answer.
+
+    `votes` holds one of "pass", "fail", "error" per judge sample; `passed` needs a strict majority
+    of "pass". `agreement` is the share of votes equal to the most common one (None with one sample);
+    a check is unstable when its votes disagree.
+    """
+
+    criterion: str
+    passed: bool
+    reason: str
+    votes: tuple[str, ...]
+
+    @property
+    def agreement(self) -> float | None:
+        if len(self.votes) < 2:
+            return None
+        return max(self.votes.count(v) for v in set(self.votes)) / len(self.votes)
+
+    @property
+    def unstable(self) -> bool:
+        return len(set(self.votes)) > 1
+
+    @property
+    def errors(self) -> int:
+        return self.votes.count("error")
+
+    @property
+    def uncertain(self) -> bool:
+        """Unstable, or resting on a judge error: the check's outcome is not a clean verdict."""
+        return self.unstable or self.errors > 0
+
+
+Grade = Callable[[Check], RubricVerdict]
+
+
+@dataclass(frozen=True)
 class Verdict:
-    """A judged attempt: hard (0/1), soft (0..1) and the labels of the checks that failed."""
+    """A judged attempt: hard (0/1), soft (0..1), the labels of the checks that failed, rubric verdicts."""
 
     hard: float
     soft: float
     failed: tuple[str, ...] = ()
+    rubric: tuple[RubricVerdict, ...] = ()
 
 
 def _heading_texts(text: str) -> list[str]:
@@ -176,8 +218,14 @@ TEXT_CHECKS: dict[str, Callable[[str, Any], bool]] = {
 }
 
 
+class NoJudgeModel(ValueError):
+    """A rubric check was scored without a judge model."""
+
+
 def check_passes(check: Check, attempt: Attempt) -> bool:
-    """Whether one rule check passes on an attempt."""
+    """Whether one rule check passes on an attempt (rubric checks need `score` with a `Grade`)."""
+    if check.op == RUBRIC_OP:
+        raise NoJudgeModel(f"rubric check {check.arg!r} needs a judge model (--judge MODEL)")
     if check.op == "tool_called":
         return check.arg in attempt.tools_called
     try:
@@ -208,19 +256,37 @@ def _check_outcome(check: Check, attempt: Attempt, origin: str) -> str | None:
         return f"{check.label()} (timed out after {REGEX_TIMEOUT_SECONDS:g} s)"
 
 
-def score(judge: Judge, attempt: Attempt, origin: str = "") -> Verdict:
-    """Judge one attempt; `origin` (`file:line` of the task) names the task in warnings."""
+def score(judge: Judge, attempt: Attempt, grade: Grade | None = None, origin: str = "") -> Verdict:
+    """Judge one attempt; `grade` answers the rubric checks (a judge model behind it); `origin` (`file:line`
+    of the task) names the task in warnings."""
     if judge.kind == "qrels":
         top = attempt.retrieved_slugs[: judge.k]
         missing = tuple(f"qrels: {slug} not in top {judge.k}" for slug in judge.expected_slugs if slug not in top)
         return Verdict(hard=0.0 if missing else 1.0, soft=ndcg_at_k(attempt.retrieved_slugs, judge.expected_slugs, judge.k), failed=missing)
-    if judge.kind != "rule":
+    if judge.kind not in ("rule", "rubric"):
         raise ValueError(f"unknown judge kind {judge.kind!r}; known kinds: {', '.join(JUDGE_KINDS)}")
-    outcomes = (_check_outcome(c, attempt, origin) for c in judge.checks)
-    failed = tuple(label for label in outcomes if label is not None)
+    rubric: list[RubricVerdict] = []
+    failed: list[str] = []
+    for check in judge.checks:
+        if check.op == RUBRIC_OP:
+            if grade is None:
+                raise NoJudgeModel(f"rubric check {check.arg!r} needs a judge model (--judge MODEL)")
+            verdict = grade(check)
+            rubric.append(verdict)
+            if not verdict.passed:
+                failed.append(check.label())
+        else:
+            label = _check_outcome(check, attempt, origin)
+            if label is not None:
+                failed.append(label)
     total = len(judge.checks)
     soft = (total - len(failed)) / total if total else 0.0
-    return Verdict(hard=1.0 if total and not failed else 0.0, soft=soft, failed=failed)
+    return Verdict(hard=1.0 if total and not failed else 0.0, soft=soft, failed=tuple(failed), rubric=tuple(rubric))
+
+
+def has_rubric(judge: Judge) -> bool:
+    """Whether a judge holds at least one rubric check."""
+    return any(c.op == RUBRIC_OP for c in judge.checks)
 
 
 def describe_check(check: Check) -> str:
@@ -236,6 +302,7 @@ def describe_check(check: Check) -> str:
         "min_chars": f"is at least {arg} characters long",
         "no_refusal": "answers the request instead of refusing it",
         "tool_called": f'calls the "{arg}" tool before answering',
+        RUBRIC_OP: f'meets this criterion, as a judge model reads it: "{arg}"',
     }.get(check.op)
     return f"the answer {wording}" if wording else f"{check.op} {arg}"
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from .judge_report import judge_json, verdict_json
 from .prices import cache_saving_usd, cost_usd
 from .protocol import Costs, Evaluation, Night, Optimization, TransferResult, total_costs
 from .summary import summarize
@@ -78,7 +79,8 @@ def _evaluation(ev: Evaluation | None) -> dict[str, Any] | None:
         "scoring": {"profile": ev.scoring, "score": round(ev.profile_score, 4)},
         "tasks": [
             {"task_id": t.task_id, "hard": round(t.hard, 4), "soft": round(t.soft, 4),
-             "samples": [{"sample_id": s.sample_id, "hard": s.hard, "soft": round(s.soft, 4), "failed": list(s.failed)}
+             "samples": [{"sample_id": s.sample_id, "hard": s.hard, "soft": round(s.soft, 4), "failed": list(s.failed),
+                          **({"rubric": [verdict_json(v) for v in s.rubric]} if s.rubric else {})}
                          for s in t.samples]}
             for t in ev.tasks
         ],
@@ -147,6 +149,7 @@ def result_to_json(result: TransferResult) -> dict[str, Any]:
             "cache_saved_usd": _round_usd(cache_saved(merged)),
         },
         "config": asdict(result.config),
+        **({"judge": judge_json(result)} if result.judge is not None else {}),
     }
 
 

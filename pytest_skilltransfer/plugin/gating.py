@@ -15,11 +15,15 @@ The burden of proof lies on the claim a gate protects:
 
 With `correction="bonferroni"` the intervals are taken at level 1 - 0.05 / m for the m transfer items
 of the run (the run summary applies Holm to all items; a gate cannot wait for the others).
+
+A pass never rests on uncertain rubric verdicts (unstable judge samples, judge errors): the gates
+are applied again with each of them resolved against the transferred skill (and in the baseline's
+favour), and a pass that does not survive this is inconclusive, naming how many there were.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import stats
@@ -143,10 +147,13 @@ def per_task(evaluation: dict[str, Any] | None) -> dict[str, float]:
 
 
 def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str, float] | None = None,
-             updating: bool = False, correction: str = "none", family: int = 1) -> GateOutcome:
+             updating: bool = False, correction: str = "none", family: int = 1,
+             reference: str | None = None) -> GateOutcome:
     """Apply every configured gate to a result in the JSON shape of `result_json`.
 
-    `committed` holds the committed snapshot's transferred per-task scores (None: no snapshot).
+    `committed` holds the committed snapshot's transferred per-task scores (None: no snapshot);
+    `reference` names where they come from when that is not the working tree (e.g. `the snapshot at
+    origin/main`), and then a failure asks for a fix rather than for `--snapshot-update`.
     """
     level = gate_level(correction, family)
     gates: list[Gate] = []
@@ -166,11 +173,33 @@ def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str
     if thresholds.regression_tolerance is not None and committed is not None and not updating:
         check = stats.regression(committed, per_task(result["scores"]["transferred"]), thresholds.regression_tolerance)
         message = check.message()
+        if reference is not None:
+            message = message.replace("the committed snapshot", reference)
         if check.verdict == stats.FAIL:
-            message = ("regression: " + message + "; the drop is beyond the tolerance; run with --snapshot-update "
-                       "to accept")
+            accept = ("this change makes the item worse than its base" if reference is not None
+                      else "run with --snapshot-update to accept")
+            message = "regression: " + message + "; the drop is beyond the tolerance; " + accept
         gain = check.gain
         gates.append(Gate("regression_tolerance", check.verdict, thresholds.regression_tolerance,
                           None if gain is None else gain.mean, None if gain is None else gain.low,
                           None if gain is None else gain.high, message))
-    return GateOutcome(tuple(gates), tuple(notes), level, dict(thresholds.__dict__))
+    outcome = GateOutcome(tuple(gates), tuple(notes), level, dict(thresholds.__dict__))
+    return _judge_stability(outcome, result, thresholds, committed, updating, correction, family)
+
+
+def _judge_stability(outcome: GateOutcome, result: dict[str, Any], thresholds: Thresholds,
+                     committed: dict[str, float] | None, updating: bool, correction: str, family: int) -> GateOutcome:
+    """A pass that does not survive its uncertain rubric verdicts resolved against the skill is inconclusive."""
+    from ..judge_report import adverse, uncertain_count
+
+    count = uncertain_count(result) if result.get("judge") else 0
+    if not count or outcome.verdict != stats.PASS or not outcome.gates:
+        return outcome
+    worst = evaluate(adverse(result), thresholds, committed, updating, correction, family)
+    if worst.verdict == stats.PASS:
+        return outcome
+    message = (f"the pass rests on {count} uncertain rubric verdict(s) (unstable judge samples or judge errors): "
+               f"with them resolved against the skill, {'; '.join(worst.failures + worst.inconclusive)}; "
+               "raise --judge-samples or sharpen the criterion")
+    gate = Gate("judge_stability", stats.INCONCLUSIVE, 0.0, float(count), None, None, message)
+    return replace(outcome, gates=outcome.gates + (gate,))

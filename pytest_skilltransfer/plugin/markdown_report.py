@@ -2,13 +2,15 @@
 
 It holds the summary line, the table of every item with its gate verdict, one mermaid
 `xychart-beta` bar chart per seed and pair (baseline / transferred / direct on the target, which
-GitHub renders), the failed gates, and the optimization price comparison.
+GitHub renders), the failed gates, the rubric judges' agreement and calibration, and the
+optimization price comparison.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..judge_report import judge_lines
 from ..report import LEGEND, MD_COLUMNS, md_rows, pair_lines, price_difference, summary_line
 
 
@@ -30,6 +32,16 @@ def _key(result: dict[str, Any]) -> tuple[str, str, str]:
 
 def _bold(verdict: str) -> str:
     return "**FAIL**" if verdict == "fail" else verdict
+
+
+def _against_base(ordered: list[dict[str, Any]]) -> list[str]:
+    """Before -> after per item against the base ref (`--compare-to`), as a list; [] without a ref."""
+    from .compare import summary_lines
+
+    lines = summary_lines(ordered)
+    if not lines:
+        return []
+    return ["## " + lines[0][0].upper() + lines[0][1:], "", *(f"- {line.strip()}" for line in lines[1:]), ""]
 
 
 def chart(result: dict[str, Any]) -> list[str]:
@@ -58,6 +70,7 @@ def render(results: list[dict[str, Any]]) -> str:
     difference = price_difference(ordered)
     if difference:
         lines += [difference, ""]
+    lines += _against_base(ordered)
     failed = [r for r in ordered if r.get("gate") and not r["gate"]["passed"]]
     if failed:
         lines += ["## Failed or inconclusive gates", ""]
@@ -67,6 +80,9 @@ def render(results: list[dict[str, Any]]) -> str:
                        *([gate["snapshot"]] if gate["snapshot"] != "ok" else [])]
             lines += [f"- **{result['seed']}** ({result['source']} -> {result['target']}): " + "; ".join(reasons)]
         lines.append("")
+    judged = judge_lines(ordered)
+    if judged:
+        lines += ["## Rubric judges", "", *(f"- {line.strip()}" for line in judged), ""]
     lines += ["## Scores per seed", ""]
     for result in ordered:
         lines += chart(result) + [""]
