@@ -32,6 +32,7 @@ from .ledger import CallCache, Meter, Tally
 from .models.base import Message, Model, Request, resolve_model
 from .reflect import RETRY_NOTE, EditParseError, Observation, RejectedEdit, build_reflect_request, parse_edits
 from .rubric import Calibration, JudgeSetup, RubricJudge, calibrate, family_warning
+from .scoring import scoring_profile
 from .seeds import Seed, Task
 from .stats import Estimate, Gain, Ratio, efficiency_ratio, paired_gain, score
 from .tools import load_corpus
@@ -54,6 +55,7 @@ class ProtocolConfig:
     direct: bool = True
     gate_weight: float = 0.5
     workers: int = 1
+    scoring: str = "default"  # a scoring profile (pytest_skilltransfer.scoring): "default" or "gbrain"
 
     def validate(self) -> None:
         """Raise ValueError naming the first bad setting."""
@@ -65,6 +67,7 @@ class ProtocolConfig:
                 raise ValueError(f"{name} must be 0 (no cap) or positive, got {getattr(self, name)}")
         if not 0 <= self.gate_weight <= 1:
             raise ValueError(f"gate_weight must be within [0, 1], got {self.gate_weight}")
+        scoring_profile(self.scoring)
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,7 @@ class Evaluation:
     tasks: tuple[TaskResult, ...]
     costs: Costs
     gate_weight: float = 0.5
+    scoring: str = "default"
 
     @cached_property
     def hard(self) -> Estimate:
@@ -115,11 +119,18 @@ class Evaluation:
     def soft(self) -> Estimate:
         return score([t.soft for t in self.tasks])
 
+    def _rollouts(self) -> list[list[tuple[float, float]]]:
+        return [[(s.hard, s.soft) for s in t.samples] for t in self.tasks]
+
     @property
     def gate_score(self) -> float:
-        """The mixed metric (1-w)*hard + w*soft used by the validation gate."""
-        w = self.gate_weight
-        return (1 - w) * self.hard.mean + w * self.soft.mean
+        """The number the validation gate compares, as the scoring profile defines it."""
+        return scoring_profile(self.scoring).gate_score(self._rollouts(), self.gate_weight)
+
+    @property
+    def profile_score(self) -> float:
+        """The scoring profile's set score (default: mean hard; gbrain: mean of per-task soft medians)."""
+        return scoring_profile(self.scoring).set_score(self._rollouts())
 
 
 @dataclass(frozen=True)
@@ -283,7 +294,7 @@ class SeedSession:
             task, sample = job
             attempt = run_task(ctx, skill, task, sample)
             grade = self.rubric.grader(task.text, attempt.text, own_meter) if self.rubric else None
-            verdict = judges.score(task.judge, attempt, grade)
+            verdict = judges.score(task.judge, attempt, grade, task.origin)
             return SampleResult(sample, verdict.hard, verdict.soft, verdict.failed, attempt.text, attempt.tools_called,
                                 verdict.rubric)
 
@@ -296,7 +307,8 @@ class SeedSession:
         per_task = tuple(
             TaskResult(task.id, tuple(r for (t, _), r in zip(jobs, results) if t is task)) for task in tasks
         )
-        evaluation = Evaluation(model.model_id, split, per_task, own_meter.snapshot(), self.config.gate_weight)
+        evaluation = Evaluation(model.model_id, split, per_task, own_meter.snapshot(), self.config.gate_weight,
+                                self.config.scoring)
         if meter is None:
             self._evaluations[key] = evaluation
         return evaluation
@@ -334,7 +346,7 @@ class SeedSession:
                 self.progress(f"{label}: night {number}: no edit applied")
                 continue
             candidate = self.evaluate(agent, outcome.skill, "val", meter)
-            accepted = candidate.gate_score > val.gate_score
+            accepted = scoring_profile(self.config.scoring).accepts(candidate.gate_score, val.gate_score)
             nights.append(Night(number, val.gate_score, candidate.gate_score, accepted, outcome.applied, outcome.unmatched, note))
             verb = "accepted" if accepted else "rejected"
             self.progress(f"{label}: night {number}: val {val.gate_score:.2f} -> {candidate.gate_score:.2f}, "
