@@ -57,6 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
                              f"(0 = all; default {defaults.limit_test}); fewer tasks, wider intervals")
     parser.add_argument("--samples", type=int, default=defaults.samples,
                         help=f"rollouts per task (default {defaults.samples}); a task scores the mean of its samples")
+    parser.add_argument("--restarts", type=int, default=defaults.restarts,
+                        help=f"independent optimizations per seed, each with its own train/val split and optimizer "
+                             f"sample ids (default {defaults.restarts}); the gain's interval includes their spread")
+    parser.add_argument("--min-delta", type=float, default=defaults.min_delta,
+                        help="the validation gate keeps edits only when val improves by at least this "
+                             f"(and by more than 0; default {defaults.min_delta})")
     parser.add_argument("--workers", type=int, default=defaults.workers, help="concurrent model calls")
     parser.add_argument("--no-direct", action="store_true", help="skip the direct optimization on the target")
     parser.add_argument("--json", action="store_true", help="print the JSON report instead of text")
@@ -93,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
         optimizer = resolve_model(args.optimizer) if args.optimizer else None
         config = ProtocolConfig(
             nights=args.nights, edit_budget=args.edit_budget, limit_replay=args.limit_replay,
-            limit_holdout=args.limit_holdout, limit_test=args.limit_test, samples=args.samples, direct=not args.no_direct, workers=args.workers,
+            limit_holdout=args.limit_holdout, limit_test=args.limit_test, samples=args.samples,
+            restarts=args.restarts, min_delta=args.min_delta, direct=not args.no_direct, workers=args.workers,
         )
         config.validate()
         seeds = load_seeds(Path(args.data_root), [n.strip() for n in args.seeds.split(",") if n.strip()])
