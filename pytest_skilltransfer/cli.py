@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .models.base import ModelCallError, ModelError, resolve_model
 from .protocol import ProtocolConfig, SeedSession
-from .report import price_difference, seed_line, summary_line
+from .report import pair_lines, price_difference, seed_line, summary_line
 from .result_json import run_to_json
 from .seeds import Seed, SeedError, discover_seeds, load_seed
 
@@ -123,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(report, indent=2))
     else:
         print(summary_line(report["results"]))
+        for line in pair_lines(report["results"]):
+            print(line)
         difference = price_difference(report["results"])
         if difference:
             print(difference)

@@ -7,7 +7,10 @@
 
 One night: score val; replay train; reflect on failures and successes (with the edits rejected
 so far); apply at most `edit_budget` edits to the learned block; keep them only when the val gate
-score strictly improves; stop early once val is perfect.
+score improves by more than 0 and by at least `min_delta`; stop early once val is perfect.
+
+With `restarts` R > 1, steps 2-4 run R times, each restart with its own train/val split and
+optimizer sample ids (`restarts`); every restart scores the same test tasks.
 
 A `SeedSession` memoizes evaluations and optimizations, so items that share a target baseline or
 a source optimization compute it once; its call cache makes sure no request is sent twice.
