@@ -10,8 +10,10 @@ import json
 import sys
 from pathlib import Path
 
+from .judge_report import judge_lines
 from .models.base import ModelCallError, ModelError, resolve_model
-from .protocol import ProtocolConfig, SeedSession
+from .protocol import CalibrationFailed, NoJudgeConfigured, ProtocolConfig, SeedSession, seed_judge
+from .rubric import DEFAULT_MIN_ACCURACY, JudgeSetup
 from .report import pair_lines, price_difference, seed_line, summary_line
 from .result_json import run_to_json
 from .seeds import Seed, SeedError, discover_seeds, load_seed
@@ -38,6 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--source", help="model that the skill is optimized with, e.g. sim-small or haiku")
     parser.add_argument("--target", help="model the frozen skill is deployed on, e.g. sim-large or sonnet")
     parser.add_argument("--optimizer", help="model that proposes edits (default: the agent model itself)")
+    parser.add_argument("--judge", help="judge model for rubric checks (default: each seed's [judge] model)")
+    parser.add_argument("--judge-samples", type=int, help="judge calls per rubric check, majority vote")
+    parser.add_argument("--judge-min-accuracy", type=float, help="least judge accuracy on judge-calibration.jsonl")
     for role in ("source", "target"):
         parser.add_argument(f"--{role}-backend", help=argparse.SUPPRESS)
         parser.add_argument(f"--{role}-model", help=argparse.SUPPRESS)
@@ -68,6 +73,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="print the JSON report instead of text")
     parser.add_argument("-v", "--verbose", action="store_true", help="print per-night progress to stderr")
     return parser
+
+
+def _judge(seed: Seed, args: argparse.Namespace) -> JudgeSetup | None:
+    """The command line's judge settings over the seed's [judge] table."""
+    chosen = seed_judge(seed)
+    if args.judge is None and chosen is None:
+        return None
+    model = resolve_model(args.judge) if args.judge else chosen.model  # type: ignore[union-attr]
+    samples = args.judge_samples or (chosen.samples if chosen else 1)
+    if samples < 1:
+        raise UsageError(f"--judge-samples must be at least 1, got {samples}")
+    accuracy = args.judge_min_accuracy if args.judge_min_accuracy is not None else (
+        chosen.min_accuracy if chosen else DEFAULT_MIN_ACCURACY)
+    return JudgeSetup(model, samples, accuracy)
 
 
 def load_seeds(root: Path, names: list[str]) -> list[Seed]:
@@ -104,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         config.validate()
         seeds = load_seeds(Path(args.data_root), [n.strip() for n in args.seeds.split(",") if n.strip()])
+        judges = {seed.name: _judge(seed, args) for seed in seeds}
     except (UsageError, ModelError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -111,11 +131,11 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     try:
         for seed in seeds:
-            result = SeedSession(seed, config, progress).transfer(source, target, optimizer)
+            result = SeedSession(seed, config, progress, judge=judges[seed.name]).transfer(source, target, optimizer)
             results.append(result)
             if not args.json:
                 print(seed_line(run_to_json([result])["results"][0]), flush=True)
-    except ModelCallError as exc:
+    except (ModelCallError, NoJudgeConfigured, CalibrationFailed) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     report = run_to_json(results)
@@ -128,4 +148,6 @@ def main(argv: list[str] | None = None) -> int:
         difference = price_difference(report["results"])
         if difference:
             print(difference)
+        for line in judge_lines(report["results"]):
+            print(line)
     return 0

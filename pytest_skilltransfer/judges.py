@@ -12,8 +12,11 @@ Semantics follow gbrain-evals `skillopt-v1` where it defines an op, and are stri
 | max_chars N / min_chars N | len(text) <= N / len(text) >= N |
 | no_refusal | the text is not empty and does not open with a refusal |
 | tool_called T | the agent made at least one successful call of tool T through the tool loop |
+| rubric C | a judge model, shown only the task, the answer and the criterion C, says it meets C |
 
-A rule judge scores hard = 1 when every check passes and soft = the fraction that pass.
+A rule judge scores hard = 1 when every check passes and soft = the fraction that pass. Rubric
+checks mix with the others; `score` asks a `Grade` callable for them (see `rubric`), and a rubric
+verdict that is not a clear majority pass (a judge error, a tie) fails its check.
 A qrels judge scores soft = nDCG@k of the slugs the agent's successful tool calls returned
 (deduplicated in call order, binary relevance) and hard = 1 when every expected slug is in the top k.
 """
@@ -27,8 +30,9 @@ from typing import Any, Callable
 
 TEXT_OPS = ("section_present", "section_contains", "regex", "contains", "not_contains")
 BOUND_OPS = ("max_chars", "min_chars")
-RULE_OPS = TEXT_OPS + BOUND_OPS + ("no_refusal", "tool_called")
-JUDGE_KINDS = ("rule", "qrels")
+RUBRIC_OP = "rubric"
+RULE_OPS = TEXT_OPS + BOUND_OPS + ("no_refusal", "tool_called", RUBRIC_OP)
+JUDGE_KINDS = ("rule", "qrels", "rubric")
 
 REFUSAL_OPENINGS = (
     "i can't",
@@ -85,12 +89,50 @@ class Attempt:
 
 
 @dataclass(frozen=True)
+class RubricVerdict:
+    """A judge model's majority verdict on one rubric criterion for one answer.
+
+    `votes` holds one of "pass", "fail", "error" per judge sample; `passed` needs a strict majority
+    of "pass". `agreement` is the share of votes equal to the most common one (None with one sample);
+    a check is unstable when its votes disagree.
+    """
+
+    criterion: str
+    passed: bool
+    reason: str
+    votes: tuple[str, ...]
+
+    @property
+    def agreement(self) -> float | None:
+        if len(self.votes) < 2:
+            return None
+        return max(self.votes.count(v) for v in set(self.votes)) / len(self.votes)
+
+    @property
+    def unstable(self) -> bool:
+        return len(set(self.votes)) > 1
+
+    @property
+    def errors(self) -> int:
+        return self.votes.count("error")
+
+    @property
+    def uncertain(self) -> bool:
+        """Unstable, or resting on a judge error: the check's outcome is not a clean verdict."""
+        return self.unstable or self.errors > 0
+
+
+Grade = Callable[[Check], RubricVerdict]
+
+
+@dataclass(frozen=True)
 class Verdict:
-    """A judged attempt: hard (0/1), soft (0..1) and the labels of the checks that failed."""
+    """A judged attempt: hard (0/1), soft (0..1), the labels of the checks that failed, rubric verdicts."""
 
     hard: float
     soft: float
     failed: tuple[str, ...] = ()
+    rubric: tuple[RubricVerdict, ...] = ()
 
 
 def _heading_texts(text: str) -> list[str]:
@@ -129,8 +171,14 @@ TEXT_CHECKS: dict[str, Callable[[str, Any], bool]] = {
 }
 
 
+class NoJudgeModel(ValueError):
+    """A rubric check was scored without a judge model."""
+
+
 def check_passes(check: Check, attempt: Attempt) -> bool:
-    """Whether one rule check passes on an attempt."""
+    """Whether one rule check passes on an attempt (rubric checks need `score` with a `Grade`)."""
+    if check.op == RUBRIC_OP:
+        raise NoJudgeModel(f"rubric check {check.arg!r} needs a judge model (--judge MODEL)")
     if check.op == "tool_called":
         return check.arg in attempt.tools_called
     try:
@@ -148,18 +196,35 @@ def ndcg_at_k(retrieved: tuple[str, ...], expected: tuple[str, ...], k: int) -> 
     return dcg / ideal if ideal else 0.0
 
 
-def score(judge: Judge, attempt: Attempt) -> Verdict:
-    """Judge one attempt."""
+def score(judge: Judge, attempt: Attempt, grade: Grade | None = None) -> Verdict:
+    """Judge one attempt; `grade` answers the rubric checks (a judge model behind it)."""
     if judge.kind == "qrels":
         top = attempt.retrieved_slugs[: judge.k]
         missing = tuple(f"qrels: {slug} not in top {judge.k}" for slug in judge.expected_slugs if slug not in top)
         return Verdict(hard=0.0 if missing else 1.0, soft=ndcg_at_k(attempt.retrieved_slugs, judge.expected_slugs, judge.k), failed=missing)
-    if judge.kind != "rule":
+    if judge.kind not in ("rule", "rubric"):
         raise ValueError(f"unknown judge kind {judge.kind!r}; known kinds: {', '.join(JUDGE_KINDS)}")
-    failed = tuple(c.label() for c in judge.checks if not check_passes(c, attempt))
+    rubric: list[RubricVerdict] = []
+    failed: list[str] = []
+    for check in judge.checks:
+        if check.op == RUBRIC_OP:
+            if grade is None:
+                raise NoJudgeModel(f"rubric check {check.arg!r} needs a judge model (--judge MODEL)")
+            verdict = grade(check)
+            rubric.append(verdict)
+            passed = verdict.passed
+        else:
+            passed = check_passes(check, attempt)
+        if not passed:
+            failed.append(check.label())
     total = len(judge.checks)
     soft = (total - len(failed)) / total if total else 0.0
-    return Verdict(hard=1.0 if total and not failed else 0.0, soft=soft, failed=failed)
+    return Verdict(hard=1.0 if total and not failed else 0.0, soft=soft, failed=tuple(failed), rubric=tuple(rubric))
+
+
+def has_rubric(judge: Judge) -> bool:
+    """Whether a judge holds at least one rubric check."""
+    return any(c.op == RUBRIC_OP for c in judge.checks)
 
 
 def describe_check(check: Check) -> str:
@@ -175,6 +240,7 @@ def describe_check(check: Check) -> str:
         "min_chars": f"is at least {arg} characters long",
         "no_refusal": "answers the request instead of refusing it",
         "tool_called": f'calls the "{arg}" tool before answering',
+        RUBRIC_OP: f'meets this criterion, as a judge model reads it: "{arg}"',
     }.get(check.op)
     return f"the answer {wording}" if wording else f"{check.op} {arg}"
 

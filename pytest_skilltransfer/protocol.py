@@ -14,6 +14,10 @@ optimizer sample ids (`restarts`); every restart scores the same test tasks.
 
 A `SeedSession` memoizes evaluations and optimizations, so items that share a target baseline or
 a source optimization compute it once; its call cache makes sure no request is sent twice.
+
+Rubric checks are answered by the seed's judge model (`rubric`), through the same call cache and
+the phase's meter under the role `judge`. A seed with a calibration file has its judge measured
+once, before its first pair runs; a judge below the seed's threshold fails every pair.
 """
 
 from __future__ import annotations
@@ -28,8 +32,9 @@ from . import judges
 from .agent import AgentContext, run_task
 from .edits import Edit, apply_edits
 from .ledger import CallCache, Meter, Tally
-from .models.base import Message, Model, Request
+from .models.base import Message, Model, Request, resolve_model
 from .reflect import RETRY_NOTE, EditParseError, Observation, RejectedEdit, build_reflect_request, parse_edits
+from .rubric import Calibration, JudgeSetup, RubricJudge, calibrate, family_warning
 from .seeds import Seed, Task
 from . import restarts
 from .stats import Estimate, Gain, Ratio, efficiency_ratio, restart_gain, score
@@ -82,6 +87,7 @@ class SampleResult:
     failed: tuple[str, ...]
     answer: str
     tools_called: tuple[str, ...]
+    rubric: tuple[judges.RubricVerdict, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -181,6 +187,7 @@ class TransferResult:
     transferred: Evaluation
     direct_optimization: Optimization | None
     direct: Evaluation | None
+    judge: "JudgeSummary | None" = None
     split_seed: int = 0  # restart 1's train/val split seed
     more_runs: tuple[RestartRun, ...] = ()  # restarts 2..R
 
@@ -224,7 +231,28 @@ class TransferResult:
         if self.direct_optimization is not None and self.direct is not None:
             phases["optimize-direct"] = _merge_costs(*(r.direct_optimization.costs for r in runs if r.direct_optimization))
             phases["direct"] = _merge_costs(*(run.direct.costs for run in runs if run.direct))
+        if self.judge is not None and self.judge.calibration_costs:
+            phases["judge-calibration"] = self.judge.calibration_costs
         return phases
+
+
+@dataclass(frozen=True)
+class JudgeSummary:
+    """The judge of a result: model, samples, calibration and a same-family warning."""
+
+    model_id: str
+    samples: int
+    calibration: Calibration | None
+    calibration_costs: Costs
+    warning: str | None = None
+
+
+class CalibrationFailed(Exception):
+    """The seed's judge fell below its calibration threshold; the message shows the disagreements."""
+
+
+class NoJudgeConfigured(ValueError):
+    """A seed with rubric checks was run without a judge model."""
 
 
 def capped(tasks: tuple[Task, ...], limit: int, split_seed: int) -> tuple[Task, ...]:
@@ -248,13 +276,22 @@ class SeedSession:
     """Runs the protocol for one seed, sharing evaluations, optimizations and answers between pairs."""
 
     def __init__(self, seed: Seed, config: ProtocolConfig, progress: Progress | None = None,
-                 concurrency: Concurrency | None = None):
-        """`concurrency(model)`: how many of an evaluation's attempts run at once (default `config.workers`)."""
+                 concurrency: Concurrency | None = None, judge: JudgeSetup | None = None):
+        """`concurrency(model)`: how many of an evaluation's attempts run at once (default `config.workers`);
+        `judge`: the rubric judge (default: the seed's `[judge]` table)."""
         config.validate()
+        judge = judge or seed_judge(seed)
+        if judge is None and seed.rubric_origin is not None:
+            raise NoJudgeConfigured(
+                f"seed {seed.name!r} has rubric checks ({seed.rubric_origin}) but no judge model: pass --judge MODEL "
+                f"(ini: skilltransfer_judge) or set [judge] model = \"...\" in {seed.path / 'seed.toml'}")
         self.seed = seed
+        self.judge = judge
         self.config = config
         self.concurrency = concurrency or (lambda _model: config.workers)
         self.cache = CallCache()
+        self.rubric = RubricJudge(judge, self.cache) if judge is not None else None
+        self._calibration: tuple[Calibration | None, Costs] | None = None
         self.progress = progress or (lambda _line: None)
         self.corpus = load_corpus(seed.corpus_dir) if seed.corpus_dir else None
         split_seed = seed.split.seed
@@ -280,8 +317,10 @@ class SeedSession:
         def judge(job: tuple[Task, int]) -> SampleResult:
             task, sample = job
             attempt = run_task(ctx, skill, task, sample)
-            verdict = judges.score(task.judge, attempt)
-            return SampleResult(sample, verdict.hard, verdict.soft, verdict.failed, attempt.text, attempt.tools_called)
+            grade = self.rubric.grader(task.text, attempt.text, own_meter) if self.rubric else None
+            verdict = judges.score(task.judge, attempt, grade)
+            return SampleResult(sample, verdict.hard, verdict.soft, verdict.failed, attempt.text, attempt.tools_called,
+                                verdict.rubric)
 
         workers = min(self.concurrency(model), len(jobs))
         if workers > 1:  # results keep the jobs' order, so any concurrency gives the same evaluation
@@ -375,8 +414,33 @@ class SeedSession:
             except EditParseError as exc:
                 return [], f"optimizer reply unusable after one retry: {exc}"
 
+    def calibrate(self) -> tuple[Calibration | None, Costs]:
+        """Measure the judge on the seed's calibration file once (None without a judge or a file)."""
+        if self._calibration is None:
+            if self.rubric is None or not self.seed.calibration:
+                self._calibration = (None, {})
+            else:
+                meter = Meter()
+                self.progress(f"{self.seed.name}: judge calibration on {len(self.seed.calibration)} answers")
+                result = calibrate(self.rubric, self.seed.calibration, meter)
+                self.progress(f"{self.seed.name}: judge calibration {result.summary()}")
+                self._calibration = (result, meter.snapshot())
+        return self._calibration
+
+    def judge_summary(self, graded: list[Model]) -> JudgeSummary | None:
+        """The judge part of a result; raises CalibrationFailed when the judge is below its threshold."""
+        if self.judge is None:
+            return None
+        self.phase = "judge-calibration"
+        calibration, costs = self.calibrate()
+        if calibration is not None and not calibration.passed:
+            raise CalibrationFailed(calibration.failure_message(self.seed.name))
+        return JudgeSummary(self.judge.model.model_id, self.judge.samples, calibration, costs,
+                            family_warning(self.judge.model, graded))
+
     def transfer(self, source: Model, target: Model, optimizer: Model | None = None) -> TransferResult:
-        """Run the whole protocol for one (source, target) pair."""
+        """Run the whole protocol for one (source, target) pair (after the judge's calibration)."""
+        judge = self.judge_summary([source, target])
         source_optimizer = optimizer or source
         self.phase = "baseline"
         self.progress(f"{self.seed.name}: baseline on {target.model_id}")
@@ -398,6 +462,7 @@ class SeedSession:
             direct=first.direct,
             split_seed=first.split_seed,
             more_runs=tuple(runs[1:]),
+            judge=judge,
         )
 
     def _run(self, source: Model, target: Model, source_optimizer: Model, direct_optimizer: Model,
@@ -418,12 +483,24 @@ class SeedSession:
         return RestartRun(restart, restarts.split_seed(self.seed, restart), learned, transferred, direct_opt, direct)
 
 
+def seed_judge(seed: Seed) -> JudgeSetup | None:
+    """The judge a seed's `[judge]` table names (1 sample and the default threshold unless it says otherwise)."""
+    settings = seed.judge
+    if settings.model is None:
+        return None
+    defaults = JudgeSetup(model=resolve_model(settings.model))
+    return JudgeSetup(defaults.model, settings.samples or defaults.samples,
+                      defaults.min_accuracy if settings.min_accuracy is None else settings.min_accuracy)
+
+
 def _observations(tasks: tuple[Task, ...], evaluation: Evaluation) -> tuple[list[Observation], list[Observation]]:
-    """Split a train evaluation into failing and passing observations (one per task and sample)."""
+    """Split a train evaluation into failing and passing observations (one per task and sample), with the
+    judge's reasons for failed rubric checks (train only: val and test never reach the optimizer)."""
     failures, successes = [], []
     for task, result in zip(tasks, evaluation.tasks):
         for sample in result.samples:
-            obs = Observation(task.id, task.text, sample.answer, task.judge, sample.failed, sample.tools_called)
+            reasons = tuple(f'"{v.criterion}": {v.reason}' for v in sample.rubric if not v.passed)
+            obs = Observation(task.id, task.text, sample.answer, task.judge, sample.failed, sample.tools_called, reasons)
             (successes if sample.hard >= 1.0 else failures).append(obs)
     return failures, successes
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from .judge_report import judge_json, verdict_json
 from .prices import cache_saving_usd, cost_usd
 from .protocol import Costs, Evaluation, Night, Optimization, TaskResult, TransferResult, total_costs
 from .stats import mean, restart_score
@@ -85,7 +86,8 @@ def _evaluation(ev: Evaluation | None) -> dict[str, Any] | None:
 
 
 def _samples(task: TaskResult) -> list[dict[str, Any]]:
-    return [{"sample_id": s.sample_id, "hard": s.hard, "soft": round(s.soft, 4), "failed": list(s.failed)}
+    return [{"sample_id": s.sample_id, "hard": s.hard, "soft": round(s.soft, 4), "failed": list(s.failed),
+             **({"rubric": [verdict_json(v) for v in s.rubric]} if s.rubric else {})}
             for s in task.samples]
 
 
@@ -183,6 +185,7 @@ def result_to_json(result: TransferResult) -> dict[str, Any]:
             "cache_saved_usd": _round_usd(cache_saved(merged)),
         },
         "config": asdict(result.config),
+        **({"judge": judge_json(result)} if result.judge is not None else {}),
     }
 
 

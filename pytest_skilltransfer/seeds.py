@@ -3,8 +3,9 @@
     <seed>/SKILL.md          the deficient skill (required)
     <seed>/benchmark.jsonl   training pool, split into train and val by a hash (required)
     <seed>/held-out.jsonl    test tasks (required, at least one)
-    <seed>/seed.toml         optional: description, [split], [thresholds], corpus folder name
+    <seed>/seed.toml         optional: description, [split], [thresholds], [judge], corpus folder name
     <seed>/brain/            optional corpus for the `search` tool (Markdown pages, slug = path)
+    <seed>/judge-calibration.jsonl  optional: answers with the verdict a person expects, for rubric judges
 
 Loading validates everything and reports every problem at once, each naming file and line.
 """
@@ -17,14 +18,17 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
-from .judges import BOUND_OPS, JUDGE_KINDS, RULE_OPS, TEXT_OPS, Check, Judge
+from .judges import BOUND_OPS, JUDGE_KINDS, RUBRIC_OP, RULE_OPS, TEXT_OPS, Check, Judge, has_rubric
+from .rubric import CalibrationItem
 
 SKILL_FILE = "SKILL.md"
 TRAIN_FILE = "benchmark.jsonl"
 TEST_FILE = "held-out.jsonl"
 CONFIG_FILE = "seed.toml"
+CALIBRATION_FILE = "judge-calibration.jsonl"
+CHECK_FIELDS = ("op", "arg")
 DEFAULT_CORPUS_DIR = "brain"
 
 
@@ -46,6 +50,15 @@ class Thresholds:
     min_score: float | None = None
     min_efficiency: float | None = None
     regression_tolerance: float | None = None
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """A seed's `[judge]` table: the judge model, samples per rubric check, calibration threshold (None = unset)."""
+
+    model: str | None = None
+    samples: int | None = None
+    min_accuracy: float | None = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +84,13 @@ class Seed:
     split: SplitSettings = field(default_factory=SplitSettings)
     corpus_dir: Path | None = None
     pairs: tuple[tuple[str, str], ...] = ()
+    judge: JudgeSettings = field(default_factory=JudgeSettings)
+    calibration: tuple[CalibrationItem, ...] = ()
+
+    @property
+    def rubric_origin(self) -> str | None:
+        """Where the first task with a rubric check is defined (`file:line`), or None without rubric checks."""
+        return next((t.origin for t in (*self.train, *self.val, *self.test) if has_rubric(t.judge)), None)
 
 
 def split_pair(text: str) -> tuple[str, str] | None:
@@ -133,6 +153,19 @@ def _parse_judge(raw: Any, where: str, problems: list[SeedProblem]) -> Judge | N
     if kind not in JUDGE_KINDS:
         problems.append(SeedProblem(where, f"unknown judge kind {kind!r}; use one of {', '.join(JUDGE_KINDS)}"))
         return None
+    if kind == "rubric":  # a task-level rubric judge: several criteria, each one rubric check
+        criteria = raw.get("criteria")
+        unknown = sorted(set(raw) - {"kind", "criteria"})
+        if unknown:
+            problems.append(SeedProblem(where, f"unknown field(s) {', '.join(map(repr, unknown))} in a rubric judge; "
+                                        "it takes 'kind' and 'criteria'"))
+            return None
+        if not isinstance(criteria, list) or not criteria:
+            problems.append(SeedProblem(where, "rubric judge needs 'criteria', a non-empty list of criterion strings"))
+            return None
+        parsed = [_parse_check({"op": RUBRIC_OP, "arg": c}, f"{where}: criterion {i + 1}", problems)
+                  for i, c in enumerate(criteria)]
+        return None if any(c is None for c in parsed) else Judge(kind="rule", checks=tuple(c for c in parsed if c))
     if kind == "qrels":
         slugs, k = raw.get("expected_slugs"), raw.get("k", 5)
         ok = True
@@ -162,12 +195,22 @@ def _parse_check(raw: Any, where: str, problems: list[SeedProblem]) -> Check | N
         problems.append(SeedProblem(where, "a check must be an object with 'op' and 'arg'"))
         return None
     op, arg = raw["op"], raw.get("arg")
+    unknown = sorted(set(raw) - set(CHECK_FIELDS))
+    if unknown:
+        problems.append(SeedProblem(where, f"unknown field(s) {', '.join(map(repr, unknown))} in a check; "
+                                    "a check has only 'op' and 'arg'"))
+        return None
     if op not in RULE_OPS:
         problems.append(SeedProblem(where, f"unknown op {op!r}; known ops: {', '.join(RULE_OPS)}"))
         return None
     if op in BOUND_OPS:
         if not _is_int(arg) or arg < 0:
             problems.append(SeedProblem(where, f"{op} needs a non-negative integer, got {arg!r}"))
+            return None
+    elif op == RUBRIC_OP:
+        if not isinstance(arg, str) or not arg.strip():
+            problems.append(SeedProblem(where, "rubric needs a criterion: a non-empty string saying what a good "
+                                        "answer does, e.g. \"names the root cause of the incident\""))
             return None
     elif op in TEXT_OPS or op == "tool_called":
         if not isinstance(arg, str) or not arg.strip():
@@ -182,10 +225,8 @@ def _parse_check(raw: Any, where: str, problems: list[SeedProblem]) -> Check | N
     return Check(op=op, arg=arg)
 
 
-def read_tasks(path: Path, problems: list[SeedProblem]) -> list[Task]:
-    """Read a JSONL task file, appending every problem (with file:line) to `problems`."""
-    tasks: list[Task] = []
-    seen: dict[str, int] = {}
+def json_lines(path: Path, shape: str, problems: list[SeedProblem]) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """(line number, `file:line`, object) per non-blank JSONL line; malformed lines become problems."""
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         where = f"{path}:{number}"
         if not line.strip():
@@ -196,8 +237,16 @@ def read_tasks(path: Path, problems: list[SeedProblem]) -> list[Task]:
             problems.append(SeedProblem(where, f"malformed JSON: {exc.msg} (column {exc.colno})"))
             continue
         if not isinstance(raw, dict):
-            problems.append(SeedProblem(where, "each line must be a JSON object {task_id, task, judge}"))
+            problems.append(SeedProblem(where, f"each line must be a JSON object {shape}"))
             continue
+        yield number, where, raw
+
+
+def read_tasks(path: Path, problems: list[SeedProblem]) -> list[Task]:
+    """Read a JSONL task file, appending every problem (with file:line) to `problems`."""
+    tasks: list[Task] = []
+    seen: dict[str, int] = {}
+    for number, where, raw in json_lines(path, "{task_id, task, judge}", problems):
         missing = [k for k in ("task_id", "task", "judge") if k not in raw]
         if missing:
             problems.append(SeedProblem(where, f"missing field(s): {', '.join(missing)}"))
@@ -227,7 +276,7 @@ def _read_config(path: Path, problems: list[SeedProblem]) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         problems.append(SeedProblem(str(path), f"invalid TOML: {exc}"))
         return {}
-    allowed = {"description": str, "corpus": str, "split": dict, "thresholds": dict, "pairs": list}
+    allowed = {"description": str, "corpus": str, "split": dict, "thresholds": dict, "pairs": list, "judge": dict}
     for key, value in config.items():
         if key not in allowed:
             problems.append(SeedProblem(str(path), f"unknown key {key!r}; known keys: {', '.join(allowed)}"))
@@ -248,6 +297,56 @@ def _number_table(
         else:
             values[key] = value
     return values
+
+
+def _judge_settings(table: dict[str, Any], where: str, problems: list[SeedProblem]) -> JudgeSettings:
+    """The `[judge]` table: model (a name), samples (a positive integer), min_accuracy (within [0, 1])."""
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        if key == "model":
+            if isinstance(value, str) and value.strip():
+                values[key] = value.strip()
+            else:
+                problems.append(SeedProblem(where, f"'model' must be a model name, got {value!r}"))
+        elif key == "samples":
+            if _is_int(value) and value >= 1:
+                values[key] = value
+            else:
+                problems.append(SeedProblem(where, f"'samples' must be a positive integer, got {value!r}"))
+        elif key == "min_accuracy":
+            if not isinstance(value, bool) and isinstance(value, (int, float)) and 0 <= value <= 1:
+                values[key] = float(value)
+            else:
+                problems.append(SeedProblem(where, f"'min_accuracy' must be a number within [0, 1], got {value!r}"))
+        else:
+            problems.append(SeedProblem(where, f"unknown key {key!r}; known keys: model, samples, min_accuracy"))
+    return JudgeSettings(**values)
+
+
+def read_calibration(path: Path, problems: list[SeedProblem]) -> list[CalibrationItem]:
+    """Read `judge-calibration.jsonl`: {"answer", "criterion", "expected": "pass" | "fail", optional "task"}."""
+    items: list[CalibrationItem] = []
+    fields = ("answer", "criterion", "expected", "task")
+    for _, where, raw in json_lines(path, "{answer, criterion, expected}", problems):
+        unknown = sorted(set(raw) - set(fields))
+        missing = [k for k in fields[:3] if k not in raw]
+        if unknown or missing:
+            what = [f"missing field(s): {', '.join(missing)}"] if missing else []
+            what += [f"unknown field(s): {', '.join(unknown)}"] if unknown else []
+            problems.append(SeedProblem(where, "; ".join(what) + ' (fields: answer, criterion, expected, task)'))
+            continue
+        bad = [k for k in ("answer", "criterion") if not isinstance(raw[k], str) or not raw[k].strip()]
+        if bad or not isinstance(raw.get("task", ""), str):
+            problems.append(SeedProblem(where, f"{', '.join(bad) or 'task'} must be a non-empty string"))
+            continue
+        if raw["expected"] not in ("pass", "fail"):
+            problems.append(SeedProblem(where, f"'expected' must be \"pass\" or \"fail\", got {raw['expected']!r}"))
+            continue
+        items.append(CalibrationItem(raw["answer"], raw["criterion"], raw["expected"] == "pass",
+                                     raw.get("task", ""), where))
+    if not items and not any(p.where.startswith(str(path)) for p in problems):
+        problems.append(SeedProblem(str(path), "holds no calibration lines"))
+    return items
 
 
 def load_seed(path: str | Path) -> Seed:
@@ -293,6 +392,10 @@ def load_seed(path: str | Path) -> Seed:
         pools[name] = read_tasks(file, problems)
         if not pools[name] and not any(p.where.startswith(str(file)) for p in problems):
             problems.append(SeedProblem(str(file), "holds no tasks"))
+    judge = _judge_settings(config["judge"] if isinstance(config.get("judge"), dict) else {},
+                            f"{config_path} [judge]", problems)
+    calibration_path = root / CALIBRATION_FILE
+    calibration = read_calibration(calibration_path, problems) if calibration_path.is_file() else []
     corpus_dir = root / str(config.get("corpus", DEFAULT_CORPUS_DIR))
     if "corpus" in config and not corpus_dir.is_dir():
         problems.append(SeedProblem(str(config_path), f"corpus folder {corpus_dir} does not exist"))
@@ -314,6 +417,8 @@ def load_seed(path: str | Path) -> Seed:
         split=split,
         corpus_dir=corpus_dir if corpus_dir.is_dir() else None,
         pairs=tuple(pairs),
+        judge=judge,
+        calibration=tuple(calibration),
     )
 
 

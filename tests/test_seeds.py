@@ -49,7 +49,7 @@ def test_all_problems_reported_at_once_with_file_and_line(tmp_path):
         "{not json",
         json.dumps({"task_id": "bm-003", "task": "t"}),
         task(1),
-        json.dumps({"task_id": "bm-005", "task": "t", "judge": {"kind": "rubric"}}),
+        json.dumps({"task_id": "bm-005", "task": "t", "judge": {"kind": "llm"}}),
         json.dumps({"task_id": "bm-006", "task": "t", "judge": {"kind": "rule", "checks": [{"op": "contain", "arg": "x"}]}}),
         json.dumps({"task_id": "bm-007", "task": "t", "judge": {"kind": "rule", "checks": [{"op": "regex", "arg": "([a-"}]}}),
         json.dumps({"task_id": "bm-008", "task": "t", "judge": {"kind": "rule", "checks": [{"op": "contains", "arg": ""}]}}),
@@ -66,7 +66,7 @@ def test_all_problems_reported_at_once_with_file_and_line(tmp_path):
     assert f"{bench}:2: malformed JSON" in text
     assert f"{bench}:3: missing field(s): judge" in text
     assert f"{bench}:4: duplicate task_id 'bm-001' (first at line 1)" in text
-    assert f"{bench}:5: task 'bm-005': unknown judge kind 'rubric'" in text
+    assert f"{bench}:5: task 'bm-005': unknown judge kind 'llm'" in text
     assert "unknown op 'contain'" in text
     assert "does not compile" in text
     assert "contains needs a non-empty string" in text

@@ -171,12 +171,14 @@ def _check_models(settings: Settings) -> None:
     """Every model name must resolve; the error names the option and lists the known models."""
     from ..models.base import ModelError, resolve_model
 
+    judges = {j.model for j in (settings.ini_judge, settings.cli_judge) if j.model}
     names = {name for pair in settings.pairs for name in pair} | ({settings.optimizer} if settings.optimizer else set())
-    for name in sorted(names):
+    for name in sorted(names | judges):
         try:
             resolve_model(name)
         except ModelError as exc:
-            role = "--optimizer" if name == settings.optimizer else "--source/--target/--pair"
+            role = ("--optimizer" if name == settings.optimizer else "--judge" if name in judges
+                    else "--source/--target/--pair")
             raise pytest.UsageError(f"{role}: {exc}") from None
 
 
@@ -323,6 +325,7 @@ def transfer_pair(request: pytest.FixtureRequest) -> Pair:
 def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapshot: "SnapshotAssertion") -> "TransferResult":
     """Run the skill-transfer protocol for this test's seed and pair; the plugin gates it after the test."""
     from ..models.base import ModelCallError, ModelError
+    from ..protocol import CalibrationFailed, NoJudgeConfigured
     from ..result_json import result_to_json
     from ..seeds import SeedError
     from .snapshots import TransferSnapshotExtension
@@ -333,7 +336,7 @@ def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapsho
     try:
         result = runner.transfer(spec.seed_path, spec.source, spec.target, spec.optimizer)
         seed = runner.seed(spec.seed_path)
-    except (SeedError, ModelError, ModelCallError) as exc:
+    except (SeedError, ModelError, ModelCallError, NoJudgeConfigured, CalibrationFailed) as exc:
         problem = f"{spec.seed_path.name} ({spec.source} -> {spec.target}): {exc}"
     else:
         problem = ""

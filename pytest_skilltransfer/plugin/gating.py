@@ -15,6 +15,10 @@ The burden of proof lies on the claim a gate protects:
 
 With `correction="bonferroni"` the intervals are taken at level 1 - 0.05 / m for the m transfer items
 of the run (the run summary applies Holm to all items; a gate cannot wait for the others).
+
+A pass never rests on uncertain rubric verdicts (unstable judge samples, judge errors): the gates
+are applied again with each of them resolved against the transferred skill (and in the baseline's
+favour), and a pass that does not survive this is inconclusive, naming how many there were.
 """
 
 from __future__ import annotations
@@ -178,4 +182,23 @@ def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str
         gates.append(Gate("regression_tolerance", check.verdict, thresholds.regression_tolerance,
                           None if gain is None else gain.mean, None if gain is None else gain.low,
                           None if gain is None else gain.high, message))
-    return GateOutcome(tuple(gates), tuple(notes), level, dict(thresholds.__dict__))
+    outcome = GateOutcome(tuple(gates), tuple(notes), level, dict(thresholds.__dict__))
+    return _judge_stability(outcome, result, thresholds, committed, updating, correction, family)
+
+
+def _judge_stability(outcome: GateOutcome, result: dict[str, Any], thresholds: Thresholds,
+                     committed: dict[str, float] | None, updating: bool, correction: str, family: int) -> GateOutcome:
+    """A pass that does not survive its uncertain rubric verdicts resolved against the skill is inconclusive."""
+    from ..judge_report import adverse, uncertain_count
+
+    count = uncertain_count(result) if result.get("judge") else 0
+    if not count or outcome.verdict != stats.PASS or not outcome.gates:
+        return outcome
+    worst = evaluate(adverse(result), thresholds, committed, updating, correction, family)
+    if worst.verdict == stats.PASS:
+        return outcome
+    message = (f"the pass rests on {count} uncertain rubric verdict(s) (unstable judge samples or judge errors): "
+               f"with them resolved against the skill, {'; '.join(worst.failures + worst.inconclusive)}; "
+               "raise --judge-samples or sharpen the criterion")
+    gate = Gate("judge_stability", stats.INCONCLUSIVE, 0.0, float(count), None, None, message)
+    return replace(outcome, gates=outcome.gates + (gate,))

@@ -2,13 +2,15 @@
 
 It holds the summary line, the table of every item with its gate verdict, one mermaid
 `xychart-beta` bar chart per seed and pair (baseline / transferred / direct on the target, which
-GitHub renders), the failed gates, and the optimization price comparison.
+GitHub renders), the failed gates, the rubric judges' agreement and calibration, and the
+optimization price comparison.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..judge_report import judge_lines
 from ..report import LEGEND, md_table, pair_lines, price_difference, summary_line
 
 
@@ -68,6 +70,9 @@ def render(results: list[dict[str, Any]]) -> str:
                        *([gate["snapshot"]] if gate["snapshot"] != "ok" else [])]
             lines += [f"- **{result['seed']}** ({result['source']} -> {result['target']}): " + "; ".join(reasons)]
         lines.append("")
+    judged = judge_lines(ordered)
+    if judged:
+        lines += ["## Rubric judges", "", *(f"- {line.strip()}" for line in judged), ""]
     lines += ["## Scores per seed", ""]
     for result in ordered:
         lines += chart(result) + [""]

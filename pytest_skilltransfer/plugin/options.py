@@ -23,8 +23,9 @@ import pytest
 
 from ..models.sdk_common import CallPolicy
 from ..protocol import ProtocolConfig
+from ..rubric import DEFAULT_MIN_ACCURACY
 from .gating import CORRECTIONS, DEFAULT_REGRESSION_TOLERANCE
-from ..seeds import Thresholds, split_pair
+from ..seeds import JudgeSettings, Thresholds, split_pair
 
 Pair = tuple[str, str]
 
@@ -84,6 +85,11 @@ def add_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager
     _add(group, parser, "pair", "an explicit SRC:TGT pair, e.g. the reverse direction; repeatable", "args",
          action="append", metavar="SRC:TGT")
     _add(group, parser, "optimizer", "model that proposes edits (default: the agent model itself)", metavar="MODEL")
+    _add(group, parser, "judge", "judge model for rubric checks (a seed's [judge] model overrides the ini; the "
+         "command line overrides both)", metavar="MODEL")
+    _add(group, parser, "judge-samples", "judge calls per rubric check, majority vote (default 1)", metavar="N")
+    _add(group, parser, "judge-min-accuracy", "least judge accuracy on a seed's judge-calibration.jsonl "
+         f"(default {DEFAULT_MIN_ACCURACY})", metavar="X")
     for option, (name, _, text) in INT_SETTINGS.items():
         _add(group, parser, option, f"{text} (default {getattr(ProtocolConfig(), name)})", metavar="N")
     _add(group, parser, "min-delta", "the validation gate keeps a night's edits only when the val score improves by "
@@ -145,6 +151,14 @@ class Settings:
     concurrency: int | None = None  # --max-concurrency N (None: each backend's default)
     model_concurrency: dict[str, int] = field(default_factory=dict)  # --max-concurrency MODEL=N
     calls: CallPolicy = field(default_factory=CallPolicy)  # --provider-retries/-backoff/-timeout
+    ini_judge: JudgeSettings = field(default_factory=JudgeSettings)
+    cli_judge: JudgeSettings = field(default_factory=JudgeSettings)
+
+    def judge(self, seed: JudgeSettings) -> JudgeSettings:
+        """ini < seed.toml [judge] < command line, then the defaults (1 sample, min accuracy 0.8)."""
+        values = {k: v for layer in (self.ini_judge, seed, self.cli_judge) for k, v in layer.__dict__.items()
+                  if v is not None}
+        return JudgeSettings(**{"samples": 1, "min_accuracy": DEFAULT_MIN_ACCURACY, **values})
 
     def thresholds(self, seed: Thresholds, marker: dict[str, Any] | None = None) -> Thresholds:
         """default < seed.toml < ini < the test's marker < command line; None (`off`) turns a gate off.
@@ -253,6 +267,24 @@ def _bool(value: Any, where: str) -> bool:
     if text in ("0", "false", "no", "off", ""):
         return False
     raise pytest.UsageError(f"{where}: expected true or false, got {value!r}")
+
+
+def _judge_layers(reader: _Reader) -> tuple[JudgeSettings, JudgeSettings]:
+    """(ini, command line) judge settings, each validated where it came from."""
+    layers = []
+    for read, where in ((reader.ini, ini_name), (reader.cli, lambda o: f"--{o}")):
+        model, samples, accuracy = read("judge"), read("judge-samples"), read("judge-min-accuracy")
+        number = _threshold(accuracy, where("judge-min-accuracy")) if accuracy is not None else None
+        if accuracy is not None and number is None:  # `off`: calibration is reported but never fails a seed
+            number = 0.0
+        if number is not None and not 0 <= number <= 1:
+            raise pytest.UsageError(f"{where('judge-min-accuracy')}: must be within [0, 1], got {number}")
+        layers.append(JudgeSettings(
+            model=str(model).strip() or None if model is not None else None,
+            samples=_int(samples, where("judge-samples"), 1) if samples is not None else None,
+            min_accuracy=number,
+        ))
+    return layers[0], layers[1]
 
 
 def _choice(reader: _Reader, option: str, choices: tuple[str, ...]) -> str:
@@ -364,6 +396,7 @@ def read_settings(config: pytest.Config) -> Settings:
     json_path, _ = reader.get("skilltransfer-json")
     md_path, _ = reader.get("skilltransfer-md")
     cassette_dir, _ = reader.get("cassette-dir")
+    ini_judge, cli_judge = _judge_layers(reader)
     concurrency, model_concurrency = _concurrency(reader)
     return Settings(
         pairs=build_matrix(reader),
@@ -378,6 +411,8 @@ def read_settings(config: pytest.Config) -> Settings:
         record_mode=_record_mode(reader),
         cassette_dir=_path(cassette_dir, cwd) if cassette_dir else config.rootpath / "cassettes",
         local_server=_local_server(reader),
+        ini_judge=ini_judge,
+        cli_judge=cli_judge,
         inconclusive=_choice(reader, "transfer-inconclusive", INCONCLUSIVE_ACTIONS),
         correction=_choice(reader, "transfer-correction", CORRECTIONS),
         concurrency=concurrency,

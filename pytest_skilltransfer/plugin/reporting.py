@@ -71,6 +71,10 @@ class TransferReporting:
         difference = price_difference(results)
         if difference:
             terminalreporter.write_line(difference)
+        from ..judge_report import judge_lines
+
+        for line in judge_lines(results):
+            terminalreporter.write_line(line)
         for label, path in (("JSON", self.settings.json_path), ("Markdown", self.settings.md_path)):
             if path:
                 terminalreporter.write_line(f"{label} report: {path}")
