@@ -1,5 +1,7 @@
 """`python -m pytest_skilltransfer`: the protocol over a folder of seeds, for one (source, target) pair.
 
+`python -m pytest_skilltransfer merge SHARD.json...` merges sharded pytest runs' reports (see `merge`).
+
 Exit codes: 0 success; 1 a model call failed; 2 bad options or seeds (every seed problem is listed).
 """
 
@@ -65,9 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--restarts", type=int, default=defaults.restarts,
                         help=f"independent optimizations per seed, each with its own train/val split and optimizer "
                              f"sample ids (default {defaults.restarts}); the gain's interval includes their spread")
-    parser.add_argument("--min-delta", type=float, default=defaults.min_delta,
-                        help="the validation gate keeps edits only when val improves by at least this "
-                             f"(and by more than 0; default {defaults.min_delta})")
+    parser.add_argument("--min-delta", type=float, default=None,
+                        help="the validation gate keeps edits only when val beats the current score by more than "
+                             "this (default: the scoring profile's, 0 = any strict improvement)")
     parser.add_argument("--workers", type=int, default=defaults.workers, help="concurrent model calls")
     parser.add_argument("--no-direct", action="store_true", help="skip the direct optimization on the target")
     parser.add_argument("--json", action="store_true", help="print the JSON report instead of text")
@@ -110,6 +112,11 @@ def load_seeds(root: Path, names: list[str]) -> list[Seed]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["merge"]:
+        from .merge import main as merge
+
+        return merge(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -7,7 +7,8 @@
 
 One night: score val; replay train; reflect on failures and successes (with the edits rejected
 so far); apply at most `edit_budget` edits to the learned block; keep them only when the val gate
-score improves by more than 0 and by at least `min_delta`; stop early once val is perfect.
+score beats the current one by more than `min_delta` (the scoring profile's unless set: 0 by
+default, 0.05 for gbrain); stop early once val is perfect.
 
 With `restarts` R > 1, steps 2-4 run R times, each restart with its own train/val split and
 optimizer sample ids (`restarts`); every restart scores the same test tasks.
@@ -24,19 +25,19 @@ from __future__ import annotations
 
 import hashlib
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Callable
 
-from . import judges
+from . import judges, restarts
 from .agent import AgentContext, run_task
 from .edits import Edit, apply_edits
 from .ledger import CallCache, Meter, Tally
 from .models.base import Message, Model, Request, resolve_model
 from .reflect import RETRY_NOTE, EditParseError, Observation, RejectedEdit, build_reflect_request, parse_edits
 from .rubric import Calibration, JudgeSetup, RubricJudge, calibrate, family_warning
+from .scoring import ScoringProfile, scoring_profile
 from .seeds import Seed, Task
-from . import restarts
 from .stats import Estimate, Gain, Ratio, efficiency_ratio, restart_gain, score
 from .tools import load_corpus
 
@@ -59,7 +60,9 @@ class ProtocolConfig:
     gate_weight: float = 0.5
     workers: int = 1
     restarts: int = 1  # independent optimizations per (agent, optimizer); see `restarts`
-    min_delta: float = 0.0  # the validation gate keeps edits only when val improves by more than 0 and >= this
+    min_delta: float | None = None  # the val gate keeps edits beating the current score by more than this
+    #                                 (None: the scoring profile's, 0 by default)
+    scoring: str = "default"  # a scoring profile (pytest_skilltransfer.scoring): "default" or "gbrain"
 
     def validate(self) -> None:
         """Raise ValueError naming the first bad setting."""
@@ -71,10 +74,11 @@ class ProtocolConfig:
                 raise ValueError(f"{name} must be 0 (no cap) or positive, got {getattr(self, name)}")
         if not 0 <= self.gate_weight <= 1:
             raise ValueError(f"gate_weight must be within [0, 1], got {self.gate_weight}")
-        if not 0 <= self.min_delta <= 1:
+        if self.min_delta is not None and not 0 <= self.min_delta <= 1:
             raise ValueError(f"min_delta must be within [0, 1], got {self.min_delta}")
         if self.nights >= restarts.SAMPLE_STRIDE:
             raise ValueError(f"nights must be below {restarts.SAMPLE_STRIDE}, got {self.nights}")
+        scoring_profile(self.scoring)
 
 
 @dataclass(frozen=True)
@@ -115,6 +119,7 @@ class Evaluation:
     tasks: tuple[TaskResult, ...]
     costs: Costs
     gate_weight: float = 0.5
+    scoring: str = "default"
 
     @cached_property
     def hard(self) -> Estimate:
@@ -125,11 +130,18 @@ class Evaluation:
     def soft(self) -> Estimate:
         return score([t.soft for t in self.tasks])
 
+    def _rollouts(self) -> list[list[tuple[float, float]]]:
+        return [[(s.hard, s.soft) for s in t.samples] for t in self.tasks]
+
     @property
     def gate_score(self) -> float:
-        """The mixed metric (1-w)*hard + w*soft used by the validation gate."""
-        w = self.gate_weight
-        return (1 - w) * self.hard.mean + w * self.soft.mean
+        """The number the validation gate compares, as the scoring profile defines it."""
+        return scoring_profile(self.scoring).gate_score(self._rollouts(), self.gate_weight)
+
+    @property
+    def profile_score(self) -> float:
+        """The scoring profile's set score (default: mean hard; gbrain: mean of per-task soft medians)."""
+        return scoring_profile(self.scoring).set_score(self._rollouts())
 
 
 @dataclass(frozen=True)
@@ -318,7 +330,7 @@ class SeedSession:
             task, sample = job
             attempt = run_task(ctx, skill, task, sample)
             grade = self.rubric.grader(task.text, attempt.text, own_meter) if self.rubric else None
-            verdict = judges.score(task.judge, attempt, grade)
+            verdict = judges.score(task.judge, attempt, grade, task.origin)
             return SampleResult(sample, verdict.hard, verdict.soft, verdict.failed, attempt.text, attempt.tools_called,
                                 verdict.rubric)
 
@@ -331,10 +343,17 @@ class SeedSession:
         per_task = tuple(
             TaskResult(task.id, tuple(r for (t, _), r in zip(jobs, results) if t is task)) for task in tasks
         )
-        evaluation = Evaluation(model.model_id, split, per_task, own_meter.snapshot(), self.config.gate_weight)
+        evaluation = Evaluation(model.model_id, split, per_task, own_meter.snapshot(), self.config.gate_weight,
+                                self.config.scoring)
         if meter is None:
             self._evaluations[key] = evaluation
         return evaluation
+
+    @property
+    def gate_profile(self) -> ScoringProfile:
+        """The scoring profile, with `min_delta` from the configuration when it sets one."""
+        profile = scoring_profile(self.config.scoring)
+        return profile if self.config.min_delta is None else replace(profile, min_delta=self.config.min_delta)
 
     def optimize(self, agent: Model, optimizer: Model, restart: int = 1) -> Optimization:
         """Optimize the seed's skill for up to N nights (memoized per agent, optimizer and restart)."""
@@ -382,8 +401,7 @@ class SeedSession:
                 self.progress(f"{label}: night {number}: no edit applied")
                 continue
             candidate = self.evaluate(agent, outcome.skill, val_split, meter)
-            improvement = candidate.gate_score - val.gate_score
-            accepted = improvement > 0 and improvement >= self.config.min_delta - 1e-12
+            accepted = self.gate_profile.accepts(candidate.gate_score, val.gate_score)
             nights.append(Night(number, val.gate_score, candidate.gate_score, accepted, outcome.applied, outcome.unmatched, note))
             verb = "accepted" if accepted else "rejected"
             self.progress(f"{label}: night {number}: val {val.gate_score:.2f} -> {candidate.gate_score:.2f}, "

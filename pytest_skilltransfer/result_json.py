@@ -77,6 +77,7 @@ def _evaluation(ev: Evaluation | None) -> dict[str, Any] | None:
         return None
     return {
         "model": ev.model_id, "split": ev.split, "hard": ev.hard.as_dict(), "soft": ev.soft.as_dict(),
+        "scoring": {"profile": ev.scoring, "score": round(ev.profile_score, 4)},
         "tasks": [
             {"task_id": t.task_id, "hard": round(t.hard, 4), "soft": round(t.soft, 4),
              "samples": _samples(t)}
@@ -144,6 +145,14 @@ def _optimization(opt: Optimization | None) -> dict[str, Any] | None:
             "nights": [_night(n) for n in opt.nights]}
 
 
+def _profile_scores(result: TransferResult) -> dict[str, Any]:
+    """The scoring profile's set scores of the three held-out evaluations (gbrain: mean of soft medians)."""
+    baseline, transferred = result.baseline.profile_score, result.transferred.profile_score
+    direct = result.direct.profile_score if result.direct else None
+    return {"profile": result.config.scoring, "baseline": _round(baseline), "transferred": _round(transferred),
+            "direct": _round(direct), "gain": _round(transferred - baseline)}
+
+
 def result_to_json(result: TransferResult) -> dict[str, Any]:
     """One result in the report shape."""
     phases = result.phase_costs()
@@ -165,6 +174,7 @@ def result_to_json(result: TransferResult) -> dict[str, Any]:
         "efficiency": _round(result.efficiency),
         "efficiency_ci": None if result.efficiency_estimate is None else result.efficiency_estimate.as_dict(),
         "headroom": None if result.headroom is None else result.headroom.as_dict(),
+        "scoring": _profile_scores(result),
         "scores": {
             "baseline": _evaluation(result.baseline),
             "transferred": transferred,

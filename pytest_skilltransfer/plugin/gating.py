@@ -151,10 +151,13 @@ def per_task(evaluation: dict[str, Any] | None) -> dict[str, float]:
 
 
 def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str, float] | None = None,
-             updating: bool = False, correction: str = "none", family: int = 1) -> GateOutcome:
+             updating: bool = False, correction: str = "none", family: int = 1,
+             reference: str | None = None) -> GateOutcome:
     """Apply every configured gate to a result in the JSON shape of `result_json`.
 
-    `committed` holds the committed snapshot's transferred per-task scores (None: no snapshot).
+    `committed` holds the committed snapshot's transferred per-task scores (None: no snapshot);
+    `reference` names where they come from when that is not the working tree (e.g. `the snapshot at
+    origin/main`), and then a failure asks for a fix rather than for `--snapshot-update`.
     """
     level = gate_level(correction, family)
     gates: list[Gate] = []
@@ -175,9 +178,12 @@ def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str
     if thresholds.regression_tolerance is not None and committed is not None and not updating:
         check = stats.regression(committed, per_task(result["scores"]["transferred"]), thresholds.regression_tolerance)
         message = check.message()
+        if reference is not None:
+            message = message.replace("the committed snapshot", reference)
         if check.verdict == stats.FAIL:
-            message = ("regression: " + message + "; the drop is beyond the tolerance; run with --snapshot-update "
-                       "to accept")
+            accept = ("this change makes the item worse than its base" if reference is not None
+                      else "run with --snapshot-update to accept")
+            message = "regression: " + message + "; the drop is beyond the tolerance; " + accept
         gain = check.gain
         gates.append(Gate("regression_tolerance", check.verdict, thresholds.regression_tolerance,
                           None if gain is None else gain.mean, None if gain is None else gain.low,

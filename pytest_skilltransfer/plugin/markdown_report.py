@@ -35,6 +35,16 @@ def _bold(verdict: str) -> str:
     return "**FAIL**" if verdict == "fail" else verdict
 
 
+def _against_base(ordered: list[dict[str, Any]]) -> list[str]:
+    """Before -> after per item against the base ref (`--compare-to`), as a list; [] without a ref."""
+    from .compare import summary_lines
+
+    lines = summary_lines(ordered)
+    if not lines:
+        return []
+    return ["## " + lines[0][0].upper() + lines[0][1:], "", *(f"- {line.strip()}" for line in lines[1:]), ""]
+
+
 def chart(result: dict[str, Any]) -> list[str]:
     """A mermaid bar chart of one result's three held-out scores on the target."""
     values = [result["baseline_target"], result["transferred"], result["direct_target"]]
@@ -61,6 +71,7 @@ def render(results: list[dict[str, Any]]) -> str:
     difference = price_difference(ordered)
     if difference:
         lines += [difference, ""]
+    lines += _against_base(ordered)
     failed = [r for r in ordered if r.get("gate") and not r["gate"]["passed"]]
     if failed:
         lines += ["## Failed or inconclusive gates", ""]

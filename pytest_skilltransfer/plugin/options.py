@@ -24,6 +24,7 @@ import pytest
 from ..models.sdk_common import CallPolicy
 from ..protocol import ProtocolConfig
 from ..rubric import DEFAULT_MIN_ACCURACY
+from ..scoring import PROFILES
 from .gating import CORRECTIONS, DEFAULT_REGRESSION_TOLERANCE
 from ..seeds import JudgeSettings, Thresholds, split_pair
 
@@ -92,8 +93,12 @@ def add_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager
          f"(default {DEFAULT_MIN_ACCURACY})", metavar="X")
     for option, (name, _, text) in INT_SETTINGS.items():
         _add(group, parser, option, f"{text} (default {getattr(ProtocolConfig(), name)})", metavar="N")
-    _add(group, parser, "min-delta", "the validation gate keeps a night's edits only when the val score improves by "
-         f"at least X (and by more than 0; default {ProtocolConfig().min_delta})", metavar="X")
+    _add(group, parser, "min-delta", "the validation gate keeps a night's edits only when the val score beats the "
+         "current one by more than X (default: the scoring profile's, 0 = any strict improvement; gbrain 0.05)",
+         metavar="X")
+    _add(group, parser, "scoring", "scoring profile: default (hard and soft, mean over samples, gate on any strict "
+         "gain) or gbrain (fraction of checks per rollout, median of 3 samples, gate above best + 0.05)",
+         metavar="PROFILE")
     _add(group, parser, "no-direct", "skip the direct optimization on the target (no efficiency)",
          action="store_true", default=None)
     _add(group, parser, "seeds-dir", "folder of seeds (or one seed) to collect as well; repeatable", "paths",
@@ -379,6 +384,9 @@ def read_settings(config: pytest.Config) -> Settings:
     min_delta, where = reader.get("min-delta")
     if min_delta is not None:
         protocol["min_delta"] = _fraction(min_delta, where)
+    protocol["scoring"] = _choice(reader, "scoring", tuple(PROFILES))
+    if "samples" not in protocol:
+        protocol["samples"] = PROFILES[protocol["scoring"]].samples  # gbrain: the median of 3
     no_direct, where = reader.get("no-direct")
     protocol["direct"] = not _bool(no_direct, where) if no_direct is not None else True
     layers: dict[str, dict[str, float | None]] = {"ini": {}, "cli": {}}

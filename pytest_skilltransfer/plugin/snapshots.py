@@ -120,6 +120,11 @@ def _restart_lines(result: dict[str, Any]) -> list[str]:
     return [f"- restarts: {gains}; sd {spread['sd']:.3f}, range [{spread['min']:+.3f}, {spread['max']:+.3f}]"]
 
 
+def location(snapshot: "SnapshotAssertion") -> Path:
+    """The snapshot file of this assertion."""
+    return Path(snapshot.extension.get_location(test_location=snapshot.test_location, index=snapshot.index))
+
+
 def per_task_text(evaluation: dict[str, Any]) -> str:
     """`id=1 id=0.667`: each task's hard score, compactly."""
     return " ".join(f"{t['task_id']}={t['hard']:.4g}" for t in evaluation["tasks"])
@@ -136,7 +141,7 @@ def parse_per_task(text: str) -> dict[str, float] | None:
 
 def committed_per_task(snapshot: "SnapshotAssertion") -> dict[str, float] | None:
     """The transferred per-task scores in the snapshot on disk, or None when there is none."""
-    path = Path(snapshot.extension.get_location(test_location=snapshot.test_location, index=snapshot.index))
+    path = location(snapshot)
     if not path.is_file():
         return None
     return parse_per_task(path.read_text(encoding="utf-8"))
