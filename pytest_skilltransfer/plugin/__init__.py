@@ -379,6 +379,8 @@ def junit_properties(data: dict[str, Any]) -> list[tuple[str, object]]:
         "gain_p_value": data["gain"]["p_value"],
         "gain_method": data["gain"]["method"],
         "mdg": data["gain"]["mdg"],
+        "restarts": len(data.get("restarts") or []) or None,
+        "restart_gain_sd": ((data["gain"].get("restarts") or {}).get("sd")),
         "tasks": data["gain"]["n"],
         "efficiency": data["efficiency"],
         "efficiency_ci_low": (data.get("efficiency_ci") or {}).get("ci_low"),
@@ -423,6 +425,8 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
                         "snapshot": mismatch[0] if mismatch else "ok"}
     for gate in outcome.gates:
         item.user_properties.append((f"skilltransfer_gate_{gate.name}", gate.verdict))
+        if gate.tasks_for_power is not None:
+            item.user_properties.append(("skilltransfer_tasks_for_min_gain", gate.tasks_for_power))
     item.user_properties.append(("skilltransfer_verdict", verdict))
     if verdict == "fail" or (verdict == "inconclusive" and settings.inconclusive == "fail"):
         texts = {task.id: task.text for task in run.seed.test}

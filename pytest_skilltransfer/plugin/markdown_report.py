@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..judge_report import judge_lines
-from ..report import LEGEND, MD_COLUMNS, md_rows, pair_lines, price_difference, summary_line
+from ..report import LEGEND, md_table, pair_lines, price_difference, summary_line
 
 
 def _cell(text: str) -> str:
@@ -20,8 +20,9 @@ def _cell(text: str) -> str:
 
 def _table(ordered: list[dict[str, Any]]) -> list[str]:
     """`ordered` is sorted as `table_rows` sorts (stably, by seed and pair), so rows and results align."""
-    lines = ["| " + " | ".join(MD_COLUMNS) + " |", "|" + "---|" * len(MD_COLUMNS)]
-    for row in md_rows(ordered):
+    columns, rows = md_table(ordered)
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for row in rows:
         lines.append("| " + " | ".join(_cell(c) for c in (*row[:-1], _bold(row[-1]))) + " |")
     return lines
 
