@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
+import regex
 import tomllib
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from .judges import BOUND_OPS, JUDGE_KINDS, RUBRIC_OP, RULE_OPS, TEXT_OPS, Check, Judge, has_rubric
+from .judges import BOUND_OPS, JUDGE_KINDS, RUBRIC_OP, RULE_OPS, TEXT_OPS, Check, Judge, compile_pattern, has_rubric
+from .regex_portability import javascript_problems
 from .rubric import CalibrationItem
 
 SKILL_FILE = "SKILL.md"
@@ -114,6 +116,10 @@ class SeedProblem:
 
     def __str__(self) -> str:
         return f"{self.where}: {self.message}"
+
+
+class SeedPortabilityWarning(UserWarning):
+    """A seed loads here but would be judged differently by gbrain (JavaScript regex semantics)."""
 
 
 class SeedError(Exception):
@@ -218,10 +224,13 @@ def _parse_check(raw: Any, where: str, problems: list[SeedProblem]) -> Check | N
             return None
         if op == "regex":
             try:
-                re.compile(arg, re.M)
-            except re.error as exc:
+                compile_pattern(arg)
+            except regex.error as exc:
                 problems.append(SeedProblem(where, f"regex {arg!r} does not compile: {exc}"))
                 return None
+            for problem in javascript_problems(arg):
+                warnings.warn(SeedPortabilityWarning(f"{where}: regex {arg!r}: {problem}; gbrain's judge would "
+                                                     "score this check differently"), stacklevel=2)
     return Check(op=op, arg=arg)
 
 

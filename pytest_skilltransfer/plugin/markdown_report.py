@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..judge_report import judge_lines, unstable_lines
-from ..report import LEGEND, MD_COLUMNS, md_rows, pair_lines, price_difference, summary_line
+from ..report import LEGEND, md_table, pair_lines, price_difference, summary_line
 
 
 def _cell(text: str) -> str:
@@ -20,8 +20,9 @@ def _cell(text: str) -> str:
 
 def _table(ordered: list[dict[str, Any]]) -> list[str]:
     """`ordered` is sorted as `table_rows` sorts (stably, by seed and pair), so rows and results align."""
-    lines = ["| " + " | ".join(MD_COLUMNS) + " |", "|" + "---|" * len(MD_COLUMNS)]
-    for row in md_rows(ordered):
+    columns, rows = md_table(ordered)
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for row in rows:
         lines.append("| " + " | ".join(_cell(c) for c in (*row[:-1], _bold(row[-1]))) + " |")
     return lines
 
@@ -32,6 +33,22 @@ def _key(result: dict[str, Any]) -> tuple[str, str, str]:
 
 def _bold(verdict: str) -> str:
     return "**FAIL**" if verdict == "fail" else verdict
+
+
+def _against_base(ordered: list[dict[str, Any]]) -> list[str]:
+    """Before -> after per item against the base ref (`--compare-to`), as a table; [] without a ref."""
+    from .compare import VERDICT_WORDS, comparisons
+
+    regressed = VERDICT_WORDS["fail"]
+    heading, rows = comparisons(ordered)
+    if not heading:
+        return []
+    lines = ["## " + heading[0].upper() + heading[1:], "", "| item | before | after | regression gate |",
+             "|---|---|---|---|"]
+    for item, before, after, verdict in rows:
+        shown = f"**{verdict}**" if verdict == regressed else verdict
+        lines.append(f"| {_cell(item)} | {before} | {after} | {shown} |")
+    return lines + [""]
 
 
 def chart(result: dict[str, Any]) -> list[str]:
@@ -60,6 +77,7 @@ def render(results: list[dict[str, Any]]) -> str:
     difference = price_difference(ordered)
     if difference:
         lines += [difference, ""]
+    lines += _against_base(ordered)
     failed = [r for r in ordered if r.get("gate") and not r["gate"]["passed"]]
     if failed:
         lines += ["## Failed or inconclusive gates", ""]

@@ -24,6 +24,7 @@ import pytest
 from ..models.sdk_common import CallPolicy
 from ..protocol import ProtocolConfig
 from ..rubric import DEFAULT_MIN_ACCURACY
+from ..scoring import PROFILES
 from .gating import CORRECTIONS, DEFAULT_REGRESSION_TOLERANCE
 from ..seeds import JudgeSettings, Thresholds, split_pair
 
@@ -36,6 +37,8 @@ INT_SETTINGS = {  # option -> (ProtocolConfig field, smallest allowed value, hel
     "limit-holdout": ("limit_holdout", 0, "validation tasks scored per gate decision (0 = all)"),
     "limit-test": ("limit_test", 0, "held-out test tasks scored (0 = all)"),
     "samples": ("samples", 1, "rollouts per task (narrows intervals; the method stays the same)"),
+    "restarts": ("restarts", 1, "independent optimizations per seed and pair, each with its own train/val split "
+                 "and optimizer sample ids; the gain's interval includes their spread"),
 }
 THRESHOLD_OPTIONS = {  # option -> Thresholds field
     "transfer-min-gain": "min_gain",
@@ -90,6 +93,12 @@ def add_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager
          f"(default {DEFAULT_MIN_ACCURACY})", metavar="X")
     for option, (name, _, text) in INT_SETTINGS.items():
         _add(group, parser, option, f"{text} (default {getattr(ProtocolConfig(), name)})", metavar="N")
+    _add(group, parser, "min-delta", "the validation gate keeps a night's edits only when the val score beats the "
+         "current one by more than X (default: the scoring profile's, 0 = any strict improvement; gbrain 0.05)",
+         metavar="X")
+    _add(group, parser, "scoring", "scoring profile: default (hard and soft, mean over samples, gate on any strict "
+         "gain) or gbrain (fraction of checks per rollout, median of 3 samples, gate above best + 0.05)",
+         metavar="PROFILE")
     _add(group, parser, "no-direct", "skip the direct optimization on the target (no efficiency)",
          action="store_true", default=None)
     _add(group, parser, "seeds-dir", "folder of seeds (or one seed) to collect as well; repeatable", "paths",
@@ -244,6 +253,16 @@ def _threshold(value: Any, where: str) -> float | None:
         raise pytest.UsageError(f"{where}: expected a number or 'off', got {value!r}") from None
 
 
+def _fraction(value: Any, where: str) -> float:
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        raise pytest.UsageError(f"{where}: expected a number within [0, 1], got {value!r}") from None
+    if not 0 <= number <= 1:
+        raise pytest.UsageError(f"{where}: must be within [0, 1], got {number}")
+    return number
+
+
 def _bool(value: Any, where: str) -> bool:
     if isinstance(value, bool):
         return value
@@ -362,6 +381,12 @@ def read_settings(config: pytest.Config) -> Settings:
         value, where = reader.get(option)
         if value is not None:
             protocol[name] = _int(value, where, low)
+    min_delta, where = reader.get("min-delta")
+    if min_delta is not None:
+        protocol["min_delta"] = _fraction(min_delta, where)
+    protocol["scoring"] = _choice(reader, "scoring", tuple(PROFILES))
+    if "samples" not in protocol:
+        protocol["samples"] = PROFILES[protocol["scoring"]].samples  # gbrain: the median of 3
     no_direct, where = reader.get("no-direct")
     protocol["direct"] = not _bool(no_direct, where) if no_direct is not None else True
     layers: dict[str, dict[str, float | None]] = {"ini": {}, "cli": {}}
