@@ -25,6 +25,7 @@ from .agent import AgentContext, run_task
 from .edits import Edit, apply_edits
 from .ledger import CallCache, Meter, Tally
 from .models.base import Message, Model, Request
+from .models.stops import problem_counts
 from .reflect import RETRY_NOTE, EditParseError, Observation, RejectedEdit, build_reflect_request, parse_edits
 from .seeds import Seed, Task
 from .stats import Estimate, bootstrap, paired_gain
@@ -70,6 +71,7 @@ class SampleResult:
     failed: tuple[str, ...]
     answer: str
     tools_called: tuple[str, ...]
+    stop_reason: str = ""  # the provider's, for the final reply of the attempt
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,11 @@ class Evaluation:
     @property
     def soft(self) -> Estimate:
         return bootstrap([t.soft for t in self.tasks])
+
+    @property
+    def stops(self) -> dict[str, int]:
+        """How many samples ended truncated, refused, content-filtered or empty (see `models.stops`)."""
+        return problem_counts([(s.stop_reason, s.answer) for t in self.tasks for s in t.samples])
 
     @property
     def gate_score(self) -> float:
@@ -235,7 +242,8 @@ class SeedSession:
             task, sample = job
             attempt = run_task(ctx, skill, task, sample)
             verdict = judges.score(task.judge, attempt)
-            return SampleResult(sample, verdict.hard, verdict.soft, verdict.failed, attempt.text, attempt.tools_called)
+            return SampleResult(sample, verdict.hard, verdict.soft, verdict.failed, attempt.text, attempt.tools_called,
+                                attempt.stop_reason)
 
         workers = min(self.concurrency(model), len(jobs))
         if workers > 1:  # results keep the jobs' order, so any concurrency gives the same evaluation

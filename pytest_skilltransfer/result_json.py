@@ -30,6 +30,7 @@ def cost_rows(costs: Costs) -> list[dict[str, Any]]:
             "model": model_id, "role": role, "calls": tally.calls, "cached": tally.cached,
             "input_tokens": tally.usage.input_tokens, "output_tokens": tally.usage.output_tokens,
             "cache_write_tokens": tally.usage.cache_write_tokens, "cache_read_tokens": tally.usage.cache_read_tokens,
+            "usage_unreported": tally.usage.unreported,
             "usd": _round_usd(usd), "cache_saved_usd": _round_usd(saved),
         })
     return rows
@@ -71,9 +72,11 @@ def _evaluation(ev: Evaluation | None) -> dict[str, Any] | None:
         return None
     return {
         "model": ev.model_id, "split": ev.split, "hard": ev.hard.as_dict(), "soft": ev.soft.as_dict(),
+        "stops": ev.stops,
         "tasks": [
             {"task_id": t.task_id, "hard": round(t.hard, 4), "soft": round(t.soft, 4),
-             "samples": [{"sample_id": s.sample_id, "hard": s.hard, "soft": round(s.soft, 4), "failed": list(s.failed)}
+             "samples": [{"sample_id": s.sample_id, "hard": s.hard, "soft": round(s.soft, 4), "failed": list(s.failed),
+                          "stop_reason": s.stop_reason}
                          for s in t.samples]}
             for t in ev.tasks
         ],
@@ -129,6 +132,7 @@ def result_to_json(result: TransferResult) -> dict[str, Any]:
             "cache_read_tokens": sum(t.usage.cache_read_tokens for t in merged.values()),
             "cache_write_tokens": sum(t.usage.cache_write_tokens for t in merged.values()),
             "cache_saved_usd": _round_usd(cache_saved(merged)),
+            "usage_unreported_calls": sum(t.usage.unreported for t in merged.values()),
         },
         "config": asdict(result.config),
     }

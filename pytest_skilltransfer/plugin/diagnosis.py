@@ -11,7 +11,7 @@ import difflib
 from typing import Any
 
 from ..edits import Edit
-from ..report import gain_text, night_verdict
+from ..report import gain_text, night_verdict, unfinished_answers
 from .gating import GateOutcome
 
 TASK_CHARS = 90
@@ -85,6 +85,9 @@ def diagnose(result: dict[str, Any], outcome: GateOutcome, seed_skill: str, task
     lines = [head, *(f"  FAILED {f}" for f in outcome.failures), *(f"  note: {n}" for n in outcome.notes)]
     if snapshot_diff:
         lines += ["", "snapshot mismatch (run with --snapshot-update to accept):", *(f"  {d}" for d in snapshot_diff)]
+    unfinished = unfinished_answers(result)
+    if unfinished:
+        lines += ["", f"unfinished answers (counted as given): {unfinished}"]
     lines += ["", f"scores on {result['target']} (held-out):", *scores_table(result)]
     lines += ["", f"held-out tasks failing on {result['target']} with the learned skill:",
               *failing_tasks(result, task_texts)]

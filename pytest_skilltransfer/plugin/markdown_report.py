@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..report import COLUMNS, price_difference, summary_line, table_rows
+from ..report import COLUMNS, price_difference, summary_line, table_rows, unfinished_answers
 
 
 def _cell(text: str) -> str:
@@ -60,6 +60,11 @@ def render(results: list[dict[str, Any]]) -> str:
     difference = price_difference(ordered)
     if difference:
         lines += [difference, ""]
+    unfinished = [(r, text) for r in ordered if (text := unfinished_answers(r))]
+    if unfinished:
+        lines += ["## Unfinished answers", ""]
+        lines += [f"- **{r['seed']}** ({r['source']} -> {r['target']}): {text}" for r, text in unfinished]
+        lines.append("")
     failed = [r for r in ordered if r.get("gate") and not r["gate"]["passed"]]
     if failed:
         lines += ["## Failed gates", ""]

@@ -59,7 +59,7 @@ class TransferReporting:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if is_worker(self.config) or not self.results:
             return
-        from ..report import price_difference, summary_line, text_table
+        from ..report import price_difference, summary_line, text_table, unfinished_answers
 
         results = self.ordered()
         terminalreporter.write_sep("=", "skill transfer")
@@ -69,6 +69,11 @@ class TransferReporting:
         difference = price_difference(results)
         if difference:
             terminalreporter.write_line(difference)
+        for result in results:
+            unfinished = unfinished_answers(result)
+            if unfinished:
+                terminalreporter.write_line(f"unfinished answers in {result['seed']} "
+                                            f"({result['source']} -> {result['target']}): {unfinished}")
         for label, path in (("JSON", self.settings.json_path), ("Markdown", self.settings.md_path)):
             if path:
                 terminalreporter.write_line(f"{label} report: {path}")
