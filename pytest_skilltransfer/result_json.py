@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from .ledger import evidence_digest
 from .prices import cache_saving_usd, cost_usd
 from .protocol import Costs, Evaluation, Night, Optimization, TransferResult, total_costs
 
@@ -134,8 +135,15 @@ def result_to_json(result: TransferResult) -> dict[str, Any]:
             "cache_saved_usd": _round_usd(cache_saved(merged)),
             "usage_unreported_calls": sum(t.usage.unreported for t in merged.values()),
         },
+        "evidence": _evidence(merged),
         "config": asdict(result.config),
     }
+
+
+def _evidence(costs: Costs) -> dict[str, Any]:
+    """The distinct calls the result was computed from, and one digest over them (see `ledger`)."""
+    used = frozenset().union(*(t.evidence for t in costs.values())) if costs else frozenset()
+    return {"calls": len(used), "digest": evidence_digest(used)}
 
 
 def _round_usd(value: float | None) -> float | None:

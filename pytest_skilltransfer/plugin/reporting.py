@@ -80,5 +80,8 @@ class TransferReporting:
 
 
 def _write(path: Path, text: str) -> None:
+    """Write a report; any key value or token-shaped string left in it is redacted first."""
+    from ..redaction import redact_text
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    path.write_text(redact_text(text), encoding="utf-8")

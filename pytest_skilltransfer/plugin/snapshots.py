@@ -3,7 +3,8 @@
 Location: inside the seed folder, one file per pair,
 `seeds/<seed>/__snapshots__/transfer[<source>_to_<target>].md` (next to the item's file node), so a seed and its reviewed results
 travel together (hand-written tests keep syrupy's layout, `tests/__snapshots__/<file>/<test>.md`).
-Only deterministic fields are written (scores, nights, the learned skill), never dollars or calls.
+Only deterministic fields are written (scores, nights, the learned skill, the digest of the calls the
+result was computed from), never dollars or call counts.
 
 Unused-snapshot detection: this extension reports no snapshot as unused, so `-k`, seed selection,
 a different model matrix or xdist can never flag or delete one. A deleted seed takes its snapshots
@@ -84,6 +85,14 @@ def _night_lines(optimization: dict[str, Any] | None, label: str) -> list[str]:
     return lines + [""]
 
 
+def _evidence_line(result: dict[str, Any]) -> list[str]:
+    """Which answers the result was computed from: a tampered cassette changes this line."""
+    evidence = result.get("evidence")
+    if not evidence:
+        return []
+    return [f"- computed from {evidence['calls']} distinct call(s), evidence digest {evidence['digest'][:16]}"]
+
+
 def render(result: dict[str, Any]) -> str:
     """The snapshot text of one result."""
     scores = result["scores"]
@@ -95,7 +104,7 @@ def render(result: dict[str, Any]) -> str:
         _score_row("transferred", scores["transferred"]),
         _score_row("direct", scores["direct"]), "",
         f"- gain: {gain_text(result)} over {result['gain']['n']} task(s)",
-        f"- efficiency: {efficiency}", "",
+        f"- efficiency: {efficiency}", *_evidence_line(result), "",
         "## Optimization", "",
         *_night_lines(result["optimization"]["source"], "On the source"),
         *_night_lines(result["optimization"]["direct"], "Direct, on the target"),
