@@ -43,11 +43,20 @@ def build_parser() -> argparse.ArgumentParser:
         parser.add_argument(f"--{role}-model", help=argparse.SUPPRESS)
     parser.add_argument("--data-root", default="seeds", help="folder of seeds (default: seeds)")
     parser.add_argument("--seeds", default="", help="comma-separated seed names (default: all found)")
-    parser.add_argument("--nights", type=int, default=defaults.nights)
-    parser.add_argument("--edit-budget", type=int, default=defaults.edit_budget)
-    parser.add_argument("--limit-replay", type=int, default=defaults.limit_replay, help="cap on train tasks (0 = all)")
-    parser.add_argument("--limit-holdout", type=int, default=defaults.limit_holdout, help="cap on val and test tasks (0 = all)")
-    parser.add_argument("--samples", type=int, default=defaults.samples, help="rollouts per task")
+    parser.add_argument("--nights", type=int, default=defaults.nights,
+                        help=f"optimization nights at most (default {defaults.nights})")
+    parser.add_argument("--edit-budget", type=int, default=defaults.edit_budget,
+                        help=f"edits applied per night at most (default {defaults.edit_budget})")
+    parser.add_argument("--limit-replay", type=int, default=defaults.limit_replay,
+                        help=f"caps the training tasks replayed per night (0 = all; default {defaults.limit_replay})")
+    parser.add_argument("--limit-holdout", type=int, default=defaults.limit_holdout,
+                        help="caps the validation tasks the edit gate scores (0 = all; default "
+                             f"{defaults.limit_holdout}); never the test split")
+    parser.add_argument("--limit-test", type=int, default=defaults.limit_test,
+                        help="caps the held-out test tasks that every reported score and gain uses "
+                             f"(0 = all; default {defaults.limit_test}); fewer tasks, wider intervals")
+    parser.add_argument("--samples", type=int, default=defaults.samples,
+                        help=f"rollouts per task (default {defaults.samples}); a task scores the mean of its samples")
     parser.add_argument("--workers", type=int, default=defaults.workers, help="concurrent model calls")
     parser.add_argument("--no-direct", action="store_true", help="skip the direct optimization on the target")
     parser.add_argument("--json", action="store_true", help="print the JSON report instead of text")
@@ -84,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         optimizer = resolve_model(args.optimizer) if args.optimizer else None
         config = ProtocolConfig(
             nights=args.nights, edit_budget=args.edit_budget, limit_replay=args.limit_replay,
-            limit_holdout=args.limit_holdout, samples=args.samples, direct=not args.no_direct, workers=args.workers,
+            limit_holdout=args.limit_holdout, limit_test=args.limit_test, samples=args.samples, direct=not args.no_direct, workers=args.workers,
         )
         config.validate()
         seeds = load_seeds(Path(args.data_root), [n.strip() for n in args.seeds.split(",") if n.strip()])

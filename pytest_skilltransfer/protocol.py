@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable
 
 from . import judges
@@ -28,7 +29,7 @@ from .models.base import Message, Model, Request
 from .models.stops import problem_counts
 from .reflect import RETRY_NOTE, EditParseError, Observation, RejectedEdit, build_reflect_request, parse_edits
 from .seeds import Seed, Task
-from .stats import Estimate, bootstrap, paired_gain
+from .stats import Estimate, Gain, Ratio, efficiency_ratio, paired_gain, score
 from .tools import load_corpus
 
 Progress = Callable[[str], None]
@@ -44,6 +45,7 @@ class ProtocolConfig:
     edit_budget: int = 4
     limit_replay: int = 3
     limit_holdout: int = 3
+    limit_test: int = 0
     samples: int = 1
     direct: bool = True
     gate_weight: float = 0.5
@@ -54,7 +56,7 @@ class ProtocolConfig:
         for name in ("nights", "edit_budget", "samples", "workers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        for name in ("limit_replay", "limit_holdout"):
+        for name in ("limit_replay", "limit_holdout", "limit_test"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be 0 (no cap) or positive, got {getattr(self, name)}")
         if not 0 <= self.gate_weight <= 1:
@@ -100,13 +102,14 @@ class Evaluation:
     costs: Costs
     gate_weight: float = 0.5
 
-    @property
+    @cached_property
     def hard(self) -> Estimate:
-        return bootstrap([t.hard for t in self.tasks])
+        """Mean hard score over tasks with its exact interval (computed once)."""
+        return score([t.hard for t in self.tasks])
 
-    @property
+    @cached_property
     def soft(self) -> Estimate:
-        return bootstrap([t.soft for t in self.tasks])
+        return score([t.soft for t in self.tasks])
 
     @property
     def stops(self) -> dict[str, int]:
@@ -160,20 +163,28 @@ class TransferResult:
     direct_optimization: Optimization | None
     direct: Evaluation | None
 
-    @property
-    def gain(self) -> Estimate:
-        """Paired per-task gain transferred - baseline (hard), with a bootstrap interval."""
+    @cached_property
+    def gain(self) -> Gain:
+        """Paired per-task gain transferred - baseline (hard): exact interval and p-value (computed once)."""
         return paired_gain([t.hard for t in self.baseline.tasks], [t.hard for t in self.transferred.tasks])
+
+    @cached_property
+    def headroom(self) -> Gain | None:
+        """Paired per-task gain direct - baseline (hard); None without a direct run."""
+        if self.direct is None:
+            return None
+        return paired_gain([t.hard for t in self.baseline.tasks], [t.hard for t in self.direct.tasks])
+
+    @cached_property
+    def efficiency_estimate(self) -> Ratio | None:
+        """gain / headroom with an interval; None unless the direct headroom is significantly above 0."""
+        return efficiency_ratio(self.gain, self.headroom) if self.headroom is not None else None
 
     @property
     def efficiency(self) -> float | None:
-        """(transferred - baseline) / (direct - baseline), defined when direct beat the baseline."""
-        if self.direct is None:
-            return None
-        headroom = self.direct.hard.mean - self.baseline.hard.mean
-        if headroom <= 0:
-            return None
-        return (self.transferred.hard.mean - self.baseline.hard.mean) / headroom
+        """(transferred - baseline) / (direct - baseline), shown only when the headroom is significant."""
+        estimate = self.efficiency_estimate
+        return None if estimate is None else estimate.mean
 
     def phase_costs(self) -> dict[str, Costs]:
         """Calls and tokens per protocol phase, keyed by (model id, role)."""
@@ -222,7 +233,7 @@ class SeedSession:
         self.splits = {
             "train": capped(seed.train, config.limit_replay, split_seed),
             "val": capped(seed.val, config.limit_holdout, split_seed),
-            "test": capped(seed.test, config.limit_holdout, split_seed),
+            "test": capped(seed.test, config.limit_test, split_seed),
         }
         self._evaluations: dict[tuple[str, str, str], Evaluation] = {}
         self._optimizations: dict[tuple[str, str], Optimization] = {}

@@ -1,4 +1,7 @@
-"""TransferResult -> plain JSON: upstream's fields first, then ours (CIs, efficiency, cost, full skills, tasks).
+"""TransferResult -> plain JSON: upstream's fields first, then ours (CIs, p-values, efficiency, cost, skills, tasks).
+
+Each result carries everything the run-level statistics need (per-task scores, the gain's p-value,
+n and mean), so `summary.summarize` recomputes them exactly from any list of results, e.g. merged shards.
 
 The CLI's `--json`, the plugin's `--skilltransfer-json` and the snapshots all use this one shape.
 """
@@ -11,6 +14,7 @@ from typing import Any
 from .ledger import evidence_digest
 from .prices import cache_saving_usd, cost_usd
 from .protocol import Costs, Evaluation, Night, Optimization, TransferResult, total_costs
+from .summary import summarize
 
 EXPERIMENT = "skilltransfer/transfer"
 TAIL_CHARS = 300
@@ -116,6 +120,8 @@ def result_to_json(result: TransferResult) -> dict[str, Any]:
         "optimizer": result.optimizer,
         "gain": result.gain.as_dict(),
         "efficiency": _round(result.efficiency),
+        "efficiency_ci": None if result.efficiency_estimate is None else result.efficiency_estimate.as_dict(),
+        "headroom": None if result.headroom is None else result.headroom.as_dict(),
         "scores": {
             "baseline": _evaluation(result.baseline),
             "transferred": _evaluation(result.transferred),
@@ -170,5 +176,6 @@ def run_report(results: list[dict[str, Any]]) -> dict[str, Any]:
         "target": targets[0] if len(targets) == 1 else targets,
         "tokens_source": tokens_of(sources),
         "tokens_target": tokens_of([t for t in targets if t not in sources]),
+        "summary": summarize(results),
         "results": results,
     }

@@ -36,6 +36,9 @@ def test_both_pairs_of_a_seed_record_into_one_cassette_and_replay(pytester: pyte
     replayed.assert_outcomes(passed=2)
     assert len(fake.received) == served
     first, second = (json.loads((pytester.path / name).read_text()) for name in ("a.json", "b.json"))
+    assert [r.pop("gate")["verdict"] for r in second["results"]] == ["pass", "pass"]  # the regression gate ran
+    for result in first["results"]:
+        result.pop("gate")
     assert second == first
     assert [(r["source"], r["target"]) for r in first["results"]] == [("fake-large", "fake-small"),
                                                                        ("fake-small", "fake-large")]

@@ -8,7 +8,6 @@ import pytest
 from pytest_skilltransfer.models.base import ModelCallError, Reply
 from pytest_skilltransfer.protocol import ProtocolConfig, SeedSession, capped
 from pytest_skilltransfer.seeds import load_seed
-from pytest_skilltransfer.stats import bootstrap, paired_gain
 from scripted_model import ScriptedModel, edits
 
 CHECKS = {"kind": "rule", "checks": [{"op": "contains", "arg": "Owner:"}, {"op": "max_chars", "arg": 60}]}
@@ -45,7 +44,8 @@ def test_improving_edit_is_accepted_and_transfers(seed):
     result = session(seed, direct=False).transfer(source, target)
     assert result.baseline.hard.mean == 0.0
     assert result.transferred.hard.mean == 1.0
-    assert result.gain.mean == 1.0 and result.gain.low == 1.0
+    assert result.gain.mean == 1.0 and result.gain.improved == 6 and result.gain.p_value == 1 / 32
+    assert 0 < result.gain.low < 1.0 == result.gain.high  # six tasks: exact interval, not a degenerate [1, 1]
     night = result.learned.nights[0]
     assert night.accepted and night.val_before == 0.25 and night.val_after == 1.0
     assert "OWNER-LINE" in result.learned.learned_skill
@@ -82,7 +82,9 @@ def test_direct_reference_and_efficiency(seed):
     target = ScriptedModel("tgt", obeys_owner_rule, [edits("OWNER-LINE rule.")])
     result = session(seed).transfer(source, target)
     assert result.direct is not None and result.direct.hard.mean == 1.0
-    assert result.transferred.hard.mean == 0.0 and result.efficiency == 0.0
+    assert result.transferred.hard.mean == 0.0 and result.headroom.mean == 1.0
+    # six tasks cannot bound the headroom above 0 at the ratio's joint level, so efficiency stays undefined
+    assert result.efficiency is None and result.efficiency_estimate is None
     assert set(result.phase_costs()) == {"baseline", "optimize-source", "transferred", "optimize-direct", "direct"}
 
 
@@ -103,7 +105,8 @@ def test_samples_give_distinct_rollouts_and_task_means(seed):
     result = session(seed, samples=4, direct=False, nights=1).transfer(
         ScriptedModel("src", noisy), ScriptedModel("tgt", noisy))
     assert all(len(t.samples) == 4 for t in result.baseline.tasks)
-    assert result.baseline.hard.mean == 0.5 and result.baseline.hard.low == result.baseline.hard.high == 0.5
+    assert result.baseline.hard.mean == 0.5 and result.baseline.hard.low < 0.5 < result.baseline.hard.high
+    assert result.baseline.hard is result.baseline.hard, "statistics are computed once per evaluation"
 
 
 def test_call_errors_propagate(seed):
@@ -126,18 +129,3 @@ def test_caps_take_a_seeded_sample_in_file_order(seed):
 def test_bad_config_is_refused(seed):
     with pytest.raises(ValueError, match="samples must be at least 1"):
         SeedSession(seed, ProtocolConfig(samples=0))
-
-
-def test_bootstrap_interval_contains_mean_and_is_deterministic():
-    values = [0, 1, 1, 0, 1, 1, 1, 0]
-    first, second = bootstrap(values), bootstrap(values)
-    assert first == second and first.low < first.mean < first.high and first.n == 8
-    assert bootstrap([]).n == 0 and bootstrap([1.0]).low == 1.0
-
-
-def test_paired_gain_uses_per_task_differences():
-    gain = paired_gain([0, 0, 1, 1], [1, 1, 1, 1])
-    assert gain.mean == 0.5 and 0.0 <= gain.low <= 0.5 <= gain.high <= 1.0
-    assert paired_gain([0.5] * 5, [0.5] * 5).high == 0.0
-    with pytest.raises(ValueError):
-        paired_gain([1], [1, 2])

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import warnings
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Generator
@@ -354,7 +355,13 @@ def junit_properties(data: dict[str, Any]) -> list[tuple[str, object]]:
         "gain": data["gain"]["mean"],
         "gain_ci_low": data["gain"]["ci_low"],
         "gain_ci_high": data["gain"]["ci_high"],
+        "gain_p_value": data["gain"]["p_value"],
+        "gain_method": data["gain"]["method"],
+        "mdg": data["gain"]["mdg"],
+        "tasks": data["gain"]["n"],
         "efficiency": data["efficiency"],
+        "efficiency_ci_low": (data.get("efficiency_ci") or {}).get("ci_low"),
+        "efficiency_ci_high": (data.get("efficiency_ci") or {}).get("ci_high"),
         "calls": data["cost"]["calls"],
         "tokens": data["cost"]["tokens"],
         "usd": data["cost"]["total_usd"],
@@ -376,15 +383,27 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
     from . import gating, snapshots
     from .diagnosis import diagnose
 
-    thresholds = settings_of(item.config).thresholds(run.seed.thresholds, run.spec.thresholds)
-    committed = snapshots.committed_score(run.snapshot)
-    outcome = gating.evaluate(run.data, thresholds, committed, updating=bool(run.snapshot.update_snapshots))
+    settings = settings_of(item.config)
+    thresholds = settings.thresholds(run.seed.thresholds, run.spec.thresholds)
+    committed = snapshots.committed_per_task(run.snapshot)
+    family = sum(1 for other in item.session.items if SPEC in other.stash)
+    outcome = gating.evaluate(run.data, thresholds, committed, updating=bool(run.snapshot.update_snapshots),
+                              correction=settings.correction, family=family)
     mismatch = snapshots.compare(run.snapshot, run.data)
-    run.data["gate"] = {**outcome.as_dict(), "passed": outcome.passed and not mismatch,
+    verdict = "fail" if mismatch else outcome.verdict
+    run.data["gate"] = {**outcome.as_dict(), "verdict": verdict, "passed": verdict == "pass",
                         "snapshot": mismatch[0] if mismatch else "ok"}
-    if outcome.failures or mismatch:
+    for gate in outcome.gates:
+        item.user_properties.append((f"skilltransfer_gate_{gate.name}", gate.verdict))
+    item.user_properties.append(("skilltransfer_verdict", verdict))
+    if verdict == "fail" or (verdict == "inconclusive" and settings.inconclusive == "fail"):
         texts = {task.id: task.text for task in run.seed.test}
         pytest.fail(diagnose(run.data, outcome, run.seed.skill, texts, mismatch), pytrace=False)
+    if verdict == "inconclusive":
+        reason = "inconclusive: " + "; ".join(outcome.inconclusive)
+        if settings.inconclusive == "xfail":
+            pytest.xfail(reason)
+        warnings.warn(pytest.PytestWarning(f"{item.nodeid}: {reason}"), stacklevel=1)
 
 
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..report import COLUMNS, price_difference, summary_line, table_rows, unfinished_answers
+from ..report import LEGEND, MD_COLUMNS, md_rows, pair_lines, price_difference, summary_line, unfinished_answers
 
 
 def _cell(text: str) -> str:
@@ -18,9 +18,9 @@ def _cell(text: str) -> str:
 
 def _table(ordered: list[dict[str, Any]]) -> list[str]:
     """`ordered` is sorted as `table_rows` sorts (stably, by seed and pair), so rows and results align."""
-    lines = ["| " + " | ".join((*COLUMNS, "gate")) + " |", "|" + "---|" * (len(COLUMNS) + 1)]
-    for result, row in zip(ordered, table_rows(ordered)):
-        lines.append("| " + " | ".join(_cell(c) for c in (*row, _verdict(result))) + " |")
+    lines = ["| " + " | ".join(MD_COLUMNS) + " |", "|" + "---|" * len(MD_COLUMNS)]
+    for row in md_rows(ordered):
+        lines.append("| " + " | ".join(_cell(c) for c in (*row[:-1], _bold(row[-1]))) + " |")
     return lines
 
 
@@ -28,11 +28,8 @@ def _key(result: dict[str, Any]) -> tuple[str, str, str]:
     return result["seed"], result["source"], result["target"]
 
 
-def _verdict(result: dict[str, Any]) -> str:
-    gate = result.get("gate")
-    if gate is None:
-        return "-"
-    return "pass" if gate["passed"] else "**FAIL**"
+def _bold(verdict: str) -> str:
+    return "**FAIL**" if verdict == "fail" else verdict
 
 
 def chart(result: dict[str, Any]) -> list[str]:
@@ -56,7 +53,8 @@ def render(results: list[dict[str, Any]]) -> str:
     if not results:
         return "# Skill transfer\n\nNo transfer items ran.\n"
     ordered = sorted(results, key=_key)
-    lines = ["# Skill transfer", "", f"`{summary_line(ordered)}`", "", *_table(ordered), ""]
+    lines = ["# Skill transfer", "", f"`{summary_line(ordered)}`", "", *_table(ordered), "", f"_{LEGEND}_", ""]
+    lines += [f"- {line}" for line in pair_lines(ordered)] + [""]
     difference = price_difference(ordered)
     if difference:
         lines += [difference, ""]
@@ -67,10 +65,11 @@ def render(results: list[dict[str, Any]]) -> str:
         lines.append("")
     failed = [r for r in ordered if r.get("gate") and not r["gate"]["passed"]]
     if failed:
-        lines += ["## Failed gates", ""]
+        lines += ["## Failed or inconclusive gates", ""]
         for result in failed:
             gate = result["gate"]
-            reasons = [*gate["failures"], *([gate["snapshot"]] if gate["snapshot"] != "ok" else [])]
+            reasons = [*gate["failures"], *gate.get("inconclusive", []),
+                       *([gate["snapshot"]] if gate["snapshot"] != "ok" else [])]
             lines += [f"- **{result['seed']}** ({result['source']} -> {result['target']}): " + "; ".join(reasons)]
         lines.append("")
     lines += ["## Scores per seed", ""]

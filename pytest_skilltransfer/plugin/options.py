@@ -23,6 +23,7 @@ import pytest
 
 from ..models.sdk_common import CallPolicy
 from ..protocol import ProtocolConfig
+from .gating import CORRECTIONS, DEFAULT_REGRESSION_TOLERANCE
 from ..seeds import LIMIT_OPTIONS, SeedLimits, Thresholds, split_pair
 
 Pair = tuple[str, str]
@@ -31,8 +32,9 @@ INT_SETTINGS = {  # option -> (ProtocolConfig field, smallest allowed value, hel
     "nights": ("nights", 1, "optimization nights"),
     "edit-budget": ("edit_budget", 1, "edits applied per night at most"),
     "limit-replay": ("limit_replay", 0, "training tasks replayed per night (0 = all)"),
-    "limit-holdout": ("limit_holdout", 0, "validation and held-out tasks scored (0 = all)"),
-    "samples": ("samples", 1, "rollouts per task; above 1 the gates use the lower 95%% bound"),
+    "limit-holdout": ("limit_holdout", 0, "validation tasks scored per gate decision (0 = all)"),
+    "limit-test": ("limit_test", 0, "held-out test tasks scored (0 = all)"),
+    "samples": ("samples", 1, "rollouts per task (narrows intervals; the method stays the same)"),
 }
 THRESHOLD_OPTIONS = {  # option -> Thresholds field
     "transfer-min-gain": "min_gain",
@@ -41,6 +43,7 @@ THRESHOLD_OPTIONS = {  # option -> Thresholds field
     "transfer-regression-tolerance": "regression_tolerance",
 }
 OFF_WORDS = ("off", "none")
+INCONCLUSIVE_ACTIONS = ("fail", "xfail", "pass")  # what an inconclusive gate does to its pytest item
 
 
 def ini_name(option: str) -> str:
@@ -88,6 +91,10 @@ def add_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager
     for option, name in THRESHOLD_OPTIONS.items():
         _add(group, parser, option, f"gate: {name.replace('_', ' ')} (overrides seed.toml; 'off' disables)",
              metavar="X")
+    _add(group, parser, "transfer-inconclusive", "what an inconclusive gate does to its test: fail (default: an "
+         "unproven claim is not a pass), xfail, or pass (with a warning)", metavar="ACTION")
+    _add(group, parser, "transfer-correction", "gate intervals corrected for the number of transfer items: none "
+         "(default) or bonferroni (the run summary always reports Holm)", metavar="METHOD")
     _add(group, parser, "skilltransfer-json", "write the JSON report (the CLI's --json shape) to PATH", metavar="PATH")
     _add(group, parser, "skilltransfer-md", "write a Markdown report with charts (for CI job summaries) to PATH",
          metavar="PATH")
@@ -133,14 +140,21 @@ class Settings:
     record_mode: str | None = None  # None: the cassettes' default (replay only under CI)
     cassette_dir: Path = Path("cassettes")
     local_server: str = "auto"
+    inconclusive: str = "fail"
+    correction: str = "none"
     concurrency: int | None = None  # --max-concurrency N (None: each backend's default)
     model_concurrency: dict[str, int] = field(default_factory=dict)  # --max-concurrency MODEL=N
     calls: CallPolicy = field(default_factory=CallPolicy)  # --provider-retries/-backoff/-timeout
     seed_limits: SeedLimits = field(default_factory=SeedLimits)  # --max-skill-bytes/-task-bytes/-corpus-bytes
 
     def thresholds(self, seed: Thresholds, marker: dict[str, Any] | None = None) -> Thresholds:
-        """seed.toml < ini < the test's marker < command line; None (`off`) turns a gate off."""
-        values = {**seed.__dict__, **self.ini_thresholds, **(marker or {}), **self.cli_thresholds}
+        """default < seed.toml < ini < the test's marker < command line; None (`off`) turns a gate off.
+
+        The only default is the regression gate's tolerance (`DEFAULT_REGRESSION_TOLERANCE`).
+        """
+        seed_values = {k: v for k, v in seed.__dict__.items() if v is not None}
+        values = {"regression_tolerance": DEFAULT_REGRESSION_TOLERANCE, **seed_values, **self.ini_thresholds,
+                  **(marker or {}), **self.cli_thresholds}
         return Thresholds(**{k: v for k, v in values.items() if k in Thresholds.__dataclass_fields__})
 
 
@@ -230,6 +244,14 @@ def _bool(value: Any, where: str) -> bool:
     if text in ("0", "false", "no", "off", ""):
         return False
     raise pytest.UsageError(f"{where}: expected true or false, got {value!r}")
+
+
+def _choice(reader: _Reader, option: str, choices: tuple[str, ...]) -> str:
+    value, where = reader.get(option)
+    choice = str(value if value is not None else choices[0]).strip().lower()
+    if choice not in choices:
+        raise pytest.UsageError(f"{where}: expected one of {', '.join(choices)}, got {value!r}")
+    return choice
 
 
 def _local_server(reader: _Reader) -> str:
@@ -353,6 +375,8 @@ def read_settings(config: pytest.Config) -> Settings:
         record_mode=_record_mode(reader),
         cassette_dir=_path(cassette_dir, cwd) if cassette_dir else config.rootpath / "cassettes",
         local_server=_local_server(reader),
+        inconclusive=_choice(reader, "transfer-inconclusive", INCONCLUSIVE_ACTIONS),
+        correction=_choice(reader, "transfer-correction", CORRECTIONS),
         concurrency=concurrency,
         model_concurrency=model_concurrency,
         calls=_call_policy(reader),

@@ -59,13 +59,15 @@ class TransferReporting:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if is_worker(self.config) or not self.results:
             return
-        from ..report import price_difference, summary_line, text_table, unfinished_answers
+        from ..report import pair_lines, price_difference, summary_line, text_table, unfinished_answers
 
         results = self.ordered()
         terminalreporter.write_sep("=", "skill transfer")
         for line in text_table(results).splitlines():
             terminalreporter.write_line(line)
         terminalreporter.write_line(summary_line(results))
+        for line in pair_lines(results):
+            terminalreporter.write_line(line)
         difference = price_difference(results)
         if difference:
             terminalreporter.write_line(difference)
