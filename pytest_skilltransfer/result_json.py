@@ -141,14 +141,16 @@ def result_to_json(result: TransferResult) -> dict[str, Any]:
             "cache_saved_usd": _round_usd(cache_saved(merged)),
             "usage_unreported_calls": sum(t.usage.unreported for t in merged.values()),
         },
-        "evidence": _evidence(merged),
+        "evidence": _evidence(result),
         "config": asdict(result.config),
     }
 
 
-def _evidence(costs: Costs) -> dict[str, Any]:
-    """The distinct calls the result was computed from, and one digest over them (see `ledger`)."""
-    used = frozenset().union(*(t.evidence for t in costs.values())) if costs else frozenset()
+def _evidence(result: TransferResult) -> dict[str, Any]:
+    """The distinct calls the scores were computed from (the held-out evaluations), and one digest over
+    them (see `ledger`); what the optimization's calls produced is the learned skill, recorded as text."""
+    scored = [ev for ev in (result.baseline, result.transferred, result.direct) if ev is not None]
+    used: frozenset[str] = frozenset().union(*(t.evidence for ev in scored for t in ev.costs.values()))
     return {"calls": len(used), "digest": evidence_digest(used)}
 
 

@@ -60,5 +60,5 @@ def test_an_edited_cassette_answer_shows_up_in_the_snapshot(pytester: pytest.Pyt
     path.write_text(path.read_text().replace("fake answer", "edited answer", 1))
     replayed = pytester.runpytest_subprocess(*limits, "--record-mode=none")
     replayed.assert_outcomes(failed=1)
-    replayed.stdout.fnmatch_lines(["*snapshot mismatch*", "*-- computed from * distinct call(s), evidence digest *",
-                                   "*+- computed from * distinct call(s), evidence digest *"])
+    replayed.stdout.fnmatch_lines(["*snapshot mismatch*", "*-- scored from * distinct call(s), evidence digest *",
+                                   "*+- scored from * distinct call(s), evidence digest *"])

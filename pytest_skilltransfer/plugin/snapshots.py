@@ -3,8 +3,8 @@
 Location: inside the seed folder, one file per pair,
 `seeds/<seed>/__snapshots__/transfer[<source>_to_<target>].md` (next to the item's file node), so a seed and its reviewed results
 travel together (hand-written tests keep syrupy's layout, `tests/__snapshots__/<file>/<test>.md`).
-Only deterministic fields are written (scores, nights, the learned skill, the digest of the calls the
-result was computed from), never dollars or call counts.
+Only deterministic fields are written (scores, nights, the learned skill, the digest of the held-out
+calls the scores were computed from), never dollars or call counts.
 The transferred per-task scores are written on one line (`- transferred per task: `id=score ...``),
 so the regression gate compares this run with the committed one task by task (`stats.regression`).
 
@@ -92,7 +92,7 @@ def _evidence_line(result: dict[str, Any]) -> list[str]:
     evidence = result.get("evidence")
     if not evidence:
         return []
-    return [f"- computed from {evidence['calls']} distinct call(s), evidence digest {evidence['digest'][:16]}"]
+    return [f"- scored from {evidence['calls']} distinct call(s), evidence digest {evidence['digest'][:16]}"]
 
 
 def render(result: dict[str, Any]) -> str:
