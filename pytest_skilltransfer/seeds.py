@@ -3,8 +3,9 @@
     <seed>/SKILL.md          the deficient skill (required)
     <seed>/benchmark.jsonl   training pool, split into train and val by a hash (required)
     <seed>/held-out.jsonl    test tasks (required, at least one)
-    <seed>/seed.toml         optional: description, [split], [thresholds], corpus folder name
+    <seed>/seed.toml         optional: description, [split], [thresholds], [judge], corpus folder name
     <seed>/brain/            optional corpus for the `search` tool (Markdown pages, slug = path)
+    <seed>/judge-calibration.jsonl  optional: answers with the verdict a person expects, for rubric judges
 
 Loading validates everything and reports every problem at once, each naming file and line (or byte
 offset, for a file that is not UTF-8). Inputs are bounded (`SeedLimits`, generous defaults the plugin
@@ -16,19 +17,24 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
+import regex
 import tomllib
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
-from .judges import BOUND_OPS, JUDGE_KINDS, RULE_OPS, TEXT_OPS, Check, Judge
+from .judges import BOUND_OPS, JUDGE_KINDS, RUBRIC_OP, RULE_OPS, TEXT_OPS, Check, Judge, compile_pattern, has_rubric
 from .tools import corpus_pages, decode_utf8, is_inside
+from .regex_portability import javascript_problems
+from .rubric import CalibrationItem
 
 SKILL_FILE = "SKILL.md"
 TRAIN_FILE = "benchmark.jsonl"
 TEST_FILE = "held-out.jsonl"
 CONFIG_FILE = "seed.toml"
+CALIBRATION_FILE = "judge-calibration.jsonl"
+CHECK_FIELDS = ("op", "arg")
 DEFAULT_CORPUS_DIR = "brain"
 
 
@@ -93,6 +99,15 @@ class Thresholds:
 
 
 @dataclass(frozen=True)
+class JudgeSettings:
+    """A seed's `[judge]` table: the judge model, samples per rubric check, calibration threshold (None = unset)."""
+
+    model: str | None = None
+    samples: int | None = None
+    min_accuracy: float | None = None
+
+
+@dataclass(frozen=True)
 class SplitSettings:
     """How the training pool splits into train and val (upstream: 0.34 and 42)."""
 
@@ -115,6 +130,13 @@ class Seed:
     split: SplitSettings = field(default_factory=SplitSettings)
     corpus_dir: Path | None = None
     pairs: tuple[tuple[str, str], ...] = ()
+    judge: JudgeSettings = field(default_factory=JudgeSettings)
+    calibration: tuple[CalibrationItem, ...] = ()
+
+    @property
+    def rubric_origin(self) -> str | None:
+        """Where the first task with a rubric check is defined (`file:line`), or None without rubric checks."""
+        return next((t.origin for t in (*self.train, *self.val, *self.test) if has_rubric(t.judge)), None)
 
 
 def split_pair(text: str) -> tuple[str, str] | None:
@@ -138,6 +160,10 @@ class SeedProblem:
 
     def __str__(self) -> str:
         return f"{self.where}: {self.message}"
+
+
+class SeedPortabilityWarning(UserWarning):
+    """A seed loads here but would be judged differently by gbrain (JavaScript regex semantics)."""
 
 
 class SeedError(Exception):
@@ -177,6 +203,19 @@ def _parse_judge(raw: Any, where: str, problems: list[SeedProblem]) -> Judge | N
     if kind not in JUDGE_KINDS:
         problems.append(SeedProblem(where, f"unknown judge kind {kind!r}; use one of {', '.join(JUDGE_KINDS)}"))
         return None
+    if kind == "rubric":  # a task-level rubric judge: several criteria, each one rubric check
+        criteria = raw.get("criteria")
+        unknown = sorted(set(raw) - {"kind", "criteria"})
+        if unknown:
+            problems.append(SeedProblem(where, f"unknown field(s) {', '.join(map(repr, unknown))} in a rubric judge; "
+                                        "it takes 'kind' and 'criteria'"))
+            return None
+        if not isinstance(criteria, list) or not criteria:
+            problems.append(SeedProblem(where, "rubric judge needs 'criteria', a non-empty list of criterion strings"))
+            return None
+        parsed = [_parse_check({"op": RUBRIC_OP, "arg": c}, f"{where}: criterion {i + 1}", problems)
+                  for i, c in enumerate(criteria)]
+        return None if any(c is None for c in parsed) else Judge(kind="rule", checks=tuple(c for c in parsed if c))
     if kind == "qrels":
         slugs, k = raw.get("expected_slugs"), raw.get("k", 5)
         ok = True
@@ -206,6 +245,11 @@ def _parse_check(raw: Any, where: str, problems: list[SeedProblem]) -> Check | N
         problems.append(SeedProblem(where, "a check must be an object with 'op' and 'arg'"))
         return None
     op, arg = raw["op"], raw.get("arg")
+    unknown = sorted(set(raw) - set(CHECK_FIELDS))
+    if unknown:
+        problems.append(SeedProblem(where, f"unknown field(s) {', '.join(map(repr, unknown))} in a check; "
+                                    "a check has only 'op' and 'arg'"))
+        return None
     if op not in RULE_OPS:
         problems.append(SeedProblem(where, f"unknown op {op!r}; known ops: {', '.join(RULE_OPS)}"))
         return None
@@ -213,26 +257,30 @@ def _parse_check(raw: Any, where: str, problems: list[SeedProblem]) -> Check | N
         if not _is_int(arg) or arg < 0:
             problems.append(SeedProblem(where, f"{op} needs a non-negative integer, got {arg!r}"))
             return None
+    elif op == RUBRIC_OP:
+        if not isinstance(arg, str) or not arg.strip():
+            problems.append(SeedProblem(where, "rubric needs a criterion: a non-empty string saying what a good "
+                                        "answer does, e.g. \"names the root cause of the incident\""))
+            return None
     elif op in TEXT_OPS or op == "tool_called":
         if not isinstance(arg, str) or not arg.strip():
             problems.append(SeedProblem(where, f"{op} needs a non-empty string argument"))
             return None
         if op == "regex":
             try:
-                re.compile(arg, re.M)
-            except re.error as exc:
+                compile_pattern(arg)
+            except regex.error as exc:
                 problems.append(SeedProblem(where, f"regex {arg!r} does not compile: {exc}"))
                 return None
+            for problem in javascript_problems(arg):
+                warnings.warn(SeedPortabilityWarning(f"{where}: regex {arg!r}: {problem}; gbrain's judge would "
+                                                     "score this check differently"), stacklevel=2)
     return Check(op=op, arg=arg)
 
 
-def read_tasks(path: Path, problems: list[SeedProblem], limits: SeedLimits | None = None) -> list[Task]:
-    """Read a JSONL task file, appending every problem (with file:line) to `problems`."""
-    limits = limits or SeedLimits()
-    tasks: list[Task] = []
-    seen: dict[str, int] = {}
-    content = read_text_file(path, problems)
-    for number, line in enumerate((content or "").splitlines(), start=1):
+def json_lines(path: Path, shape: str, problems: list[SeedProblem]) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """(line number, `file:line`, object) per non-blank JSONL line; malformed lines become problems."""
+    for number, line in enumerate((read_text_file(path, problems) or "").splitlines(), start=1):
         where = f"{path}:{number}"
         if not line.strip():
             continue
@@ -242,8 +290,17 @@ def read_tasks(path: Path, problems: list[SeedProblem], limits: SeedLimits | Non
             problems.append(SeedProblem(where, f"malformed JSON: {exc.msg} (column {exc.colno})"))
             continue
         if not isinstance(raw, dict):
-            problems.append(SeedProblem(where, "each line must be a JSON object {task_id, task, judge}"))
+            problems.append(SeedProblem(where, f"each line must be a JSON object {shape}"))
             continue
+        yield number, where, raw
+
+
+def read_tasks(path: Path, problems: list[SeedProblem], limits: SeedLimits | None = None) -> list[Task]:
+    """Read a JSONL task file, appending every problem (with file:line) to `problems`."""
+    limits = limits or SeedLimits()
+    tasks: list[Task] = []
+    seen: dict[str, int] = {}
+    for number, where, raw in json_lines(path, "{task_id, task, judge}", problems):
         missing = [k for k in ("task_id", "task", "judge") if k not in raw]
         if missing:
             problems.append(SeedProblem(where, f"missing field(s): {', '.join(missing)}"))
@@ -280,7 +337,7 @@ def _read_config(path: Path, problems: list[SeedProblem]) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         problems.append(SeedProblem(str(path), f"invalid TOML: {exc}"))
         return {}
-    allowed = {"description": str, "corpus": str, "split": dict, "thresholds": dict, "pairs": list}
+    allowed = {"description": str, "corpus": str, "split": dict, "thresholds": dict, "pairs": list, "judge": dict}
     for key, value in config.items():
         if key not in allowed:
             problems.append(SeedProblem(str(path), f"unknown key {key!r}; known keys: {', '.join(allowed)}"))
@@ -301,6 +358,56 @@ def _number_table(
         else:
             values[key] = value
     return values
+
+
+def _judge_settings(table: dict[str, Any], where: str, problems: list[SeedProblem]) -> JudgeSettings:
+    """The `[judge]` table: model (a name), samples (a positive integer), min_accuracy (within [0, 1])."""
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        if key == "model":
+            if isinstance(value, str) and value.strip():
+                values[key] = value.strip()
+            else:
+                problems.append(SeedProblem(where, f"'model' must be a model name, got {value!r}"))
+        elif key == "samples":
+            if _is_int(value) and value >= 1:
+                values[key] = value
+            else:
+                problems.append(SeedProblem(where, f"'samples' must be a positive integer, got {value!r}"))
+        elif key == "min_accuracy":
+            if not isinstance(value, bool) and isinstance(value, (int, float)) and 0 <= value <= 1:
+                values[key] = float(value)
+            else:
+                problems.append(SeedProblem(where, f"'min_accuracy' must be a number within [0, 1], got {value!r}"))
+        else:
+            problems.append(SeedProblem(where, f"unknown key {key!r}; known keys: model, samples, min_accuracy"))
+    return JudgeSettings(**values)
+
+
+def read_calibration(path: Path, problems: list[SeedProblem]) -> list[CalibrationItem]:
+    """Read `judge-calibration.jsonl`: {"answer", "criterion", "expected": "pass" | "fail", optional "task"}."""
+    items: list[CalibrationItem] = []
+    fields = ("answer", "criterion", "expected", "task")
+    for _, where, raw in json_lines(path, "{answer, criterion, expected}", problems):
+        unknown = sorted(set(raw) - set(fields))
+        missing = [k for k in fields[:3] if k not in raw]
+        if unknown or missing:
+            what = [f"missing field(s): {', '.join(missing)}"] if missing else []
+            what += [f"unknown field(s): {', '.join(unknown)}"] if unknown else []
+            problems.append(SeedProblem(where, "; ".join(what) + ' (fields: answer, criterion, expected, task)'))
+            continue
+        bad = [k for k in ("answer", "criterion") if not isinstance(raw[k], str) or not raw[k].strip()]
+        if bad or not isinstance(raw.get("task", ""), str):
+            problems.append(SeedProblem(where, f"{', '.join(bad) or 'task'} must be a non-empty string"))
+            continue
+        if raw["expected"] not in ("pass", "fail"):
+            problems.append(SeedProblem(where, f"'expected' must be \"pass\" or \"fail\", got {raw['expected']!r}"))
+            continue
+        items.append(CalibrationItem(raw["answer"], raw["criterion"], raw["expected"] == "pass",
+                                     raw.get("task", ""), where))
+    if not items and not any(p.where.startswith(str(path)) for p in problems):
+        problems.append(SeedProblem(str(path), "holds no calibration lines"))
+    return items
 
 
 def _corpus_dir(root: Path, config: dict[str, Any], config_path: Path, limits: SeedLimits,
@@ -375,6 +482,10 @@ def load_seed(path: str | Path, limits: SeedLimits | None = None) -> Seed:
         pools[name] = read_tasks(file, problems, limits)
         if not pools[name] and not any(p.where.startswith(str(file)) for p in problems):
             problems.append(SeedProblem(str(file), "holds no tasks"))
+    judge = _judge_settings(config["judge"] if isinstance(config.get("judge"), dict) else {},
+                            f"{config_path} [judge]", problems)
+    calibration_path = root / CALIBRATION_FILE
+    calibration = read_calibration(calibration_path, problems) if calibration_path.is_file() else []
     corpus_dir = _corpus_dir(root, config, config_path, limits, problems)
     train, val = split_train_val(root.name, pools[TRAIN_FILE], split) if not problems else ((), ())
     if not problems and (not train or not val):
@@ -394,6 +505,8 @@ def load_seed(path: str | Path, limits: SeedLimits | None = None) -> Seed:
         split=split,
         corpus_dir=corpus_dir,
         pairs=tuple(pairs),
+        judge=judge,
+        calibration=tuple(calibration),
     )
 
 

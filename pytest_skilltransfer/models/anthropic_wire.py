@@ -8,7 +8,8 @@ sent: some current models refuse them, and determinism comes from the cassettes.
 Prompt caching: the shared prefix of every call (the tools, then the skill as system prompt) gets
 one `cache_control` breakpoint on the system block when it is long enough for the model's minimum
 cacheable prefix (`CACHE_MIN_TOKENS`, estimated at 4 characters per token). Models whose minimum is
-unknown (local servers, new ids) are never marked, so their requests and cassettes do not change.
+unknown (local servers, new ids) are never marked, so their requests and cassettes do not change. A request's
+`response_schema` becomes a tool the reply is forced to call (`tool_choice`), the structured reply.
 """
 
 from __future__ import annotations
@@ -108,6 +109,12 @@ def request_params(target: Target, request: Request) -> dict[str, Any]:
         params["tools"] = [
             {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in request.tools
         ]
+    if request.response_schema is not None:  # forced tool use: the reply is one call with the schema's input
+        shape = request.response_schema
+        params["tools"] = params.get("tools", []) + [
+            {"name": shape.name, "description": shape.description, "input_schema": shape.schema}
+        ]
+        params["tool_choice"] = {"type": "tool", "name": shape.name}
     return mark_cache_prefix(params)
 
 

@@ -6,6 +6,7 @@ that honour it). The official API gets `max_completion_tokens` (GPT-6 rejects `m
 compatible servers get `max_tokens`, which they all understand. No temperature or top_p is sent.
 Prompt caching is automatic on OpenAI's side; `prompt_tokens_details.cached_tokens` (and
 `cache_write_tokens` where reported) are metered.
+A request's `response_schema` becomes a strict `json_schema` response format (structured output).
 """
 
 from __future__ import annotations
@@ -57,6 +58,12 @@ def request_params(target: Target, request: Request) -> dict[str, Any]:
             {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
             for t in request.tools
         ]
+    if request.response_schema is not None:
+        shape = request.response_schema
+        params["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": shape.name, "description": shape.description, "schema": shape.schema, "strict": True},
+        }
     return params
 
 
