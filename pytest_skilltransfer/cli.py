@@ -38,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m pytest_skilltransfer",
         description="Optimize each seed's skill on SOURCE, freeze it, and measure it on TARGET.",
+        epilog="python -m pytest_skilltransfer merge SHARD.json... merges the JSON reports of sharded pytest "
+               "runs (--shard-id/--num-shards) into one report; see merge --help.",
     )
     parser.add_argument("--source", help="model that the skill is optimized with, e.g. sim-small or haiku")
     parser.add_argument("--target", help="model the frozen skill is deployed on, e.g. sim-large or sonnet")

@@ -122,3 +122,21 @@ def test_the_readme_shows_what_the_shards_print_and_the_workflows_commands(runs:
         ours = next(c for c in folded if c.startswith(start))
         shown = next(c for block in documented for c in block.split(" && ") if start in c)
         assert options(shown) == options(ours), start
+
+
+def test_merge_fails_for_an_item_its_shard_failed_beyond_the_gates(runs: dict[str, Any], tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    reports = [json.loads(path.read_text()) for path in runs["paths"]]
+    item = reports[2]["shard"]["items"][0]
+    reports[2]["shard"]["failed"] = [item]  # e.g. a hand-written test's own assertion
+    reports[2]["shard"]["errors"] = ["seeds/broken"]  # e.g. a seed that failed to collect
+    paths = []
+    for index, report in enumerate(reports):
+        paths.append(str(tmp_path / f"{index}.json"))
+        Path(paths[-1]).write_text(json.dumps(report))
+    assert merge(paths) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "2 item(s) failed or errored in their shard:",
+        f"  FAILED {item} (the test failed in shard 2)",
+        "  ERROR seeds/broken (errored in shard 2)",
+    ]

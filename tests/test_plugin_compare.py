@@ -104,7 +104,7 @@ def test_an_improved_pull_request_passes_against_the_base_branch(pytester: pytes
     markdown = (pytester.path / "report.md").read_text()
     assert "## Regression against main (" in markdown
     item = json.loads((pytester.path / "report.json").read_text())["results"][0]["item"]
-    assert f"- {item}: 0.00 -> 1.00  ok" in markdown
+    assert f"| {item} | 0.00 | 1.00 | ok |" in markdown
 
 
 def test_the_pull_requests_base_comes_from_github_base_ref(pytester: pytest.Pytester,
@@ -160,3 +160,16 @@ def test_a_ref_that_cannot_be_read_stops_the_run(pytester: pytest.Pytester, setu
     result = pytester.runpytest_subprocess(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{message}"])
+
+
+def test_a_snapshot_at_the_ref_without_per_task_scores_is_reported_not_compared(tmp_path: Path) -> None:
+    from pytest_skilltransfer.plugin.compare import BaseRef, Before, summary_lines
+
+    base = BaseRef("main", "0" * 40, "--compare-to", tmp_path)
+    old = Before(base, tmp_path / SNAPSHOT, "# router: cover-a -> cover-b\n\n| transferred | 1.000 | ...\n")
+    record = old.record({"transferred": 0.0}, {"gates": [{"gate": "regression_tolerance", "verdict": "pass"}]})
+    assert (record["status"], record["verdict"], record["before"]) == ("unscored", "unscored", None)
+    lines = summary_lines([{"seed": "router", "item": "seeds/router::transfer[cover-a->cover-b]", "compare": record}])
+    assert lines == ["regression against main (0000000): 1 not compared (the snapshot at the ref has no per-task scores)",
+                     "  seeds/router::transfer[cover-a->cover-b]: - -> 0.00  not compared (the snapshot at the ref has "
+                     "no per-task scores)"]

@@ -200,24 +200,32 @@ def before(config: pytest.Config, snapshot_path: Path) -> Before | None:
     return Before(base, snapshot_path, text)
 
 
-def summary_lines(results: list[dict[str, Any]], every: bool = True) -> list[str]:
-    """Before -> after against the base ref, one line per item ([] without a ref). With `every=False`
-    (the terminal) only items whose score or verdict needs a look are listed, the rest counted."""
+def comparisons(results: list[dict[str, Any]]) -> tuple[str, list[tuple[str, str, str, str]]]:
+    """The heading `regression against REF (commit): counts` and one (item, before, after, verdict)
+    row per item compared with the base ref; ("", []) without a ref."""
     compared = [r for r in results if r.get("compare")]
     if not compared:
-        return []
+        return "", []
     first = compared[0]["compare"]
     counts = {v: sum(1 for r in compared if r["compare"]["verdict"] == v) for v in VERDICT_WORDS if v != "pass"}
     said = ", ".join(f"{n} {VERDICT_WORDS[v]}" for v, n in counts.items() if n) or "no regression"
-    lines = [f"regression against {first['ref']} ({first['commit'][:7]}): {said}"]
-    shown = [r for r in compared if every or r["compare"]["verdict"] != "pass" or r["compare"]["before"] != r["compare"]["after"]]
-    for result in shown:
+    rows = []
+    for result in compared:
         record = result["compare"]
-        before_text = "-" if record["before"] is None else f"{record['before']:.2f}"
-        lines.append(f"  {result.get('item') or result['seed']}: {before_text} -> "
-                     f"{record['after']:.2f}  {VERDICT_WORDS.get(record['verdict'], record['verdict'])}")
-    if len(shown) < len(compared):
-        lines.append(f"  ({len(compared) - len(shown)} more item(s) unchanged and passing; every item is in the "
+        rows.append((result.get("item") or result["seed"], "-" if record["before"] is None else f"{record['before']:.2f}",
+                     f"{record['after']:.2f}", VERDICT_WORDS.get(record["verdict"], record["verdict"])))
+    return f"regression against {first['ref']} ({first['commit'][:7]}): {said}", rows
+
+
+def summary_lines(results: list[dict[str, Any]]) -> list[str]:
+    """For the terminal: the heading and the items whose score or verdict needs a look, the rest counted."""
+    heading, rows = comparisons(results)
+    if not heading:
+        return []
+    shown = [row for row in rows if row[3] != VERDICT_WORDS["pass"] or row[1] != row[2]]
+    lines = [heading, *(f"  {item}: {before} -> {after}  {verdict}" for item, before, after, verdict in shown)]
+    if len(shown) < len(rows):
+        lines.append(f"  ({len(rows) - len(shown)} more item(s) unchanged and passing; every item is in the "
                      "Markdown and JSON reports)")
     return lines
 

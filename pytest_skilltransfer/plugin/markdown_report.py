@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..judge_report import judge_lines
-from ..report import LEGEND, md_table, pair_lines, price_difference, summary_line
+from ..report import LEGEND, md_table, pair_lines, price_difference, summary_line, unfinished_answers
 
 
 def _cell(text: str) -> str:
@@ -36,13 +36,19 @@ def _bold(verdict: str) -> str:
 
 
 def _against_base(ordered: list[dict[str, Any]]) -> list[str]:
-    """Before -> after per item against the base ref (`--compare-to`), as a list; [] without a ref."""
-    from .compare import summary_lines
+    """Before -> after per item against the base ref (`--compare-to`), as a table; [] without a ref."""
+    from .compare import VERDICT_WORDS, comparisons
 
-    lines = summary_lines(ordered)
-    if not lines:
+    regressed = VERDICT_WORDS["fail"]
+    heading, rows = comparisons(ordered)
+    if not heading:
         return []
-    return ["## " + lines[0][0].upper() + lines[0][1:], "", *(f"- {line.strip()}" for line in lines[1:]), ""]
+    lines = ["## " + heading[0].upper() + heading[1:], "", "| item | before | after | regression gate |",
+             "|---|---|---|---|"]
+    for item, before, after, verdict in rows:
+        shown = f"**{verdict}**" if verdict == regressed else verdict
+        lines.append(f"| {_cell(item)} | {before} | {after} | {shown} |")
+    return lines + [""]
 
 
 def chart(result: dict[str, Any]) -> list[str]:
@@ -71,6 +77,11 @@ def render(results: list[dict[str, Any]]) -> str:
     difference = price_difference(ordered)
     if difference:
         lines += [difference, ""]
+    unfinished = [(r, text) for r in ordered if (text := unfinished_answers(r))]
+    if unfinished:
+        lines += ["## Unfinished answers", ""]
+        lines += [f"- **{r['seed']}** ({r['source']} -> {r['target']}): {text}" for r, text in unfinished]
+        lines.append("")
     lines += _against_base(ordered)
     failed = [r for r in ordered if r.get("gate") and not r["gate"]["passed"]]
     if failed:
