@@ -14,6 +14,7 @@ MD_COLUMNS = ("seed", "pair", "baseline", "transferred", "direct", "gain [95% CI
 SEED_CHARS = 20
 LEGEND = ("gain: paired per-task gain transferred - baseline, exact 95% interval (Clopper-Pearson on (d+1)/2); "
           "p: exact sign-flip test of no effect; mdg: smallest gain detected with 80% power at this task count; "
+          "restarts: optimizations per item and the sd of their gains (the interval includes it); "
           "eff.: gain / direct headroom, shown when the headroom is significant; "
           "verdict: pass / fail / inconclusive of the gates")
 
@@ -172,6 +173,22 @@ def text_table(results: list[dict[str, Any]]) -> str:
     lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def unfinished_answers(result: dict[str, Any]) -> str | None:
+    """`baseline: 2 truncated; transferred: 1 refusal; usage missing on 3 calls`, or None when all answers
+    were finished and every call reported its usage."""
+    parts = []
+    for phase in ("baseline", "transferred", "direct"):
+        evaluation = result["scores"].get(phase)
+        stops = (evaluation or {}).get("stops") or {}
+        counted = [f"{n} {kind.replace('_', ' ')}" for kind, n in stops.items() if n]
+        if counted:
+            parts.append(f"{phase}: {', '.join(counted)}")
+    missing = result["cost"].get("usage_unreported_calls", 0)
+    if missing:
+        parts.append(f"usage missing on {missing} call(s) (their tokens and cost are unknown, not 0)")
+    return "; ".join(parts) or None
 
 
 def price_difference(results: list[dict[str, Any]]) -> str | None:

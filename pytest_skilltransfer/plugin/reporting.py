@@ -94,7 +94,7 @@ def summary_lines(results: list[dict[str, Any]], verbose: bool = False) -> list[
     rubric judges (`verbose`: with every unstable check), and before -> after against the base ref.
     `merge` prints the same lines for merged shards."""
     from ..judge_report import judge_lines, unstable_lines
-    from ..report import pair_lines, price_difference, summary_line, text_table
+    from ..report import pair_lines, price_difference, summary_line, text_table, unfinished_answers
     from .compare import summary_lines as against_base
 
     lines = [*text_table(results).splitlines(), summary_line(results), *pair_lines(results)]
@@ -102,11 +102,18 @@ def summary_lines(results: list[dict[str, Any]], verbose: bool = False) -> list[
     if difference:
         lines.append(difference)
     for result in results:
+        unfinished = unfinished_answers(result)
+        if unfinished:
+            lines.append(f"unfinished answers in {result['seed']} ({result['source']} -> {result['target']}): {unfinished}")
+    for result in results:
         for line in judge_lines([result]):
             lines += [line, *(f"  unstable: {text}" for text in (unstable_lines(result) if verbose else ()))]
     return lines + against_base(results)
 
 
 def write(path: Path, text: str) -> None:
+    """Write a report; any key value or token-shaped string left in it is redacted first."""
+    from ..redaction import redact_text
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    path.write_text(redact_text(text), encoding="utf-8")
