@@ -14,6 +14,7 @@ MD_COLUMNS = ("seed", "pair", "baseline", "transferred", "direct", "gain [95% CI
 SEED_CHARS = 20
 LEGEND = ("gain: paired per-task gain transferred - baseline, exact 95% interval (Clopper-Pearson on (d+1)/2); "
           "p: exact sign-flip test of no effect; mdg: smallest gain detected with 80% power at this task count; "
+          "restarts: optimizations per item and the sd of their gains (the interval includes it); "
           "eff.: gain / direct headroom, shown when the headroom is significant; "
           "verdict: pass / fail / inconclusive of the gates")
 
@@ -56,6 +57,23 @@ def efficiency_text(result: dict[str, Any], interval: bool = False) -> str:
     return f"{ci['mean']:.2f} [{ci['ci_low']:.2f}, {ci['ci_high']:.2f}]" if interval else f"{ci['mean']:.2f}"
 
 
+def restarts_text(result: dict[str, Any]) -> str | None:
+    """`5 sd 0.47`: the number of restarts and the sd of their gains; None for a single optimization."""
+    spread = result["gain"].get("restarts")
+    return None if not spread else f"{spread['count']} sd {spread['sd']:.2f}"
+
+
+def _with_restarts(results: list[dict[str, Any]], columns: tuple[str, ...], rows: list[tuple[str, ...]],
+                   after: str) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """Insert the restarts column after `after` when any result has restarts."""
+    if not any(restarts_text(r) for r in results):
+        return columns, rows
+    at = columns.index(after) + 1
+    cells = [restarts_text(r) or "1" for r in _sorted(results)]
+    return ((*columns[:at], "restarts", *columns[at:]),
+            [(*row[:at], cell, *row[at:]) for row, cell in zip(rows, cells)])
+
+
 def verdict_text(result: dict[str, Any]) -> str:
     """The gates' verdict (pass / fail / inconclusive), `-` when the item was not gated."""
     gate = result.get("gate")
@@ -72,7 +90,8 @@ def seed_line(result: dict[str, Any]) -> str:
     direct = f" direct={_score(result['direct_target'])}" if result["direct_target"] is not None else ""
     return (f"  {result['seed']:<24} baseline={_score(result['baseline_target'])} "
             f"transferred={_score(result['transferred'])}{direct}  (gain {gain_text(result)}, "
-            f"p={p_text(result['gain'].get('p_value'))}, mdg {mdg_text(result)})")
+            f"p={p_text(result['gain'].get('p_value'))}, mdg {mdg_text(result)}"
+            + (f", restarts {restarts_text(result)}" if restarts_text(result) else "") + ")")
 
 
 def summary_line(results: list[dict[str, Any]]) -> str:
@@ -141,13 +160,35 @@ def md_rows(results: list[dict[str, Any]]) -> list[tuple[str, ...]]:
              usd_text(r["cost"]["total_usd"]), verdict_text(r)) for r in _sorted(results)]
 
 
+def md_table(results: list[dict[str, Any]]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """The Markdown table's columns and rows (with a restarts column when any result has restarts)."""
+    return _with_restarts(results, MD_COLUMNS, md_rows(results), "gain [95% CI]")
+
+
 def text_table(results: list[dict[str, Any]]) -> str:
     """A fixed-width table for the terminal (under 120 columns)."""
-    rows = [COLUMNS, *table_rows(results)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
+    columns, body = _with_restarts(results, COLUMNS, table_rows(results), "gain [95% CI]")
+    rows = [columns, *body]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
     lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def unfinished_answers(result: dict[str, Any]) -> str | None:
+    """`baseline: 2 truncated; transferred: 1 refusal; usage missing on 3 calls`, or None when all answers
+    were finished and every call reported its usage."""
+    parts = []
+    for phase in ("baseline", "transferred", "direct"):
+        evaluation = result["scores"].get(phase)
+        stops = (evaluation or {}).get("stops") or {}
+        counted = [f"{n} {kind.replace('_', ' ')}" for kind, n in stops.items() if n]
+        if counted:
+            parts.append(f"{phase}: {', '.join(counted)}")
+    missing = result["cost"].get("usage_unreported_calls", 0)
+    if missing:
+        parts.append(f"usage missing on {missing} call(s) (their tokens and cost are unknown, not 0)")
+    return "; ".join(parts) or None
 
 
 def price_difference(results: list[dict[str, Any]]) -> str | None:

@@ -31,12 +31,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable
+from typing import Any, Iterable
 
 LEVEL = 0.95
 POWER = 0.80
 SCORE_METHOD = "clopper-pearson"
 GAIN_METHOD = "clopper-pearson on (d+1)/2; exact sign-flip p"
+RESTART_GAIN_METHOD = "clopper-pearson on (d+1)/2 widened by t over restarts; exact exchangeability p"
 EPSILON = 1e-9
 GRID_LIMIT = 720  # largest denominator searched for the differences' common grid
 FALLBACK_GRID = 10_000
@@ -213,12 +214,147 @@ class Gain:
     tied: int
     mdg: float | None  # minimal detectable gain at POWER and two-sided alpha 1 - LEVEL for n tasks
     method: str = GAIN_METHOD
+    restart_gains: tuple[float, ...] = ()  # one gain per optimization restart (empty for one restart)
 
-    def as_dict(self) -> dict[str, float | int | str | None]:
-        return {"mean": round(self.mean, 4), "ci_low": round(self.low, 4), "ci_high": round(self.high, 4),
-                "n": self.n, "p_value": float(f"{self.p_value:.6g}"), "improved": self.improved,
-                "worsened": self.worsened, "tied": self.tied,
-                "mdg": None if self.mdg is None else round(self.mdg, 4), "method": self.method}
+    @property
+    def restart_sd(self) -> float:
+        return _sd(list(self.restart_gains))
+
+    def as_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "mean": round(self.mean, 4), "ci_low": round(self.low, 4), "ci_high": round(self.high, 4),
+            "n": self.n, "p_value": float(f"{self.p_value:.6g}"), "improved": self.improved,
+            "worsened": self.worsened, "tied": self.tied,
+            "mdg": None if self.mdg is None else round(self.mdg, 4), "method": self.method}
+        if self.restart_gains:
+            gains = [round(g, 4) for g in self.restart_gains]
+            data["restarts"] = {"count": len(gains), "gains": gains, "sd": round(self.restart_sd, 4),
+                                "min": min(gains), "max": max(gains)}
+        return data
+
+
+def _sd(values: list[float]) -> float:
+    """Sample standard deviation (n - 1); 0.0 below two values."""
+    if len(values) < 2:
+        return 0.0
+    center = mean(values)
+    return math.sqrt(sum((v - center) ** 2 for v in values) / (len(values) - 1))
+
+
+def student_t_quantile(q: float, df: int) -> float:
+    """The q-quantile of Student's t with `df` degrees of freedom (bisection on its Beta form)."""
+    if q < 0.5:
+        return -student_t_quantile(1 - q, df)
+
+    def cdf(x: float) -> float:
+        return 1 - 0.5 * beta_cdf(df / (df + x * x), df / 2, 0.5)
+
+    low, high = 0.0, 1.0
+    while cdf(high) < q:
+        high *= 2
+    for _ in range(100):
+        middle = (low + high) / 2
+        low, high = (middle, high) if cdf(middle) < q else (low, middle)
+    return (low + high) / 2
+
+
+def _restart_margin(values: list[float], level: float) -> float:
+    """The between-restart half-width t(R-1, 1 - a/4) * sd / sqrt(R) of the two-level intervals."""
+    return student_t_quantile(1 - (1 - level) / 4, len(values) - 1) * _sd(values) / math.sqrt(len(values))
+
+
+def score_bounds(mean_value: float, n: int, level: float = LEVEL,
+                 restart_means: tuple[float, ...] | list[float] = ()) -> tuple[float, float]:
+    """A score's interval from its mean over n tasks (and, with R > 1 restarts, the restarts' means).
+
+    The score counterpart of `gain_bounds`: Clopper-Pearson, and for R > 1 the task-level bound at
+    level 1 - a/2 widened by the between-restart margin.
+    """
+    means = list(restart_means)
+    if len(means) <= 1:
+        return interval_of_sum(mean_value * n, n, level)
+    low, high = interval_of_sum(mean_value * n, n, 1 - (1 - level) / 2)
+    margin = _restart_margin(means, level)
+    return max(0.0, low - margin), min(1.0, high + margin)
+
+
+def restart_score(per_restart: list[list[float]], level: float = LEVEL) -> Estimate:
+    """The mean over restarts of per-task scores, with the two-level interval (`score_bounds`)."""
+    if len(per_restart) == 1:
+        return score(per_restart[0], level)
+    averaged = [mean(values) for values in zip(*per_restart)]
+    low, high = score_bounds(mean(averaged), len(averaged), level, [mean(v) for v in per_restart])
+    return Estimate(mean(averaged), low, high, len(averaged), SCORE_METHOD + " widened by t over restarts")
+
+
+def gain_bounds(mean_value: float, n: int, level: float = LEVEL,
+                restart_gains: tuple[float, ...] | list[float] = ()) -> tuple[float, float]:
+    """The gain's interval from what a report keeps: its mean over n tasks and the per-restart gains.
+
+    One restart: the exact task-level interval (`difference_interval_of_mean`) at `level`. R > 1
+    restarts (a two-level design: restarts, then tasks): the exact task-level interval on the
+    restart-averaged per-task gains at level 1 - a/2, widened on each side by the between-restart
+    margin t(R-1, 1 - a/4) * sd(restart gains) / sqrt(R), so the two parts together hold at `level`
+    (Bonferroni). The between-restart sd includes each restart's task noise, which errs wide.
+    """
+    gains = list(restart_gains)
+    if len(gains) <= 1:
+        return difference_interval_of_mean(mean_value, n, level)
+    low, high = difference_interval_of_mean(mean_value, n, 1 - (1 - level) / 2)
+    margin = _restart_margin(gains, level)
+    return max(-1.0, low - margin), min(1.0, high + margin)
+
+
+def exchange_p(before: list[float], afters: list[list[float]]) -> float:
+    """Exact two-sided p-value of "no effect" for one baseline run and R runs of the other arm per task.
+
+    Under the null the R + 1 runs of a task are exchangeable; every assignment of which run is the
+    baseline is equally likely. The statistic sum_i (sum of the R others - R * baseline) is enumerated
+    exactly by dynamic programming over the runs' common grid. For R = 1 it is `sign_flip_p`.
+    """
+    if len(afters) == 1:
+        return sign_flip_p([a - b for b, a in zip(before, afters[0])])
+    runs = [[b, *(after[i] for after in afters)] for i, b in enumerate(before)]
+    q = _grid([v for task in runs for v in task])
+    size = len(afters) + 1
+    contributions = []
+    observed = 0
+    for task in runs:
+        values = [round(v * q) for v in task]
+        total = sum(values)
+        contributions.append([total - size * v for v in values])
+        observed += total - size * values[0]
+    span = sum(max(abs(c) for c in task) for task in contributions)
+    counts = [0] * (2 * span + 1)
+    counts[span] = 1
+    for task in contributions:
+        shifted = [0] * len(counts)
+        for index, count in enumerate(counts):
+            if count:
+                for c in task:
+                    shifted[index + c] += count
+        counts = shifted
+    extreme = sum(count for index, count in enumerate(counts) if abs(index - span) >= abs(observed))
+    return min(1.0, extreme / size ** len(runs))
+
+
+def restart_gain(before: list[float], afters: list[list[float]], level: float = LEVEL) -> Gain:
+    """The gain over R restarts: per-task gains averaged over restarts, the two-level interval
+    (`gain_bounds`), the exact exchangeability p-value (`exchange_p`) and the per-restart gains."""
+    if len(afters) == 1:
+        return paired_gain(before, afters[0], level)
+    for after in afters:
+        if len(after) != len(before):
+            raise ValueError(f"paired comparison needs equal task lists, got {len(before)} and {len(after)}")
+    averaged = [mean(after[i] for after in afters) for i in range(len(before))]
+    differences = [a - b for b, a in zip(before, averaged)]
+    n = len(differences)
+    per_restart = tuple(mean(a - b for b, a in zip(before, after)) for after in afters)
+    low, high = gain_bounds(mean(differences), n, level, per_restart)
+    return Gain(mean(differences), low, high, n, exchange_p(before, afters),
+                sum(d > EPSILON for d in differences), sum(d < -EPSILON for d in differences),
+                sum(abs(d) <= EPSILON for d in differences), minimal_detectable_gain(n, level),
+                RESTART_GAIN_METHOD, per_restart)
 
 
 def difference_interval(differences: list[float], level: float = LEVEL) -> tuple[float, float]:
@@ -266,10 +402,10 @@ def efficiency_ratio(gain: Gain, headroom: Gain, level: float = LEVEL) -> Ratio 
     probability at least `level`; a headroom that may be 0 leaves the ratio unbounded, hence None.
     """
     joint = 1 - (1 - level) / 2
-    head_low, head_high = difference_interval_of_mean(headroom.mean, headroom.n, joint)
+    head_low, head_high = gain_bounds(headroom.mean, headroom.n, joint, headroom.restart_gains)
     if head_low <= EPSILON or headroom.mean <= EPSILON:
         return None
-    gain_low, gain_high = difference_interval_of_mean(gain.mean, gain.n, joint)
+    gain_low, gain_high = gain_bounds(gain.mean, gain.n, joint, gain.restart_gains)
     low = gain_low / head_high if gain_low >= 0 else gain_low / head_low
     high = gain_high / head_low if gain_high >= 0 else gain_high / head_high
     return Ratio(gain.mean / headroom.mean, low, high)
@@ -287,8 +423,17 @@ def decide(low: float, high: float, threshold: float) -> str:
     return INCONCLUSIVE
 
 
-def _decided(mean_value: float, n: int, threshold: float, level: float, paired: bool) -> bool:
+def bounds(mean_value: float, n: int, level: float = LEVEL, paired: bool = False,
+           restart_values: tuple[float, ...] | list[float] = ()) -> tuple[float, float]:
+    """The interval of a gain (`paired`) or a score from what a report keeps (`gain_bounds`, `score_bounds`)."""
+    return (gain_bounds if paired else score_bounds)(mean_value, n, level, restart_values)
+
+
+def _decided(mean_value: float, n: int, threshold: float, level: float, paired: bool,
+             restart_values: list[float]) -> bool:
     """Would an observed mean of `mean_value` over n tasks decide against `threshold`?"""
+    if len(restart_values) > 1:
+        return decide(*bounds(mean_value, n, level, paired, restart_values), threshold) != INCONCLUSIVE
     if paired:
         mean_value, threshold = (mean_value + 1) / 2, (threshold + 1) / 2
     total = mean_value * n
@@ -296,23 +441,27 @@ def _decided(mean_value: float, n: int, threshold: float, level: float, paired: 
 
 
 def tasks_to_decide(mean_value: float, n: int, threshold: float, level: float = LEVEL,
-                    paired: bool = False) -> int | None:
+                    paired: bool = False, restart_values: tuple[float, ...] | list[float] = ()) -> int | None:
     """The fewest tasks (>= n) at which the same observed mean would decide the gate; None if never.
 
-    `paired` treats the mean as a gain in [-1, 1]. A mean that equals the threshold never decides.
+    `paired` treats the mean as a gain in [-1, 1]. A mean that equals the threshold never decides,
+    nor does one within the between-restart margin of it (that needs restarts, not tasks).
     """
+    values = list(restart_values)
     if abs(mean_value - threshold) <= EPSILON:
         return None
-    if _decided(mean_value, n, threshold, level, paired):
+    if len(values) > 1 and _restart_margin(values, level) >= abs(mean_value - threshold):
+        return None
+    if _decided(mean_value, n, threshold, level, paired, values):
         return n
     low, high = n, max(2 * n, 1)
-    while not _decided(mean_value, high, threshold, level, paired):
+    while not _decided(mean_value, high, threshold, level, paired, values):
         low, high = high, 2 * high
         if high > MAX_TASKS:
             return None
     while high - low > 1:
         middle = (low + high) // 2
-        if _decided(mean_value, middle, threshold, level, paired):
+        if _decided(mean_value, middle, threshold, level, paired, values):
             high = middle
         else:
             low = middle

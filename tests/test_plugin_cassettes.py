@@ -82,3 +82,51 @@ def test_a_local_model_miss_names_the_server_build_and_auto_start() -> None:
     assert "python -m pytest_skilltransfer.local build" in text
     assert "--local-server=auto" in text and "python -m pytest_skilltransfer.local serve" in text
     assert "API key" not in text
+
+
+def test_restarts_share_the_cassette_and_replay_offline(pytester: pytest.Pytester) -> None:
+    fake = FakeProvider().start()
+    project(pytester, ini="skilltransfer_pair = small:large\nskilltransfer_nights = 1\nskilltransfer_no_direct = true\n",
+            seeds=("alpha",))
+    pytester.makepyprojecttoml(f'''
+        [tool.skilltransfer.models]
+        small = "anthropic:fake-small@{fake.anthropic_url}"
+        large = "anthropic:fake-large@{fake.anthropic_url}"
+    ''')
+    limits = ("--limit-replay=2", "--limit-holdout=2", "--restarts=3")
+    recorded = pytester.runpytest_subprocess(*limits, "--record-mode=once", "--snapshot-update", "--skilltransfer-json=a.json")
+    recorded.assert_outcomes(passed=1)
+    fake.stop()
+    served = len(fake.received)
+    keys = [json.dumps(r["body"], sort_keys=True) for r in fake.received]
+    assert len(keys) == len(set(keys)), "no request is sent twice across restarts"
+    assert sorted(p.name for p in (pytester.path / "cassettes" / "alpha").glob("*.yaml")) == ["fake-large.yaml",
+                                                                                              "fake-small.yaml"]
+    replayed = pytester.runpytest_subprocess(*limits, "--record-mode=none", "--skilltransfer-json=b.json")
+    replayed.assert_outcomes(passed=1)
+    assert len(fake.received) == served
+    first, second = (json.loads((pytester.path / name).read_text())["results"][0] for name in ("a.json", "b.json"))
+    assert [r["split_seed"] for r in second["restarts"]] == [42, 43, 44]
+    for result in (first, second):
+        result.pop("gate")
+    assert second == first
+
+
+def test_an_edited_cassette_answer_shows_up_in_the_snapshot(pytester: pytest.Pytester) -> None:
+    fake = FakeProvider().start()
+    project(pytester, ini="skilltransfer_pair = small:large\nskilltransfer_nights = 1\nskilltransfer_no_direct = true\n",
+            seeds=("alpha",))
+    pytester.makepyprojecttoml(f'''
+        [tool.skilltransfer.models]
+        small = "anthropic:fake-small@{fake.anthropic_url}"
+        large = "anthropic:fake-large@{fake.anthropic_url}"
+    ''')
+    limits = ("--limit-replay=2", "--limit-holdout=2")
+    pytester.runpytest_subprocess(*limits, "--record-mode=once", "--snapshot-update").assert_outcomes(passed=1)
+    fake.stop()
+    path = pytester.path / "cassettes" / "alpha" / "fake-large.yaml"
+    path.write_text(path.read_text().replace("fake answer", "edited answer", 1))
+    replayed = pytester.runpytest_subprocess(*limits, "--record-mode=none")
+    replayed.assert_outcomes(failed=1)
+    replayed.stdout.fnmatch_lines(["*snapshot mismatch*", "*-- scored from * distinct call(s), evidence digest *",
+                                   "*+- scored from * distinct call(s), evidence digest *"])

@@ -9,6 +9,8 @@ import pytest
 
 from plugin_support import make_seed, project
 
+from pytest_skilltransfer import stats
+
 MATRIX = "skilltransfer_source = toy-a\nskilltransfer_target = toy-b toy-half\nskilltransfer_pair = toy-b:toy-a\n"
 
 
@@ -72,7 +74,8 @@ def check_reports(pytester: pytest.Pytester, result: pytest.RunResult, raw_json:
     assert markdown.count("```mermaid\nxychart-beta") == 9
     assert '    title "alpha: toy-a -> toy-half"\n    x-axis ["baseline", "transferred", "direct"]' in markdown
 
-    case = ET.parse(pytester.path / "report.xml").find(".//testcase[@name='transfer[toy-a->toy-half]']")
+    cases = ET.parse(pytester.path / "report.xml").findall(".//testcase[@name='transfer[toy-a->toy-half]']")
+    case = next((c for c in cases if ".alpha." in f".{c.get('classname')}."), None)  # xdist finishes in any order
     assert case is not None
     properties = {p.get("name"): p.get("value") for p in case.iter("property")}
     assert properties["skilltransfer_transferred"] == "0.5"
@@ -90,3 +93,27 @@ def check_reports(pytester: pytest.Pytester, result: pytest.RunResult, raw_json:
         "JSON report: */report.json",
     ], consecutive=False)
     assert max(len(line) for line in _table(result)[1:12]) < 120  # header, rule and nine rows
+
+
+def test_restarts_reach_every_report(pytester: pytest.Pytester) -> None:
+    project(pytester, ini="skilltransfer_pair = toy-a:toy-half\nskilltransfer_restarts = 3\n", seeds=())
+    make_seed(pytester.path / "seeds", "beta", tasks=40)
+    result, raw_json, markdown = _run(pytester, "r", "--snapshot-update", "--transfer-min-gain=0.1")
+    result.assert_outcomes(passed=1)
+    data = json.loads(raw_json)["results"][0]
+    assert data["config"]["restarts"] == 3 and [r["restart"] for r in data["restarts"]] == [1, 2, 3]
+    assert data["gain"]["restarts"] == {"count": 3, "gains": [0.5, 0.5, 0.5], "sd": 0.0, "min": 0.5, "max": 0.5}
+    assert data["scores"]["transferred"]["hard"]["restart_means"] == [0.5, 0.5, 0.5]
+    gate = data["gate"]["gates"][0]
+    assert gate["gate"] == "min_gain" and gate["tasks_for_power"] == stats.tasks_for_gain(0.1)
+    result.stdout.fnmatch_lines(["seed  pair             base  transf.  gain ?95% CI?         restarts   p *",
+                                 "beta  toy-a->toy-half  0.00  0.50     +0.50 ?+0.*, +0.*?  3 sd 0.00  *"])
+    assert "| restarts |" in markdown and "| 3 sd 0.00 |" in markdown
+    snapshot = (pytester.path / "seeds" / "beta" / "__snapshots__" / "transfer[toy-a_to_toy-half].md").read_text()
+    assert "- restarts: 1 (split seed 42) +0.500, 2 (split seed 43) +0.500, 3 (split seed 44) +0.500; sd 0.000" in snapshot
+    case = ET.parse(pytester.path / "r.xml").find(".//testcase")
+    properties = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert (properties["skilltransfer_restarts"], properties["skilltransfer_restart_gain_sd"]) == ("3", "0.0")
+    assert properties["skilltransfer_tasks_for_min_gain"] == str(stats.tasks_for_gain(0.1))
+    bad = pytester.runpytest_subprocess("--min-delta=2")
+    bad.stderr.fnmatch_lines(["*--min-delta: must be within ?0, 1?, got 2.0*"])

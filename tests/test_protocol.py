@@ -1,6 +1,7 @@
 """The protocol with a scripted model: gate, rejected-edit memory, early stop, caching, samples, stats."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -129,3 +130,47 @@ def test_caps_take_a_seeded_sample_in_file_order(seed):
 def test_bad_config_is_refused(seed):
     with pytest.raises(ValueError, match="samples must be at least 1"):
         SeedSession(seed, ProtocolConfig(samples=0))
+
+
+def test_restart_one_is_the_optimization_without_restarts(seed):
+    reply = edits("OWNER-LINE: end with `Owner: @team`.")
+    single = session(seed, direct=False).transfer(ScriptedModel("src", obeys_owner_rule, [reply]),
+                                                 ScriptedModel("tgt", obeys_owner_rule))
+    source = ScriptedModel("src", obeys_owner_rule, [reply, edits("Be brief."), edits("Be kind.")])
+    many = session(seed, direct=False, restarts=3).transfer(source, ScriptedModel("tgt", obeys_owner_rule))
+    assert many.learned == single.learned and many.transferred == single.transferred
+    assert [run.split_seed for run in many.runs] == [42, 43, 44]
+    reflections = [r for r in source.requests if "# Failing criteria" in r.messages[0].content]
+    assert [r.sample_id for r in reflections] == [1, 1001, 1002, 2001, 2002]  # restart r: night + 1000 (r - 1)
+    assert [run.learned.learned_skill == single.learned.learned_skill for run in many.runs] == [True, False, False]
+    assert many.gain.restart_gains == (1.0, 0.0, 0.0) and many.gain.mean == pytest.approx(1 / 3)
+
+
+def test_restarts_split_train_and_val_afresh_and_send_no_request_twice(seed):
+    source = ScriptedModel("src", obeys_owner_rule, [edits("OWNER-LINE now.")] * 4)
+    target = ScriptedModel("tgt", obeys_owner_rule)
+    run = session(seed, restarts=4, direct=False)
+    run.transfer(source, target)
+    splits = {name: {t.id for t in tasks} for name, tasks in run.splits.items()}
+    pool = {t.id for t in seed.train + seed.val}
+    assert splits["train"] | splits["val"] == splits["train@3"] | splits["val@3"] == pool
+    assert len({frozenset(splits[name]) for name in ("val", "val@2", "val@3", "val@4")}) > 1
+    for model in (source, target):
+        keys = [r.key(model.model_id) for r in model.requests]
+        assert len(keys) == len(set(keys))
+
+
+def test_min_delta_keeps_only_edits_that_improve_val_enough(seed):
+    def half(skill: str, task: str, sample: int) -> str:  # the rule helps on tasks numbered 4k only
+        number = int(re.search(r"ticket (\d+)", task).group(1))
+        return "Owner: @x" if "OWNER-LINE" in skill and number % 4 == 0 else "no"
+
+    kept = session(seed, direct=False, nights=1).transfer(ScriptedModel("src", half, [edits("OWNER-LINE.")]),
+                                                          ScriptedModel("tgt", half))
+    assert kept.learned.nights[0].accepted
+    improvement = kept.learned.nights[0].val_after - kept.learned.nights[0].val_before
+    strict = session(seed, direct=False, nights=1, min_delta=improvement + 0.01).transfer(
+        ScriptedModel("src", half, [edits("OWNER-LINE.")]), ScriptedModel("tgt", half))
+    assert not strict.learned.nights[0].accepted and "OWNER-LINE" not in strict.learned.learned_skill
+    with pytest.raises(ValueError, match="min_delta must be within"):
+        session(seed, min_delta=2.0)

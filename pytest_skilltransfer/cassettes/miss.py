@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..models.base import ModelCallError
+from ..redaction import redact_text
 from .match import body_diff, closest, model_of, request_key
 from .store import file_name
 
@@ -114,7 +115,7 @@ def render(d: MissDetails) -> str:
             "differs as follows (often the skill text changed):",
             *(f"    {line}" for line in d.diff.splitlines()),
         ]
-    return "\n".join([head, *(f"  {line}" for line in body), *(f"  {line}" for line in fix_lines(d))])
+    return redact_text("\n".join([head, *(f"  {line}" for line in body), *(f"  {line}" for line in fix_lines(d))]))
 
 
 def find_in_chain(exc: BaseException, kind: type) -> BaseException | None:

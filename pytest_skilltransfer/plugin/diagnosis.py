@@ -1,7 +1,7 @@
 """The failure report of a transfer item: what a reviewer needs to act on a failed gate.
 
 Sections: the failed gates; the scores table; the held-out tasks that fail on the target with the
-learned skill and the checks they miss; the diff from the seed's skill to the learned skill; the
+learned skill and the checks they miss (with the judge's reason and votes for a rubric check); the diff from the seed's skill to the learned skill; the
 edits accepted and rejected per night.
 """
 
@@ -11,7 +11,7 @@ import difflib
 from typing import Any
 
 from ..edits import Edit
-from ..report import efficiency_text, gain_text, mdg_text, night_verdict, p_text
+from ..report import efficiency_text, gain_text, mdg_text, night_verdict, p_text, unfinished_answers
 from .gating import GateOutcome
 
 TASK_CHARS = 90
@@ -45,10 +45,12 @@ def failing_tasks(result: dict[str, Any], task_texts: dict[str, str]) -> list[st
         if task["hard"] >= 1.0:
             continue
         missed = sorted({label for sample in task["samples"] for label in sample["failed"]})
+        judged = {f"rubric={v['criterion']}": f" (judge: {v['reason']}; votes {'/'.join(v['votes'])})"
+                  for sample in task["samples"] for v in sample.get("rubric", []) if not v["passed"]}
         text = task_texts.get(task["task_id"], "")
         text = text if len(text) <= TASK_CHARS else text[: TASK_CHARS - 3] + "..."
         lines.append(f"  {task['task_id']} (hard {task['hard']:.2f}): {text}")
-        lines.extend(f"      misses: {label}" for label in missed)
+        lines.extend(f"      misses: {label}{judged.get(label, '')}" for label in missed)
     return lines or ["  (none: every held-out task passes)"]
 
 
@@ -87,10 +89,17 @@ def diagnose(result: dict[str, Any], outcome: GateOutcome, seed_skill: str, task
     head = f"skill transfer {what} for {result['seed']} ({result['source']} -> {result['target']}):"
     lines = [head, *(f"  FAILED {f}" for f in outcome.failures),
              *(f"  INCONCLUSIVE {m}" for m in outcome.inconclusive), *(f"  note: {n}" for n in outcome.notes)]
+    for gate in outcome.gates:
+        if gate.tasks_for_power is not None and gate.verdict != "pass":
+            lines.append(f"  note: a true gain of {gate.threshold:+.2f} needs {gate.tasks_for_power} held-out tasks "
+                         "to be detected with 80% power (two-sided alpha 0.05)")
     if outcome.inconclusive and not outcome.failures:
         lines.append("  (an unproven claim is not a pass; --transfer-inconclusive=xfail|pass changes what it does)")
     if snapshot_diff:
         lines += ["", "snapshot mismatch (run with --snapshot-update to accept):", *(f"  {d}" for d in snapshot_diff)]
+    unfinished = unfinished_answers(result)
+    if unfinished:
+        lines += ["", f"unfinished answers (counted as given): {unfinished}"]
     lines += ["", f"scores on {result['target']} (held-out):", *scores_table(result)]
     lines += ["", f"held-out tasks failing on {result['target']} with the learned skill:",
               *failing_tasks(result, task_texts)]

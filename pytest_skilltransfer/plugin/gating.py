@@ -15,11 +15,15 @@ The burden of proof lies on the claim a gate protects:
 
 With `correction="bonferroni"` the intervals are taken at level 1 - 0.05 / m for the m transfer items
 of the run (the run summary applies Holm to all items; a gate cannot wait for the others).
+
+A pass never rests on uncertain rubric verdicts (unstable judge samples, judge errors): the gates
+are applied again with each of them resolved against the transferred skill (and in the baseline's
+favour), and a pass that does not survive this is inconclusive, naming how many there were.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import stats
@@ -42,12 +46,14 @@ class Gate:
     high: float | None
     message: str = ""
     tasks_to_decide: int | None = None
+    tasks_for_power: int | None = None  # min_gain: held-out tasks that detect a gain of min_gain with 80% power
 
     def as_dict(self) -> dict[str, Any]:
         rounded = {k: None if v is None else round(v, 4) for k, v in
                    (("estimate", self.estimate), ("ci_low", self.low), ("ci_high", self.high))}
         return {"gate": self.name, "verdict": self.verdict, "threshold": self.threshold, **rounded,
-                "tasks_to_decide": self.tasks_to_decide, "message": self.message}
+                "tasks_to_decide": self.tasks_to_decide, "tasks_for_power": self.tasks_for_power,
+                "message": self.message}
 
 
 @dataclass(frozen=True)
@@ -89,7 +95,10 @@ def gate_level(correction: str, family: int) -> float:
     return stats.LEVEL
 
 
-def _decided_text(tasks: int | None, n: int) -> str:
+def _decided_text(tasks: int | None, n: int, restarts: int) -> str:
+    if tasks is None and restarts > 1:
+        return ("no number of held-out tasks decides it: the spread between restarts alone spans the threshold; "
+                "more restarts (--restarts) would narrow it")
     if tasks is None:
         return "no number of held-out tasks decides it at this estimate (it sits on the threshold)"
     return (f"the same per-task result over {tasks} held-out task(s) (now {n}) would decide it; "
@@ -97,23 +106,22 @@ def _decided_text(tasks: int | None, n: int) -> str:
 
 
 def _interval_gate(name: str, label: str, estimate: float, n: int, threshold: float, level: float,
-                   paired: bool, extra: str = "") -> Gate:
-    if paired:
-        low, high = stats.difference_interval_of_mean(estimate, n, level)
-    else:
-        low, high = stats.interval_of_sum(estimate * n, n, level)
+                   paired: bool, extra: str = "", restart_values: list[float] | None = None) -> Gate:
+    values = restart_values or []
+    low, high = stats.bounds(estimate, n, level, paired, values)
     verdict = stats.decide(low, high, threshold)
     shown = f"{label} {estimate:+.3f} [{low:+.3f}, {high:+.3f}]" if paired else \
         f"{label} {estimate:.3f} [{low:.3f}, {high:.3f}]"
-    shown += f" ({level * 100:.4g}% CI, {n} task(s){extra})"
+    over = f", {len(values)} restarts" if len(values) > 1 else ""
+    shown += f" ({level * 100:.4g}% CI, {n} task(s){over}{extra})"
     sign = "+" if paired else ""
     if verdict == stats.PASS:
         return Gate(name, verdict, threshold, estimate, low, high, f"{shown} is at least {name} {threshold:{sign}.3f}")
     if verdict == stats.FAIL:
         return Gate(name, verdict, threshold, estimate, low, high, f"{shown} is below {name} {threshold:{sign}.3f}")
-    tasks = stats.tasks_to_decide(estimate, n, threshold, level, paired=paired)
+    tasks = stats.tasks_to_decide(estimate, n, threshold, level, paired=paired, restart_values=values)
     message = (f"{shown} neither shows {name} {threshold:{sign}.3f} nor rules it out; "
-               + _decided_text(tasks, n))
+               + _decided_text(tasks, n, len(values)))
     return Gate(name, verdict, threshold, estimate, low, high, message, tasks)
 
 
@@ -143,10 +151,13 @@ def per_task(evaluation: dict[str, Any] | None) -> dict[str, float]:
 
 
 def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str, float] | None = None,
-             updating: bool = False, correction: str = "none", family: int = 1) -> GateOutcome:
+             updating: bool = False, correction: str = "none", family: int = 1,
+             reference: str | None = None) -> GateOutcome:
     """Apply every configured gate to a result in the JSON shape of `result_json`.
 
-    `committed` holds the committed snapshot's transferred per-task scores (None: no snapshot).
+    `committed` holds the committed snapshot's transferred per-task scores (None: no snapshot);
+    `reference` names where they come from when that is not the working tree (e.g. `the snapshot at
+    origin/main`), and then a failure asks for a fix rather than for `--snapshot-update`.
     """
     level = gate_level(correction, family)
     gates: list[Gate] = []
@@ -154,23 +165,46 @@ def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str
     corrected = f", Bonferroni over {family} items" if level != stats.LEVEL else ""
     if thresholds.min_gain is not None:
         gain = result["gain"]
-        gates.append(_interval_gate("min_gain", "gain", gain["mean"], gain["n"], thresholds.min_gain, level, True,
-                                    f", p = {gain['p_value']:.3g}{corrected}"))
+        gate = _interval_gate("min_gain", "gain", gain["mean"], gain["n"], thresholds.min_gain, level, True,
+                              f", p = {gain['p_value']:.3g}{corrected}", (gain.get("restarts") or {}).get("gains"))
+        gates.append(replace(gate, tasks_for_power=stats.tasks_for_gain(thresholds.min_gain, level)))
     if thresholds.min_score is not None:
         hard = result["scores"]["transferred"]["hard"]
         gates.append(_interval_gate("min_score", "transferred score", hard["mean"], hard["n"], thresholds.min_score,
-                                    level, False, corrected))
+                                    level, False, corrected, hard.get("restart_means")))
     if thresholds.min_efficiency is not None:
         decision = _efficiency_gate(result, thresholds.min_efficiency)
         (notes.append if isinstance(decision, str) else gates.append)(decision)  # type: ignore[arg-type]
     if thresholds.regression_tolerance is not None and committed is not None and not updating:
         check = stats.regression(committed, per_task(result["scores"]["transferred"]), thresholds.regression_tolerance)
         message = check.message()
+        if reference is not None:
+            message = message.replace("the committed snapshot", reference)
         if check.verdict == stats.FAIL:
-            message = ("regression: " + message + "; the drop is beyond the tolerance; run with --snapshot-update "
-                       "to accept")
+            accept = ("this change makes the item worse than its base" if reference is not None
+                      else "run with --snapshot-update to accept")
+            message = "regression: " + message + "; the drop is beyond the tolerance; " + accept
         gain = check.gain
         gates.append(Gate("regression_tolerance", check.verdict, thresholds.regression_tolerance,
                           None if gain is None else gain.mean, None if gain is None else gain.low,
                           None if gain is None else gain.high, message))
-    return GateOutcome(tuple(gates), tuple(notes), level, dict(thresholds.__dict__))
+    outcome = GateOutcome(tuple(gates), tuple(notes), level, dict(thresholds.__dict__))
+    return _judge_stability(outcome, result, thresholds, committed, updating, correction, family)
+
+
+def _judge_stability(outcome: GateOutcome, result: dict[str, Any], thresholds: Thresholds,
+                     committed: dict[str, float] | None, updating: bool, correction: str, family: int) -> GateOutcome:
+    """A pass that does not survive its uncertain rubric verdicts resolved against the skill is inconclusive."""
+    from ..judge_report import adverse, uncertain_count
+
+    count = uncertain_count(result) if result.get("judge") else 0
+    if not count or outcome.verdict != stats.PASS or not outcome.gates:
+        return outcome
+    worst = evaluate(adverse(result), thresholds, committed, updating, correction, family)
+    if worst.verdict == stats.PASS:
+        return outcome
+    message = (f"the pass rests on {count} uncertain rubric verdict(s) (unstable judge samples or judge errors): "
+               f"with them resolved against the skill, {'; '.join(worst.failures + worst.inconclusive)}; "
+               "raise --judge-samples or sharpen the criterion")
+    gate = Gate("judge_stability", stats.INCONCLUSIVE, 0.0, float(count), None, None, message)
+    return replace(outcome, gates=outcome.gates + (gate,))

@@ -2,14 +2,16 @@
 
 It holds the summary line, the table of every item with its gate verdict, one mermaid
 `xychart-beta` bar chart per seed and pair (baseline / transferred / direct on the target, which
-GitHub renders), the failed gates, and the optimization price comparison.
+GitHub renders), the failed gates, the rubric judges' agreement and calibration, and the
+optimization price comparison.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..report import LEGEND, MD_COLUMNS, md_rows, pair_lines, price_difference, summary_line
+from ..judge_report import judge_lines, unstable_lines
+from ..report import LEGEND, md_table, pair_lines, price_difference, summary_line, unfinished_answers
 
 
 def _cell(text: str) -> str:
@@ -18,8 +20,9 @@ def _cell(text: str) -> str:
 
 def _table(ordered: list[dict[str, Any]]) -> list[str]:
     """`ordered` is sorted as `table_rows` sorts (stably, by seed and pair), so rows and results align."""
-    lines = ["| " + " | ".join(MD_COLUMNS) + " |", "|" + "---|" * len(MD_COLUMNS)]
-    for row in md_rows(ordered):
+    columns, rows = md_table(ordered)
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for row in rows:
         lines.append("| " + " | ".join(_cell(c) for c in (*row[:-1], _bold(row[-1]))) + " |")
     return lines
 
@@ -30,6 +33,22 @@ def _key(result: dict[str, Any]) -> tuple[str, str, str]:
 
 def _bold(verdict: str) -> str:
     return "**FAIL**" if verdict == "fail" else verdict
+
+
+def _against_base(ordered: list[dict[str, Any]]) -> list[str]:
+    """Before -> after per item against the base ref (`--compare-to`), as a table; [] without a ref."""
+    from .compare import VERDICT_WORDS, comparisons
+
+    regressed = VERDICT_WORDS["fail"]
+    heading, rows = comparisons(ordered)
+    if not heading:
+        return []
+    lines = ["## " + heading[0].upper() + heading[1:], "", "| item | before | after | regression gate |",
+             "|---|---|---|---|"]
+    for item, before, after, verdict in rows:
+        shown = f"**{verdict}**" if verdict == regressed else verdict
+        lines.append(f"| {_cell(item)} | {before} | {after} | {shown} |")
+    return lines + [""]
 
 
 def chart(result: dict[str, Any]) -> list[str]:
@@ -58,6 +77,12 @@ def render(results: list[dict[str, Any]]) -> str:
     difference = price_difference(ordered)
     if difference:
         lines += [difference, ""]
+    unfinished = [(r, text) for r in ordered if (text := unfinished_answers(r))]
+    if unfinished:
+        lines += ["## Unfinished answers", ""]
+        lines += [f"- **{r['seed']}** ({r['source']} -> {r['target']}): {text}" for r, text in unfinished]
+        lines.append("")
+    lines += _against_base(ordered)
     failed = [r for r in ordered if r.get("gate") and not r["gate"]["passed"]]
     if failed:
         lines += ["## Failed or inconclusive gates", ""]
@@ -66,6 +91,13 @@ def render(results: list[dict[str, Any]]) -> str:
             reasons = [*gate["failures"], *gate.get("inconclusive", []),
                        *([gate["snapshot"]] if gate["snapshot"] != "ok" else [])]
             lines += [f"- **{result['seed']}** ({result['source']} -> {result['target']}): " + "; ".join(reasons)]
+        lines.append("")
+    if judge_lines(ordered):
+        lines += ["## Rubric judges", ""]
+        for result in ordered:
+            for line in judge_lines([result]):
+                lines.append(f"- {line.strip()}".replace("\n  warning:", " — **warning**:"))
+                lines += [f"  - unstable: {text}" for text in unstable_lines(result)]
         lines.append("")
     lines += ["## Scores per seed", ""]
     for result in ordered:

@@ -3,7 +3,8 @@
 Location: inside the seed folder, one file per pair,
 `seeds/<seed>/__snapshots__/transfer[<source>_to_<target>].md` (next to the item's file node), so a seed and its reviewed results
 travel together (hand-written tests keep syrupy's layout, `tests/__snapshots__/<file>/<test>.md`).
-Only deterministic fields are written (scores, nights, the learned skill), never dollars or calls.
+Only deterministic fields are written (scores, nights, the learned skill, the digest of the held-out
+calls the scores were computed from), never dollars or call counts.
 The transferred per-task scores are written on one line (`- transferred per task: `id=score ...``),
 so the regression gate compares this run with the committed one task by task (`stats.regression`).
 
@@ -86,6 +87,14 @@ def _night_lines(optimization: dict[str, Any] | None, label: str) -> list[str]:
     return lines + [""]
 
 
+def _evidence_line(result: dict[str, Any]) -> list[str]:
+    """Which answers the result was computed from: a tampered cassette changes this line."""
+    evidence = result.get("evidence")
+    if not evidence:
+        return []
+    return [f"- scored from {evidence['calls']} distinct call(s), evidence digest {evidence['digest'][:16]}"]
+
+
 def render(result: dict[str, Any]) -> str:
     """The snapshot text of one result."""
     scores = result["scores"]
@@ -100,13 +109,29 @@ def render(result: dict[str, Any]) -> str:
         f"- gain: {gain_text(result)} over {result['gain']['n']} task(s), p = {p_text(result['gain']['p_value'])} "
         f"(exact sign-flip), minimal detectable gain {mdg_text(result)}",
         f"- efficiency: {efficiency}",
-        f"- transferred per task: `{per_task_text(scores['transferred'])}`", "",
+        f"- transferred per task: `{per_task_text(scores['transferred'])}`", *_evidence_line(result),
+        *_restart_lines(result), "",
         "## Optimization", "",
         *_night_lines(result["optimization"]["source"], "On the source"),
         *_night_lines(result["optimization"]["direct"], "Direct, on the target"),
         "## Learned skill", "", FENCE + "markdown", result["learned_skill"].rstrip("\n"), FENCE, "",
     ]
     return "\n".join(lines)
+
+
+def _restart_lines(result: dict[str, Any]) -> list[str]:
+    """With restarts: each restart's split seed and gain, and their spread (nothing for one restart)."""
+    runs = result.get("restarts")
+    if not runs:
+        return []
+    spread = result["gain"]["restarts"]
+    gains = ", ".join(f"{r['restart']} (split seed {r['split_seed']}) {r['gain']:+.3f}" for r in runs)
+    return [f"- restarts: {gains}; sd {spread['sd']:.3f}, range [{spread['min']:+.3f}, {spread['max']:+.3f}]"]
+
+
+def location(snapshot: "SnapshotAssertion") -> Path:
+    """The snapshot file of this assertion."""
+    return Path(snapshot.extension.get_location(test_location=snapshot.test_location, index=snapshot.index))
 
 
 def per_task_text(evaluation: dict[str, Any]) -> str:
@@ -125,7 +150,7 @@ def parse_per_task(text: str) -> dict[str, float] | None:
 
 def committed_per_task(snapshot: "SnapshotAssertion") -> dict[str, float] | None:
     """The transferred per-task scores in the snapshot on disk, or None when there is none."""
-    path = Path(snapshot.extension.get_location(test_location=snapshot.test_location, index=snapshot.index))
+    path = location(snapshot)
     if not path.is_file():
         return None
     return parse_per_task(path.read_text(encoding="utf-8"))
