@@ -55,7 +55,7 @@ def test_a_conftest_registers_models_aliases_and_judge_ops(pytester: pytest.Pyte
     seed.write_text(seed.read_text().replace('"mentions"', '"whispers"'))
     broken = pytester.runpytest("--pair", "cheap:echo")
     broken.stdout.fnmatch_lines(["*held-out.jsonl:1: task 'hd-00': check 3: unknown op 'whispers'; known ops: *"
-                                 "tool_called, mentions, shouts*"])
+                                 "tool_called, rubric, mentions, shouts*"])
 
 
 def test_registered_scrubbers_run_on_recording(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
