@@ -71,9 +71,7 @@ class TransferReporting:
         """The JSON report: `run_report` of the results plus the run's own fields (shard, base ref)."""
         from ..result_json import run_report
 
-        report = run_report(self.ordered())
-        report["errors"] = errored(self.errors)
-        report["counts"] = item_counts(self.ordered(), self.errors)
+        report = run_report(self.ordered(), errored(self.errors))
         for fields in self.run_fields:
             report.update(fields())
         return report
@@ -97,8 +95,9 @@ class TransferReporting:
         terminalreporter.write_sep("=", SECTION)
         for line in summary_lines(self.ordered(), verbose=self.config.option.verbose > 0) if self.results else []:
             terminalreporter.write_line(line)
-        counts = item_counts(self.ordered(), self.errors)
-        terminalreporter.write_line("items: " + ", ".join(f"{n} {what}" for what, n in counts.items()))
+        if self.errors:  # (without errors the table counts every item; `merge` prints the same lines)
+            counts = item_counts(self.ordered(), self.errors)
+            terminalreporter.write_line("items: " + ", ".join(f"{n} {what}" for what, n in counts.items()))
         for error in errored(self.errors):
             terminalreporter.write_line(f"ERROR {error['item']}: {error['reason']}")
         for label, path in (("JSON", self.settings.json_path), ("Markdown", self.settings.md_path)):
@@ -133,11 +132,9 @@ def errored(errors: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def item_counts(results: list[dict[str, Any]], errors: dict[str, dict[str, Any]]) -> dict[str, int]:
-    """Every transfer item once: passed, failed and inconclusive gates, and errored items (no result)."""
-    verdicts = [(r.get("gate") or {}).get("verdict", "pass" if (r.get("gate") or {}).get("passed", True) else "fail")
-                for r in results]
-    return {"passed": verdicts.count("pass"), "failed": verdicts.count("fail"),
-            "inconclusive": verdicts.count("inconclusive"), "errored": len(errors)}
+    from ..result_json import item_counts as counts
+
+    return counts(results, list(errors.values()))
 
 
 def write(path: Path, text: str, append: bool = False) -> None:
