@@ -12,12 +12,12 @@ Concurrency: each call holds a slot of its model's adaptive limiter (`limiter`),
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import urlparse
 
 from . import aliases
 from .aliases import Target
-from .base import Model, ModelError, Reply, Request, register_family
+from .base import Model, ModelError, Reply, Request, Usage, register_family
 from .limiter import LIMITERS, observe_client
 from .sdk_common import DEFAULT_TIMEOUT_S, cached_client, call_failed, client_settings, make_client
 
@@ -69,11 +69,27 @@ class ProviderModel:
         wire = _wire(self.target.provider)
         client = self._client(wire)
         try:
-            with LIMITERS.get(self.model_id, DEFAULT_CONCURRENCY, self.server_slots).slot():
+            with LIMITERS.get(self.model_id, DEFAULT_CONCURRENCY, self.server_slots).slot() as call:
                 raw = wire.send(client, self.target, request)
         except Exception as err:  # noqa: BLE001 - SDK and transport errors alike
             raise call_failed(err, self.target, self.timeout) from err
-        return wire.parse_reply(raw, self.model_id)
+        reply = wire.parse_reply(raw, self.model_id)
+        if call.live:
+            for listener in list(_spend_listeners):
+                listener(self.model_id, reply.usage)
+        return reply
+
+
+SpendListener = Callable[[str, Usage], None]
+_spend_listeners: list[SpendListener] = []
+
+
+def on_live_reply(listener: SpendListener | None) -> None:
+    """Call `listener(model_id, usage)` after each reply that came over the network (not from a
+    cassette); None removes the listeners. A budget charges what was really spent this way."""
+    _spend_listeners.clear()
+    if listener is not None:
+        _spend_listeners.append(listener)
 
 
 def _is_loopback_url(url: str | None) -> bool:

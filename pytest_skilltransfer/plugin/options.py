@@ -90,6 +90,11 @@ def add_options(parser: pytest.Parser) -> None:
     _add(group, parser, "max-concurrency", "concurrent calls per model at most: N for every model, MODEL=N for "
          "one; repeatable (default: 8 per provider model, lowered on rate limits; 1 for the simulator and the "
          "local llama server)", "args", action="append", metavar="[MODEL=]N")
+    _add(group, parser, "plan", "print per item and in total the most calls, tokens and dollars the protocol can "
+         "take and which calls the cassettes already hold, then stop without calling a model", "bool",
+         action="store_true", default=None)
+    _add(group, parser, "max-cost", "stop recording once the dollars spent on provider calls (from their usage) "
+         "reach USD; what was recorded is kept and the remaining items fail", metavar="USD")
     _add(group, parser, "local-server", "auto: start the local llama.cpp server when a local model has calls to "
          "record and SKILLTRANSFER_LOCAL_URL is unset; off: never (default auto)", metavar="MODE")
 
@@ -112,6 +117,8 @@ class Settings:
     local_server: str = "auto"
     concurrency: int | None = None  # --max-concurrency N (None: each backend's default)
     model_concurrency: dict[str, int] = field(default_factory=dict)  # --max-concurrency MODEL=N
+    plan: bool = False
+    max_cost: float | None = None  # --max-cost USD (None: no budget)
 
     def thresholds(self, seed: Thresholds, marker: dict[str, Any] | None = None) -> Thresholds:
         """seed.toml < ini < the test's marker < command line; None (`off`) turns a gate off."""
@@ -245,6 +252,25 @@ def _concurrency(reader: _Reader) -> tuple[int | None, dict[str, int]]:
     return overall, per_model
 
 
+def _max_cost(reader: _Reader) -> float | None:
+    value, where = reader.get("max-cost")
+    if value is None or str(value).strip().lower() in OFF_WORDS:
+        return None
+    try:
+        number = float(str(value).strip().removeprefix("$"))
+    except ValueError:
+        raise pytest.UsageError(f"{where}: expected dollars such as 2.50, got {value!r}") from None
+    if not number > 0:
+        raise pytest.UsageError(f"{where}: the budget must be above 0 dollars, got {value!r}")
+    return number
+
+
+def plan_requested(config: pytest.Config) -> bool:
+    """Whether --plan (or its ini key) is on."""
+    value, where = _Reader(config).get("plan")
+    return value is not None and _bool(value, where)
+
+
 def _path(value: Any, base: Path) -> Path:
     path = Path(str(value)).expanduser()
     return path if path.is_absolute() else base / path
@@ -291,6 +317,8 @@ def read_settings(config: pytest.Config) -> Settings:
         local_server=_local_server(reader),
         concurrency=concurrency,
         model_concurrency=model_concurrency,
+        plan=plan_requested(config),
+        max_cost=_max_cost(reader),
     )
 
 
