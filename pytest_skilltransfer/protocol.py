@@ -300,7 +300,8 @@ class SeedSession:
     def _reflect(self, optimizer: Model, request: Request, meter: Meter) -> tuple[list[Edit], str]:
         reply = self.cache.call(optimizer, request, meter, "optimizer")
         try:
-            return parse_edits(reply.text), ""
+            edits = parse_edits(reply.text)
+            return edits, "" if edits else "the optimizer proposed no edit"
         except EditParseError:
             retry = Request(
                 system=request.system,

@@ -137,8 +137,12 @@ def _candidate_arrays(text: str) -> list[object]:
 
 
 def parse_edits(text: str) -> list[Edit]:
-    """Parse the first JSON array of edit objects in a reply (code fences and prose tolerated)."""
-    for array in _candidate_arrays(text):
+    """Parse the first JSON array of edit objects in a reply (code fences and prose tolerated).
+
+    An empty array `[]` (and no other array of edits) means the optimizer proposes no edit: [].
+    """
+    arrays = _candidate_arrays(text)
+    for array in arrays:
         items = [item for item in array if isinstance(item, dict)]
         if not items:
             continue
@@ -153,4 +157,6 @@ def parse_edits(text: str) -> list[Edit]:
                 edits.append(Edit(op=op, content=content, anchor=anchor, rationale=str(item.get("rationale") or "")))
         if edits:
             return edits
+    if any(array == [] for array in arrays):
+        return []
     raise EditParseError(f"no JSON array of edits in the optimizer reply: {text[:200]!r}")

@@ -59,7 +59,7 @@ def test_record_then_replay_offline_gives_identical_replies(tmp_path: Path) -> N
 
     assert replayed == recorded
     assert len(fake.received) == served == 4
-    assert sorted(p.name for p in (tmp_path / "seed-a").iterdir()) == ["fake-claude.yaml", "fake-gpt.yaml"]
+    assert sorted(p.name for p in (tmp_path / "seed-a").iterdir()) == [".lock", "fake-claude.yaml", "fake-gpt.yaml"]
     assert all(r.usage.input_tokens > 0 and r.usage.output_tokens > 0 for r in replayed)
 
 
@@ -181,11 +181,12 @@ def test_retried_error_responses_are_not_saved(tmp_path: Path, statuses: tuple[i
         assert claude.complete(ask("Retry me")) == a and gpt.complete(ask("Retry me")) == o
 
 
-def test_interrupted_write_leaves_previous_cassette_intact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_interrupted_write_leaves_previous_cassette_intact_and_the_journal_for_the_next_open(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake = FakeProvider().start()
     model = models_for(fake)[0]
     with recording(tmp_path, "seed-w", "once"):
-        model.complete(ask("First"))
+        first = model.complete(ask("First"))
     path = tmp_path / "seed-w" / "fake-claude.yaml"
     before = path.read_text()
 
@@ -195,16 +196,22 @@ def test_interrupted_write_leaves_previous_cassette_intact(tmp_path: Path, monke
     monkeypatch.setattr(cassette_store.os, "replace", crash)
     with pytest.raises(KeyboardInterrupt):
         with recording(tmp_path, "seed-w", "new_episodes"):
-            model.complete(ask("Second"))
+            second = model.complete(ask("Second"))
     fake.stop()
     assert path.read_text() == before
-    assert [p.name for p in path.parent.iterdir()] == ["fake-claude.yaml"]  # no temp files left
+    left = sorted(p.name for p in path.parent.iterdir())
+    assert not [name for name in left if name.endswith(".tmp")]  # no temp files left
+    assert [name for name in left if name.endswith(".jsonl")]  # the answered call is in the journal
     import httpx2
 
     assert httpx2.HTTPTransport.handle_request.__module__.startswith("httpx2")  # vcrpy unpatched
     monkeypatch.undo()
-    with recording(tmp_path, "seed-w", "none"):
-        assert model.complete(ask("First")).text
+    with recording(tmp_path, "seed-w", "none"):  # replay reads the journal as it is
+        assert model.complete(ask("First")) == first and model.complete(ask("Second")) == second
+    with recording(tmp_path, "seed-w", "new_episodes"):  # recording folds it into the file
+        pass
+    assert sorted(p.name for p in path.parent.iterdir()) == [".lock", "fake-claude.yaml"]
+    assert len(interactions(path)) == 2
 
 
 def test_concurrent_calls_in_one_recording_are_all_recorded_and_replay(tmp_path: Path) -> None:
@@ -253,17 +260,18 @@ def test_new_episodes_appends_and_all_rerecords(tmp_path: Path, fake_provider: F
     assert len(interactions(tmp_path / "seed-n" / "fake-gpt.yaml")) == 2  # replaced, not duplicated
 
 
-def test_saves_merge_with_what_another_process_wrote(tmp_path: Path, fake_provider: FakeProvider) -> None:
+def test_folding_merges_with_what_another_process_wrote(tmp_path: Path, fake_provider: FakeProvider) -> None:
     model = models_for(fake_provider)[0]
     with recording(tmp_path, "seed-j", "once"):
         model.complete(ask("From worker one"))
-    requests, responses = cassette_store.SeedPersister.load_cassette(tmp_path / "seed-j")
-    (tmp_path / "seed-j" / "fake-claude.yaml").unlink()
-    with recording(tmp_path, "seed-j", "once"):  # "worker two" started before worker one saved
+    path = tmp_path / "seed-j" / "fake-claude.yaml"
+    ours = interactions(path)
+    path.unlink()
+    with recording(tmp_path, "seed-j", "once"):  # "worker two" recorded while worker one was still open
         model.complete(ask("From worker two"))
-    cassette_store._seen.clear()  # worker one is another process: it never saw worker two's file
-    cassette_store.SeedPersister.save_cassette(tmp_path / "seed-j", {"requests": requests, "responses": responses})
-    assert len(interactions(tmp_path / "seed-j" / "fake-claude.yaml")) == 2
+    with cassette_store.folder_lock(path.parent):  # worker one folds its journal now
+        assert cassette_store.write_model_file(path, ours)
+    assert len(interactions(path)) == 2
 
 
 def test_replay_guard_blocks_every_connect(tmp_path: Path) -> None:
@@ -394,8 +402,8 @@ def test_stored_bodies_round_trip_exactly(text: str) -> None:
     body = {"model": "m", "system": text, "messages": [{"role": "user", "content": text}]}
     request = VcrRequest("POST", "http://127.0.0.1:1/v1/messages", json.dumps(body).encode(), {})
     response = {"status": {"code": 200, "message": "OK"}, "headers": {}, "body": {"string": json.dumps(body).encode()}}
-    plain = yaml.load(cassette_store._render([cassette_store._to_plain(request, response)]), Loader=cassette_store._Loader)
-    loaded_request, loaded_response = cassette_store._from_plain(plain["interactions"][0])
+    plain = yaml.load(cassette_store.render([cassette_store.to_plain(request, response)]), Loader=cassette_store._Loader)
+    loaded_request, loaded_response = cassette_store.from_plain(plain["interactions"][0])
     assert body_digest(loaded_request.body) == body_digest(request.body)
     assert json.loads(loaded_response["body"]["string"]) == body
 

@@ -78,7 +78,7 @@ def test_table_labels_hand_written_tests():
     base = {"seed": "s", "source": "a", "target": "b", "baseline_target": 0.0, "transferred": 1.0, "direct_target": None,
             "gain": {"mean": 1.0, "ci_low": 1.0, "ci_high": 1.0}, "efficiency": None,
             "cost": {"calls": 1, "tokens": 2, "total_usd": 0.0}}
-    rows = table_rows([{**base, "item": "seeds/s::transfer[a->b]"}, {**base, "item": "seeds/test_x.py::test_gate"}])
+    rows = table_rows([{**base, "item": "seeds/s/SKILL.md::transfer[a->b]"}, {**base, "item": "seeds/test_x.py::test_gate"}])
     assert [r[0] for r in rows] == ["s", "s (test_gate)"]
 
 

@@ -30,7 +30,7 @@ def test_both_pairs_of_a_seed_record_into_one_cassette_and_replay(pytester: pyte
     fake.stop()
     served = len(fake.received)
     folder = pytester.path / "cassettes" / "alpha"
-    assert sorted(p.name for p in folder.iterdir()) == ["fake-large.yaml", "fake-small.yaml"]
+    assert sorted(p.name for p in folder.glob("*.yaml")) == ["fake-large.yaml", "fake-small.yaml"]
 
     replayed = pytester.runpytest_subprocess(*limits, "--record-mode=none", "--skilltransfer-json=b.json")
     replayed.assert_outcomes(passed=2)

@@ -13,17 +13,17 @@ def test_ids_are_readable_and_sorted(pytester: pytest.Pytester) -> None:
     project(pytester, ini=MATRIX, seeds=("beta", "alpha"))
     result = pytester.runpytest("--co", "-q")
     assert result.outlines[:4] == [
-        "seeds/alpha::transfer[toy-a->toy-b]",
-        "seeds/alpha::transfer[toy-a->toy-half]",
-        "seeds/beta::transfer[toy-a->toy-b]",
-        "seeds/beta::transfer[toy-a->toy-half]",
+        "seeds/alpha/SKILL.md::transfer[toy-a->toy-b]",
+        "seeds/alpha/SKILL.md::transfer[toy-a->toy-half]",
+        "seeds/beta/SKILL.md::transfer[toy-a->toy-b]",
+        "seeds/beta/SKILL.md::transfer[toy-a->toy-half]",
     ]
 
 
 def test_paths_select_seeds_like_test_files(pytester: pytest.Pytester) -> None:
     project(pytester, ini=MATRIX)
     result = pytester.runpytest("--co", "-q", "seeds/beta")
-    assert result.outlines[:3] == ["seeds/beta::transfer[toy-a->toy-b]", "seeds/beta::transfer[toy-a->toy-half]", ""]
+    assert result.outlines[:3] == ["seeds/beta/SKILL.md::transfer[toy-a->toy-b]", "seeds/beta/SKILL.md::transfer[toy-a->toy-half]", ""]
 
 
 def test_seeds_dir_adds_a_gbrain_style_folder(pytester: pytest.Pytester) -> None:
@@ -31,8 +31,8 @@ def test_seeds_dir_adds_a_gbrain_style_folder(pytester: pytest.Pytester) -> None
     make_seed(pytester.path / "eval" / "data" / "skillopt-v1", "seed-verbose")
     result = pytester.runpytest("--co", "-q", "seeds", "--seeds-dir", "eval/data/skillopt-v1", "--target", "toy-b")
     assert result.outlines[:2] == [
-        "seeds/alpha::transfer[toy-a->toy-b]",
-        "eval/data/skillopt-v1/seed-verbose::transfer[toy-a->toy-b]",
+        "seeds/alpha/SKILL.md::transfer[toy-a->toy-b]",
+        "eval/data/skillopt-v1/seed-verbose/SKILL.md::transfer[toy-a->toy-b]",
     ]
 
 
@@ -40,7 +40,7 @@ def test_keyword_and_marker_selection(pytester: pytest.Pytester) -> None:
     project(pytester, ini=MATRIX)
     pytester.makepyfile(test_unit="def test_plain(): pass")
     by_keyword = pytester.runpytest("--co", "-q", "-k", "beta and half")
-    assert by_keyword.outlines[0] == "seeds/beta::transfer[toy-a->toy-half]"
+    assert by_keyword.outlines[0] == "seeds/beta/SKILL.md::transfer[toy-a->toy-half]"
     by_marker = pytester.runpytest("--co", "-q", "-m", "not skilltransfer")
     assert by_marker.outlines[0] == "test_unit.py::test_plain"
 
@@ -80,8 +80,8 @@ def test_last_failed_reruns_only_the_failing_pair(pytester: pytest.Pytester) -> 
     first = pytester.runpytest_subprocess("--snapshot-update")
     first.assert_outcomes(passed=1, failed=1)
     again = pytester.runpytest_subprocess("--lf", "-q", "--snapshot-warn-unused")
-    again.assert_outcomes(failed=1, deselected=1)
-    assert any(line.startswith("FAILED seeds/alpha::transfer[toy-a->toy-half]") for line in again.outlines)
+    again.assert_outcomes(failed=1)  # the passing pair is not even collected, as for a test file
+    assert any(line.startswith("FAILED seeds/alpha/SKILL.md::transfer[toy-a->toy-half]") for line in again.outlines)
 
 
 def test_seed_toml_pairs_join_the_configured_matrix_only(pytester: pytest.Pytester) -> None:
@@ -89,12 +89,12 @@ def test_seed_toml_pairs_join_the_configured_matrix_only(pytester: pytest.Pytest
     (pytester.path / "seeds" / "beta" / "seed.toml").write_text('pairs = ["toy-a->toy-half"]\n')
     configured = pytester.runpytest("--co", "-q")
     assert configured.outlines[:3] == [
-        "seeds/alpha::transfer[toy-a->toy-b]",
-        "seeds/beta::transfer[toy-a->toy-b]",
-        "seeds/beta::transfer[toy-a->toy-half]",
+        "seeds/alpha/SKILL.md::transfer[toy-a->toy-b]",
+        "seeds/beta/SKILL.md::transfer[toy-a->toy-b]",
+        "seeds/beta/SKILL.md::transfer[toy-a->toy-half]",
     ]
     named = pytester.runpytest("--co", "-q", "--pair", "toy-b:toy-a")
-    assert named.outlines[:2] == ["seeds/alpha::transfer[toy-b->toy-a]", "seeds/beta::transfer[toy-b->toy-a]"]
+    assert named.outlines[:2] == ["seeds/alpha/SKILL.md::transfer[toy-b->toy-a]", "seeds/beta/SKILL.md::transfer[toy-b->toy-a]"]
 
 
 def test_seed_toml_pair_with_unknown_model_is_that_seeds_collection_error(pytester: pytest.Pytester) -> None:
@@ -108,4 +108,4 @@ def test_seed_toml_pair_with_unknown_model_is_that_seeds_collection_error(pytest
 def test_k_selects_one_direction_by_its_keyword(pytester: pytest.Pytester) -> None:
     project(pytester, ini="skilltransfer_pair = toy-a:toy-b toy-b:toy-a\n", seeds=("alpha",))
     result = pytester.runpytest("--co", "-q", "-k", "toy-b_to_toy-a")
-    assert result.outlines[:2] == ["seeds/alpha::transfer[toy-b->toy-a]", ""]
+    assert result.outlines[:2] == ["seeds/alpha/SKILL.md::transfer[toy-b->toy-a]", ""]

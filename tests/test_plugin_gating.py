@@ -93,9 +93,9 @@ def test_verbose_prints_a_line_per_night(pytester: pytest.Pytester) -> None:
     project(pytester, ini="skilltransfer_pair = toy-a:toy-b\n", seeds=("alpha",))
     result = pytester.runpytest_subprocess("-v", "--snapshot-update", "--no-direct")
     result.stdout.fnmatch_lines([
-        "seeds/alpha::transfer?toy-a->toy-b? ",
+        "seeds/alpha/SKILL.md::transfer?toy-a->toy-b? ",
         "  alpha: baseline on toy-b",
         "  alpha: optimize on toy-a (optimizer toy-a): night 1: val 0.25 -> 1.00, 1 edit(s) accepted",
         "  alpha: transferred skill on toy-b",
-        "seeds/alpha::transfer?toy-a->toy-b? PASSED*",
+        "seeds/alpha/SKILL.md::transfer?toy-a->toy-b? PASSED*",
     ])

@@ -34,20 +34,20 @@ def test_cli_matrix_is_source_times_target_plus_pairs(pytester: pytest.Pytester)
                                 "--pair", "toy-b:toy-a", "--pair", "toy-a:toy-b")
     assert result.ret == 0
     assert result.outlines[:3] == [
-        "seeds/alpha::transfer[toy-a->toy-b]",
-        "seeds/alpha::transfer[toy-b->toy-a]",
-        "seeds/alpha::transfer[toy-c->toy-b]",
+        "seeds/alpha/SKILL.md::transfer[toy-a->toy-b]",
+        "seeds/alpha/SKILL.md::transfer[toy-b->toy-a]",
+        "seeds/alpha/SKILL.md::transfer[toy-c->toy-b]",
     ]
 
 
 def test_command_line_matrix_replaces_the_ini_matrix(pytester: pytest.Pytester) -> None:
     project(pytester, ini="skilltransfer_source = toy-a\nskilltransfer_target = toy-b toy-half\n", seeds=("alpha",))
     from_ini = pytester.runpytest("--co", "-q")
-    assert from_ini.outlines[:2] == ["seeds/alpha::transfer[toy-a->toy-b]", "seeds/alpha::transfer[toy-a->toy-half]"]
+    assert from_ini.outlines[:2] == ["seeds/alpha/SKILL.md::transfer[toy-a->toy-b]", "seeds/alpha/SKILL.md::transfer[toy-a->toy-half]"]
     only_pair = pytester.runpytest("--co", "-q", "--pair", "toy-b:toy-a")
-    assert only_pair.outlines[:2] == ["seeds/alpha::transfer[toy-b->toy-a]", ""]
+    assert only_pair.outlines[:2] == ["seeds/alpha/SKILL.md::transfer[toy-b->toy-a]", ""]
     other_source = pytester.runpytest("--co", "-q", "--source", "toy-c")  # targets still come from the ini
-    assert other_source.outlines[:2] == ["seeds/alpha::transfer[toy-c->toy-b]", "seeds/alpha::transfer[toy-c->toy-half]"]
+    assert other_source.outlines[:2] == ["seeds/alpha/SKILL.md::transfer[toy-c->toy-b]", "seeds/alpha/SKILL.md::transfer[toy-c->toy-half]"]
 
 
 @pytest.mark.parametrize(("args", "ini", "message"), [

@@ -43,7 +43,7 @@ def test_plan_calls_nothing_and_tells_what_the_cassettes_hold(pytester: pytest.P
     before = pytester.runpytest_subprocess("--plan", "--record-mode=once")
     assert before.ret == 0
     assert fake.received == []
-    item = _row(before, "seeds/alpha::transfer[small->large]")
+    item = _row(before, "seeds/alpha")
     calls_bound, dollars = int(item[1]), float(item[4])
     assert dollars > 0
     assert item[5] == f"0 call(s) replay, then a miss in baseline: up to {calls_bound} to record"
@@ -58,7 +58,7 @@ def test_plan_calls_nothing_and_tells_what_the_cassettes_hold(pytester: pytest.P
     after = pytester.runpytest_subprocess("--plan", "-n", "2")
     assert after.ret == 0
     assert len(fake.received) == sent
-    assert _row(after, "seeds/alpha::transfer")[5] == f"all recorded: {sent} call(s) replay"
+    assert _row(after, "seeds/alpha")[5] == f"all recorded: {sent} call(s) replay"
     after.stdout.fnmatch_lines([f"total (shared phases once)*{sent} call(s) recorded; to record: ≤ $0.0000"])
 
 

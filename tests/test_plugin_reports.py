@@ -46,7 +46,7 @@ def check_reports(pytester: pytest.Pytester, result: pytest.RunResult, raw_json:
     assert [(r["seed"], r["source"], r["target"]) for r in results][:3] == [
         ("alpha", "toy-a", "toy-b"), ("alpha", "toy-a", "toy-half"), ("alpha", "toy-b", "toy-a")]
     first = results[0]
-    assert first["item"] == "seeds/alpha::transfer[toy-a->toy-b]"
+    assert first["item"] == "seeds/alpha/SKILL.md::transfer[toy-a->toy-b]"
     assert (first["baseline_target"], first["transferred"], first["transfer_gain"]) == (0.0, 1.0, 1.0)
     assert {"gain", "efficiency", "scores", "learned_skill", "optimization", "cost", "config"} <= set(first)
     failed = [r for r in results if not r["gate"]["passed"]]

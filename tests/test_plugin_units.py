@@ -74,7 +74,7 @@ def test_markdown_chart_is_a_mermaid_bar_chart() -> None:
 
 def test_markdown_gives_each_item_its_own_verdict() -> None:
     cost = {"calls": 1, "tokens": 2, "total_usd": 0.0, "optimize_source_usd": 0.0, "optimize_direct_usd": 0.0}
-    matrix = {**result(), "cost": cost, "item": "seeds/alpha::transfer[small->large]", "gate": {"passed": True}}
+    matrix = {**result(), "cost": cost, "item": "seeds/alpha/SKILL.md::transfer[small->large]", "gate": {"passed": True}}
     hand = {**result(), "cost": cost, "item": "seeds/test_gates.py::test_alpha",
             "gate": {"passed": False, "failures": ["gain too low"], "snapshot": "ok"}}
     rows = [line for line in markdown_report.render([matrix, hand]).splitlines() if line.startswith("| alpha")]

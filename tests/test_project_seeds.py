@@ -25,12 +25,22 @@ SAMPLES = 5
 FIXES: dict[str, tuple[list[str], list[str]]] = {
     "incident-summary": (
         ["Every answer must end with these parts, copied exactly:\n~~~\n## Customer Impact\n- <one specific point>\n"
-         "## Follow-up\n- <one specific action with an owner>\n~~~"],
-        ["Include a section on customer impact.", "Include a section on follow-up."]),
+         "## Follow-up\n- <one specific action with an owner>\n~~~",
+         "Hard limit: keep every answer under 800 characters."],
+        ["Include a section on customer impact, as bullet points.", "Include a section on follow-up, as bullet points.",
+         "Be concise."]),
     "release-advisor": (
         ["End every answer with these two lines:\n~~~\nVerdict: <your call in one line, with the main reason>\n"
-         "Confidence: <High|Medium|Low>\n~~~"],
-        ["Close with a clear verdict and your confidence level."]),
+         "Confidence: <High|Medium|Low>\n~~~", "Hard limit: keep every answer under 800 characters."],
+        ["Close with a clear verdict and your confidence level (High, Medium or Low).", "Be concise."]),
+    "alert-intake": (
+        ["Reply with ONLY this JSON object, no prose and no code fence:\n~~~\n{\n  \"service\": \"<the service>\",\n"
+         "  \"severity\": \"<sev1|sev2|sev3>\",\n  \"page_oncall\": <true|false>\n}\n~~~"],
+        ["Reply with only a JSON object with the keys service, severity (one of sev1, sev2 or sev3) "
+         "and page_oncall (true or false)."]),
+    "standup-digest": (
+        ["Hard limit: keep every answer under 700 characters."],
+        ["Be concise."]),
     "changelog-writer": (
         ["Hard limit: keep every answer under 700 characters, even when other rules ask for detail."],
         ["Be concise."]),
@@ -68,8 +78,8 @@ def test_there_are_at_least_six_seeds_and_each_has_a_fix_table_entry():
 @pytest.mark.parametrize("path", SEED_PATHS, ids=lambda p: p.name)
 def test_seed_loads_with_enough_tasks_and_a_description(path: Path):
     seed = load_seed(path)
-    assert len(seed.train) + len(seed.val) >= 15
-    assert len(seed.test) >= 6
+    assert len(seed.train) + len(seed.val) >= 24
+    assert len(seed.test) >= 24
     assert seed.description
     assert seed.skill.startswith("---\nname: ")
 
@@ -94,27 +104,76 @@ def test_qrels_pages_exist_and_the_topic_finds_them():
             assert task.judge.expected_slugs[0] in top
 
 
+# Seeds whose deficient skill already scores above 0 on a model, with the expected band per model.
+ALREADY_PASSING: dict[str, dict[str, tuple[float, float]]] = {
+    "support-triage": {"sim-small": (0.2, 0.7), "sim-large": (0.2, 0.7)},
+    "standup-digest": {"sim-small": (0.9, 1.0), "sim-large": (0.1, 0.6)},
+}
+
+
 @pytest.mark.parametrize("path", SEED_PATHS, ids=lambda p: p.name)
 def test_seed_is_calibrated_on_the_simulator(path: Path):
-    """Deficient: low on both. Literal fixes: high on both. Abstract fixes: high on large, low on small."""
+    """Deficient: low (or in its declared band). Literal fixes: high on both. Abstract: high on large, low on small."""
     seed = load_seed(path)
     body, _ = split_skill(seed.skill)
     literal, abstract = (render_skill(body, rules) for rules in FIXES[seed.name])
+    bands = ALREADY_PASSING.get(seed.name, {})
     for model in ("sim-small", "sim-large"):
-        assert held_out_rate(model, seed, seed.skill) <= 0.2, f"{model} passes the deficient skill"
+        low, high = bands.get(model, (0.0, 0.2))
+        assert low <= held_out_rate(model, seed, seed.skill) <= high, f"{model} on the deficient skill"
         assert held_out_rate(model, seed, literal) >= 0.75, f"{model} fails the literal fix"
     assert held_out_rate("sim-large", seed, abstract) >= 0.55
-    assert held_out_rate("sim-small", seed, abstract) <= 0.3
+    if "sim-small" not in bands:
+        assert held_out_rate("sim-small", seed, abstract) <= 0.3
 
 
-def test_skills_learned_on_small_transfer_better_than_the_reverse():
-    config = ProtocolConfig(nights=2, limit_replay=0, limit_holdout=0, direct=False)
-    small, large = resolve_model("sim-small"), resolve_model("sim-large")
-    up, down = [], []
-    for path in SEED_PATHS:
-        session = SeedSession(load_seed(path), config)
-        up.append(session.transfer(small, large).gain.mean)
-        down.append(session.transfer(large, small).gain.mean)
-    assert sum(g > 0 for g in up) >= len(up) - 1
-    assert sum(up) / len(up) >= 0.6
-    assert sum(down) / len(down) < sum(up) / len(up) - 0.2
+# What each seed is there to show, sim-small -> sim-large with the default protocol (its seed.toml says why).
+KINDS = {
+    "alert-intake": "full", "changelog-writer": "full", "docs-style": "full", "incident-summary": "partial",
+    "notes-first": "full", "release-advisor": "partial", "standup-digest": "none", "support-triage": "full",
+    "ticket-router": "full",
+}
+
+
+def default_run(seed: Seed, source: str, target: str):
+    """The default protocol with every held-out task scored."""
+    session = SeedSession(seed, ProtocolConfig())
+    session.splits["test"] = seed.test
+    return session.transfer(resolve_model(source), resolve_model(target))
+
+
+@pytest.fixture(scope="module")
+def both_directions() -> dict[str, tuple]:
+    seeds = [load_seed(p) for p in SEED_PATHS]
+    return {s.name: (default_run(s, "sim-small", "sim-large"), default_run(s, "sim-large", "sim-small")) for s in seeds}
+
+
+def _kind(result) -> str:
+    base, gain, headroom = result.baseline.hard.mean, result.gain.mean, result.direct.hard.mean - result.baseline.hard.mean
+    if abs(gain) <= 0.05 and headroom >= 0.3:
+        return "none"
+    if gain > 0 and gain >= headroom - 0.1:
+        return "full"
+    return "partial" if 0 < gain < headroom else f"other (gain {gain:+.2f}, headroom {headroom:+.2f}, baseline {base:.2f})"
+
+
+def test_every_seed_shows_the_kind_of_transfer_it_declares(both_directions):
+    assert sorted(both_directions) == sorted(KINDS)
+    found = {name: _kind(up) for name, (up, _) in both_directions.items()}
+    assert found == KINDS
+
+
+def test_the_seed_mix_covers_partial_failed_already_passing_and_json(both_directions):
+    ups = [up for up, _ in both_directions.values()]
+    assert sum(0 < r.gain.mean < r.direct.hard.mean - r.baseline.hard.mean for r in ups) >= 2
+    assert any(_kind(r) == "none" for r in ups)
+    assert any(r.baseline.hard.mean > 0 for r in ups)
+    assert any(t.judge.kind == "rule" and any('"' in str(c.arg) and "{" in str(c.arg) for c in t.judge.checks)
+               for t in load_seed(SEEDS_DIR / "alert-intake").test)
+    assert all(len(r.baseline.tasks) >= 24 for r in ups)
+
+
+def test_skills_learned_on_small_transfer_better_than_the_reverse(both_directions):
+    up = [u.gain.mean for u, _ in both_directions.values()]
+    down = [d.gain.mean for _, d in both_directions.values()]
+    assert sum(down) / len(down) < sum(up) / len(up) - 0.15

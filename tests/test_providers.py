@@ -11,7 +11,7 @@ import pytest
 
 from fake_provider import FakeProvider, fake_provider  # noqa: F401 - fixture
 from pytest_skilltransfer.cassettes import recording
-from pytest_skilltransfer.models import aliases
+from pytest_skilltransfer.models import aliases, sdk_common
 from pytest_skilltransfer.models.aliases import Target, newest_claude_aliases, newest_gpt_aliases
 from pytest_skilltransfer.models.base import Message, ModelCallError, ModelError, Request, ToolCall, ToolSpec, resolve_model
 from pytest_skilltransfer.models.providers import ProviderModel, build_model, configure_aliases, known_aliases
@@ -247,8 +247,8 @@ def test_retries_then_success_and_exhausted_rate_limits(fake_provider: FakeProvi
     model = build_model(f"{spec_kind}:m@{url}")
     fake_provider.fail_next(529 if spec_kind == "anthropic" else 500, 429)
     assert model.complete(ask("eventually")).text.startswith("fake answer")
-    fake_provider.fail_next(429, 429, 429)
-    with pytest.raises(ModelCallError, match="rate limited .*HTTP 429"):
+    fake_provider.fail_next(*[429] * 9)  # the default budget is 8 retries
+    with pytest.raises(ModelCallError, match="rate limited .*HTTP 429.* after 8 retries"):
         model.complete(ask("never"))
 
 
@@ -257,8 +257,9 @@ def test_slow_reply_times_out_with_a_clear_error(fake_provider: FakeProvider) ->
 
     fake_provider.delay = 0.6
     target = parse_explicit(f"openai:slow@{fake_provider.openai_url}")
-    model = ProviderModel("slow", target, timeout=0.2)
-    with pytest.raises(ModelCallError, match="timed out"):
+    model = ProviderModel("slow", target)
+    sdk_common.configure_calls(sdk_common.CallPolicy(max_retries=1, backoff_s=0.001, timeout_s=0.2))
+    with pytest.raises(ModelCallError, match="within 0.2s .*--provider-timeout"):
         model.complete(ask("slow"))
 
 

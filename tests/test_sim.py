@@ -104,7 +104,7 @@ def test_usage_reports_plausible_token_counts():
 # ---- capacity: literal versus abstract rules ----------------------------------------------------
 
 def test_small_ignores_an_abstract_rule_that_large_follows():
-    skill = with_rules("Close with your confidence level.")
+    skill = with_rules("Close with your confidence level (High, Medium or Low).")
     assert pass_rate("sim-small", skill, CONFIDENCE) <= 0.2
     assert pass_rate("sim-large", skill, CONFIDENCE) >= 0.75
 
@@ -260,3 +260,82 @@ def test_optimizer_deletes_a_learned_rule_that_breaks_a_length_limit():
     skill = with_rules("Cover every angle in depth.")
     edits = reflect("sim-small", skill, Judge("rule", (Check("max_chars", 900),)))
     assert any(e.op == "delete" and "Cover every angle" in e.anchor for e in edits)
+
+
+# ---- honesty: no knowledge the request does not show ------------------------------------------------
+
+SCALES = ("High|Medium|Low", "Certain|Likely|Unsure", "Firm|Tentative", "Sure|Unsure", "Green|Amber|Red")
+
+
+def test_a_free_label_slot_gets_no_built_in_values():
+    """`Confidence: <...>` with no values shown: no answer writes a value from any scale."""
+    skill = with_rules("Always end with the line `Confidence: <one specific point>` on its own line.")
+    for model in ("sim-small", "sim-large"):
+        texts = [SimModel(model).complete(agent_request(skill, sample_id=s)).text for s in range(20)]
+        lines = [line for text in texts for line in text.splitlines() if line.startswith("Confidence:")]
+        assert len(lines) >= 15
+        words = {w for scale in SCALES for w in scale.split("|")}
+        assert not any(set(line.removeprefix("Confidence:").split()) & words for line in lines)
+
+
+@pytest.mark.parametrize("model", ["sim-small", "sim-large"])
+def test_the_optimizer_has_no_prior_for_values_only_held_out_checks_show(model):
+    """Training shows `Confidence:` only. Whatever scale the held-out check asks for, the learned skill scores the same: 0."""
+    training = Judge("rule", (Check("contains", "Confidence:"),))
+    learned = BODY
+    for night in range(1, 3):
+        learned = apply_edits(learned, reflect(model, learned, training, night=night), 4).skill
+    assert "Confidence" in learned
+    for scale in SCALES:
+        assert not any(word in learned for word in scale.split("|") if len(word) > 1)
+        held_out = Judge("rule", (Check("regex", rf"^Confidence:[ \t]*({scale})\b"),))
+        assert pass_rate("sim-large", learned, held_out) == 0.0, scale
+        assert pass_rate("sim-small", learned, held_out) == 0.0, scale
+
+
+def test_values_the_training_checks_show_are_learned_whatever_they_are():
+    for scale in SCALES[:3]:
+        judge = Judge("rule", (Check("regex", rf"^Confidence: ({scale})$"),))
+        learned = apply_edits(BODY, reflect("sim-small", BODY, judge), 4).skill
+        assert pass_rate("sim-large", learned, judge) >= 0.8, scale
+
+
+# ---- structured output ------------------------------------------------------------------------------
+
+JSON_TRAIN = Judge("rule", (Check("regex", '"service": "[^"]+"'), Check("regex", '"severity": "(sev1|sev2|sev3)"'),
+                            Check("regex", '"page_oncall": (true|false)')))
+JSON_WHOLE = Judge("rule", (Check("regex", '^\\{\\s*"service": "[^"\\n]+",\\s*"severity": "sev[1-3]",\\s*'
+                                           '"page_oncall": (true|false)\\s*\\}$'), Check("max_chars", 300)))
+JSON_TEMPLATE = ('Reply with ONLY this JSON object:\n~~~\n{\n  "service": "<the service>",\n  "severity": "<sev1|sev2|sev3>",\n'
+                 '  "page_oncall": <true|false>\n}\n~~~')
+JSON_SCHEMA = "Reply with only a JSON object with the keys service, severity (one of sev1, sev2 or sev3) and page_oncall (true or false)."
+
+
+def test_a_json_template_is_followed_by_both_and_a_described_schema_only_by_large():
+    for model in ("sim-small", "sim-large"):
+        assert pass_rate(model, with_rules(JSON_TEMPLATE), JSON_WHOLE) >= 0.85
+    assert pass_rate("sim-large", with_rules(JSON_SCHEMA), JSON_WHOLE) >= 0.8
+    assert pass_rate("sim-small", with_rules(JSON_SCHEMA), JSON_WHOLE) <= 0.15
+
+
+def test_a_json_reply_is_valid_json_with_the_keys_in_order():
+    reply = SimModel("sim-small").complete(agent_request(with_rules(JSON_TEMPLATE))).text
+    record = json.loads(reply)
+    assert list(record) == ["service", "severity", "page_oncall"]
+    assert record["severity"] in ("sev1", "sev2", "sev3") and isinstance(record["page_oncall"], bool)
+
+
+def test_the_optimizer_turns_failing_json_criteria_into_a_template_or_a_schema():
+    small = apply_edits(BODY, reflect("sim-small", BODY, JSON_TRAIN), 4).skill
+    assert '"severity": "<sev1|sev2|sev3>"' in small and "JSON object" in small
+    assert pass_rate("sim-large", small, JSON_WHOLE) >= 0.8
+    large = [e.content for night in range(1, 11) for e in reflect("sim-large", BODY, JSON_TRAIN, night=night)]
+    assert any(c.startswith("Reply with only a JSON object with the keys service, severity (one of sev1") for c in large)
+    assert not any("regular expression" in c for c in large)
+
+
+def test_an_empty_edit_array_means_no_edit_proposed():
+    assert parse_edits("[]") == []
+    assert parse_edits("No change needed: []") == []
+    with pytest.raises(Exception):
+        parse_edits("no array at all")

@@ -85,6 +85,14 @@ class Recording:
         """Interactions held in memory (loaded plus recorded)."""
         return len(self.cassette) if self.cassette is not None else 0
 
+    def key_needed_for(self) -> str:
+        """Why a live call needs a key here, for the missing-key message."""
+        return f"to record calls for seed {self.seed!r} (record mode {self.mode!r})"
+
+    def explain(self, exc: BaseException) -> ModelCallError | None:
+        """A clear error for a cassette miss or a network-guard block hidden in `exc`'s chain."""
+        return transport_failure(exc)
+
 
 _state_lock = threading.Lock()
 _active: Recording | None = None
@@ -128,28 +136,57 @@ def transport_failure(exc: BaseException) -> ModelCallError | None:
 
 @lru_cache(maxsize=1)
 def _seed_cassette_class() -> type:
-    """A vcrpy Cassette with an index, a lock, and per-model `once` semantics."""
+    """A vcrpy Cassette over a `SeedStore`: an index, a lock, a journal, and per-model `once` semantics."""
     from vcr.cassette import Cassette
     from vcr.record_mode import RecordMode
 
     from .match import model_of, request_key
+    from .store import from_plain, request_path, to_plain
+    from ..models.validity import response_problem
 
     class SeedCassette(Cassette):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
+        def __init__(self, *args: Any, store: Any = None, **kwargs: Any) -> None:
             self._lock = threading.RLock()
             self._index: dict[tuple[str, str, str], list[int]] = {}
+            self._loading = False
+            self.store = store
             self.loaded_models: frozenset[str] = frozenset()
+            self.rejected: list[Any] = []
+            self.unsaved: list[tuple[str, str]] = []  # (model, why) of answers that were not stored
             super().__init__(*args, **kwargs)
 
         def append(self, request: Any, response: Any) -> None:
             with self._lock:
                 before = len(self.data)
                 super().append(request, response)
-                if len(self.data) > before:
-                    self._index.setdefault(request_key(self.data[-1][0]), []).append(len(self.data) - 1)
+                if len(self.data) == before:
+                    return
+                stored_request, stored_response = self.data[-1]
+                if not self._loading:
+                    problem = response_problem(request_path(stored_request.uri), stored_response["status"]["code"],
+                                               stored_response["body"].get("string"))
+                    if problem is not None:  # never stored, never replayed
+                        self.data.pop()
+                        self.unsaved.append((model_of(stored_request.body), problem))
+                        return
+                    self.store.record(to_plain(stored_request, stored_response))
+                self._index.setdefault(request_key(stored_request), []).append(len(self.data) - 1)
 
         def _load(self) -> None:
-            super()._load()
+            loaded = self.store.open()
+            self.rejected = loaded.rejected
+            self._loading = True
+            try:
+                for entry in loaded.entries:
+                    before = len(self.data)
+                    self.append(*from_plain(entry))
+                    if len(self.data) > before:
+                        self._old_interactions.append(self.data[-1])
+            finally:
+                self._loading = False
+            self._loaded_count = len(self.data)
+            self.dirty = False
+            self.rewound = bool(self.data)
             self.loaded_models = frozenset(model_of(r.body) for r, _ in self.data)
 
         def _responses(self, request: Any) -> Iterator[tuple[int, Any]]:
@@ -171,17 +208,15 @@ def _seed_cassette_class() -> type:
                 return None  # `once`: a model without recordings for this seed may be recorded
             return request
 
-        def _rerecorded_interactions(self) -> list[tuple[Any, Any]]:
-            loaded, recorded = self.data[: self._loaded_count], self.data[self._loaded_count :]
-            keys = {request_key(r) for r, _ in recorded}
-            return [(r, s) for r, s in loaded if request_key(r) not in keys] + recorded
+        def _save(self, force: bool = False) -> None:
+            self.store.close()  # every recording is already in the journal; fold it into the files
 
     return SeedCassette
 
 
 @contextmanager
 def _open_cassette(folder: Path, mode: str) -> Iterator[Any]:
-    """Load the seed's cassette and patch the HTTP transports until exit, then save.
+    """Load the seed's cassette and patch the HTTP transports until exit, then fold the journal.
 
     Unlike vcrpy's own context manager, the transports are unpatched even when saving fails
     (say, an interrupt during the write), so a failed save never leaves a stale cassette installed.
@@ -191,7 +226,7 @@ def _open_cassette(folder: Path, mode: str) -> Iterator[Any]:
 
     from .match import canonical_body
     from .scrub import SECRET_HEADERS, filter_request, filter_response
-    from .store import SeedPersister
+    from .seedstore import SeedStore
 
     config = vcr.VCR(
         record_mode=mode,
@@ -202,11 +237,10 @@ def _open_cassette(folder: Path, mode: str) -> Iterator[Any]:
         before_record_response=filter_response,
     )
     config.register_matcher("canonical_body", canonical_body)
-    config.register_persister(SeedPersister)
     merged = config.get_merged_config(path=str(folder), allow_playback_repeats=False)
     for option in ("path_transformer", "func_path_generator", "record_on_exception"):
         merged.pop(option, None)
-    cassette = _seed_cassette_class().load(**merged)
+    cassette = _seed_cassette_class().load(store=SeedStore(folder, mode), **merged)
     with ExitStack() as patches:
         for patcher in CassettePatcherBuilder(cassette).build():
             patches.enter_context(patcher)
@@ -230,6 +264,8 @@ def recording(
     Contexts cannot overlap within a process: vcrpy patches transports process-wide.
     """
     global _active
+    from ..models import sdk_common
+
     mode = mode or default_record_mode()
     if mode not in RECORD_MODES:
         raise ModelError(f"unknown record mode {mode!r}; use one of {', '.join(RECORD_MODES)}")
@@ -247,6 +283,7 @@ def recording(
         _active = rec
     try:
         with ExitStack() as stack:
+            stack.enter_context(sdk_common.call_environment(rec))
             if guard == "all" or (guard == "auto" and mode == "none"):
                 from .netguard import network_guard
 

@@ -25,12 +25,13 @@ class MissDetails:
     record_mode: str
     method: str
     path: str
-    reason: str  # "no_match" | "already_played" | "model_not_recorded" | "cassette_not_found"
+    reason: str  # "no_match" | "already_played" | "model_not_recorded" | "cassette_not_found" | "bad_recording"
     folder: Path
     closest_file: str | None
     diff: str
     played: int
     command: str
+    bad_recording: str = ""  # where the unusable recording of this request is, and why
 
 
 class CassetteMiss(ModelCallError):
@@ -62,7 +63,10 @@ def render(d: MissDetails) -> str:
     phase = f", phase {d.phase!r}" if d.phase else ""
     head = f"cassette miss: seed {d.seed!r}, model {d.model!r}{phase} (record mode {d.record_mode!r})"
     what = f"{d.method} {d.path}"
-    if d.reason == "cassette_not_found":
+    if d.reason == "bad_recording":
+        body = [f"{what} was recorded, but {d.bad_recording}: it is not a usable answer, so it is treated as "
+                "missing. Recording again (new_episodes) replaces it."]
+    elif d.reason == "cassette_not_found":
         body = [f"No cassette has been recorded for this seed: {d.folder}/ is missing or empty."]
     elif d.reason == "model_not_recorded":
         body = [f"{d.folder}/{file_name(d.model)} holds no calls to {d.model} for {what}."]
@@ -116,7 +120,10 @@ def build_miss(exc: BaseException, cassette: Any, seed: str, command: str, phase
     recorded = cassette.requests
     identical = sum(1 for r in recorded if request_key(r) == key)
     same_model = [r for r in recorded if model_of(r.body) == model and (r.path or "/") == key[1]]
-    if identical:
+    bad = next((r for r in getattr(cassette, "rejected", ()) if r.key == key), None)
+    if bad is not None and not identical:
+        reason = "bad_recording"
+    elif identical:
         reason = "already_played"
     elif not recorded:
         reason = "cassette_not_found"
@@ -129,5 +136,6 @@ def build_miss(exc: BaseException, cassette: Any, seed: str, command: str, phase
         seed=seed, model=model, phase=phase, record_mode=mode, method=key[0], path=key[1], reason=reason,
         folder=folder, closest_file=file_name(model) if best is not None else None,
         diff=body_diff(best.body, request.body) if best is not None else "", played=identical, command=command,
+        bad_recording=f"{bad.file.name}, interaction {bad.number}, holds {bad.reason}" if bad is not None else "",
     )
     return CassetteMiss(details)

@@ -2,17 +2,21 @@
 
 Request and response headers are kept only when on an allowlist (so a key sent under any custom
 header name is still dropped), and the well-known secret headers are named explicitly as well.
-Retryable error responses (408, 409, 429, 5xx, 529) are never saved: the SDK retries them, and
-replaying them would only replay the wait.
+Request and response bodies are redacted (`redaction`): known key values and token-shaped strings
+become `[redacted: ...]` before anything is matched, journaled or written. Whether a response may be
+stored at all (complete and successful) is `validity`'s call.
 """
 
 from __future__ import annotations
 
 import copy
-import os
+import json
 import re
 from pathlib import Path
 from typing import Any
+
+from ..redaction import find_secrets, redact_json, redact_text
+from .match import body_bytes, parse_json
 
 SECRET_HEADERS = frozenset(
     {
@@ -31,22 +35,27 @@ SECRET_HEADERS = frozenset(
 )
 KEPT_REQUEST_HEADERS = frozenset({"content-type", "accept", "accept-encoding", "anthropic-version", "anthropic-beta"})
 KEPT_RESPONSE_HEADERS = frozenset({"content-type", "content-encoding"})  # encoding stays only if undecodable
-RETRYABLE_STATUS = frozenset({408, 409, 429})
-
-_SECRET_PATTERNS = (
-    ("Anthropic API key", re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")),
-    ("OpenAI-style API key", re.compile(r"(?<![A-Za-z0-9])sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}")),
-    ("bearer token", re.compile(r"(?i)bearer\s+[A-Za-z0-9._\-]{16,}")),
-    ("AWS access key", re.compile(r"(?<![A-Z0-9])AKIA[0-9A-Z]{16}(?![A-Z0-9])")),
-    ("secret header", re.compile(r"(?im)^\s*['\"]?(authorization|x-api-key|api-key|cookie|set-cookie)['\"]?:\s*(\[.*)?$")),
-)
-_KEY_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY")
-SCANNED_SUFFIXES = (".yaml", ".yml", ".json")
+_SECRET_HEADER = re.compile(r"(?im)^\s*['\"]?(authorization|x-api-key|api-key|cookie|set-cookie)['\"]?:\s*(\[.*)?$")
+SCANNED_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
 
 
-def is_retryable(status: int) -> bool:
-    """Whether the SDKs retry this status (such responses are never saved)."""
-    return status in RETRYABLE_STATUS or status >= 500
+def redact_body(body: Any) -> Any:
+    """A body with secrets redacted: JSON is redacted value by value (so it stays valid), text as text."""
+    if body is None:
+        return body
+    data = parse_json(body)
+    if data is not None:
+        clean = redact_json(data)
+        if clean == data:
+            return body
+        return json.dumps(clean, ensure_ascii=False).encode("utf-8")
+    raw = body_bytes(body)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+    clean_text = redact_text(text)
+    return raw if clean_text == text else clean_text.encode("utf-8")
 
 
 def filter_request(request: Any) -> Any:
@@ -58,6 +67,7 @@ def filter_request(request: Any) -> Any:
     if request.method != "POST":
         return None
     request = copy.copy(request)
+    request.body = redact_body(request.body)
     request.headers = {
         name: value
         for name, value in request.headers.items()
@@ -67,9 +77,10 @@ def filter_request(request: Any) -> Any:
 
 
 def filter_response(response: dict[str, Any]) -> dict[str, Any] | None:
-    """vcrpy before_record_response: drop retryable errors; keep only allowlisted headers."""
-    if is_retryable(int(response["status"]["code"])):
-        return None
+    """vcrpy before_record_response: keep only allowlisted headers; redact the body."""
+    body = response.get("body") or {}
+    if "string" in body:
+        response["body"] = {**body, "string": redact_body(body["string"])}
     headers = response.get("headers") or {}
     response["headers"] = {
         name: values
@@ -86,15 +97,14 @@ def _files(path: Path) -> list[Path]:
 
 
 def scan_for_secrets(path: Path | str) -> list[str]:
-    """Findings `file:line: what` for key-like strings and secret headers in cassette files.
+    """Findings `file:line: what` for key-like strings, known key values and secret headers in cassette files.
 
-    Also flags the literal values of ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN / OPENAI_API_KEY when
-    they are set in the environment. An empty list means nothing was found.
+    The known values are those of every key variable the run knows (`redaction.key_variables`).
+    An empty list means nothing was found.
     """
     root = Path(path)
     if not root.exists():
         return []
-    literals = [(var, os.environ[var]) for var in _KEY_VARIABLES if len(os.environ.get(var, "")) >= 8]
     findings = []
     for file in _files(root):
         try:
@@ -102,11 +112,6 @@ def scan_for_secrets(path: Path | str) -> list[str]:
         except OSError as err:
             findings.append(f"{file}: unreadable ({err})")
             continue
-        for number, line in enumerate(text.splitlines(), start=1):
-            for label, pattern in _SECRET_PATTERNS:
-                if pattern.search(line):
-                    findings.append(f"{file}:{number}: {label}")
-            for var, value in literals:
-                if value in line:
-                    findings.append(f"{file}:{number}: the value of {var}")
+        headers = [(n, "secret header") for n, line in enumerate(text.splitlines(), 1) if _SECRET_HEADER.search(line)]
+        findings.extend(f"{file}:{line}: {what}" for line, what in sorted(find_secrets(text) + headers))
     return findings

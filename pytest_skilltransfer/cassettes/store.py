@@ -1,37 +1,46 @@
 """Cassette files on disk: one folder per seed, one readable YAML file per model.
 
-vcrpy sees one cassette per seed (the folder). This persister loads every `<model>.yaml` in the
-folder as one list of interactions and, on save, splits them by the request body's `model` field
-and writes each file atomically (temporary file + `os.replace`), only when its content changed.
-Saving holds a lock and, for any file changed on disk since this process read it, keeps the
-interactions another process recorded meanwhile, so xdist workers that record the same seed do not
-overwrite each other.
+    cassettes/<seed>/<model>.yaml          the readable, reviewed recordings (committed)
+    cassettes/<seed>/.lock                 the folder lock (filelock): folding and cleaning hold it
+    cassettes/<seed>/.journal-<id>.jsonl   a recording process's append-only journal (see `journal`)
+
+A model file is `version`, the `interactions` list, and a closing `count` line: a file cut short
+(a crash while copying it, a bad merge) lacks that line or holds fewer interactions than it says,
+and reading it is an error naming the file, the interaction and its line, never a silent short
+answer. Each interaction is checked for its fields, and its response for being a complete,
+successful provider answer (`validity`); one that is not is set aside as `Rejected` (it counts as a
+miss, and recording again replaces it).
 
 JSON bodies are stored parsed, under `json:`, with multi-line strings as YAML literal blocks, so a
 reviewer reads the skill text and the model's answer as text. They are re-encoded on load; matching
-compares canonical JSON, so the exact bytes never matter.
+compares canonical JSON, so the exact bytes never matter. Every write goes through
+`write_atomically`, which refuses text that still holds a secret.
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import os
 import re
 import tempfile
-import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from ..models.base import ModelCallError
-from .match import body_bytes, body_digest, model_of, parse_json, readable_yaml
+from ..redaction import find_secrets
+from .match import body_bytes, body_digest, parse_json, readable_yaml
+from ..models.validity import response_problem
 
-FORMAT_VERSION = 1
-LOCK_TIMEOUT_S = 120.0
+FORMAT_VERSION = 2  # 2 added the closing `count`; version 1 files (without it) are still read
+LOCK_NAME = ".lock"
+LOCK_TIMEOUT_S = 300.0
+TEMP_SUFFIX = ".tmp"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_ITEM_LINE = re.compile(r"^- ", re.M)
 
 try:  # libyaml when available: loading thousands of interactions stays fast
     from yaml import CSafeLoader as _Loader
@@ -40,7 +49,29 @@ except ImportError:  # pragma: no cover
 
 
 class CassetteFileError(ModelCallError):
-    """A cassette file exists but cannot be read; it is never silently overwritten."""
+    """A cassette file exists but cannot be used; it is never silently overwritten (except by `all`)."""
+
+
+class SecretInCassette(ModelCallError):
+    """A write was refused because the text still held a secret."""
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A stored interaction that is not a usable recording: where it is, its request key, and why."""
+
+    file: Path
+    number: int  # 1-based position in the file
+    key: tuple[str, str, str]
+    reason: str
+
+
+@dataclass(frozen=True)
+class FileContents:
+    """What one model file holds: usable interactions (plain data) and the rejected ones."""
+
+    entries: list[dict[str, Any]]
+    rejected: list[Rejected]
 
 
 def file_name(model: str) -> str:
@@ -49,11 +80,12 @@ def file_name(model: str) -> str:
 
 
 def model_files(folder: Path) -> list[Path]:
-    """The model files of a seed folder, sorted."""
-    return sorted(folder.glob("*.yaml")) if folder.is_dir() else []
+    """The model files of a seed folder, sorted (hidden files are not model files)."""
+    return sorted(p for p in folder.glob("*.yaml") if not p.name.startswith(".")) if folder.is_dir() else []
 
 
-def _encode_body(body: Any) -> dict[str, Any]:
+def encode_body(body: Any) -> dict[str, Any]:
+    """A body as stored: parsed JSON under `json`, else text under `string`, else `base64`."""
     data = parse_json(body)
     if data is not None:
         return {"json": data}
@@ -64,7 +96,8 @@ def _encode_body(body: Any) -> dict[str, Any]:
         return {"base64": base64.b64encode(raw).decode("ascii")}
 
 
-def _decode_body(stored: Any) -> bytes:
+def decode_body(stored: Any) -> bytes:
+    """A stored body back to bytes."""
     if not isinstance(stored, dict):
         return body_bytes(stored)
     if "json" in stored:
@@ -74,36 +107,55 @@ def _decode_body(stored: Any) -> bytes:
     return body_bytes(stored.get("string"))
 
 
-def _to_plain(request: Any, response: dict[str, Any]) -> dict[str, Any]:
-    """One interaction as plain data for YAML."""
+def to_plain(request: Any, response: dict[str, Any]) -> dict[str, Any]:
+    """One vcrpy interaction as plain data for YAML and the journal."""
     headers = {name: (v if isinstance(v, list) else [v]) for name, v in request.headers.items()}
     return {
         "request": {
             "method": request.method,
             "uri": request.uri,
             "headers": dict(sorted(headers.items())),
-            "body": _encode_body(request.body),
+            "body": encode_body(request.body),
         },
         "response": {
             "status": dict(response["status"]),
             "headers": dict(sorted((response.get("headers") or {}).items())),
-            "body": _encode_body(response["body"].get("string")),
+            "body": encode_body(response["body"].get("string")),
         },
     }
 
 
-def _from_plain(entry: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+def from_plain(entry: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     """Back to vcrpy's (Request, response dict)."""
     from vcr.request import Request
 
     req, resp = entry["request"], entry["response"]
-    request = Request(req["method"], req["uri"], _decode_body(req.get("body")), req.get("headers") or {})
+    request = Request(req["method"], req["uri"], decode_body(req.get("body")), req.get("headers") or {})
     response = {
         "status": dict(resp["status"]),
         "headers": dict(resp.get("headers") or {}),
-        "body": {"string": _decode_body(resp.get("body"))},
+        "body": {"string": decode_body(resp.get("body"))},
     }
     return request, response
+
+
+def request_path(uri: str) -> str:
+    """The path of a recorded URI, without scheme, host and query."""
+    return "/" + uri.split("://", 1)[-1].partition("/")[2].split("?")[0]
+
+
+def plain_key(entry: dict[str, Any]) -> tuple[str, str, str]:
+    """What matching compares, for a plain entry: (METHOD, path, canonical body digest)."""
+    req = entry["request"]
+    return req["method"].upper(), request_path(req["uri"]), body_digest(decode_body(req.get("body")))
+
+
+def model_of_plain(entry: dict[str, Any]) -> str:
+    """The `model` field of a plain entry's request body, or "unknown-model"."""
+    body = entry["request"].get("body")
+    data = body.get("json") if isinstance(body, dict) else None
+    model = data.get("model") if isinstance(data, dict) else None
+    return model if isinstance(model, str) and model else "unknown-model"
 
 
 def _sort_key(entry: dict[str, Any]) -> tuple[Any, ...]:
@@ -116,32 +168,109 @@ def _sort_key(entry: dict[str, Any]) -> tuple[Any, ...]:
     return (req["uri"].split("?")[0].rsplit("/", 1)[-1], sample, turns, json.dumps(body, sort_keys=True))
 
 
-def read_file(path: Path) -> list[dict[str, Any]]:
-    """The plain interactions stored in one model file."""
+def render(entries: list[dict[str, Any]]) -> str:
+    """A model file's text: sorted interactions and the closing count."""
+    ordered = sorted(entries, key=_sort_key)
+    return readable_yaml({"version": FORMAT_VERSION, "interactions": ordered, "count": len(ordered)})
+
+
+def _body_ok(body: Any) -> bool:
+    return isinstance(body, dict) and any(k in body for k in ("json", "string", "base64")) or body is None
+
+
+def structure_problem(entry: Any) -> str | None:
+    """What is missing or malformed in a plain interaction, or None when its fields are all there."""
+    if not isinstance(entry, dict):
+        return "is not a mapping with `request` and `response`"
+    req, resp = entry.get("request"), entry.get("response")
+    if not isinstance(req, dict):
+        return "has no `request` mapping"
+    if not isinstance(resp, dict):
+        return "has no `response` mapping"
+    if not isinstance(req.get("method"), str) or not isinstance(req.get("uri"), str):
+        return "has no request `method` and `uri`"
+    if not _body_ok(req.get("body")):
+        return "has a request `body` without `json`, `string` or `base64`"
+    status = resp.get("status")
+    if not isinstance(status, dict) or not isinstance(status.get("code"), int) or isinstance(status.get("code"), bool):
+        return "has no response `status.code`"
+    if not _body_ok(resp.get("body")) or resp.get("body") is None:
+        return "has no response `body`"
+    if not isinstance(req.get("headers") or {}, dict) or not isinstance(resp.get("headers") or {}, dict):
+        return "has malformed `headers`"
+    return None
+
+
+def _item_lines(text: str) -> list[int]:
+    """The 1-based line of each top-level `- ` list item (the interactions, in a file we wrote)."""
+    return [text.count("\n", 0, match.start()) + 1 for match in _ITEM_LINE.finditer(text)]
+
+
+def _fix() -> str:
+    return ("Restore it from version control, or re-record it with `pytest --record-mode=all -k <seed>` "
+            "(the provider's key must be set).")
+
+
+def read_file(path: Path) -> FileContents:
+    """The usable and rejected interactions of one model file; CassetteFileError when it is damaged."""
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
+        text = path.read_text(encoding="utf-8")
+        data = yaml.load(text, Loader=_Loader)
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-        raise CassetteFileError(
-            f"cassette file {path} cannot be read ({err}). Fix it, or delete it and re-record "
-            "with `pytest --record-mode=new_episodes`."
-        ) from err
-    if not data:
-        return []
+        detail = " ".join(str(err).split())
+        raise CassetteFileError(f"cassette file {path} cannot be read ({detail}). {_fix()}") from err
+    if data is None:
+        return FileContents([], [])
     if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
-        raise CassetteFileError(f"cassette file {path} has no `interactions` list; delete it and re-record.")
-    return data["interactions"]
+        raise CassetteFileError(f"cassette file {path} has no `interactions` list. {_fix()}")
+    interactions = data["interactions"]
+    lines = _item_lines(text)
+    where = lambda n: f"interaction {n}" + (f" (line {lines[n - 1]})" if n - 1 < len(lines) else "")  # noqa: E731
+    if data.get("version", 1) >= 2:
+        count = data.get("count")
+        if not isinstance(count, int):
+            raise CassetteFileError(
+                f"cassette file {path} is truncated: it ends without its closing `count:` line, after "
+                f"{len(interactions)} interaction(s); the last, {where(len(interactions))}, may be cut short. {_fix()}"
+            )
+        if count != len(interactions):
+            raise CassetteFileError(
+                f"cassette file {path} says it holds {count} interactions but holds {len(interactions)}. {_fix()}"
+            )
+    entries: list[dict[str, Any]] = []
+    rejected: list[Rejected] = []
+    for number, entry in enumerate(interactions, start=1):
+        problem = structure_problem(entry)
+        if problem is not None:
+            raise CassetteFileError(f"cassette file {path}, {where(number)}, {problem}. {_fix()}")
+        resp = entry["response"]
+        why = response_problem(request_path(entry["request"]["uri"]), resp["status"]["code"], decode_body(resp["body"]))
+        if why is not None:
+            rejected.append(Rejected(path, number, plain_key(entry), why))
+        else:
+            entries.append(entry)
+    return FileContents(entries, rejected)
 
 
-def _plain_key(entry: dict[str, Any]) -> tuple[str, str, str]:
-    req = entry["request"]
-    path = req["uri"].split("://", 1)[-1].partition("/")[2].split("?")[0]
-    return req["method"].upper(), "/" + path, body_digest(_decode_body(req.get("body")))
+def refuse_secrets(path: Path, text: str) -> None:
+    """Raise SecretInCassette when `text` (about to be written to `path`) holds a secret."""
+    findings = find_secrets(text)
+    if findings:
+        listed = ", ".join(f"line {line}: {what}" for line, what in findings[:5])
+        raise SecretInCassette(
+            f"refusing to write {path}: it would hold a secret ({listed}). Nothing was written; "
+            "report this, since recorded bodies are redacted before they are saved."
+        )
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Write `text` to `path` via a temporary file and `os.replace` (never a half-written file)."""
+    """Write `text` to `path` via a temporary file, fsync and `os.replace` (never a half-written file).
+
+    The secret scan runs first; a temporary file left by a kill is removed by `clean_leftovers`.
+    """
+    refuse_secrets(path, text)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -154,76 +283,73 @@ def write_atomically(path: Path, text: str) -> None:
         except OSError:
             pass
         raise
+    fsync_folder(path.parent)
 
 
-def _lock_for(folder: Path) -> Any:
+def fsync_folder(folder: Path) -> None:
+    """Make a rename or a new file in `folder` durable (a no-op where folders cannot be opened)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def folder_lock(folder: Path, timeout: float = LOCK_TIMEOUT_S) -> Any:
+    """The lock beside a seed's cassettes, shared by every process and xdist worker that opens it."""
     from filelock import FileLock
 
-    digest = hashlib.sha1(str(folder.resolve()).encode()).hexdigest()[:16]
-    return FileLock(os.path.join(tempfile.gettempdir(), f"skilltransfer-cassette-{digest}.lock"), timeout=LOCK_TIMEOUT_S)
+    folder.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(folder / LOCK_NAME), timeout=timeout)
 
 
-_seen: dict[Path, tuple[int, int]] = {}  # file -> (mtime_ns, size) when this process last read/wrote it
-_seen_lock = threading.Lock()
+def clean_leftovers(folder: Path) -> list[Path]:
+    """Remove temporary files a killed save left behind (call with the folder lock held)."""
+    removed = []
+    for tmp in folder.glob(f".*{TEMP_SUFFIX}") if folder.is_dir() else []:
+        try:
+            tmp.unlink()
+            removed.append(tmp)
+        except OSError:
+            pass
+    return removed
 
 
-def _stamp(path: Path) -> tuple[int, int] | None:
+def merge(current: list[dict[str, Any]], recorded: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`current` with every entry whose request was recorded again replaced by the new recordings."""
+    keys = {plain_key(entry) for entry in recorded}
+    return [entry for entry in current if plain_key(entry) not in keys] + recorded
+
+
+def _raw_entries(path: Path, tolerate_damage: bool) -> list[dict[str, Any]]:
+    """Every entry of a file as stored (rejected ones included), for rewriting it."""
+    if not path.exists():
+        return []
     try:
-        st = path.stat()
-    except OSError:
-        return None
-    return st.st_mtime_ns, st.st_size
+        read_file(path)  # raises on damage
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader) or {}
+    except CassetteFileError:
+        if tolerate_damage:
+            return []
+        raise
+    return list(data.get("interactions") or [])
 
 
-def _remember(path: Path) -> None:
-    stamp = _stamp(path)
-    with _seen_lock:
-        if stamp is not None:
-            _seen[path.resolve()] = stamp
+def write_model_file(path: Path, recorded: list[dict[str, Any]], tolerate_damage: bool = False) -> bool:
+    """Merge `recorded` into the model file at `path` (read fresh); True when the file changed.
 
-
-def _changed_since_seen(path: Path) -> bool:
-    """Whether another process may have written `path` since we last read or wrote it."""
-    with _seen_lock:
-        seen = _seen.get(path.resolve())
-    return seen is None or seen != _stamp(path)
-
-
-def _render(entries: list[dict[str, Any]]) -> str:
-    return readable_yaml({"version": FORMAT_VERSION, "interactions": sorted(entries, key=_sort_key)})
-
-
-class SeedPersister:
-    """vcrpy persister for a seed folder (`cassette_path` is the folder)."""
-
-    @classmethod
-    def load_cassette(cls, cassette_path: str | Path, serializer: Any = None) -> tuple[list[Any], list[Any]]:
-        from vcr.persisters.filesystem import CassetteNotFoundError
-
-        entries = []
-        for path in model_files(Path(cassette_path)):
-            entries.extend(read_file(path))
-            _remember(path)
-        if not entries:
-            raise CassetteNotFoundError()
-        pairs = [_from_plain(entry) for entry in entries]
-        return [request for request, _ in pairs], [response for _, response in pairs]
-
-    @staticmethod
-    def save_cassette(cassette_path: str | Path, cassette_dict: dict[str, Any], serializer: Any = None) -> None:
-        folder = Path(cassette_path)
-        by_model: dict[str, list[dict[str, Any]]] = {}
-        for request, response in zip(cassette_dict["requests"], cassette_dict["responses"], strict=True):
-            by_model.setdefault(model_of(request.body), []).append(_to_plain(request, response))
-        folder.mkdir(parents=True, exist_ok=True)
-        with _lock_for(folder):
-            for model, entries in sorted(by_model.items()):
-                path = folder / file_name(model)
-                kept: list[dict[str, Any]] = []
-                if path.exists() and _changed_since_seen(path):  # merge what others recorded meanwhile
-                    ours = {_plain_key(entry) for entry in entries}
-                    kept = [entry for entry in read_file(path) if _plain_key(entry) not in ours]
-                text = _render(kept + entries)
-                if not (path.exists() and path.read_text(encoding="utf-8") == text):
-                    write_atomically(path, text)
-                _remember(path)
+    Call with the folder lock held. `tolerate_damage` (record mode `all`) replaces a damaged file.
+    """
+    text = render(merge(_raw_entries(path, tolerate_damage), recorded))
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return False
+    except (OSError, UnicodeDecodeError):
+        pass
+    write_atomically(path, text)
+    return True

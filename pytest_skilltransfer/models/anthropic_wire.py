@@ -136,5 +136,5 @@ def parse_reply(message: Any, model_id: str) -> Reply:
 
 
 def send(client: Any, target: Target, request: Request) -> Any:
-    """One call; returns the SDK's response object."""
-    return client.messages.create(**request_params(target, request))
+    """One call; returns the SDK's raw response (`.http_response`, `.parse()`), checked before parsing."""
+    return client.messages.with_raw_response.create(**request_params(target, request))

@@ -70,17 +70,19 @@ class Usage:
 
     `input_tokens` counts the whole prompt; `cache_write_tokens` and `cache_read_tokens` are the
     parts of it written to and read from the provider's prompt cache (priced at their own rates).
+    `unreported` counts the calls whose reply carried no usage at all (their tokens are unknown, not 0).
     """
 
     input_tokens: int = 0
     output_tokens: int = 0
     cache_write_tokens: int = 0
     cache_read_tokens: int = 0
+    unreported: int = 0
 
     def __add__(self, other: "Usage") -> "Usage":
         return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens,
                      self.cache_write_tokens + other.cache_write_tokens,
-                     self.cache_read_tokens + other.cache_read_tokens)
+                     self.cache_read_tokens + other.cache_read_tokens, self.unreported + other.unreported)
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,8 @@ class Reply:
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = field(default_factory=Usage)
     model: str = ""
-    stop_reason: str = ""
+    stop_reason: str = ""  # as the provider sent it: end_turn, max_tokens, length, refusal, pause_turn, ...
+    refusal: str = ""  # a refusal message the provider sent apart from the text (OpenAI's `message.refusal`)
 
 
 class Model(Protocol):

@@ -100,5 +100,5 @@ def parse_reply(completion: Any, model_id: str) -> Reply:
 
 
 def send(client: Any, target: Target, request: Request) -> Any:
-    """One call; returns the SDK's response object."""
-    return client.chat.completions.create(**request_params(target, request))
+    """One call; returns the SDK's raw response (`.http_response`, `.parse()`), checked before parsing."""
+    return client.chat.completions.with_raw_response.create(**request_params(target, request))

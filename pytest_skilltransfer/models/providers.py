@@ -11,15 +11,18 @@ Concurrency: each call holds a slot of its model's adaptive limiter (`limiter`),
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import ModuleType
 from typing import Any, Callable
 from urllib.parse import urlparse
 
 from . import aliases
 from .aliases import Target
-from .base import Model, ModelError, Reply, Request, Usage, register_family
+from ..redaction import redact_json, redact_text, register_key_variables
+from .base import Model, ModelCallError, ModelError, Reply, Request, ToolCall, Usage, register_family
 from .limiter import LIMITERS, observe_client
-from .sdk_common import DEFAULT_TIMEOUT_S, cached_client, call_failed, client_settings, make_client
+from .sdk_common import bad_response, cached_client, call_failed, call_policy, client_settings, make_client
+from .validity import excerpt, response_problem
 
 FAMILY = "providers"
 MAX_ALIAS_DEPTH = 8
@@ -42,12 +45,10 @@ class ProviderModel:
 
     records_http = True  # calls go through the SDKs, so they belong in cassettes
 
-    def __init__(self, name: str, target: Target, timeout: float = DEFAULT_TIMEOUT_S,
-                 server_slots: int | None = None) -> None:
+    def __init__(self, name: str, target: Target, server_slots: int | None = None) -> None:
         self.name = name
         self.model_id = target.model_id
         self.target = target
-        self.timeout = timeout
         self.server_slots = server_slots  # how many calls the server can serve at once, when known
 
     @property
@@ -60,24 +61,45 @@ class ProviderModel:
 
     def _client(self, wire: ModuleType) -> Any:
         s = client_settings(self.target)  # raises MissingAPIKey when recording without a key
-        key = (self.target.provider, self.target.base_url, s.api_key, s.max_retries, self.timeout)
-        return cached_client(key, lambda: observe_client(
-            make_client(wire.CLIENT_CLASS, s.api_key, self.target.base_url, s.max_retries, self.timeout)))
+        policy = call_policy()
+        key = (self.target.provider, self.target.base_url, s.api_key, s.max_retries, policy)
+        return cached_client(key, lambda: observe_client(make_client(
+            wire.CLIENT_CLASS, s.api_key, self.target.base_url, s.max_retries, policy.timeout_s, policy)))
 
     def complete(self, request: Request) -> Reply:
-        """One API call; every failure is a ModelCallError that says what to do."""
+        """One API call; every failure is a ModelCallError that says what to do.
+
+        The raw response is checked first: a 2xx body that is not a complete provider answer
+        is an error here (the cassettes never store it either). The reply's texts are redacted.
+        """
         wire = _wire(self.target.provider)
         client = self._client(wire)
         try:
             with LIMITERS.get(self.model_id, DEFAULT_CONCURRENCY, self.server_slots).slot() as call:
                 raw = wire.send(client, self.target, request)
+            http = raw.http_response
+            problem = response_problem(http.url.path, http.status_code, http.content)
+            if problem is not None:
+                raise bad_response(self.target, http.status_code, problem, excerpt(http.content))
+            message = raw.parse()
+        except ModelCallError:
+            raise
         except Exception as err:  # noqa: BLE001 - SDK and transport errors alike
-            raise call_failed(err, self.target, self.timeout) from err
-        reply = wire.parse_reply(raw, self.model_id)
+            raise call_failed(err, self.target, call_policy().timeout_s) from err
+        reply = redact_reply(wire.parse_reply(message, self.model_id))
         if call.live:
             for listener in list(_spend_listeners):
                 listener(self.model_id, reply.usage)
         return reply
+
+
+def redact_reply(reply: Reply) -> Reply:
+    """The reply with secrets redacted from its texts and tool arguments (as its cassette stores them)."""
+    calls = tuple(ToolCall(c.id, c.name, redact_json(c.arguments)) for c in reply.tool_calls)
+    text, refusal = redact_text(reply.text), redact_text(reply.refusal)
+    if (text, refusal, calls) == (reply.text, reply.refusal, reply.tool_calls):
+        return reply
+    return replace(reply, text=text, refusal=refusal, tool_calls=calls)
 
 
 SpendListener = Callable[[str, Usage], None]
@@ -141,6 +163,8 @@ def configure_aliases(table: dict[str, Any]) -> None:
     User entries extend or override the built-in aliases; calling again replaces the previous table.
     """
     aliases.set_user_aliases(table)
+    register_key_variables([v["api_key_env"] for v in (table or {}).values()
+                            if isinstance(v, dict) and isinstance(v.get("api_key_env"), str)])
     _register()
 
 

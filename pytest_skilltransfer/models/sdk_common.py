@@ -1,28 +1,111 @@
-"""What both SDK backends share: client settings per recording state, and SDK errors made actionable.
+"""What both SDK backends share: one place that builds clients, the call policy, and errors made actionable.
 
-Replay-only calls get a dummy key and no retries (a miss fails at once and no real key is ever sent).
-Calls that may record need the provider's key; without it they fail naming the variable. Servers at
-an explicit base URL (vLLM, llama.cpp, Ollama, a test fake) get a placeholder key when none is set.
+Call environment: the layer above (the cassettes) installs a `CallEnvironment` for as long as a
+recording is open (`call_environment`); this module never imports it. Replay-only calls get a
+dummy key and no retries (a miss fails at once and no real key is ever sent). Calls that may
+record need the provider's key; without it they fail naming the variable. Servers at an explicit
+base URL (vLLM, llama.cpp, Ollama, a test fake) get a placeholder key when none is set.
+
+Call policy (`CallPolicy`, set with `configure_calls`): the SDKs' own retry machinery does the
+retrying (max_retries, their retry-after parsing, timeouts); the backoff between attempts is
+ours: exponential from `backoff_s`, capped at `max_backoff_s`, and a `retry-after` the provider
+sends is waited for (up to `MAX_RETRY_AFTER_S`).
+
+HTTP hooks: every client is built by `make_client` on an SDK `DefaultHttpxClient` whose event
+hooks dispatch to `add_http_hook` registrations at call time, so a hook added later (say, a
+concurrency limiter watching 429/529 responses) sees every client's traffic.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import random
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
+from ..redaction import redact_text
 from .aliases import Target
 from .base import ModelCallError
 
 REPLAY_KEY = "skilltransfer-replay-placeholder"
 LOCAL_KEY = "skilltransfer-local-placeholder"
-DEFAULT_TIMEOUT_S = 600.0
-RECORD_RETRIES = 2
+MAX_RETRY_AFTER_S = 120.0  # a longer retry-after is capped at this wait
 # Pinned so cassettes hold plain bodies (httpx2 would otherwise offer br/zstd when installed).
 DEFAULT_HEADERS = {"Accept-Encoding": "identity"}
 _DEFAULT_ENDPOINTS = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com/v1"}
+
+
+@dataclass(frozen=True)
+class CallPolicy:
+    """Retries, backoff and timeout of live calls (replayed calls never retry)."""
+
+    max_retries: int = 8
+    backoff_s: float = 0.5
+    max_backoff_s: float = 8.0
+    timeout_s: float = 600.0
+
+    def wait_before_retry(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds to wait before retry number `attempt` (0-based): the provider's retry-after, else backoff."""
+        if retry_after is not None and retry_after > 0:
+            return min(retry_after, MAX_RETRY_AFTER_S)
+        wait = min(self.backoff_s * 2.0 ** min(attempt, 60), self.max_backoff_s)
+        return wait * (1 - 0.25 * random.random())  # jitter, as the SDKs do
+
+
+DEFAULT_TIMEOUT_S = CallPolicy().timeout_s
+_policy = CallPolicy()
+
+
+def configure_calls(policy: CallPolicy) -> None:
+    """Set the policy for clients built from now on."""
+    global _policy
+    _policy = policy
+
+
+def call_policy() -> CallPolicy:
+    return _policy
+
+
+class CallEnvironment(Protocol):
+    """What an open recording tells the backends (implemented by the cassette layer)."""
+
+    def replay_only(self, model_id: str) -> bool:
+        """Whether calls to `model_id` can only be replayed (so no key is needed and none is sent)."""
+        ...
+
+    def key_needed_for(self) -> str:
+        """Why a live call needs a key, for the missing-key message."""
+        ...
+
+    def explain(self, exc: BaseException) -> ModelCallError | None:
+        """A clear error for a failure the environment caused (a replay miss, a blocked connect), else None."""
+        ...
+
+
+_environment: CallEnvironment | None = None
+_environment_lock = threading.Lock()
+
+
+@contextmanager
+def call_environment(env: CallEnvironment) -> Iterator[None]:
+    """Install `env` for SDK calls made (from any thread) until exit."""
+    global _environment
+    with _environment_lock:
+        previous, _environment = _environment, env
+    try:
+        yield
+    finally:
+        with _environment_lock:
+            _environment = previous
+
+
+def current_environment() -> CallEnvironment | None:
+    with _environment_lock:
+        return _environment
 
 
 class MissingAPIKey(ModelCallError):
@@ -43,11 +126,9 @@ class ClientSettings:
 
 
 def client_settings(target: Target) -> ClientSettings:
-    """Settings for the current recording state (see module docstring)."""
-    from .. import cassettes
-
-    rec = cassettes.active_recording()
-    if rec is not None and rec.replay_only(target.model_id):
+    """Settings for the current call environment (see module docstring)."""
+    env = current_environment()
+    if env is not None and env.replay_only(target.model_id):
         return ClientSettings(api_key=REPLAY_KEY, max_retries=0, replay=True)
     variables = [target.key_variable]
     if target.provider == "anthropic" and not target.api_key_env:
@@ -56,17 +137,13 @@ def client_settings(target: Target) -> ClientSettings:
     if not key and target.base_url:
         key = LOCAL_KEY
     if not key:
-        why = (
-            f"to record calls for seed {rec.seed!r} (record mode {rec.mode!r})"
-            if rec is not None
-            else "for live calls"
-        )
+        why = env.key_needed_for() if env is not None else "for live calls"
         raise MissingAPIKey(
             target.key_variable,
             f"{target.key_variable} is not set: calling {target.model_id} needs it {why}. Set "
             f"{target.key_variable}, or replay committed cassettes only with --record-mode=none.",
         )
-    return ClientSettings(api_key=key, max_retries=RECORD_RETRIES, replay=False)
+    return ClientSettings(api_key=key, max_retries=_policy.max_retries, replay=False)
 
 
 _clients: dict[tuple[Any, ...], Any] = {}
@@ -74,12 +151,42 @@ _clients_lock = threading.Lock()
 
 
 def cached_client(key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
-    """One SDK client per (provider, base URL, key, retries, timeout), shared across threads."""
+    """One SDK client per (provider, base URL, key, policy), shared across threads."""
     with _clients_lock:
         client = _clients.get(key)
         if client is None:
             client = _clients[key] = build()
         return client
+
+
+HttpHook = Callable[[Any], None]
+_hooks: dict[str, list[HttpHook]] = {"request": [], "response": []}
+_hooks_lock = threading.Lock()
+
+
+def add_http_hook(event: str, hook: HttpHook) -> Callable[[], None]:
+    """Call `hook(request)` or `hook(response)` (httpx objects) on every SDK client's traffic; returns a remover."""
+    if event not in _hooks:
+        raise ValueError(f"unknown HTTP event {event!r}; use 'request' or 'response'")
+    with _hooks_lock:
+        _hooks[event].append(hook)
+
+    def remove() -> None:
+        with _hooks_lock:
+            if hook in _hooks[event]:
+                _hooks[event].remove(hook)
+
+    return remove
+
+
+def _dispatch(event: str) -> HttpHook:
+    def run(message: Any) -> None:
+        with _hooks_lock:
+            hooks = list(_hooks[event])
+        for hook in hooks:
+            hook(message)
+
+    return run
 
 
 def endpoint(target: Target) -> str:
@@ -97,12 +204,11 @@ def _status_message(exc: Any) -> str:
 
 
 def call_failed(exc: Exception, target: Target, timeout: float) -> ModelCallError:
-    """An SDK or transport exception as a ModelCallError that says what to do."""
-    from .. import cassettes
-
-    transport = cassettes.transport_failure(exc)
-    if transport is not None:
-        return transport
+    """An SDK or transport exception as a ModelCallError that says what to do (secrets redacted)."""
+    env = current_environment()
+    explained = env.explain(exc) if env is not None else None
+    if explained is not None:
+        return explained
     where, model, var = endpoint(target), target.model_id, target.key_variable
     status = getattr(exc, "status_code", None)
     detail = _status_message(exc)
@@ -112,25 +218,48 @@ def call_failed(exc: Exception, target: Target, timeout: float) -> ModelCallErro
     elif status == 404:
         text = f"{model}: not found at {where} (HTTP 404): check the model id and base URL. {detail}"
     elif status == 429:
-        text = f"{model}: rate limited at {where} (HTTP 429) after retries: lower -n or retry later. {detail}"
+        text = (f"{model}: rate limited at {where} (HTTP 429) after {_policy.max_retries} retries: lower -n, "
+                f"raise --provider-retries or retry later. {detail}")
     elif status == 529 or (status is not None and status >= 500):
-        text = f"{model}: provider error or overload at {where} (HTTP {status}) after retries: retry later. {detail}"
+        text = (f"{model}: provider error or overload at {where} (HTTP {status}) after {_policy.max_retries} "
+                f"retries: raise --provider-retries or retry later. {detail}")
     elif status is not None:
         text = f"{model}: request rejected by {where} (HTTP {status}): {detail}"
     elif name == "APITimeoutError":
-        text = f"{model}: no reply from {where} within {timeout:g}s (timed out)"
+        text = (f"{model}: no reply from {where} within {timeout:g}s (timed out, after retries): raise "
+                "--provider-timeout or retry later")
     elif name == "APIConnectionError":
         cause = exc.__cause__ or exc.__context__
         text = f"{model}: could not connect to {where}: {cause or exc}"
     else:
         text = f"{model}: call to {where} failed: {name}: {exc}"
-    return ModelCallError(text)
+    return ModelCallError(redact_text(text) + " Nothing was saved for this call.")
+
+
+def bad_response(target: Target, status: int, problem: str, body_excerpt: str) -> ModelCallError:
+    """A 2xx response that is not a complete provider answer, as a clear error (never stored)."""
+    return ModelCallError(redact_text(
+        f"{target.model_id}: {endpoint(target)} answered HTTP {status} but {problem}. Body starts: "
+        f"{body_excerpt!r}. Check the base URL (a proxy or login page answers like this) and retry; "
+        "nothing was saved for this call."
+    ))
+
+
+def _retry_timeout(self: Any, remaining_retries: int, options: Any, response_headers: Any = None) -> float:
+    """The SDK hook for the wait between attempts, following our `CallPolicy`."""
+    attempt = max(0, options.get_max_retries(self.max_retries) - remaining_retries)
+    return self._skilltransfer_policy.wait_before_retry(attempt, self._parse_retry_after_header(response_headers))
 
 
 def make_client(client_class: tuple[str, str], api_key: str, base_url: str | None, max_retries: int,
-                timeout: float) -> Any:
-    """An SDK client; the SDK module is imported here, on first use, so `pytest --help` stays fast."""
+                timeout: float, policy: CallPolicy | None = None) -> Any:
+    """An SDK client (the one place clients are built); the SDK is imported here, on first use."""
     module, name = client_class
     sdk = importlib.import_module(module)
-    return getattr(sdk, name)(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout,
-                              default_headers=DEFAULT_HEADERS)
+    base = getattr(sdk, name)
+    cls = type(f"SkillTransfer{name}", (base,), {"_calculate_retry_timeout": _retry_timeout,
+                                                  "_skilltransfer_policy": policy or _policy})
+    http_client = sdk.DefaultHttpxClient(event_hooks={"request": [_dispatch("request")],
+                                                      "response": [_dispatch("response")]})
+    return cls(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout,
+               default_headers=DEFAULT_HEADERS, http_client=http_client)

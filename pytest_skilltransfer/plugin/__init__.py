@@ -5,18 +5,22 @@
 Design choices:
 
 * Collection (`collect`): seed folders given on the command line, found under `testpaths`, or named
-  by `--seeds-dir` become `SeedDirectory` collectors with one item per pair,
-  `seeds/<seed>::transfer[<source>-><target>]`, pairs sorted so every xdist worker agrees.
-  A broken seed is a collection error for that seed only, with the engine's file:line problems.
+  by `--seeds-dir` become a `SeedDirectory` holding one file node (`SeedModule`, the seed's
+  SKILL.md) with one item per pair, `seeds/<seed>/SKILL.md::transfer[<source>-><target>]`, pairs
+  sorted so every xdist worker agrees. Every printed id reruns, `--lf`/`--sw`/`-k` work, and
+  fixtures of any scope see a module per seed. A broken seed is a collection error for that seed
+  only, with the engine's file:line problems.
 * One code path: auto items and hand-written tests both carry `@pytest.mark.skilltransfer(...)`
   and use the `transfer_result` fixture, which runs the engine (`runner`). After the test body the
   plugin gates the result (`gating`), compares the snapshot (`snapshots`) and, on failure, prints a
   diagnosis (`diagnosis`). Hand-written tests whose marker names no pair run once per pair.
-* xdist: a seed's items share its baseline and optimizations through one `SeedSession` per seed
-  per process, so all items of a seed run on one worker, in collection order; then `-n 2` computes
-  exactly what `-n 0` computes. Under `-n` without an explicit `--dist`, the plugin installs
-  `SeedScheduling` (`xdist_scheduling`: xdist's own LoadScope pattern, scoped by seed folder;
-  other tests are balanced as with `--dist load`). The `xdist_group(<seed>)` marks serve users
+* Order and xdist: a seed's items share its baseline and optimizations through one `SeedSession`
+  per seed per process, and its cassette, so all items of a seed (hand-written tests naming it
+  included) run one after another (`order_by_seed`, after any reordering such as pytest-randomly)
+  and on one worker; then `-n 2` computes exactly what `-n 0` computes and no request is sent
+  twice. Under `-n` without an explicit `--dist`, the plugin installs `SeedScheduling`
+  (`xdist_scheduling`: xdist's own LoadScope pattern, scoped by the seed each worker reports for
+  each item; other tests are balanced as with `--dist load`). The `xdist_group(<seed>)` marks serve users
   who choose `--dist loadgroup` themselves; on pytest 9.2 that mode does not group
   (pytest-dev/pytest-xdist#1386), hence the scheduler. Sharing work across workers through a file
   lock was rejected: it would serialize the workers on a seed anyway and needs a cross-process cache.
@@ -44,8 +48,10 @@ import pytest
 from .collect import (
     MARKER,
     SeedDirectory,
+    SeedModule,
     TransferSpec,
     is_collectable_seed,
+    is_seed_file,
     marker_spec,
     pair_id,
 )
@@ -68,6 +74,7 @@ SPEC = pytest.StashKey[TransferSpec]()
 RUN = pytest.StashKey["ItemRun"]()
 PAIR_ARG = "transfer_pair"
 SEED_SCHEDULING = pytest.StashKey[bool]()
+SCOPES_DIR = pytest.StashKey[str]()
 
 
 @dataclass
@@ -92,8 +99,8 @@ def runner_of(config: pytest.Config) -> Runner:
 # -- options and configuration -------------------------------------------------------------------
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    add_options(parser)
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    add_options(parser, pluginmanager)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -114,7 +121,17 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         return None
     from .xdist_scheduling import SeedScheduling
 
-    return SeedScheduling(config, log)
+    return SeedScheduling(config, log, config.stash.get(SCOPES_DIR, None))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Tell each worker where to publish which seed each of its items uses."""
+    folder = node.config.stash.get(SCOPES_DIR, None)
+    if folder:
+        from .xdist_scheduling import SCOPES_KEY
+
+        node.workerinput[SCOPES_KEY] = folder
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -132,6 +149,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SETTINGS] = settings
     progress = _progress_writer(config)
     _configure_concurrency(settings, progress)
+    from ..models.sdk_common import configure_calls
+
+    configure_calls(settings.calls)
     runner = config.stash[RUNNER] = Runner(settings, progress)
     if settings.max_cost is not None:
         runner.budget = _budget(config, settings)
@@ -140,6 +160,18 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(PlanMode(), "skilltransfer-plan")
     config.pluginmanager.register(TransferReporting(config, settings), "skilltransfer-reporting")
     _add_seed_dirs(config, settings)
+    if config.stash.get(SEED_SCHEDULING, False):
+        import tempfile
+
+        config.stash[SCOPES_DIR] = tempfile.mkdtemp(prefix="skilltransfer-scopes-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = config.stash.get(SCOPES_DIR, None)
+    if folder:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _check_models(settings: Settings) -> None:
@@ -271,6 +303,14 @@ def pytest_collect_directory(path: "Path", parent: pytest.Collector) -> pytest.C
     return None
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collect_file(file_path: "Path", parent: pytest.Collector) -> pytest.Collector | None:
+    """A seed's file given directly (a rerun id outside the rootdir is collected from the file up)."""
+    if is_seed_file(file_path) and not isinstance(parent, SeedDirectory):
+        return SeedModule.from_parent(parent, path=file_path)
+    return None
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """A hand-written transfer test whose marker names no pair runs once per configured pair."""
     if "transfer_result" not in metafunc.fixturenames:
@@ -297,6 +337,32 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.stash[SPEC] = spec
         if grouped:
             item.add_marker(pytest.mark.xdist_group(spec.seed_path.name))
+
+
+@pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
+def order_by_seed(items: list[pytest.Item]) -> None:
+    """After every other reordering (-p randomly, --ff): a seed's items run one after another.
+
+    Stable: each seed's items move up to its first item, so a seed's cassette is opened once and
+    everything else keeps its order.
+    """
+    first: dict[Any, int] = {}
+    keys = []
+    for index, item in enumerate(items):
+        spec = item.stash.get(SPEC, None)
+        group = spec.seed_path.resolve() if spec is not None else index
+        keys.append(first.setdefault(group, index))
+    items[:] = [item for _, _, item in sorted(zip(keys, range(len(items)), items), key=lambda t: t[:2])]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """On an xdist worker: publish which seed each item uses, for the controller's scheduler."""
+    if is_worker(session.config):
+        from .xdist_scheduling import write_scopes
+
+        write_scopes(session.config, {item.nodeid: str(item.stash[SPEC].seed_path.resolve())
+                                      for item in session.items if SPEC in item.stash})
 
 
 @pytest.hookimpl(wrapper=True)

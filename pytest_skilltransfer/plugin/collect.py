@@ -2,13 +2,26 @@
 
 A folder is collected as a seed when it holds SKILL.md or a benchmark file and at least one seed
 file besides SKILL.md (benchmark.jsonl, held-out.jsonl or seed.toml), so a plain skill folder that
-happens to sit under `testpaths` is left alone. Items are `pytest.Function`s named
-`transfer[<source>-><target>]`, pairs sorted, carrying `@pytest.mark.skilltransfer(seed=...,
-source=..., target=...)`: they run through the very fixture hand-written tests use.
+happens to sit under `testpaths` is left alone.
+
+The tree is the one pytest builds for test files, so every id it prints can be passed back:
+
+    <Dir seeds>
+      <SeedDirectory docs-style>          the seed folder (nothing else inside it is collected)
+        <SeedModule SKILL.md>             the seed's file node: a `pytest.Module`, so module-scoped
+          <TransferItem transfer[a->b]>   fixtures, pytest-recording and pytest-randomly see a module
+
+`seeds/docs-style/SKILL.md::transfer[sim-small->sim-large]` selects one item; the file node is the
+seed's SKILL.md, or its seed.toml when the skill lives elsewhere (`skill = "<path>"`). Seeds
+outside the rootdir get absolute ids (pytest would drop their folder), so those rerun from
+anywhere and `--lf` finds them. Items are `pytest.Function`s carrying
+`@pytest.mark.skilltransfer(seed=..., source=..., target=...)`: they run through the very fixture
+hand-written tests use.
 """
 
 from __future__ import annotations
 
+import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -16,7 +29,7 @@ from typing import Any, Iterator
 import pytest
 
 from ..models.base import ModelError
-from ..seeds import CONFIG_FILE, TEST_FILE, TRAIN_FILE, SeedError, is_seed_dir
+from ..seeds import CONFIG_FILE, SKILL_FILE, TEST_FILE, TRAIN_FILE, SeedError, is_seed_dir
 from .options import Pair
 
 try:  # the id suffix `[src->tgt]` travels in a callspec, as for parametrized tests (structured ids, pytest 9.2)
@@ -33,6 +46,28 @@ THRESHOLD_KEYS = ("min_gain", "min_score", "min_efficiency", "regression_toleran
 def is_collectable_seed(path: Path) -> bool:
     """A seed folder, not just any folder with a SKILL.md."""
     return is_seed_dir(path) and any((path / name).is_file() for name in (TRAIN_FILE, TEST_FILE, CONFIG_FILE))
+
+
+def seed_file(seed_path: Path) -> Path:
+    """The seed's file node: its SKILL.md, or its seed.toml when the skill lives elsewhere."""
+    skill = seed_path / SKILL_FILE
+    return skill if skill.is_file() or not (seed_path / CONFIG_FILE).is_file() else seed_path / CONFIG_FILE
+
+
+def is_seed_file(path: Path) -> bool:
+    """True for the file node of a collectable seed (the file pytest is given in a rerun id)."""
+    return is_collectable_seed(path.parent) and seed_file(path.parent) == path
+
+
+def seed_nodeid(path: Path, config: pytest.Config) -> Any:
+    """None (pytest's rootdir-relative id) inside the rootdir; outside it, the absolute path."""
+    if path.is_relative_to(config.rootpath):
+        return None
+    try:
+        from _pytest.nodeid import NodeId  # structured ids, pytest >= 9.2
+    except ImportError:  # pragma: no cover - pytest < 9.2 takes a string
+        return path.as_posix()
+    return NodeId(path=path.as_posix())
 
 
 def pair_id(pair: Pair) -> str:
@@ -60,18 +95,43 @@ class TransferItem(pytest.Function):
     is_transfer_item = True
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, None, f"{self.path.name}::{self.name}"
+        return self.path, None, f"{self.path.parent.name}::{self.name}"
 
 
 class SeedDirectory(pytest.Directory):
-    """A seed folder: one item per configured pair, or the engine's problems as a collection error."""
+    """A seed folder: its one file node (nothing else in the folder is collected)."""
 
-    def collect(self) -> Iterator[pytest.Item]:
+    @classmethod
+    def from_parent(cls, parent: Any, *, path: Path, **kw: Any) -> "SeedDirectory":  # type: ignore[override]
+        return super().from_parent(parent, path=path, nodeid=seed_nodeid(path, parent.config), **kw)
+
+    def collect(self) -> Iterator[pytest.Collector]:
+        yield SeedModule.from_parent(self, path=seed_file(self.path))
+
+
+class SeedModule(pytest.Module):
+    """A seed's file node: one item per configured pair, or the engine's problems as a collection error.
+
+    A `pytest.Module` whose module object is an empty stand-in (nothing is imported), so fixtures
+    and plugins that look for the item's module find one per seed.
+    """
+
+    @classmethod
+    def from_parent(cls, parent: Any, *, path: Path, **kw: Any) -> "SeedModule":  # type: ignore[override]
+        return super().from_parent(parent, path=path, nodeid=seed_nodeid(path, parent.config), **kw)
+
+    def _getobj(self) -> types.ModuleType:
+        module = types.ModuleType(f"skilltransfer_seed_{self.path.parent.name}", f"seed {self.path.parent}")
+        module.__file__ = str(self.path)
+        return module
+
+    def collect(self) -> Iterator[pytest.Item]:  # type: ignore[override]
         from . import runner_of, settings_of  # the plugin owns per-config state
 
+        seed_path = self.path.parent
         runner = runner_of(self.config)
         try:
-            seed = runner.seed(self.path)
+            seed = runner.seed(seed_path)
         except SeedError as exc:
             runner.broken_seeds.add(self.nodeid)
             raise self.CollectError(str(exc)) from None
@@ -82,7 +142,7 @@ class SeedDirectory(pytest.Directory):
                 runner.model(name)
             except ModelError as exc:
                 runner.broken_seeds.add(self.nodeid)
-                raise self.CollectError(f"{self.path / CONFIG_FILE} pairs: {exc}") from None
+                raise self.CollectError(f"{seed_path / CONFIG_FILE} pairs: {exc}") from None
         if not pairs:
             raise self.CollectError(
                 f"seed {seed.name}: no models to run; pass --source and --target (or --pair SRC:TGT), "
@@ -92,7 +152,7 @@ class SeedDirectory(pytest.Directory):
                 self, name=f"{ITEM_PREFIX}{pair_id(pair)}]", originalname=ITEM_PREFIX[:-1], callobj=run_transfer,
                 callspec=CallSpec(_idlist=(pair_id(pair),)),
             )
-            item.add_marker(pytest.mark.skilltransfer(seed=str(self.path), source=pair[0], target=pair[1]))
+            item.add_marker(pytest.mark.skilltransfer(seed=str(seed_path), source=pair[0], target=pair[1]))
             item.extra_keyword_matches.add(f"{pair[0]}_to_{pair[1]}")  # `-k` cannot spell "->"
             yield item
 

@@ -13,6 +13,7 @@ naming the option.
 from __future__ import annotations
 
 import importlib.util
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from ..models.sdk_common import CallPolicy
 from ..protocol import ProtocolConfig
 from ..seeds import Thresholds, split_pair
 
@@ -59,7 +61,16 @@ def _add(group: Any, parser: pytest.Parser, option: str, help_text: str, ini_typ
     parser.addini(key, help_text, type=ini_type)
 
 
-def add_options(parser: pytest.Parser) -> None:
+def recording_plugin_loads(pluginmanager: pytest.PytestPluginManager) -> bool:
+    """True when pytest-recording is (or is about to be) loaded: it then owns `--record-mode`."""
+    if pluginmanager.has_plugin("recording"):
+        return True
+    if pluginmanager.is_blocked("recording") or importlib.util.find_spec("pytest_recording") is None:
+        return False
+    return not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+
+
+def add_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     """Register the `skilltransfer` group and its ini keys."""
     group = parser.getgroup("skilltransfer", "skill transfer: optimize a skill on SOURCE, measure it on TARGET")
     for role, text in (("source", "model the skill is optimized with"), ("target", "model the frozen skill is deployed on")):
@@ -80,7 +91,7 @@ def add_options(parser: pytest.Parser) -> None:
     _add(group, parser, "skilltransfer-json", "write the JSON report (the CLI's --json shape) to PATH", metavar="PATH")
     _add(group, parser, "skilltransfer-md", "write a Markdown report with charts (for CI job summaries) to PATH",
          metavar="PATH")
-    if importlib.util.find_spec("pytest_recording") is None:  # pytest-recording owns --record-mode when installed
+    if not recording_plugin_loads(pluginmanager):
         _add(group, parser, "record-mode", "cassettes for real providers: none|once|new_episodes|all "
              "(default: none, replay only, when $CI is set; else once)", metavar="MODE")
     else:
@@ -95,6 +106,14 @@ def add_options(parser: pytest.Parser) -> None:
          action="store_true", default=None)
     _add(group, parser, "max-cost", "stop recording once the dollars spent on provider calls (from their usage) "
          "reach USD; what was recorded is kept and the remaining items fail", metavar="USD")
+    defaults = CallPolicy()
+    _add(group, parser, "provider-retries", f"retries of a provider call on 429/529/5xx/timeouts/resets (the SDKs' "
+         f"retry machinery; a retry-after the provider sends is waited for) (default {defaults.max_retries})",
+         metavar="N")
+    _add(group, parser, "provider-backoff", "wait before the first retry, doubling up to MAX, in seconds "
+         f"(default {defaults.backoff_s:g}:{defaults.max_backoff_s:g})", metavar="FIRST[:MAX]")
+    _add(group, parser, "provider-timeout", f"seconds one provider call may take (default {defaults.timeout_s:g})",
+         metavar="S")
     _add(group, parser, "local-server", "auto: start the local llama.cpp server when a local model has calls to "
          "record and SKILLTRANSFER_LOCAL_URL is unset; off: never (default auto)", metavar="MODE")
 
@@ -119,6 +138,7 @@ class Settings:
     model_concurrency: dict[str, int] = field(default_factory=dict)  # --max-concurrency MODEL=N
     plan: bool = False
     max_cost: float | None = None  # --max-cost USD (None: no budget)
+    calls: CallPolicy = field(default_factory=CallPolicy)  # --provider-retries/-backoff/-timeout
 
     def thresholds(self, seed: Thresholds, marker: dict[str, Any] | None = None) -> Thresholds:
         """seed.toml < ini < the test's marker < command line; None (`off`) turns a gate off."""
@@ -276,6 +296,36 @@ def _path(value: Any, base: Path) -> Path:
     return path if path.is_absolute() else base / path
 
 
+def _seconds(value: Any, where: str) -> float:
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        raise pytest.UsageError(f"{where}: expected a number of seconds, got {value!r}") from None
+    if not number > 0 or number == float("inf"):
+        raise pytest.UsageError(f"{where}: must be a positive number of seconds, got {value!r}")
+    return number
+
+
+def _call_policy(reader: _Reader) -> CallPolicy:
+    """--provider-retries, --provider-backoff FIRST[:MAX] and --provider-timeout over the defaults."""
+    policy: dict[str, Any] = {}
+    value, where = reader.get("provider-retries")
+    if value is not None:
+        policy["max_retries"] = _int(value, where, 0)
+    value, where = reader.get("provider-backoff")
+    if value is not None:
+        first, _, most = str(value).partition(":")
+        policy["backoff_s"] = _seconds(first, where)
+        policy["max_backoff_s"] = _seconds(most, where) if most.strip() else max(policy["backoff_s"],
+                                                                                  CallPolicy().max_backoff_s)
+        if policy["max_backoff_s"] < policy["backoff_s"]:
+            raise pytest.UsageError(f"{where}: MAX must not be below FIRST, got {value!r}")
+    value, where = reader.get("provider-timeout")
+    if value is not None:
+        policy["timeout_s"] = _seconds(value, where)
+    return CallPolicy(**policy)
+
+
 def read_settings(config: pytest.Config) -> Settings:
     """Parse and validate every skilltransfer option; raise pytest.UsageError naming the bad one."""
     reader = _Reader(config)
@@ -319,6 +369,7 @@ def read_settings(config: pytest.Config) -> Settings:
         model_concurrency=model_concurrency,
         plan=plan_requested(config),
         max_cost=_max_cost(reader),
+        calls=_call_policy(reader),
     )
 
 

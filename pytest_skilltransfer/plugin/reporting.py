@@ -34,16 +34,16 @@ class TransferReporting:
     def __init__(self, config: pytest.Config, settings: Settings):
         self.config = config
         self.settings = settings
-        self.results: list[dict[str, Any]] = []
+        self.results: dict[str, dict[str, Any]] = {}  # by item: a rerun (pytest-rerunfailures) replaces its try
 
     def ordered(self) -> list[dict[str, Any]]:
         """One result per item, in an order that does not depend on which worker finished first."""
-        return sorted(self.results, key=lambda r: (r["seed"], r["source"], r["target"], r["item"]))
+        return sorted(self.results.values(), key=lambda r: (r["seed"], r["source"], r["target"], r["item"]))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, REPORT_ATTRIBUTE, None)
         if data is not None and not is_worker(self.config):
-            self.results.append(data)
+            self.results[data["item"]] = data
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if is_worker(self.config):

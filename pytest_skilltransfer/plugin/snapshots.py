@@ -1,7 +1,7 @@
 """syrupy snapshots of transfer items: the learned skill and its scores, as readable Markdown.
 
 Location: inside the seed folder, one file per pair,
-`seeds/<seed>/__snapshots__/transfer[<source>_to_<target>].md`, so a seed and its reviewed results
+`seeds/<seed>/__snapshots__/transfer[<source>_to_<target>].md` (next to the item's file node), so a seed and its reviewed results
 travel together (hand-written tests keep syrupy's layout, `tests/__snapshots__/<file>/<test>.md`).
 Only deterministic fields are written (scores, nights, the learned skill), never dollars or calls.
 
@@ -52,7 +52,7 @@ class TransferSnapshotExtension(SingleFileSnapshotExtension):
     @classmethod
     def dirname(cls, *, test_location: "PyTestLocation") -> str:
         if getattr(test_location.item, "is_transfer_item", False):
-            return str(Path(test_location.filepath) / Path(str(cls.snapshot_dirname)).name)
+            return str(Path(test_location.filepath).parent / Path(str(cls.snapshot_dirname)).name)
         return super().dirname(test_location=test_location)
 
     @classmethod

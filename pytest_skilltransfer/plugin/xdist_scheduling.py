@@ -1,39 +1,70 @@
-"""xdist scheduling that sends all items of a seed to one worker, in collection order.
+"""xdist scheduling that sends every item of a seed to one worker, in collection order.
 
-A seed's items share one `SeedSession` (its baselines and optimizations), so they must run in the
-same process, in the same order as without xdist: then `-n N` computes exactly what `-n 0` does.
-This is xdist's own `LoadGroupScheduling` pattern (a `LoadScopeScheduling` with another scope
-function): an auto-collected item `<seed folder>::transfer[...]` is scoped by its seed folder, and
-every other test is its own scope, distributed as with `--dist load`. (`--dist loadgroup` with
-`xdist_group` marks does not group on pytest 9.2, pytest-dev/pytest-xdist#1386.)
+A seed's items share one `SeedSession` (its baselines and optimizations) and one open cassette,
+so they must run in the same process, in the same order as without xdist: then `-n N` computes
+exactly what `-n 0` does and sends no request twice. That holds for the auto-collected items and
+for hand-written tests whose `skilltransfer` marker names the seed, wherever the seed lives
+(under the rootdir or not, given as a path, by `--seeds-dir` or through `testpaths`).
+
+A node id alone cannot say which seed a hand-written test uses, so each worker writes, when its
+collection is done and before xdist reports it, a `{node id: seed folder}` map into a folder the
+controller created and passed in `workerinput` (`write_scopes`); the scheduler reads the map of the
+worker whose collection it receives. This is xdist's own `LoadGroupScheduling` pattern (a
+`LoadScopeScheduling` with another scope function); items outside any seed are their own scope,
+distributed as with `--dist load`. A worker that cannot share the folder (a remote `--tx`) leaves
+no map, and the scheduler then groups auto-collected items by their file node (the seed).
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
+import json
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
 from xdist.scheduler.loadscope import LoadScopeScheduling
 
-from .collect import ITEM_PREFIX, is_collectable_seed
+from .collect import ITEM_PREFIX
+
+SCOPES_KEY = "skilltransfer_scopes"  # workerinput key: the folder of the workers' scope maps
+
+
+def write_scopes(config: pytest.Config, scopes: dict[str, str]) -> None:
+    """On a worker: publish `{node id: seed folder}` for the controller (atomically)."""
+    folder = getattr(config, "workerinput", {}).get(SCOPES_KEY)
+    if not folder:
+        return
+    target = Path(folder) / f"{config.workerinput['workerid']}.json"  # type: ignore[attr-defined]
+    partial = target.with_suffix(".partial")
+    partial.write_text(json.dumps(scopes), encoding="utf-8")
+    os.replace(partial, target)
+
+
+def read_scopes(folder: str, worker_id: str) -> dict[str, str]:
+    """On the controller: one worker's map, or {} when it wrote none."""
+    path = Path(folder) / f"{worker_id}.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
 class SeedScheduling(LoadScopeScheduling):
     """Load balancing by seed for transfer items, by test for everything else."""
 
-    def __init__(self, config: pytest.Config, log: Any = None) -> None:
+    def __init__(self, config: pytest.Config, log: Any = None, scopes_dir: str | None = None) -> None:
         super().__init__(config, log)
-        root = config.rootpath
+        self._scopes_dir = scopes_dir
+        self._scopes: dict[str, str] = {}
 
-        @lru_cache(maxsize=None)
-        def is_seed(prefix: str) -> bool:
-            return is_collectable_seed(root / prefix)
-
-        self._is_seed = is_seed
+    def add_node_collection(self, node: Any, collection: Any) -> None:
+        if self._scopes_dir and not self._scopes:
+            self._scopes = read_scopes(self._scopes_dir, node.gateway.id)
+        super().add_node_collection(node, collection)
 
     def _split_scope(self, nodeid: str) -> str:
+        scope = self._scopes.get(nodeid)
+        if scope is not None:
+            return scope
         prefix, sep, name = nodeid.rpartition("::")
-        if sep and name.startswith(ITEM_PREFIX) and "::" not in prefix and self._is_seed(prefix):
+        if sep and name.startswith(ITEM_PREFIX) and "::" not in prefix:
             return prefix
         return nodeid

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from .noise import Noise
 from .profiles import Profile
-from .skill_reader import ABSTRACT, LABEL, LENGTH, LITERAL, PHRASE, REFUSAL, SECTION, TOOLS, Directive, vocabulary
+from .skill_reader import ABSTRACT, JSON, LABEL, LENGTH, LITERAL, PHRASE, REFUSAL, SECTION, TOOLS, Directive, vocabulary
 
 @dataclass(frozen=True)
 class Plan:
@@ -27,6 +27,7 @@ class Plan:
     structure: tuple[Directive, ...] = ()
     opener: tuple[str, ...] = ()
     phrases: tuple[str, ...] = ()
+    json: Directive | None = None
 
 
 def resolve(directives: list[Directive], profile: Profile, noise: Noise, task: str) -> Plan:
@@ -52,6 +53,7 @@ def resolve(directives: list[Directive], profile: Profile, noise: Noise, task: s
         structure=_structure(followed),
         opener=_surviving_phrases(followed, "open"),
         phrases=_surviving_phrases(followed, "use"),
+        json=last(JSON),
     )
 
 
@@ -142,21 +144,17 @@ _SENTENCES = (
     "If the numbers for the {k2} move the wrong way, pause and look before pushing further.",
     "Backups and a tested restore path matter more than any single fix to the {k1}.",
 )
+_FREE_VALUES = (
+    "see the notes above on the {k1}",
+    "it depends on the {k1}; details above",
+    "as discussed for the {k2}",
+)
 _BULLETS = (
     "The {k1}: the main {h} point to track this week",
     "Owner to confirm the {h} details for the {k2}",
     "Revisit the {k1} once the {h} picture is clearer",
     "Share the {h} notes with the teams that rely on the {k2}",
 )
-_VERDICTS = (
-    "Ship it, with the owning team watching the dashboards for the first hour",
-    "Hold until the open issues are fixed and re-tested",
-    "Go ahead behind a feature flag, then widen the rollout",
-    "Wait one week and revisit with fresh data",
-)
-_LEVELS = ("High", "Medium", "Low")
-
-
 @dataclass(frozen=True)
 class TaskView:
     """What the model takes from the task text: its topic, key words and question form."""
@@ -207,6 +205,8 @@ def render_answer(plan: Plan, view: TaskView, skill: str, noise: Noise, profile:
     """Write the answer the plan calls for: opener, title, lead and body paragraphs, then the required parts."""
     if plan.decline:
         return refusal_text(view, plan.decline)
+    if plan.json is not None:
+        return render_json(plan.json, view, noise)
     target, count = _target_length(plan, profile, noise)
     opener = noise.choice("opener", plan.opener) if plan.opener else ""
     title = f"# {_title(view)}" if count is None and not (plan.length and plan.length.mode == "concise") else ""
@@ -313,15 +313,36 @@ def _prefer_mentioned(options: list[str], view: TaskView, noise: Noise, label: s
 
 
 def _free_value(label: str, view: TaskView, skill: str, noise: Noise) -> str:
-    name = label.lower()
-    if "confiden" in name:
-        return noise.choice(f"value:{label}", _LEVELS)
-    if any(word in name for word in ("verdict", "recommend", "decision", "call")):
-        return noise.choice(f"value:{label}", _VERDICTS)
+    """A free slot: values the skill lists for this label, else the model's own words about the task.
+
+    There is no built-in list of values per label name: what the request does not show, the model
+    does not know.
+    """
     listed = vocabulary(skill, label)
     if listed:
         return _prefer_mentioned(list(listed), view, noise, label)
-    return _fill("see the notes above on the {k1}", view)
+    return _fill(noise.choice(f"value:{label}", _FREE_VALUES), view)
+
+
+def render_json(d: Directive, view: TaskView, noise: Noise) -> str:
+    """The reply as nothing but the JSON object the directive asks for, each slot filled, keys in its order."""
+    record: dict[str, object] = {}
+    for key, template in d.fields:
+        choice = re.fullmatch(r'"?<([^<>]*)>"?', template)
+        if choice is None:
+            try:
+                record[key] = json.loads(template)
+            except ValueError:
+                record[key] = template.strip('"')
+            continue
+        options = [o.strip() for o in choice.group(1).split("|") if o.strip()]
+        if options == ["true", "false"] or options == ["false", "true"]:
+            record[key] = noise.chance(f"json:{key}", 0.5)
+        elif len(options) > 1:
+            record[key] = _prefer_mentioned(options, view, noise, key)
+        else:
+            record[key] = view.keywords[0] if view.keywords else view.topic
+    return json.dumps(record, indent=2)
 
 
 def parse_notes(content: str) -> list[dict]:

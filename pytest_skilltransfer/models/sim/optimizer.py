@@ -54,7 +54,7 @@ class Element:
     """A required heading or label line, as template lines."""
 
     key: str
-    kind: str  # "section" or "label"
+    kind: str  # "section", "label" or "json" (a field of a JSON object the reply must be)
     lines: list[str] = field(default_factory=list)
 
 
@@ -113,13 +113,7 @@ def read_prompt(text: str) -> ReflectPrompt:
 
 # ---- what is required ------------------------------------------------------------------------
 
-def _value_hint(label: str) -> str:
-    name = label.lower()
-    if "confiden" in name:
-        return "<High|Medium|Low>"
-    if any(word in name for word in ("verdict", "recommend", "decision")):
-        return "<your call in one line, with the main reason>"
-    return "<short answer>"
+FREE_HINT = "<one specific point>"  # the hint for a free slot: the request shows no allowed values for it
 
 
 def _elements(criteria: tuple[Criterion, ...]) -> tuple[list[Element], list[str]]:
@@ -136,22 +130,26 @@ def _elements(criteria: tuple[Criterion, ...]) -> tuple[list[Element], list[str]
         if c.op not in STRUCTURE_OPS or not isinstance(c.arg, str):
             continue
         if c.op in ("section_present", "section_contains"):
-            add("section", c.arg.lstrip("# ").strip(), [f"## {c.arg.lstrip('# ').strip()}", "- <one specific point>"])
+            add("section", c.arg.lstrip("# ").strip(), [f"## {c.arg.lstrip('# ').strip()}", f"- {FREE_HINT}"])
             continue
         template = _contains_template(c.arg) if c.op == "contains" else template_for(c.arg)
         if template is None:
             unreadable.append(c.arg)
             continue
-        lines = template.replace(FREE, "<one specific point>").split("\n")
+        lines = template.replace(FREE, FREE_HINT).split("\n")
         for index, line in enumerate(lines):
+            field_line = re.fullmatch(r'\s*\{?\s*"([A-Za-z_][\w-]*)": (.+?)[,}]?\s*', line)
+            if field_line:
+                add("json", field_line.group(1), [f'"{field_line.group(1)}": {field_line.group(2)}'])
+                continue
             heading = re.match(r"#{1,6}\s+(.+)", line)
             label = re.match(r"([A-Z][\w /-]*):\s*(.*)", line)
             if heading:
                 add("section", heading.group(1), [line] + [ln for ln in lines[index + 1:index + 2] if ln.startswith("- ")])
             elif label:
                 value = label.group(2)
-                if value in ("", "<one specific point>"):
-                    value = _value_hint(label.group(1))
+                if not value:
+                    value = FREE_HINT
                 add("label", label.group(1), [f"{label.group(1)}: {value}"])
     return list(elements.values()), unreadable
 
@@ -174,42 +172,55 @@ def _example(elements: list[Element], noise: Noise) -> str:
         options = match.group(1).split("|")
         if len(options) > 1:
             return noise.choice(f"example:{match.group(1)}", options)
-        return "Hold until the open issues are fixed" if "call" in match.group(1) else "A concrete point, stated in one line"
+        return "A concrete point, stated in one line"
     return re.sub(r"<([^>]*)>", fill, _template(elements))
 
 
 def _label_phrase(label: str) -> str:
-    name = label.lower()
-    if "confiden" in name:
-        return "your confidence level"
-    if any(word in name for word in ("verdict", "recommend", "decision")):
-        return f"a clear {name}"
-    return f"the {name}"
+    """A label in general words: "Confidence" -> "your confidence"."""
+    return f"your {label.lower()}"
 
 
-def _literal_rules(elements: list[Element]) -> list[str]:
+def _literal_rules(elements: list[Element], order: list[Element] | None = None) -> list[tuple[int, str]]:
+    """One exact rule per element, each with its index in `order` (default: `elements`)."""
+    order = order or elements
     rules = []
     for e in elements:
         if e.kind == "section":
-            rules.append(f"Always include a heading written exactly as `## {e.key}`, followed by two or three bullet points.")
+            rule = f"Always include a heading written exactly as `## {e.key}`, followed by two or three bullet points."
         else:
-            rules.append(f"Always end with the line `{e.lines[0]}` on its own line.")
+            rule = f"Always end with the line `{e.lines[0]}` on its own line."
+        rules.append((order.index(e), rule))
     return rules
 
 
-def _abstract_rules(elements: list[Element], alternative: bool, hinted: frozenset[str] = frozenset()) -> list[str]:
-    """Terse rules in general words; elements in `hinted` get a concrete example in parentheses."""
+def _in_order(*parts: list[tuple[int, str]]) -> list[str]:
+    """Rules sorted by the position of the element they ask for, so required parts keep their order."""
+    return [rule for _, rule in sorted((pair for part in parts for pair in part), key=lambda pair: pair[0])]
+
+
+def _abstract_rules(elements: list[Element], alternative: bool, hinted: frozenset[str] = frozenset()) -> list[tuple[int, str]]:
+    """Terse rules in general words, each with the index of its first element; `hinted` elements get an example.
+
+    Allowed values the criteria showed are kept in words ("your confidence (High, Medium or Low)").
+    """
     def hint(e: Element) -> str:
         return f" (e.g. `{e.lines[0].lstrip('# ') if e.kind == 'label' else e.lines[0]}`)" if e.key in hinted else ""
 
-    sections = [e for e in elements if e.kind == "section"]
-    labels = [e for e in elements if e.kind == "label"]
+    def values(e: Element) -> str:
+        options = re.search(r"<([^<>]*\|[^<>]*)>", e.lines[0])
+        if not options or e.key in hinted:
+            return ""
+        listed = options.group(1).split("|")
+        return f" ({', '.join(listed[:-1])} or {listed[-1]})"
+
     verb = "Add a short section about" if alternative else "Include a section on"
-    rules = [f"{verb} {e.key.lower()}{hint(e)}." for e in sections]
+    rules = [(elements.index(e), f"{verb} {e.key.lower()}{hint(e)}.") for e in elements if e.kind == "section"]
+    labels = [e for e in elements if e.kind == "label"]
     if labels:
-        phrases = " and ".join(_label_phrase(e.key) for e in labels)
+        phrases = " and ".join(_label_phrase(e.key) + values(e) for e in labels)
         examples = "".join(hint(e) for e in labels).replace(") (e.g. ", ", ")
-        rules.append(f"{'End by stating' if alternative else 'Close with'} {phrases}{examples}.")
+        rules.append((elements.index(labels[0]), f"{'End by stating' if alternative else 'Close with'} {phrases}{examples}."))
     return rules
 
 
@@ -218,20 +229,51 @@ def _abstract_rules(elements: list[Element], alternative: bool, hinted: frozense
 Bundle = list[str]
 
 
+def _json_template(fields: list[Element]) -> str:
+    return "{\n" + ",\n".join("  " + e.lines[0] for e in fields) + "\n}"
+
+
+def _json_schema(fields: list[Element]) -> str:
+    """The object in words: keys in order, allowed values in parentheses where the criteria show them."""
+    def described(e: Element) -> str:
+        options = re.search(r"<([^<>]*\|[^<>]*)>", e.lines[0])
+        if not options:
+            return e.key
+        values = options.group(1).split("|")
+        return f"{e.key} ({' or '.join(values)})" if len(values) == 2 else f"{e.key} (one of {', '.join(values[:-1])} or {values[-1]})"
+    names = [described(e) for e in fields]
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return f"Reply with only a JSON object with the keys {listed}."
+
+
+def _json_bundles(fields: list[Element], profile: Profile, noise: Noise) -> list[Bundle]:
+    """A JSON reply: the literal object to fill in, or (in abstract style) the object described in words."""
+    template = (f"Reply with ONLY this JSON object, no prose before or after it and no code fence; replace each <...> "
+                f"with a real value and keep every key exactly as written:\n{FENCE}\n{_json_template(fields)}\n{FENCE}")
+    schema = _json_schema(fields)
+    if noise.chance("style:json", profile.abstract_style):
+        return [[schema], [template]]
+    return [[template], [schema]]
+
+
 def _structure_bundles(elements: list[Element], profile: Profile, noise: Noise) -> list[Bundle]:
     template = (f"Every answer must end with these parts, copied exactly (replace each <...> with real content; "
                 f"keep headings and labels exactly as written):\n{FENCE}\n{_template(elements)}\n{FENCE}")
     example = f"Worked example of a correct ending; imitate its headings and labels exactly:\n{FENCE}\n{_example(elements, noise)}\n{FENCE}"
-    literal: list[Bundle] = [[template], [example], _literal_rules(elements)]
+    literal: list[Bundle] = [[template], [example], _in_order(_literal_rules(elements))]
     if not profile.abstract_style:
         return literal
     abstract_part = [e for e in elements if noise.chance(f"style:{e.key}", profile.abstract_style)]
     literal_part = [e for e in elements if e not in abstract_part]
     if not abstract_part:
-        return [_literal_rules(elements), [template], [example]]
+        return [_in_order(_literal_rules(elements)), [template], [example]]
     hinted = frozenset(e.key for e in abstract_part if noise.chance(f"hint:{e.key}", profile.example_rate))
-    mixed = _abstract_rules(abstract_part, False, hinted) + _literal_rules(literal_part)
-    return [mixed, _abstract_rules(abstract_part, True, hinted) + _literal_rules(literal_part), _literal_rules(elements), [template]]
+
+    def mixed(alternative: bool) -> Bundle:
+        abstract = [(elements.index(abstract_part[i]), rule) for i, rule in _abstract_rules(abstract_part, alternative, hinted)]
+        return _in_order(abstract, _literal_rules(literal_part, elements))
+
+    return [mixed(False), mixed(True), _in_order(_literal_rules(elements)), [template]]
 
 
 def _other_bundles(criteria: tuple[Criterion, ...], profile: Profile, noise: Noise) -> list[tuple[str, list[Bundle]]]:
@@ -313,7 +355,11 @@ def propose(prompt: ReflectPrompt, profile: Profile, noise: Noise) -> list[dict[
     taken = {_normalize(r) for r in learned} | set(prompt.rejected)
     edits = [d for d in _deletions(prompt.skill, prompt.criteria) if _normalize(d["anchor"]) not in prompt.rejected]
     elements, unreadable = _elements(prompt.criteria)
+    fields = [e for e in elements if e.kind == "json"]
+    elements = [e for e in elements if e.kind != "json"]
     needs: list[tuple[str, list[Bundle]]] = []
+    if fields:
+        needs.append(("JSON output", _json_bundles(fields, profile, noise)))
     if elements:
         needs.append(("structure", _structure_bundles(elements, profile, noise)))
     needs += [(f"pattern {p}", [[f"Make sure every answer has a line matching the regular expression `{p}`."]]) for p in unreadable]

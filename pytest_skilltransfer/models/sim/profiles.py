@@ -25,11 +25,13 @@ class Profile:
 PROFILES: dict[str, Profile] = {
     "sim-small": Profile(
         follow={LITERAL: 0.9, ABSTRACT: 0.07, NATURAL: 0.9},
+        default_chars=(500, 900),
         overshoot=0.1,
         abstract_style=0.0,
     ),
     "sim-large": Profile(
         follow={LITERAL: 0.97, ABSTRACT: 0.9, NATURAL: 0.95},
+        default_chars=(850, 1500),
         overshoot=0.02,
         abstract_style=0.7,
         example_rate=0.35,

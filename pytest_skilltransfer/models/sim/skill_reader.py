@@ -6,9 +6,11 @@ worked example) into a `Directive` with a strength:
 
 - literal:  concrete and checkable as written: a heading in backticks (`## Key Risks`), a label line
             with its allowed values (`Confidence: <High|Medium|Low>`), a numeric limit, a tool named
-            in backticks, quoted phrases to avoid, a fenced template or worked example;
+            in backticks, quoted phrases to avoid, a fenced template or worked example, a fenced
+            JSON object to reply with;
 - abstract: the same intent in general words ("include a section on key risks", "be concise",
-            "close with your confidence level", "consult the team notes first");
+            "close with your confidence level", "consult the team notes first", "reply with only a
+            JSON object with the keys a, b (one of x or y) and c (true or false)");
 - natural:  behaviour models slip into anyway (verbosity, stock openers, declining a topic, not
             using tools when told not to).
 
@@ -22,15 +24,17 @@ from dataclasses import dataclass
 
 LITERAL, ABSTRACT, NATURAL = "literal", "abstract", "natural"
 
-SECTION, LABEL, LENGTH, TOOLS, REFUSAL, PHRASE = "section", "label", "length", "tools", "refusal", "phrase"
+SECTION, LABEL, LENGTH, TOOLS, REFUSAL, PHRASE, JSON = "section", "label", "length", "tools", "refusal", "phrase", "json"
 
 
 @dataclass(frozen=True)
 class Directive:
     """One instruction the simulator recognized in a skill.
 
-    `kind` is the topic (section, label, length, tools, refusal, phrase); `mode` refines it
+    `kind` is the topic (section, label, length, tools, refusal, phrase, json); `mode` refines it
     (e.g. length: verbose/concise/max/min/sentences; tools: search/none; phrase: open/use/forbid/filler).
+    A json directive carries its fields as `fields`: (key, value template) pairs, where a value
+    template is `"<...>"` (a free string), `"<a|b>"` (one of the strings), `<true|false>` or a literal.
     """
 
     kind: str
@@ -44,6 +48,7 @@ class Directive:
     value: str = ""
     source: str = ""
     unit: int = -1  # directives of one template share this id: a model copies a template whole or not at all
+    fields: tuple[tuple[str, str], ...] = ()
 
 
 _NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
@@ -117,8 +122,24 @@ _HEADING_LINE = re.compile(r"^\s*(#{1,6})\s+(.+?)\s*#*\s*$")
 _LABEL_LINE = re.compile(r"^\s*\**([A-Z][A-Za-z0-9 ./-]{0,30}?)\**:[ \t]*(.*)$")
 
 
+_JSON_FIELD = re.compile(r'^\s*"([A-Za-z_][\w-]*)"\s*:\s*(.+?)\s*,?\s*$')
+
+
+def json_fields(block: str) -> tuple[tuple[str, str], ...]:
+    """The (key, value template) lines of a flat JSON object written out in a fenced block, or ()."""
+    body = block.strip()
+    if not (body.startswith("{") and body.endswith("}")):
+        return ()
+    lines = [line for line in body[1:-1].splitlines() if line.strip()]
+    fields = tuple((m.group(1), m.group(2)) for m in map(_JSON_FIELD.match, lines) if m)
+    return fields if fields and len(fields) == len(lines) else ()
+
+
 def _template_directives(block: str, start: int) -> list[Directive]:
-    """Headings and label lines of a template or worked example, imitated literally."""
+    """A JSON object to reply with, or the headings and label lines of a template or worked example, imitated literally."""
+    fields = json_fields(block)
+    if fields:
+        return [Directive(JSON, LITERAL, start, source=block.strip(), unit=start, fields=fields)]
     lines = [line for line in block.splitlines() if line.strip()]
     found: list[Directive] = []
     for index, line in enumerate(lines):
@@ -315,7 +336,31 @@ def _phrases(sentence: str, position: int) -> list[Directive]:
     return []
 
 
-_RECOGNIZERS = (_sections, _labels, _length, _tools, _refusals, _phrases)
+_JSON_SCHEMA = re.compile(r"\b(?:reply|respond|answer|output)\b[^.]*?\bJSON object\b[^.]*?\bkeys?\s+(.+)$", re.I)
+
+
+def _json_schema(sentence: str, position: int) -> list[Directive]:
+    """A JSON reply described in words: "Reply with only a JSON object with the keys a, b (one of x or y) and c (true or false)"."""
+    match = _JSON_SCHEMA.search(sentence.rstrip(". "))
+    if not match:
+        return []
+    fields = []
+    for item in re.split(r",\s*(?![^()]*\))|\s+and\s+(?![^()]*\))", match.group(1)):
+        key = re.match(r"\s*`?([A-Za-z_][\w-]*)`?\s*(?:\((.*)\))?\s*$", item)
+        if not key:
+            return []
+        options = [o.strip(" `\"") for o in re.split(r",|\bor\b", re.sub(r"^\s*one of\s+", "", key.group(2) or "")) if o.strip(" `\"")]
+        if set(options) == {"true", "false"}:
+            value = "<true|false>"
+        elif len(options) > 1:
+            value = '"<' + "|".join(options) + '>"'
+        else:
+            value = '"<>"'
+        fields.append((key.group(1), value))
+    return [_make(JSON, ABSTRACT, position, sentence, fields=tuple(fields))] if fields else []
+
+
+_RECOGNIZERS = (_sections, _labels, _length, _tools, _refusals, _phrases, _json_schema)
 
 
 def vocabulary(skill: str, label: str) -> tuple[str, ...]:
@@ -327,7 +372,9 @@ def vocabulary(skill: str, label: str) -> tuple[str, ...]:
         for sentence in sentences(piece):
             match = re.search(rf"\b{stem}\w*\b\s*:?(.*)$", sentence, re.I)
             if match:
-                values = re.findall(r"\b([A-Z][A-Za-z]+|[A-Z]\d)\b", match.group(1))
+                own = re.split(r"\band (?:your|the|a|an)\b|\be\.g\.", match.group(1))[0]  # stop where the next label or an example starts
+                own = re.sub(r"`[^`]*`", "", own)
+                values = re.findall(r"\b([A-Z][A-Za-z]+|[A-Z]\d)\b", own)
                 if len(values) >= 2:
                     return tuple(dict.fromkeys(values))
     return ()

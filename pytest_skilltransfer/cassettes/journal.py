@@ -1,0 +1,149 @@
+"""An append-only journal: every recorded call is on disk (fsync'd) before the SDK call returns.
+
+A recording process writes `<seed folder>/.journal-<pid>-<random>.jsonl`, one JSON interaction per
+line, and holds `<same name>.lock` (filelock) for as long as it records. Closing folds the journal
+into the readable model files and removes both. A process killed with `kill -9` leaves its journal
+behind with every answered call in it (at most the line being written is torn, and is skipped); the
+kernel releases its lock, so the next process to open the folder sees an orphan and folds it in.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+from .store import fsync_folder, refuse_secrets, structure_problem
+
+PREFIX = ".journal-"
+SUFFIX = ".jsonl"
+LOCK_SUFFIX = ".lock"
+
+
+def _lock_path(journal: Path) -> Path:
+    return journal.with_name(journal.name[: -len(SUFFIX)] + LOCK_SUFFIX)
+
+
+def _file_lock(path: Path) -> Any:
+    from filelock import FileLock
+
+    return FileLock(str(path), timeout=0)
+
+
+class Journal:
+    """This process's journal for one seed folder; created on the first append."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.path = folder / f"{PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}{SUFFIX}"
+        self.entries: list[dict[str, Any]] = []
+        self._handle: Any = None
+        self._owner: Any = None
+        self._lock = threading.Lock()
+
+    def append(self, entry: dict[str, Any]) -> None:
+        """Write one interaction and fsync it; refuses (SecretInCassette) a line holding a secret."""
+        line = json.dumps(entry, ensure_ascii=False) + "\n"
+        refuse_secrets(self.path, line)
+        with self._lock:
+            if self._handle is None:
+                self.folder.mkdir(parents=True, exist_ok=True)
+                owner = _file_lock(_lock_path(self.path))
+                owner.acquire()  # before the journal exists, so nobody takes it for an orphan
+                self._owner = owner
+                self._handle = open(self.path, "a", encoding="utf-8")
+                fsync_folder(self.folder)
+            self._handle.write(line)
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+            self.entries.append(entry)
+
+    def abandon(self) -> None:
+        """Close the journal and give up its lock, keeping the file: the next open folds it in."""
+        with self._lock:
+            if self._handle is not None:
+                self._handle.close()
+                self._handle = None
+            if self._owner is not None:
+                self._owner.release()
+                self._owner = None
+
+    def discard(self) -> None:
+        """Close and remove the journal (after its entries were folded into the model files)."""
+        with self._lock:
+            if self._handle is not None:
+                self._handle.close()
+                self._handle = None
+                self.path.unlink(missing_ok=True)
+            if self._owner is not None:
+                _lock_path(self.path).unlink(missing_ok=True)
+                self._owner.release()
+                self._owner = None
+
+
+def read_journal(path: Path) -> list[dict[str, Any]]:
+    """The complete interactions in a journal; a torn or malformed line (a call in flight) is skipped."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    entries = []
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if structure_problem(entry) is None:
+            entries.append(entry)
+    return entries
+
+
+def journals(folder: Path) -> list[Path]:
+    """Every journal in a seed folder, sorted."""
+    return sorted(folder.glob(f"{PREFIX}*{SUFFIX}")) if folder.is_dir() else []
+
+
+class Orphan:
+    """A journal whose writer is gone, claimed (its lock held) until `remove()`."""
+
+    def __init__(self, path: Path, claim: Any) -> None:
+        self.path = path
+        self._claim = claim
+        self.entries = read_journal(path)
+
+    def remove(self) -> None:
+        """Delete the folded journal and its lock file."""
+        self.path.unlink(missing_ok=True)
+        _lock_path(self.path).unlink(missing_ok=True)
+        self._claim.release()
+
+    def release(self) -> None:
+        """Give the claim up, keeping the journal for a later open."""
+        self._claim.release()
+
+
+def claim_orphans(folder: Path) -> list[Orphan]:
+    """Journals no live process holds, each claimed for folding (call with the folder lock held)."""
+    from filelock import Timeout
+
+    claimed = []
+    for path in journals(folder):
+        claim = _file_lock(_lock_path(path))
+        try:
+            claim.acquire()
+        except Timeout:
+            continue  # its writer is still recording
+        if path.exists():
+            claimed.append(Orphan(path, claim))
+        else:
+            claim.release()
+            _lock_path(path).unlink(missing_ok=True)
+    return claimed
+
+
+def live_or_orphan_entries(folder: Path) -> list[dict[str, Any]]:
+    """Every complete interaction in every journal of the folder, without claiming anything (read-only)."""
+    return [entry for path in journals(folder) for entry in read_journal(path)]

@@ -1,0 +1,139 @@
+"""One seed's recordings on disk: open (clean, fold orphans, load), record (journal), close (fold).
+
+Opening for recording takes the folder lock, removes temporary files a killed save left, folds the
+journals of killed recorders into the model files, and loads them. Replay-only opening (`none`)
+writes nothing: it reads the model files and any journals as they are. Every recorded interaction
+goes to this process's journal at once (fsync'd); closing merges the journal into each model file,
+read fresh under the lock, so processes that record the same seed never lose each other's calls.
+Where two recorded the same request, the later fold wins, as re-recording should.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .journal import Journal, claim_orphans, live_or_orphan_entries
+from .store import (
+    CassetteFileError,
+    Rejected,
+    clean_leftovers,
+    decode_body,
+    file_name,
+    folder_lock,
+    merge,
+    model_files,
+    model_of_plain,
+    read_file,
+    request_path,
+    write_model_file,
+)
+from ..models.validity import response_problem
+
+
+@dataclass
+class Loaded:
+    """A seed folder's usable interactions (plain data), the rejected ones, and the files they came from."""
+
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    rejected: list[Rejected] = field(default_factory=list)
+    damaged: list[CassetteFileError] = field(default_factory=list)  # tolerated only in record mode `all`
+
+
+def _by_model(entries: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for entry in entries:
+        grouped.setdefault(model_of_plain(entry), []).append(entry)
+    return grouped
+
+
+def _usable(entry: dict[str, Any]) -> bool:
+    resp = entry["response"]
+    return response_problem(request_path(entry["request"]["uri"]), resp["status"]["code"],
+                            decode_body(resp["body"])) is None
+
+
+def load_folder(folder: Path, tolerate_damage: bool = False) -> Loaded:
+    """Read every model file of a seed folder (no journals); damaged files raise unless tolerated."""
+    loaded = Loaded()
+    for path in model_files(folder):
+        try:
+            contents = read_file(path)
+        except CassetteFileError as err:
+            if not tolerate_damage:
+                raise
+            loaded.damaged.append(err)
+            continue
+        loaded.entries.extend(contents.entries)
+        loaded.rejected.extend(contents.rejected)
+    return loaded
+
+
+def fold(folder: Path, entries: list[dict[str, Any]], tolerate_damage: bool = False) -> list[Path]:
+    """Merge recorded entries into their model files (call with the folder lock held); the files changed."""
+    changed = []
+    for model, recorded in sorted(_by_model(entries).items()):
+        path = folder / file_name(model)
+        if write_model_file(path, recorded, tolerate_damage):
+            changed.append(path)
+    return changed
+
+
+class SeedStore:
+    """The recordings of one seed folder for one recording context."""
+
+    def __init__(self, folder: Path, mode: str) -> None:
+        self.folder = folder
+        self.mode = mode
+        self.journal = Journal(folder)
+        self.cleaned: list[Path] = []  # leftover temporary files removed on open
+        self.recovered = 0  # interactions folded in from killed recorders' journals
+
+    @property
+    def writes(self) -> bool:
+        return self.mode != "none"
+
+    def open(self) -> Loaded:
+        """Load the folder (for recording: clean and fold orphans first, under the lock)."""
+        tolerate = self.mode == "all"
+        if not self.writes:
+            loaded = load_folder(self.folder)
+            pending = [e for e in live_or_orphan_entries(self.folder) if _usable(e)]
+            if pending:
+                loaded.entries = merge(loaded.entries, pending)
+            return loaded
+        if not self.folder.is_dir():
+            return Loaded()
+        with folder_lock(self.folder):
+            self.cleaned = clean_leftovers(self.folder)
+            orphans = claim_orphans(self.folder)
+            recovered = [e for orphan in orphans for e in orphan.entries if _usable(e)]
+            try:
+                fold(self.folder, recovered, tolerate)
+            except BaseException:
+                for orphan in orphans:
+                    orphan.release()  # kept for the next open
+                raise
+            for orphan in orphans:
+                orphan.remove()
+            self.recovered = len(recovered)
+            return load_folder(self.folder, tolerate)
+
+    def record(self, entry: dict[str, Any]) -> None:
+        """Make one recorded interaction durable now."""
+        self.journal.append(entry)
+
+    def close(self) -> list[Path]:
+        """Fold this process's journal into the model files and remove it; the files changed."""
+        if not self.journal.entries:
+            self.journal.discard()
+            return []
+        try:
+            with folder_lock(self.folder):
+                changed = fold(self.folder, self.journal.entries, self.mode == "all")
+                self.journal.discard()
+        except BaseException:
+            self.journal.abandon()  # every recording stays in the journal for the next open
+            raise
+        return changed
