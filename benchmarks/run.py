@@ -103,7 +103,7 @@ def _synthetic_cassette(fake: FakeProvider, folder: Path, size: int, realistic: 
     with cassettes.recording(folder, "replay", "all"):
         model.complete(_request(0))
     path = store.model_files(folder / "replay")[0]
-    template = store.read_file(path)[0]
+    template = store.read_file(path).entries[0]
     grown = []
     for i in range(size):
         first = i < calls_with_template(size) or not realistic
@@ -113,7 +113,7 @@ def _synthetic_cassette(fake: FakeProvider, folder: Path, size: int, realistic: 
         body["messages"][0]["content"] = f"Describe change {i}." if first else \
             f"{_first_text(body['messages'][0]['content'])} (#{i})"
         grown.append(entry)
-    store.write_atomically(path, store._render(grown))
+    store.write_atomically(path, store.render(grown))
 
 
 def calls_with_template(size: int) -> int:
@@ -135,9 +135,10 @@ def _per_call_ms(call: Callable[[int], Any], count: int) -> float:
 
 
 def _seed_interactions(work: Path) -> list[dict[str, Any]]:
-    """The Anthropic-protocol interactions the recording section stored for its seed (real sizes)."""
-    files = [p for p in store.model_files(work / "seq" / RECORD_SEED.name) if p.name.startswith("bench-small")]
-    return [e for p in files for e in store.read_file(p)]
+    """Interactions of real sizes: the repo's committed recordings of the local model (real answers),
+    else what the recording section stored."""
+    files = sorted((ROOT / "cassettes").rglob("*.yaml")) or store.model_files(work / "seq" / RECORD_SEED.name)
+    return [e for p in files for e in store.read_file(p).entries]
 
 
 def replay_cost(work: Path, sizes: tuple[int, ...]) -> list[Row]:
@@ -164,8 +165,9 @@ def replay_cost(work: Path, sizes: tuple[int, ...]) -> list[Row]:
 # -- 3. cassette open ----------------------------------------------------------------------------
 
 
-def _open_once(folder: Path) -> tuple[float, int]:
-    """Seconds to open the seed's cassette (best of 3), and bytes it holds per interaction once open."""
+def _open_once(folder: Path) -> tuple[float, int, int]:
+    """Seconds to open the seed's cassette (best of 3), and bytes held once open and at the peak of
+    opening, per interaction."""
     best = float("inf")
     for _ in range(3):
         gc.collect()
@@ -175,24 +177,31 @@ def _open_once(folder: Path) -> tuple[float, int]:
     gc.collect()
     tracemalloc.start()
     with cassettes.recording(folder, "replay", "none", guard="off") as rec:
-        held = tracemalloc.get_traced_memory()[0]
-        size = rec.interactions
+        held, peak = tracemalloc.get_traced_memory()
+        size = max(1, rec.interactions)
     tracemalloc.stop()
-    return best, held // max(1, size)
+    return best, held // size, peak // size
 
 
-def cassette_open(work: Path, sizes: tuple[int, ...], reference: Callable[[Path], tuple[float, int]] | None) -> list[Row]:
+def _kib(value: float) -> str:
+    return f"{value / 1024:.1f} KiB"
+
+
+def cassette_open(work: Path, sizes: tuple[int, ...], reference: Callable[[Path], tuple[float, int, int]] | None
+                  ) -> list[Row]:
     rows = []
     for size in sizes:
         folder = work / f"replay-{size}"
-        elapsed, per_interaction = _open_once(folder)
-        text = f"{elapsed * 1000 / size:.3f} ms and {per_interaction / 1024:.1f} KiB per interaction"
-        ratio = "-"
-        if reference is not None:
-            before_s, before_bytes = reference(folder)
-            text = (f"before {before_s * 1000 / size:.3f} ms, {before_bytes / 1024:.1f} KiB; after " + text)
-            ratio = f"{before_s / elapsed:.1f}x faster, {before_bytes / max(1, per_interaction):.1f}x leaner"
-        rows.append((f"cassette open, {size} interactions", text, ratio))
+        seconds, held, peak = _open_once(folder)
+        after = f"{seconds * 1000 / size:.3f} ms, peak {_kib(peak)}, held {_kib(held)} per interaction"
+        if reference is None:
+            rows.append((f"cassette open, {size} interactions", after, "-"))
+            continue
+        old_s, old_held, old_peak = reference(folder / "replay")
+        before = f"{old_s * 1000 / size:.3f} ms, peak {_kib(old_peak)}, held {_kib(old_held)}"
+        rows.append((f"cassette open, {size} interactions", f"before {before}; after {after}",
+                     f"{old_s / seconds:.1f}x faster, {old_peak / max(1, peak):.1f}x leaner at peak "
+                     f"({old_held / max(1, held):.1f}x held)"))
     return rows
 
 
@@ -311,6 +320,7 @@ def main() -> None:
     sizes = (30, 300) if args.quick else (30, 300, 3000)
     reference = None
     try:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
         from legacy_open import open_before as reference  # type: ignore[no-redef]  # noqa: PLC0415
     except ImportError:
         pass

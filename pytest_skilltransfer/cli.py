@@ -1,5 +1,7 @@
 """`python -m pytest_skilltransfer`: the protocol over a folder of seeds, for one (source, target) pair.
 
+`python -m pytest_skilltransfer merge SHARD.json...` merges sharded pytest runs' reports (see `merge`).
+
 Exit codes: 0 success; 1 a model call failed; 2 bad options or seeds (every seed problem is listed).
 """
 
@@ -10,9 +12,11 @@ import json
 import sys
 from pathlib import Path
 
+from .judge_report import judge_lines
 from .models.base import ModelCallError, ModelError, resolve_model
-from .protocol import ProtocolConfig, SeedSession
-from .report import price_difference, seed_line, summary_line
+from .protocol import CalibrationFailed, NoJudgeConfigured, ProtocolConfig, SeedSession, seed_judge
+from .rubric import DEFAULT_MIN_ACCURACY, JudgeSetup
+from .report import pair_lines, price_difference, seed_line, summary_line
 from .result_json import run_to_json
 from .seeds import Seed, SeedError, discover_seeds, load_seed
 
@@ -34,25 +38,59 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m pytest_skilltransfer",
         description="Optimize each seed's skill on SOURCE, freeze it, and measure it on TARGET.",
+        epilog="python -m pytest_skilltransfer merge SHARD.json... merges the JSON reports of sharded pytest "
+               "runs (--shard-id/--num-shards) into one report; see merge --help.",
     )
     parser.add_argument("--source", help="model that the skill is optimized with, e.g. sim-small or haiku")
     parser.add_argument("--target", help="model the frozen skill is deployed on, e.g. sim-large or sonnet")
     parser.add_argument("--optimizer", help="model that proposes edits (default: the agent model itself)")
+    parser.add_argument("--judge", help="judge model for rubric checks (default: each seed's [judge] model)")
+    parser.add_argument("--judge-samples", type=int, help="judge calls per rubric check, majority vote")
+    parser.add_argument("--judge-min-accuracy", type=float, help="least judge accuracy on judge-calibration.jsonl")
     for role in ("source", "target"):
         parser.add_argument(f"--{role}-backend", help=argparse.SUPPRESS)
         parser.add_argument(f"--{role}-model", help=argparse.SUPPRESS)
     parser.add_argument("--data-root", default="seeds", help="folder of seeds (default: seeds)")
     parser.add_argument("--seeds", default="", help="comma-separated seed names (default: all found)")
-    parser.add_argument("--nights", type=int, default=defaults.nights)
-    parser.add_argument("--edit-budget", type=int, default=defaults.edit_budget)
-    parser.add_argument("--limit-replay", type=int, default=defaults.limit_replay, help="cap on train tasks (0 = all)")
-    parser.add_argument("--limit-holdout", type=int, default=defaults.limit_holdout, help="cap on val and test tasks (0 = all)")
-    parser.add_argument("--samples", type=int, default=defaults.samples, help="rollouts per task")
+    parser.add_argument("--nights", type=int, default=defaults.nights,
+                        help=f"optimization nights at most (default {defaults.nights})")
+    parser.add_argument("--edit-budget", type=int, default=defaults.edit_budget,
+                        help=f"edits applied per night at most (default {defaults.edit_budget})")
+    parser.add_argument("--limit-replay", type=int, default=defaults.limit_replay,
+                        help=f"caps the training tasks replayed per night (0 = all; default {defaults.limit_replay})")
+    parser.add_argument("--limit-holdout", type=int, default=defaults.limit_holdout,
+                        help="caps the validation tasks the edit gate scores (0 = all; default "
+                             f"{defaults.limit_holdout}); never the test split")
+    parser.add_argument("--limit-test", type=int, default=defaults.limit_test,
+                        help="caps the held-out test tasks that every reported score and gain uses "
+                             f"(0 = all; default {defaults.limit_test}); fewer tasks, wider intervals")
+    parser.add_argument("--samples", type=int, default=defaults.samples,
+                        help=f"rollouts per task (default {defaults.samples}); a task scores the mean of its samples")
+    parser.add_argument("--restarts", type=int, default=defaults.restarts,
+                        help=f"independent optimizations per seed, each with its own train/val split and optimizer "
+                             f"sample ids (default {defaults.restarts}); the gain's interval includes their spread")
+    parser.add_argument("--min-delta", type=float, default=None,
+                        help="the validation gate keeps edits only when val beats the current score by more than "
+                             "this (default: the scoring profile's, 0 = any strict improvement)")
     parser.add_argument("--workers", type=int, default=defaults.workers, help="concurrent model calls")
     parser.add_argument("--no-direct", action="store_true", help="skip the direct optimization on the target")
     parser.add_argument("--json", action="store_true", help="print the JSON report instead of text")
     parser.add_argument("-v", "--verbose", action="store_true", help="print per-night progress to stderr")
     return parser
+
+
+def _judge(seed: Seed, args: argparse.Namespace) -> JudgeSetup | None:
+    """The command line's judge settings over the seed's [judge] table."""
+    chosen = seed_judge(seed)
+    if args.judge is None and chosen is None:
+        return None
+    model = resolve_model(args.judge) if args.judge else chosen.model  # type: ignore[union-attr]
+    samples = args.judge_samples or (chosen.samples if chosen else 1)
+    if samples < 1:
+        raise UsageError(f"--judge-samples must be at least 1, got {samples}")
+    accuracy = args.judge_min_accuracy if args.judge_min_accuracy is not None else (
+        chosen.min_accuracy if chosen else DEFAULT_MIN_ACCURACY)
+    return JudgeSetup(model, samples, accuracy)
 
 
 def load_seeds(root: Path, names: list[str]) -> list[Seed]:
@@ -76,6 +114,11 @@ def load_seeds(root: Path, names: list[str]) -> list[Seed]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["merge"]:
+        from .merge import main as merge
+
+        return merge(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -84,10 +127,12 @@ def main(argv: list[str] | None = None) -> int:
         optimizer = resolve_model(args.optimizer) if args.optimizer else None
         config = ProtocolConfig(
             nights=args.nights, edit_budget=args.edit_budget, limit_replay=args.limit_replay,
-            limit_holdout=args.limit_holdout, samples=args.samples, direct=not args.no_direct, workers=args.workers,
+            limit_holdout=args.limit_holdout, limit_test=args.limit_test, samples=args.samples,
+            restarts=args.restarts, min_delta=args.min_delta, direct=not args.no_direct, workers=args.workers,
         )
         config.validate()
         seeds = load_seeds(Path(args.data_root), [n.strip() for n in args.seeds.split(",") if n.strip()])
+        judges = {seed.name: _judge(seed, args) for seed in seeds}
     except (UsageError, ModelError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -95,11 +140,11 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     try:
         for seed in seeds:
-            result = SeedSession(seed, config, progress).transfer(source, target, optimizer)
+            result = SeedSession(seed, config, progress, judge=judges[seed.name]).transfer(source, target, optimizer)
             results.append(result)
             if not args.json:
                 print(seed_line(run_to_json([result])["results"][0]), flush=True)
-    except ModelCallError as exc:
+    except (ModelCallError, NoJudgeConfigured, CalibrationFailed) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     report = run_to_json(results)
@@ -107,7 +152,11 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(report, indent=2))
     else:
         print(summary_line(report["results"]))
+        for line in pair_lines(report["results"]):
+            print(line)
         difference = price_difference(report["results"])
         if difference:
             print(difference)
+        for line in judge_lines(report["results"]):
+            print(line)
     return 0

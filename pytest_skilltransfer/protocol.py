@@ -7,27 +7,39 @@
 
 One night: score val; replay train; reflect on failures and successes (with the edits rejected
 so far); apply at most `edit_budget` edits to the learned block; keep them only when the val gate
-score strictly improves; stop early once val is perfect.
+score beats the current one by more than `min_delta` (the scoring profile's unless set: 0 by
+default, 0.05 for gbrain); stop early once val is perfect.
+
+With `restarts` R > 1, steps 2-4 run R times, each restart with its own train/val split and
+optimizer sample ids (`restarts`); every restart scores the same test tasks.
 
 A `SeedSession` memoizes evaluations and optimizations, so items that share a target baseline or
 a source optimization compute it once; its call cache makes sure no request is sent twice.
+
+Rubric checks are answered by the seed's judge model (`rubric`), through the same call cache and
+the phase's meter under the role `judge`. A seed with a calibration file has its judge measured
+once, before its first pair runs; a judge below the seed's threshold fails every pair.
 """
 
 from __future__ import annotations
 
 import hashlib
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Callable
 
-from . import judges
+from . import judges, restarts
 from .agent import AgentContext, run_task
 from .edits import Edit, apply_edits
 from .ledger import CallCache, Meter, Tally
-from .models.base import Message, Model, Request
+from .models.base import Message, Model, Request, resolve_model
+from .models.stops import problem_counts
 from .reflect import RETRY_NOTE, EditParseError, Observation, RejectedEdit, build_reflect_request, parse_edits
+from .rubric import Calibration, JudgeSetup, RubricJudge, calibrate, family_warning
+from .scoring import ScoringProfile, scoring_profile
 from .seeds import Seed, Task
-from .stats import Estimate, bootstrap, paired_gain
+from .stats import Estimate, Gain, Ratio, efficiency_ratio, restart_gain, score
 from .tools import load_corpus
 
 Progress = Callable[[str], None]
@@ -43,21 +55,31 @@ class ProtocolConfig:
     edit_budget: int = 4
     limit_replay: int = 3
     limit_holdout: int = 3
+    limit_test: int = 0
     samples: int = 1
     direct: bool = True
     gate_weight: float = 0.5
     workers: int = 1
+    restarts: int = 1  # independent optimizations per (agent, optimizer); see `restarts`
+    min_delta: float | None = None  # the val gate keeps edits beating the current score by more than this
+    #                                 (None: the scoring profile's, 0 by default)
+    scoring: str = "default"  # a scoring profile (pytest_skilltransfer.scoring): "default" or "gbrain"
 
     def validate(self) -> None:
         """Raise ValueError naming the first bad setting."""
-        for name in ("nights", "edit_budget", "samples", "workers"):
+        for name in ("nights", "edit_budget", "samples", "workers", "restarts"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        for name in ("limit_replay", "limit_holdout"):
+        for name in ("limit_replay", "limit_holdout", "limit_test"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be 0 (no cap) or positive, got {getattr(self, name)}")
         if not 0 <= self.gate_weight <= 1:
             raise ValueError(f"gate_weight must be within [0, 1], got {self.gate_weight}")
+        if self.min_delta is not None and not 0 <= self.min_delta <= 1:
+            raise ValueError(f"min_delta must be within [0, 1], got {self.min_delta}")
+        if self.nights >= restarts.SAMPLE_STRIDE:
+            raise ValueError(f"nights must be below {restarts.SAMPLE_STRIDE}, got {self.nights}")
+        scoring_profile(self.scoring)
 
 
 @dataclass(frozen=True)
@@ -70,6 +92,8 @@ class SampleResult:
     failed: tuple[str, ...]
     answer: str
     tools_called: tuple[str, ...]
+    rubric: tuple[judges.RubricVerdict, ...] = ()
+    stop_reason: str = ""  # the provider's, for the final reply of the attempt
 
 
 @dataclass(frozen=True)
@@ -97,20 +121,34 @@ class Evaluation:
     tasks: tuple[TaskResult, ...]
     costs: Costs
     gate_weight: float = 0.5
+    scoring: str = "default"
 
-    @property
+    @cached_property
     def hard(self) -> Estimate:
-        return bootstrap([t.hard for t in self.tasks])
+        """Mean hard score over tasks with its exact interval (computed once)."""
+        return score([t.hard for t in self.tasks])
+
+    @cached_property
+    def soft(self) -> Estimate:
+        return score([t.soft for t in self.tasks])
+
+    def _rollouts(self) -> list[list[tuple[float, float]]]:
+        return [[(s.hard, s.soft) for s in t.samples] for t in self.tasks]
 
     @property
-    def soft(self) -> Estimate:
-        return bootstrap([t.soft for t in self.tasks])
+    def stops(self) -> dict[str, int]:
+        """How many samples ended truncated, refused, content-filtered or empty (see `models.stops`)."""
+        return problem_counts([(s.stop_reason, s.answer) for t in self.tasks for s in t.samples])
 
     @property
     def gate_score(self) -> float:
-        """The mixed metric (1-w)*hard + w*soft used by the validation gate."""
-        w = self.gate_weight
-        return (1 - w) * self.hard.mean + w * self.soft.mean
+        """The number the validation gate compares, as the scoring profile defines it."""
+        return scoring_profile(self.scoring).gate_score(self._rollouts(), self.gate_weight)
+
+    @property
+    def profile_score(self) -> float:
+        """The scoring profile's set score (default: mean hard; gbrain: mean of per-task soft medians)."""
+        return scoring_profile(self.scoring).set_score(self._rollouts())
 
 
 @dataclass(frozen=True)
@@ -139,8 +177,24 @@ class Optimization:
 
 
 @dataclass(frozen=True)
+class RestartRun:
+    """One optimization restart of a transfer: its split seed, optimizations and test scores."""
+
+    restart: int
+    split_seed: int
+    learned: Optimization
+    transferred: Evaluation
+    direct_optimization: Optimization | None
+    direct: Evaluation | None
+
+
+def _hard(evaluation: Evaluation) -> list[float]:
+    return [t.hard for t in evaluation.tasks]
+
+
+@dataclass(frozen=True)
 class TransferResult:
-    """Everything one seed x (source, target) run produced."""
+    """Everything one seed x (source, target) run produced; `learned` ... `direct` are restart 1's."""
 
     seed: str
     source: str
@@ -152,33 +206,72 @@ class TransferResult:
     transferred: Evaluation
     direct_optimization: Optimization | None
     direct: Evaluation | None
+    judge: "JudgeSummary | None" = None
+    split_seed: int = 0  # restart 1's train/val split seed
+    more_runs: tuple[RestartRun, ...] = ()  # restarts 2..R
 
     @property
-    def gain(self) -> Estimate:
-        """Paired per-task gain transferred - baseline (hard), with a bootstrap interval."""
-        return paired_gain([t.hard for t in self.baseline.tasks], [t.hard for t in self.transferred.tasks])
+    def runs(self) -> tuple[RestartRun, ...]:
+        """Every restart, restart 1 first."""
+        first = RestartRun(1, self.split_seed, self.learned, self.transferred, self.direct_optimization, self.direct)
+        return (first, *self.more_runs)
+
+    @cached_property
+    def gain(self) -> Gain:
+        """Paired per-task gain transferred - baseline (hard), over every restart (computed once)."""
+        return restart_gain(_hard(self.baseline), [_hard(run.transferred) for run in self.runs])
+
+    @cached_property
+    def headroom(self) -> Gain | None:
+        """Paired per-task gain direct - baseline (hard), over every restart; None without a direct run."""
+        if self.direct is None:
+            return None
+        return restart_gain(_hard(self.baseline), [_hard(run.direct) for run in self.runs if run.direct])
+
+    @cached_property
+    def efficiency_estimate(self) -> Ratio | None:
+        """gain / headroom with an interval; None unless the direct headroom is significantly above 0."""
+        return efficiency_ratio(self.gain, self.headroom) if self.headroom is not None else None
 
     @property
     def efficiency(self) -> float | None:
-        """(transferred - baseline) / (direct - baseline), defined when direct beat the baseline."""
-        if self.direct is None:
-            return None
-        headroom = self.direct.hard.mean - self.baseline.hard.mean
-        if headroom <= 0:
-            return None
-        return (self.transferred.hard.mean - self.baseline.hard.mean) / headroom
+        """(transferred - baseline) / (direct - baseline), shown only when the headroom is significant."""
+        estimate = self.efficiency_estimate
+        return None if estimate is None else estimate.mean
 
     def phase_costs(self) -> dict[str, Costs]:
-        """Calls and tokens per protocol phase, keyed by (model id, role)."""
+        """Calls and tokens per protocol phase (every restart's), keyed by (model id, role)."""
+        runs = self.runs
         phases = {
             "baseline": self.baseline.costs,
-            "optimize-source": self.learned.costs,
-            "transferred": self.transferred.costs,
+            "optimize-source": _merge_costs(*(run.learned.costs for run in runs)),
+            "transferred": _merge_costs(*(run.transferred.costs for run in runs)),
         }
         if self.direct_optimization is not None and self.direct is not None:
-            phases["optimize-direct"] = self.direct_optimization.costs
-            phases["direct"] = self.direct.costs
+            phases["optimize-direct"] = _merge_costs(*(r.direct_optimization.costs for r in runs if r.direct_optimization))
+            phases["direct"] = _merge_costs(*(run.direct.costs for run in runs if run.direct))
+        if self.judge is not None and self.judge.calibration_costs:
+            phases["judge-calibration"] = self.judge.calibration_costs
         return phases
+
+
+@dataclass(frozen=True)
+class JudgeSummary:
+    """The judge of a result: model, samples, calibration and a same-family warning."""
+
+    model_id: str
+    samples: int
+    calibration: Calibration | None
+    calibration_costs: Costs
+    warning: str | None = None
+
+
+class CalibrationFailed(Exception):
+    """The seed's judge fell below its calibration threshold; the message shows the disagreements."""
+
+
+class NoJudgeConfigured(ValueError):
+    """A seed with rubric checks was run without a judge model."""
 
 
 def capped(tasks: tuple[Task, ...], limit: int, split_seed: int) -> tuple[Task, ...]:
@@ -202,23 +295,32 @@ class SeedSession:
     """Runs the protocol for one seed, sharing evaluations, optimizations and answers between pairs."""
 
     def __init__(self, seed: Seed, config: ProtocolConfig, progress: Progress | None = None,
-                 concurrency: Concurrency | None = None):
-        """`concurrency(model)`: how many of an evaluation's attempts run at once (default `config.workers`)."""
+                 concurrency: Concurrency | None = None, judge: JudgeSetup | None = None):
+        """`concurrency(model)`: how many of an evaluation's attempts run at once (default `config.workers`);
+        `judge`: the rubric judge (default: the seed's `[judge]` table)."""
         config.validate()
+        judge = judge or seed_judge(seed)
+        if judge is None and seed.rubric_origin is not None:
+            raise NoJudgeConfigured(
+                f"seed {seed.name!r} has rubric checks ({seed.rubric_origin}) but no judge model: pass --judge MODEL "
+                f"(ini: skilltransfer_judge) or set [judge] model = \"...\" in {seed.path / 'seed.toml'}")
         self.seed = seed
+        self.judge = judge
         self.config = config
         self.concurrency = concurrency or (lambda _model: config.workers)
         self.cache = CallCache()
+        self.rubric = RubricJudge(judge, self.cache) if judge is not None else None
+        self._calibration: tuple[Calibration | None, Costs] | None = None
         self.progress = progress or (lambda _line: None)
         self.corpus = load_corpus(seed.corpus_dir) if seed.corpus_dir else None
         split_seed = seed.split.seed
         self.splits = {
             "train": capped(seed.train, config.limit_replay, split_seed),
             "val": capped(seed.val, config.limit_holdout, split_seed),
-            "test": capped(seed.test, config.limit_holdout, split_seed),
+            "test": capped(seed.test, config.limit_test, split_seed),
         }
         self._evaluations: dict[tuple[str, str, str], Evaluation] = {}
-        self._optimizations: dict[tuple[str, str], Optimization] = {}
+        self._optimizations: dict[tuple[str, str, int], Optimization] = {}
         self.phase = ""  # the protocol phase running now, for error messages
 
     def evaluate(self, model: Model, skill: str, split: str, meter: Meter | None = None) -> Evaluation:
@@ -234,8 +336,10 @@ class SeedSession:
         def judge(job: tuple[Task, int]) -> SampleResult:
             task, sample = job
             attempt = run_task(ctx, skill, task, sample)
-            verdict = judges.score(task.judge, attempt)
-            return SampleResult(sample, verdict.hard, verdict.soft, verdict.failed, attempt.text, attempt.tools_called)
+            grade = self.rubric.grader(task.text, attempt.text, own_meter) if self.rubric else None
+            verdict = judges.score(task.judge, attempt, grade, task.origin)
+            return SampleResult(sample, verdict.hard, verdict.soft, verdict.failed, attempt.text, attempt.tools_called,
+                                verdict.rubric, attempt.stop_reason)
 
         workers = min(self.concurrency(model), len(jobs))
         if workers > 1:  # results keep the jobs' order, so any concurrency gives the same evaluation
@@ -246,45 +350,65 @@ class SeedSession:
         per_task = tuple(
             TaskResult(task.id, tuple(r for (t, _), r in zip(jobs, results) if t is task)) for task in tasks
         )
-        evaluation = Evaluation(model.model_id, split, per_task, own_meter.snapshot(), self.config.gate_weight)
+        evaluation = Evaluation(model.model_id, split, per_task, own_meter.snapshot(), self.config.gate_weight,
+                                self.config.scoring)
         if meter is None:
             self._evaluations[key] = evaluation
         return evaluation
 
-    def optimize(self, agent: Model, optimizer: Model) -> Optimization:
-        """Optimize the seed's skill for up to N nights (memoized per agent and optimizer)."""
-        key = (agent.model_id, optimizer.model_id)
+    @property
+    def gate_profile(self) -> ScoringProfile:
+        """The scoring profile, with `min_delta` from the configuration when it sets one."""
+        profile = scoring_profile(self.config.scoring)
+        return profile if self.config.min_delta is None else replace(profile, min_delta=self.config.min_delta)
+
+    def optimize(self, agent: Model, optimizer: Model, restart: int = 1) -> Optimization:
+        """Optimize the seed's skill for up to N nights (memoized per agent, optimizer and restart)."""
+        key = (agent.model_id, optimizer.model_id, restart)
         if key not in self._optimizations:
-            self._optimizations[key] = self._optimize(agent, optimizer)
+            self._optimizations[key] = self._optimize(agent, optimizer, restart)
         return self._optimizations[key]
 
-    def _optimize(self, agent: Model, optimizer: Model) -> Optimization:
+    def _restart_splits(self, restart: int) -> tuple[str, str]:
+        """The session's names of restart `restart`'s train and val splits (created on first use)."""
+        train_name, val_name = restarts.split_name("train", restart), restarts.split_name("val", restart)
+        if train_name not in self.splits:
+            train, val = restarts.train_val(self.seed, restart)
+            split_seed = restarts.split_seed(self.seed, restart)
+            self.splits[train_name] = capped(train, self.config.limit_replay, split_seed)
+            self.splits[val_name] = capped(val, self.config.limit_holdout, split_seed)
+        return train_name, val_name
+
+    def _optimize(self, agent: Model, optimizer: Model, restart: int = 1) -> Optimization:
         meter = Meter()
         skill = self.seed.skill
         nights: list[Night] = []
         rejected: list[RejectedEdit] = []
+        train_split, val_split = self._restart_splits(restart)
         label = f"{self.seed.name}: optimize on {agent.model_id} (optimizer {optimizer.model_id})"
+        label += f", restart {restart}" if restart > 1 else ""
         for number in range(1, self.config.nights + 1):
-            val = self.evaluate(agent, skill, "val", meter)
+            val = self.evaluate(agent, skill, val_split, meter)
             if val.gate_score >= 1.0:
                 nights.append(Night(number, val.gate_score, None, False, (), (), "validation already perfect; stopped"))
                 self.progress(f"{label}: night {number}: val {val.gate_score:.2f} is perfect, stopping")
                 break
-            train = self.evaluate(agent, skill, "train", meter)
-            failures, successes = _observations(self.splits["train"], train)
+            train = self.evaluate(agent, skill, train_split, meter)
+            failures, successes = _observations(self.splits[train_split], train)
             if not failures:
                 nights.append(Night(number, val.gate_score, None, False, (), (), "no training failures to learn from"))
                 self.progress(f"{label}: night {number}: no training failures, stopping")
                 break
-            request = build_reflect_request(skill, failures, successes, rejected, self.config.edit_budget, sample_id=number)
+            request = build_reflect_request(skill, failures, successes, rejected, self.config.edit_budget,
+                                            sample_id=restarts.optimizer_sample_id(number, restart))
             edits, note = self._reflect(optimizer, request, meter)
             outcome = apply_edits(skill, edits, self.config.edit_budget)
             if not outcome.applied:
                 nights.append(Night(number, val.gate_score, None, False, (), outcome.unmatched, note or "no edit applied"))
                 self.progress(f"{label}: night {number}: no edit applied")
                 continue
-            candidate = self.evaluate(agent, outcome.skill, "val", meter)
-            accepted = candidate.gate_score > val.gate_score
+            candidate = self.evaluate(agent, outcome.skill, val_split, meter)
+            accepted = self.gate_profile.accepts(candidate.gate_score, val.gate_score)
             nights.append(Night(number, val.gate_score, candidate.gate_score, accepted, outcome.applied, outcome.unmatched, note))
             verb = "accepted" if accepted else "rejected"
             self.progress(f"{label}: night {number}: val {val.gate_score:.2f} -> {candidate.gate_score:.2f}, "
@@ -315,23 +439,40 @@ class SeedSession:
             except EditParseError as exc:
                 return [], f"optimizer reply unusable after one retry: {exc}"
 
+    def calibrate(self) -> tuple[Calibration | None, Costs]:
+        """Measure the judge on the seed's calibration file once (None without a judge or a file)."""
+        if self._calibration is None:
+            if self.rubric is None or not self.seed.calibration:
+                self._calibration = (None, {})
+            else:
+                meter = Meter()
+                self.progress(f"{self.seed.name}: judge calibration on {len(self.seed.calibration)} answers")
+                result = calibrate(self.rubric, self.seed.calibration, meter)
+                self.progress(f"{self.seed.name}: judge calibration {result.summary()}")
+                self._calibration = (result, meter.snapshot())
+        return self._calibration
+
+    def judge_summary(self, graded: list[Model]) -> JudgeSummary | None:
+        """The judge part of a result; raises CalibrationFailed when the judge is below its threshold."""
+        if self.judge is None:
+            return None
+        self.phase = "judge-calibration"
+        calibration, costs = self.calibrate()
+        if calibration is not None and not calibration.passed:
+            raise CalibrationFailed(calibration.failure_message(self.seed.name))
+        return JudgeSummary(self.judge.model.model_id, self.judge.samples, calibration, costs,
+                            family_warning(self.judge.model, graded))
+
     def transfer(self, source: Model, target: Model, optimizer: Model | None = None) -> TransferResult:
-        """Run the whole protocol for one (source, target) pair."""
+        """Run the whole protocol for one (source, target) pair (after the judge's calibration)."""
+        judge = self.judge_summary([source, target])
         source_optimizer = optimizer or source
         self.phase = "baseline"
         self.progress(f"{self.seed.name}: baseline on {target.model_id}")
         baseline = self.evaluate(target, self.seed.skill, "test")
-        self.phase = "optimize-source"
-        learned = self.optimize(source, source_optimizer)
-        self.phase = "transferred"
-        self.progress(f"{self.seed.name}: transferred skill on {target.model_id}")
-        transferred = self.evaluate(target, learned.learned_skill, "test")
-        direct_opt = direct = None
-        if self.config.direct:
-            self.phase = "optimize-direct"
-            direct_opt = self.optimize(target, optimizer or target)
-            self.phase = "direct"
-            direct = self.evaluate(target, direct_opt.learned_skill, "test")
+        runs = [self._run(source, target, source_optimizer, optimizer or target, restart)
+                for restart in range(1, self.config.restarts + 1)]
+        first = runs[0]
         self.phase = ""
         return TransferResult(
             seed=self.seed.name,
@@ -340,19 +481,51 @@ class SeedSession:
             optimizer=source_optimizer.model_id,
             config=self.config,
             baseline=baseline,
-            learned=learned,
-            transferred=transferred,
-            direct_optimization=direct_opt,
-            direct=direct,
+            learned=first.learned,
+            transferred=first.transferred,
+            direct_optimization=first.direct_optimization,
+            direct=first.direct,
+            split_seed=first.split_seed,
+            more_runs=tuple(runs[1:]),
+            judge=judge,
         )
+
+    def _run(self, source: Model, target: Model, source_optimizer: Model, direct_optimizer: Model,
+             restart: int) -> RestartRun:
+        """One restart: optimize on the source, score on the target, and the direct reference."""
+        suffix = f" (restart {restart})" if restart > 1 else ""
+        self.phase = "optimize-source"
+        learned = self.optimize(source, source_optimizer, restart)
+        self.phase = "transferred"
+        self.progress(f"{self.seed.name}: transferred skill on {target.model_id}{suffix}")
+        transferred = self.evaluate(target, learned.learned_skill, "test")
+        direct_opt = direct = None
+        if self.config.direct:
+            self.phase = "optimize-direct"
+            direct_opt = self.optimize(target, direct_optimizer, restart)
+            self.phase = "direct"
+            direct = self.evaluate(target, direct_opt.learned_skill, "test")
+        return RestartRun(restart, restarts.split_seed(self.seed, restart), learned, transferred, direct_opt, direct)
+
+
+def seed_judge(seed: Seed) -> JudgeSetup | None:
+    """The judge a seed's `[judge]` table names (1 sample and the default threshold unless it says otherwise)."""
+    settings = seed.judge
+    if settings.model is None:
+        return None
+    defaults = JudgeSetup(model=resolve_model(settings.model))
+    return JudgeSetup(defaults.model, settings.samples or defaults.samples,
+                      defaults.min_accuracy if settings.min_accuracy is None else settings.min_accuracy)
 
 
 def _observations(tasks: tuple[Task, ...], evaluation: Evaluation) -> tuple[list[Observation], list[Observation]]:
-    """Split a train evaluation into failing and passing observations (one per task and sample)."""
+    """Split a train evaluation into failing and passing observations (one per task and sample), with the
+    judge's reasons for failed rubric checks (train only: val and test never reach the optimizer)."""
     failures, successes = [], []
     for task, result in zip(tasks, evaluation.tasks):
         for sample in result.samples:
-            obs = Observation(task.id, task.text, sample.answer, task.judge, sample.failed, sample.tools_called)
+            reasons = tuple(f'"{v.criterion}": {v.reason}' for v in sample.rubric if not v.passed)
+            obs = Observation(task.id, task.text, sample.answer, task.judge, sample.failed, sample.tools_called, reasons)
             (successes if sample.hard >= 1.0 else failures).append(obs)
     return failures, successes
 

@@ -2,17 +2,19 @@
 
 The optimizer sees the current skill, the training criteria that failed (in plain English, each
 followed by a machine-readable `(check: op json-arg)` tag), failing and succeeding training
-attempts, and edits that earlier nights tried and the gate rejected. It answers with a JSON array.
+attempts, and edits that earlier nights tried and the gate rejected. For a failed rubric check of
+a training attempt it also sees the judge's one-line reason (only training attempts are ever shown).
+It answers with a JSON array.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from dataclasses import dataclass
 
 from .edits import Edit
+from .json_text import embedded_json
 from .judges import Judge, describe_check
 from .models.base import Message, Request
 
@@ -47,6 +49,7 @@ class Observation:
     judge: Judge
     failed: tuple[str, ...]
     tools_called: tuple[str, ...] = ()
+    judge_reasons: tuple[str, ...] = ()  # "<criterion>: <the judge's reason>" for failed rubric checks
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,9 @@ def _excerpt(text: str) -> str:
 def _observation_block(obs: Observation) -> str:
     tools = ", ".join(obs.tools_called) or "none"
     status = ("Failed: " + "; ".join(obs.failed)) if obs.failed else "Passed every check."
-    return f"## Task {obs.task_id}\nTask: {obs.task}\nTools called: {tools}\nAnswer ({len(obs.answer)} characters):\n{_excerpt(obs.answer)}\n{status}"
+    reasons = "".join(f"\nJudge's reason for {reason}" for reason in obs.judge_reasons)
+    return (f"## Task {obs.task_id}\nTask: {obs.task}\nTools called: {tools}\nAnswer ({len(obs.answer)} characters):\n"
+            f"{_excerpt(obs.answer)}\n{status}{reasons}")
 
 
 def build_reflect_request(
@@ -123,25 +128,12 @@ class EditParseError(ValueError):
     """The optimizer's reply held no usable JSON array of edits."""
 
 
-def _candidate_arrays(text: str) -> list[object]:
-    decoder = json.JSONDecoder()
-    found = []
-    for match in re.finditer(r"\[", text):
-        try:
-            value, _ = decoder.raw_decode(text, match.start())
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, list):
-            found.append(value)
-    return found
-
-
 def parse_edits(text: str) -> list[Edit]:
     """Parse the first JSON array of edit objects in a reply (code fences and prose tolerated).
 
     An empty array `[]` (and no other array of edits) means the optimizer proposes no edit: [].
     """
-    arrays = _candidate_arrays(text)
+    arrays = embedded_json(text, list)
     for array in arrays:
         items = [item for item in array if isinstance(item, dict)]
         if not items:

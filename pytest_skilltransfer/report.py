@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-COLUMNS = ("seed", "pair", "baseline", "transferred", "direct", "gain ± CI", "eff.", "calls", "tokens", "$")
+COLUMNS = ("seed", "pair", "base", "transf.", "gain [95% CI]", "p", "mdg", "eff.", "verdict")
+MD_COLUMNS = ("seed", "pair", "baseline", "transferred", "direct", "gain [95% CI]", "p", "mdg", "eff. [95% CI]",
+              "calls", "tokens", "$", "verdict")
+SEED_CHARS = 20
+LEGEND = ("gain: paired per-task gain transferred - baseline, exact 95% interval (Clopper-Pearson on (d+1)/2); "
+          "p: exact sign-flip test of no effect; mdg: smallest gain detected with 80% power at this task count; "
+          "restarts: optimizations per item and the sd of their gains (the interval includes it); "
+          "eff.: gain / direct headroom, shown when the headroom is significant; "
+          "verdict: pass / fail / inconclusive of the gates")
 
 
 def _score(value: float | None) -> str:
@@ -28,6 +36,50 @@ def night_verdict(night: dict[str, Any]) -> str:
     return "rejected" if night["applied"] else "no change"
 
 
+def p_text(value: float | None) -> str:
+    """`0.031`, `<.001`, or `-`."""
+    if value is None:
+        return "-"
+    return "<.001" if value < 0.001 else f"{value:.3f}"
+
+
+def mdg_text(result: dict[str, Any]) -> str:
+    """The minimal detectable gain at this task count, or `>1` when no gain is detectable."""
+    mdg = result["gain"].get("mdg")
+    return ">1" if mdg is None else f"{mdg:.2f}"
+
+
+def efficiency_text(result: dict[str, Any], interval: bool = False) -> str:
+    """Efficiency (with its interval when asked), `-` unless the direct headroom is significant."""
+    ci = result.get("efficiency_ci")
+    if ci is None:
+        return "-"
+    return f"{ci['mean']:.2f} [{ci['ci_low']:.2f}, {ci['ci_high']:.2f}]" if interval else f"{ci['mean']:.2f}"
+
+
+def restarts_text(result: dict[str, Any]) -> str | None:
+    """`5 sd 0.47`: the number of restarts and the sd of their gains; None for a single optimization."""
+    spread = result["gain"].get("restarts")
+    return None if not spread else f"{spread['count']} sd {spread['sd']:.2f}"
+
+
+def _with_restarts(results: list[dict[str, Any]], columns: tuple[str, ...], rows: list[tuple[str, ...]],
+                   after: str) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """Insert the restarts column after `after` when any result has restarts."""
+    if not any(restarts_text(r) for r in results):
+        return columns, rows
+    at = columns.index(after) + 1
+    cells = [restarts_text(r) or "1" for r in _sorted(results)]
+    return ((*columns[:at], "restarts", *columns[at:]),
+            [(*row[:at], cell, *row[at:]) for row, cell in zip(rows, cells)])
+
+
+def verdict_text(result: dict[str, Any]) -> str:
+    """The gates' verdict (pass / fail / inconclusive), `-` when the item was not gated."""
+    gate = result.get("gate")
+    return "-" if not gate else gate.get("verdict", "pass" if gate.get("passed") else "fail")
+
+
 def usd_text(value: float | None) -> str:
     """Dollars, or `n/a` when a model has no price."""
     return "n/a" if value is None else f"{value:.4f}"
@@ -37,17 +89,23 @@ def seed_line(result: dict[str, Any]) -> str:
     """One line per seed, as the upstream CLI prints it, plus the interval."""
     direct = f" direct={_score(result['direct_target'])}" if result["direct_target"] is not None else ""
     return (f"  {result['seed']:<24} baseline={_score(result['baseline_target'])} "
-            f"transferred={_score(result['transferred'])}{direct}  (gain {gain_text(result)})")
+            f"transferred={_score(result['transferred'])}{direct}  (gain {gain_text(result)}, "
+            f"p={p_text(result['gain'].get('p_value'))}, mdg {mdg_text(result)}"
+            + (f", restarts {restarts_text(result)}" if restarts_text(result) else "") + ")")
 
 
 def summary_line(results: list[dict[str, Any]]) -> str:
-    """`=== transfer a -> b: P/N positive, mean gain +x ===`."""
+    """`=== transfer a -> b: P/N positive (S significant, Holm), mean gain +x ===`."""
+    from .summary import summarize
+
     pairs = sorted({f"{r['source']} -> {r['target']}" for r in results})
+    summary = summarize(results)
     positive = sum(1 for r in results if r["transfer_gain"] > 0)
     mean_gain = sum(r["transfer_gain"] for r in results) / len(results) if results else 0.0
     total = [r["cost"]["total_usd"] for r in results]
     usd = None if any(v is None for v in total) else sum(total)
     return (f"=== transfer {', '.join(pairs)}: {positive}/{len(results)} positive, "
+            f"{summary['significant_gains']}/{summary['hypotheses']} significant (Holm, FWER 5%), "
             f"mean gain {mean_gain:+.2f}, cost ${usd_text(usd)}{cache_text(results)} ===")
 
 
@@ -62,6 +120,15 @@ def cache_text(results: list[dict[str, Any]]) -> str:
     return f", prompt cache saved ${amount} ({read} tokens read, {written} written)"
 
 
+def pair_lines(results: list[dict[str, Any]]) -> list[str]:
+    """Per pair, the mean gain over seeds with its exact 95% interval over seeds."""
+    from .summary import summarize
+
+    return [f"{p['source']} -> {p['target']}: mean gain over {p['seeds']} seed(s) {p['mean_gain']:+.2f} "
+            f"[{p['ci_low']:+.2f}, {p['ci_high']:+.2f}], {p['significant_gains']} significant after Holm"
+            for p in summarize(results)["pairs"]]
+
+
 def _seed_label(result: dict[str, Any]) -> str:
     """The seed, plus the test's name for a hand-written test (so it is not mistaken for a matrix item)."""
     item = result.get("item", "")
@@ -70,24 +137,58 @@ def _seed_label(result: dict[str, Any]) -> str:
     return f"{result['seed']} ({item.split('::')[-1]})"
 
 
+def _short(text: str, width: int = SEED_CHARS) -> str:
+    return text if len(text) <= width else text[: width - 1] + "~"
+
+
+def _sorted(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(results, key=lambda r: (r["seed"], r["source"], r["target"]))
+
+
 def table_rows(results: list[dict[str, Any]]) -> list[tuple[str, ...]]:
-    """Rows of the summary table, sorted by seed and pair."""
-    rows = []
-    for r in sorted(results, key=lambda r: (r["seed"], r["source"], r["target"])):
-        eff = "-" if r["efficiency"] is None else f"{r['efficiency']:.2f}"
-        rows.append((_seed_label(r), f"{r['source']}->{r['target']}", _score(r["baseline_target"]), _score(r["transferred"]),
-                     _score(r["direct_target"]), gain_text(r), eff, str(r["cost"]["calls"]), str(r["cost"]["tokens"]),
-                     usd_text(r["cost"]["total_usd"])))
-    return rows
+    """Rows of the terminal table (`COLUMNS`), sorted by seed and pair."""
+    return [(_short(_seed_label(r)), f"{r['source']}->{r['target']}", _score(r["baseline_target"]),
+             _score(r["transferred"]), gain_text(r), p_text(r["gain"].get("p_value")), mdg_text(r),
+             efficiency_text(r), verdict_text(r)) for r in _sorted(results)]
+
+
+def md_rows(results: list[dict[str, Any]]) -> list[tuple[str, ...]]:
+    """Rows of the Markdown table (`MD_COLUMNS`), sorted by seed and pair."""
+    return [(_seed_label(r), f"{r['source']}->{r['target']}", _score(r["baseline_target"]), _score(r["transferred"]),
+             _score(r["direct_target"]), gain_text(r), p_text(r["gain"].get("p_value")), mdg_text(r),
+             efficiency_text(r, interval=True), str(r["cost"]["calls"]), str(r["cost"]["tokens"]),
+             usd_text(r["cost"]["total_usd"]), verdict_text(r)) for r in _sorted(results)]
+
+
+def md_table(results: list[dict[str, Any]]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """The Markdown table's columns and rows (with a restarts column when any result has restarts)."""
+    return _with_restarts(results, MD_COLUMNS, md_rows(results), "gain [95% CI]")
 
 
 def text_table(results: list[dict[str, Any]]) -> str:
-    """A fixed-width table for the terminal."""
-    rows = [COLUMNS, *table_rows(results)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
+    """A fixed-width table for the terminal (under 120 columns)."""
+    columns, body = _with_restarts(results, COLUMNS, table_rows(results), "gain [95% CI]")
+    rows = [columns, *body]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
     lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def unfinished_answers(result: dict[str, Any]) -> str | None:
+    """`baseline: 2 truncated; transferred: 1 refusal; usage missing on 3 calls`, or None when all answers
+    were finished and every call reported its usage."""
+    parts = []
+    for phase in ("baseline", "transferred", "direct"):
+        evaluation = result["scores"].get(phase)
+        stops = (evaluation or {}).get("stops") or {}
+        counted = [f"{n} {kind.replace('_', ' ')}" for kind, n in stops.items() if n]
+        if counted:
+            parts.append(f"{phase}: {', '.join(counted)}")
+    missing = result["cost"].get("usage_unreported_calls", 0)
+    if missing:
+        parts.append(f"usage missing on {missing} call(s) (their tokens and cost are unknown, not 0)")
+    return "; ".join(parts) or None
 
 
 def price_difference(results: list[dict[str, Any]]) -> str | None:

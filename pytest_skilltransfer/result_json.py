@@ -1,4 +1,7 @@
-"""TransferResult -> plain JSON: upstream's fields first, then ours (CIs, efficiency, cost, full skills, tasks).
+"""TransferResult -> plain JSON: upstream's fields first, then ours (CIs, p-values, efficiency, cost, skills, tasks).
+
+Each result carries everything the run-level statistics need (per-task scores, the gain's p-value,
+n and mean), so `summary.summarize` recomputes them exactly from any list of results, e.g. merged shards.
 
 The CLI's `--json`, the plugin's `--skilltransfer-json` and the snapshots all use this one shape.
 """
@@ -8,8 +11,12 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from .judge_report import judge_json, verdict_json
+from .ledger import evidence_digest
 from .prices import cache_saving_usd, cost_usd
-from .protocol import Costs, Evaluation, Night, Optimization, TransferResult, total_costs
+from .protocol import Costs, Evaluation, Night, Optimization, TaskResult, TransferResult, total_costs
+from .stats import mean, restart_score
+from .summary import summarize
 
 EXPERIMENT = "skilltransfer/transfer"
 TAIL_CHARS = 300
@@ -30,6 +37,7 @@ def cost_rows(costs: Costs) -> list[dict[str, Any]]:
             "model": model_id, "role": role, "calls": tally.calls, "cached": tally.cached,
             "input_tokens": tally.usage.input_tokens, "output_tokens": tally.usage.output_tokens,
             "cache_write_tokens": tally.usage.cache_write_tokens, "cache_read_tokens": tally.usage.cache_read_tokens,
+            "usage_unreported": tally.usage.unreported,
             "usd": _round_usd(usd), "cache_saved_usd": _round_usd(saved),
         })
     return rows
@@ -71,13 +79,60 @@ def _evaluation(ev: Evaluation | None) -> dict[str, Any] | None:
         return None
     return {
         "model": ev.model_id, "split": ev.split, "hard": ev.hard.as_dict(), "soft": ev.soft.as_dict(),
+        "scoring": {"profile": ev.scoring, "score": round(ev.profile_score, 4)},
+        "stops": ev.stops,
         "tasks": [
             {"task_id": t.task_id, "hard": round(t.hard, 4), "soft": round(t.soft, 4),
-             "samples": [{"sample_id": s.sample_id, "hard": s.hard, "soft": round(s.soft, 4), "failed": list(s.failed)}
-                         for s in t.samples]}
+             "samples": _samples(t)}
             for t in ev.tasks
         ],
     }
+
+
+def _samples(task: TaskResult) -> list[dict[str, Any]]:
+    return [{"sample_id": s.sample_id, "hard": s.hard, "soft": round(s.soft, 4), "failed": list(s.failed),
+             "stop_reason": s.stop_reason,
+             **({"rubric": [verdict_json(v) for v in s.rubric]} if s.rubric else {})}
+            for s in task.samples]
+
+
+def _averaged(evaluations: list[Evaluation]) -> dict[str, Any]:
+    """Several restarts' evaluations of one split as one: per-task means over restarts, two-level intervals."""
+    first = evaluations[0]
+    hard = [[t.hard for t in ev.tasks] for ev in evaluations]
+    soft = [[t.soft for t in ev.tasks] for ev in evaluations]
+    return {
+        "model": first.model_id, "split": first.split,
+        "hard": {**restart_score(hard).as_dict(), "restart_means": [round(mean(v), 4) for v in hard]},
+        "soft": restart_score(soft).as_dict(),
+        "stops": {kind: sum(ev.stops[kind] for ev in evaluations) for kind in first.stops},
+        "tasks": [{"task_id": tasks[0].task_id, "hard": round(mean(h), 4), "soft": round(mean(s), 4),
+                   "restarts": [round(v, 4) for v in h],
+                   "samples": [sample for task in tasks for sample in _samples(task)]}
+                  for tasks, h, s in zip(zip(*(ev.tasks for ev in evaluations)), zip(*hard), zip(*soft))],
+    }
+
+
+def _scores(evaluations: list[Evaluation | None]) -> dict[str, Any] | None:
+    """One evaluation's JSON, or the restart average of several."""
+    present = [ev for ev in evaluations if ev is not None]
+    if not present:
+        return None
+    return _evaluation(present[0]) if len(present) == 1 else _averaged(present)
+
+
+def _restarts(result: TransferResult) -> list[dict[str, Any]] | None:
+    """Per restart (only with R > 1): its split seed, scores, gain and learned skill."""
+    runs = result.runs
+    if len(runs) == 1:
+        return None
+    return [{
+        "restart": run.restart, "split_seed": run.split_seed,
+        "transferred": round(run.transferred.hard.mean, 4),
+        "direct": None if run.direct is None else round(run.direct.hard.mean, 4),
+        "gain": round(gain, 4), "learned_skill": run.learned.learned_skill,
+        "nights": [_night(n) for n in run.learned.nights],
+    } for run, gain in zip(runs, result.gain.restart_gains)]
 
 
 def _night(night: Night) -> dict[str, Any]:
@@ -95,28 +150,42 @@ def _optimization(opt: Optimization | None) -> dict[str, Any] | None:
             "nights": [_night(n) for n in opt.nights]}
 
 
+def _profile_scores(result: TransferResult) -> dict[str, Any]:
+    """The scoring profile's set scores of the three held-out evaluations (gbrain: mean of soft medians)."""
+    baseline, transferred = result.baseline.profile_score, result.transferred.profile_score
+    direct = result.direct.profile_score if result.direct else None
+    return {"profile": result.config.scoring, "baseline": _round(baseline), "transferred": _round(transferred),
+            "direct": _round(direct), "gain": _round(transferred - baseline)}
+
+
 def result_to_json(result: TransferResult) -> dict[str, Any]:
     """One result in the report shape."""
     phases = result.phase_costs()
     merged = total_costs(result)
-    direct_mean = result.direct.hard.mean if result.direct else None
+    runs = result.runs
+    transferred = _scores([run.transferred for run in runs])
+    direct = _scores([run.direct for run in runs]) if result.direct else None
     return {
         "seed": result.seed,
         "source": result.source,
         "target": result.target,
         "baseline_target": _round(result.baseline.hard.mean),
-        "direct_target": _round(direct_mean),
-        "transferred": _round(result.transferred.hard.mean),
+        "direct_target": None if direct is None else _round(direct["hard"]["mean"]),
+        "transferred": _round(transferred["hard"]["mean"]),
         "transfer_gain": _round(result.gain.mean),
         "learned_skill_tail": result.learned.learned_skill[-TAIL_CHARS:],
         "optimizer": result.optimizer,
         "gain": result.gain.as_dict(),
         "efficiency": _round(result.efficiency),
+        "efficiency_ci": None if result.efficiency_estimate is None else result.efficiency_estimate.as_dict(),
+        "headroom": None if result.headroom is None else result.headroom.as_dict(),
+        "scoring": _profile_scores(result),
         "scores": {
             "baseline": _evaluation(result.baseline),
-            "transferred": _evaluation(result.transferred),
-            "direct": _evaluation(result.direct),
+            "transferred": transferred,
+            "direct": direct,
         },
+        "restarts": _restarts(result),
         "learned_skill": result.learned.learned_skill,
         "optimization": {"source": _optimization(result.learned), "direct": _optimization(result.direct_optimization)},
         "cost": {
@@ -129,9 +198,20 @@ def result_to_json(result: TransferResult) -> dict[str, Any]:
             "cache_read_tokens": sum(t.usage.cache_read_tokens for t in merged.values()),
             "cache_write_tokens": sum(t.usage.cache_write_tokens for t in merged.values()),
             "cache_saved_usd": _round_usd(cache_saved(merged)),
+            "usage_unreported_calls": sum(t.usage.unreported for t in merged.values()),
         },
+        "evidence": _evidence(result),
         "config": asdict(result.config),
+        **({"judge": judge_json(result)} if result.judge is not None else {}),
     }
+
+
+def _evidence(result: TransferResult) -> dict[str, Any]:
+    """The distinct calls the scores were computed from (the held-out evaluations), and one digest over
+    them (see `ledger`); what the optimization's calls produced is the learned skill, recorded as text."""
+    scored = [result.baseline, *(ev for run in result.runs for ev in (run.transferred, run.direct) if ev is not None)]
+    used: frozenset[str] = frozenset().union(*(t.evidence for ev in scored for t in ev.costs.values()))
+    return {"calls": len(used), "digest": evidence_digest(used)}
 
 
 def _round_usd(value: float | None) -> float | None:
@@ -158,5 +238,6 @@ def run_report(results: list[dict[str, Any]]) -> dict[str, Any]:
         "target": targets[0] if len(targets) == 1 else targets,
         "tokens_source": tokens_of(sources),
         "tokens_target": tokens_of([t for t in targets if t not in sources]),
+        "summary": summarize(results),
         "results": results,
     }

@@ -3,29 +3,79 @@
     <seed>/SKILL.md          the deficient skill (required)
     <seed>/benchmark.jsonl   training pool, split into train and val by a hash (required)
     <seed>/held-out.jsonl    test tasks (required, at least one)
-    <seed>/seed.toml         optional: description, [split], [thresholds], corpus folder name
+    <seed>/seed.toml         optional: description, [split], [thresholds], [judge], corpus folder name
     <seed>/brain/            optional corpus for the `search` tool (Markdown pages, slug = path)
+    <seed>/judge-calibration.jsonl  optional: answers with the verdict a person expects, for rubric judges
 
-Loading validates everything and reports every problem at once, each naming file and line.
+Loading validates everything and reports every problem at once, each naming file and line (or byte
+offset, for a file that is not UTF-8). Inputs are bounded (`SeedLimits`, generous defaults the plugin
+exposes as options): SKILL.md, each task text, and the corpus in all. The corpus folder must resolve
+inside the seed folder (no `..`, absolute paths, or symlinks out), and so must each page.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
+import regex
 import tomllib
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
-from .judges import BOUND_OPS, JUDGE_KINDS, RULE_OPS, TEXT_OPS, Check, Judge
+from .judges import BOUND_OPS, JUDGE_KINDS, RUBRIC_OP, RULE_OPS, TEXT_OPS, Check, Judge, compile_pattern, has_rubric
+from .tools import corpus_pages, decode_utf8, is_inside
+from .regex_portability import javascript_problems
+from .rubric import CalibrationItem
 
 SKILL_FILE = "SKILL.md"
 TRAIN_FILE = "benchmark.jsonl"
 TEST_FILE = "held-out.jsonl"
 CONFIG_FILE = "seed.toml"
+CALIBRATION_FILE = "judge-calibration.jsonl"
+CHECK_FIELDS = ("op", "arg")
 DEFAULT_CORPUS_DIR = "brain"
+
+
+@dataclass(frozen=True)
+class SeedLimits:
+    """Size limits of a seed's inputs, in bytes of UTF-8 (each named by the option that raises it)."""
+
+    skill_bytes: int = 1_000_000  # --max-skill-bytes: SKILL.md (about 250k tokens, beyond any context window)
+    task_bytes: int = 100_000  # --max-task-bytes: each task's text
+    corpus_bytes: int = 50_000_000  # --max-corpus-bytes: all corpus pages together
+
+
+LIMIT_OPTIONS = {"skill_bytes": "--max-skill-bytes", "task_bytes": "--max-task-bytes",
+                 "corpus_bytes": "--max-corpus-bytes"}
+
+
+def _over(size: int, limits: SeedLimits, name: str, what: str) -> str | None:
+    limit = getattr(limits, name)
+    if size <= limit:
+        return None
+    return (f"{what} is {size} bytes, over the limit of {limit} bytes: shorten it, or raise the limit with "
+            f"{LIMIT_OPTIONS[name]} (ini skilltransfer_{LIMIT_OPTIONS[name][2:].replace('-', '_')})")
+
+
+def read_text_file(path: Path, problems: list[SeedProblem], limits: SeedLimits | None = None,
+                   limit: str | None = None) -> str | None:
+    """A seed file as text, or None after appending why not (unreadable, over a limit, not UTF-8)."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        problems.append(SeedProblem(str(path), f"cannot be read ({exc.strerror or exc})"))
+        return None
+    if limits is not None and limit is not None:
+        over = _over(len(data), limits, limit, "the file")
+        if over:
+            problems.append(SeedProblem(str(path), over))
+            return None
+    text, why = decode_utf8(data)
+    if text is None:
+        problems.append(SeedProblem(str(path), why))
+    return text
 
 
 @dataclass(frozen=True)
@@ -46,6 +96,15 @@ class Thresholds:
     min_score: float | None = None
     min_efficiency: float | None = None
     regression_tolerance: float | None = None
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """A seed's `[judge]` table: the judge model, samples per rubric check, calibration threshold (None = unset)."""
+
+    model: str | None = None
+    samples: int | None = None
+    min_accuracy: float | None = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +130,13 @@ class Seed:
     split: SplitSettings = field(default_factory=SplitSettings)
     corpus_dir: Path | None = None
     pairs: tuple[tuple[str, str], ...] = ()
+    judge: JudgeSettings = field(default_factory=JudgeSettings)
+    calibration: tuple[CalibrationItem, ...] = ()
+
+    @property
+    def rubric_origin(self) -> str | None:
+        """Where the first task with a rubric check is defined (`file:line`), or None without rubric checks."""
+        return next((t.origin for t in (*self.train, *self.val, *self.test) if has_rubric(t.judge)), None)
 
 
 def split_pair(text: str) -> tuple[str, str] | None:
@@ -94,6 +160,10 @@ class SeedProblem:
 
     def __str__(self) -> str:
         return f"{self.where}: {self.message}"
+
+
+class SeedPortabilityWarning(UserWarning):
+    """A seed loads here but would be judged differently by gbrain (JavaScript regex semantics)."""
 
 
 class SeedError(Exception):
@@ -133,6 +203,19 @@ def _parse_judge(raw: Any, where: str, problems: list[SeedProblem]) -> Judge | N
     if kind not in JUDGE_KINDS:
         problems.append(SeedProblem(where, f"unknown judge kind {kind!r}; use one of {', '.join(JUDGE_KINDS)}"))
         return None
+    if kind == "rubric":  # a task-level rubric judge: several criteria, each one rubric check
+        criteria = raw.get("criteria")
+        unknown = sorted(set(raw) - {"kind", "criteria"})
+        if unknown:
+            problems.append(SeedProblem(where, f"unknown field(s) {', '.join(map(repr, unknown))} in a rubric judge; "
+                                        "it takes 'kind' and 'criteria'"))
+            return None
+        if not isinstance(criteria, list) or not criteria:
+            problems.append(SeedProblem(where, "rubric judge needs 'criteria', a non-empty list of criterion strings"))
+            return None
+        parsed = [_parse_check({"op": RUBRIC_OP, "arg": c}, f"{where}: criterion {i + 1}", problems)
+                  for i, c in enumerate(criteria)]
+        return None if any(c is None for c in parsed) else Judge(kind="rule", checks=tuple(c for c in parsed if c))
     if kind == "qrels":
         slugs, k = raw.get("expected_slugs"), raw.get("k", 5)
         ok = True
@@ -162,6 +245,11 @@ def _parse_check(raw: Any, where: str, problems: list[SeedProblem]) -> Check | N
         problems.append(SeedProblem(where, "a check must be an object with 'op' and 'arg'"))
         return None
     op, arg = raw["op"], raw.get("arg")
+    unknown = sorted(set(raw) - set(CHECK_FIELDS))
+    if unknown:
+        problems.append(SeedProblem(where, f"unknown field(s) {', '.join(map(repr, unknown))} in a check; "
+                                    "a check has only 'op' and 'arg'"))
+        return None
     if op not in RULE_OPS:
         problems.append(SeedProblem(where, f"unknown op {op!r}; known ops: {', '.join(RULE_OPS)}"))
         return None
@@ -169,24 +257,30 @@ def _parse_check(raw: Any, where: str, problems: list[SeedProblem]) -> Check | N
         if not _is_int(arg) or arg < 0:
             problems.append(SeedProblem(where, f"{op} needs a non-negative integer, got {arg!r}"))
             return None
+    elif op == RUBRIC_OP:
+        if not isinstance(arg, str) or not arg.strip():
+            problems.append(SeedProblem(where, "rubric needs a criterion: a non-empty string saying what a good "
+                                        "answer does, e.g. \"names the root cause of the incident\""))
+            return None
     elif op in TEXT_OPS or op == "tool_called":
         if not isinstance(arg, str) or not arg.strip():
             problems.append(SeedProblem(where, f"{op} needs a non-empty string argument"))
             return None
         if op == "regex":
             try:
-                re.compile(arg, re.M)
-            except re.error as exc:
+                compile_pattern(arg)
+            except regex.error as exc:
                 problems.append(SeedProblem(where, f"regex {arg!r} does not compile: {exc}"))
                 return None
+            for problem in javascript_problems(arg):
+                warnings.warn(SeedPortabilityWarning(f"{where}: regex {arg!r}: {problem}; gbrain's judge would "
+                                                     "score this check differently"), stacklevel=2)
     return Check(op=op, arg=arg)
 
 
-def read_tasks(path: Path, problems: list[SeedProblem]) -> list[Task]:
-    """Read a JSONL task file, appending every problem (with file:line) to `problems`."""
-    tasks: list[Task] = []
-    seen: dict[str, int] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+def json_lines(path: Path, shape: str, problems: list[SeedProblem]) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """(line number, `file:line`, object) per non-blank JSONL line; malformed lines become problems."""
+    for number, line in enumerate((read_text_file(path, problems) or "").splitlines(), start=1):
         where = f"{path}:{number}"
         if not line.strip():
             continue
@@ -196,8 +290,17 @@ def read_tasks(path: Path, problems: list[SeedProblem]) -> list[Task]:
             problems.append(SeedProblem(where, f"malformed JSON: {exc.msg} (column {exc.colno})"))
             continue
         if not isinstance(raw, dict):
-            problems.append(SeedProblem(where, "each line must be a JSON object {task_id, task, judge}"))
+            problems.append(SeedProblem(where, f"each line must be a JSON object {shape}"))
             continue
+        yield number, where, raw
+
+
+def read_tasks(path: Path, problems: list[SeedProblem], limits: SeedLimits | None = None) -> list[Task]:
+    """Read a JSONL task file, appending every problem (with file:line) to `problems`."""
+    limits = limits or SeedLimits()
+    tasks: list[Task] = []
+    seen: dict[str, int] = {}
+    for number, where, raw in json_lines(path, "{task_id, task, judge}", problems):
         missing = [k for k in ("task_id", "task", "judge") if k not in raw]
         if missing:
             problems.append(SeedProblem(where, f"missing field(s): {', '.join(missing)}"))
@@ -208,6 +311,10 @@ def read_tasks(path: Path, problems: list[SeedProblem]) -> list[Task]:
             continue
         if not isinstance(text, str) or not text.strip():
             problems.append(SeedProblem(where, f"task {task_id!r}: 'task' must be a non-empty string"))
+            continue
+        over = _over(len(text.encode("utf-8")), limits, "task_bytes", f"task {task_id!r}: the text")
+        if over:
+            problems.append(SeedProblem(where, over))
             continue
         if task_id in seen:
             problems.append(SeedProblem(where, f"duplicate task_id {task_id!r} (first at line {seen[task_id]})"))
@@ -222,12 +329,15 @@ def read_tasks(path: Path, problems: list[SeedProblem]) -> list[Task]:
 def _read_config(path: Path, problems: list[SeedProblem]) -> dict[str, Any]:
     if not path.is_file():
         return {}
+    text = read_text_file(path, problems)
+    if text is None:
+        return {}
     try:
-        config = tomllib.loads(path.read_text(encoding="utf-8"))
+        config = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         problems.append(SeedProblem(str(path), f"invalid TOML: {exc}"))
         return {}
-    allowed = {"description": str, "corpus": str, "split": dict, "thresholds": dict, "pairs": list}
+    allowed = {"description": str, "corpus": str, "split": dict, "thresholds": dict, "pairs": list, "judge": dict}
     for key, value in config.items():
         if key not in allowed:
             problems.append(SeedProblem(str(path), f"unknown key {key!r}; known keys: {', '.join(allowed)}"))
@@ -250,8 +360,87 @@ def _number_table(
     return values
 
 
-def load_seed(path: str | Path) -> Seed:
+def _judge_settings(table: dict[str, Any], where: str, problems: list[SeedProblem]) -> JudgeSettings:
+    """The `[judge]` table: model (a name), samples (a positive integer), min_accuracy (within [0, 1])."""
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        if key == "model":
+            if isinstance(value, str) and value.strip():
+                values[key] = value.strip()
+            else:
+                problems.append(SeedProblem(where, f"'model' must be a model name, got {value!r}"))
+        elif key == "samples":
+            if _is_int(value) and value >= 1:
+                values[key] = value
+            else:
+                problems.append(SeedProblem(where, f"'samples' must be a positive integer, got {value!r}"))
+        elif key == "min_accuracy":
+            if not isinstance(value, bool) and isinstance(value, (int, float)) and 0 <= value <= 1:
+                values[key] = float(value)
+            else:
+                problems.append(SeedProblem(where, f"'min_accuracy' must be a number within [0, 1], got {value!r}"))
+        else:
+            problems.append(SeedProblem(where, f"unknown key {key!r}; known keys: model, samples, min_accuracy"))
+    return JudgeSettings(**values)
+
+
+def read_calibration(path: Path, problems: list[SeedProblem]) -> list[CalibrationItem]:
+    """Read `judge-calibration.jsonl`: {"answer", "criterion", "expected": "pass" | "fail", optional "task"}."""
+    items: list[CalibrationItem] = []
+    fields = ("answer", "criterion", "expected", "task")
+    for _, where, raw in json_lines(path, "{answer, criterion, expected}", problems):
+        unknown = sorted(set(raw) - set(fields))
+        missing = [k for k in fields[:3] if k not in raw]
+        if unknown or missing:
+            what = [f"missing field(s): {', '.join(missing)}"] if missing else []
+            what += [f"unknown field(s): {', '.join(unknown)}"] if unknown else []
+            problems.append(SeedProblem(where, "; ".join(what) + ' (fields: answer, criterion, expected, task)'))
+            continue
+        bad = [k for k in ("answer", "criterion") if not isinstance(raw[k], str) or not raw[k].strip()]
+        if bad or not isinstance(raw.get("task", ""), str):
+            problems.append(SeedProblem(where, f"{', '.join(bad) or 'task'} must be a non-empty string"))
+            continue
+        if raw["expected"] not in ("pass", "fail"):
+            problems.append(SeedProblem(where, f"'expected' must be \"pass\" or \"fail\", got {raw['expected']!r}"))
+            continue
+        items.append(CalibrationItem(raw["answer"], raw["criterion"], raw["expected"] == "pass",
+                                     raw.get("task", ""), where))
+    if not items and not any(p.where.startswith(str(path)) for p in problems):
+        problems.append(SeedProblem(str(path), "holds no calibration lines"))
+    return items
+
+
+def _corpus_dir(root: Path, config: dict[str, Any], config_path: Path, limits: SeedLimits,
+                problems: list[SeedProblem]) -> Path | None:
+    """The validated corpus folder (None when there is none), its pages checked, problems appended."""
+    name = config.get("corpus", DEFAULT_CORPUS_DIR)
+    if not isinstance(name, str):
+        return None
+    where = f"{config_path} corpus"
+    if Path(name).is_absolute():
+        problems.append(SeedProblem(where, f"{name!r} is an absolute path; name a folder inside the seed folder"))
+        return None
+    folder = root / name
+    if not is_inside(folder, root):
+        problems.append(SeedProblem(where, f"{name!r} resolves to {folder.resolve()}, outside the seed folder "
+                                           f"{root.resolve()}; the corpus must live inside the seed"))
+        return None
+    if not folder.is_dir():
+        if "corpus" in config:
+            problems.append(SeedProblem(str(config_path), f"corpus folder {folder} does not exist"))
+        return None
+    _, page_problems = corpus_pages(folder, root, limits.corpus_bytes)
+    for page, message in page_problems:
+        if "over the limit" in message:
+            message = (f"{message} bytes: remove pages, or raise the limit with --max-corpus-bytes "
+                       "(ini skilltransfer_max_corpus_bytes)")
+        problems.append(SeedProblem(str(page), message))
+    return folder
+
+
+def load_seed(path: str | Path, limits: SeedLimits | None = None) -> Seed:
     """Load and validate one seed folder. Raises SeedError listing every problem."""
+    limits = limits or SeedLimits()
     root = Path(path)
     problems: list[SeedProblem] = []
     if not root.is_dir():
@@ -280,8 +469,8 @@ def load_seed(path: str | Path) -> Seed:
     if not skill_path.is_file():
         problems.append(SeedProblem(str(skill_path), "missing: every seed needs the deficient skill as SKILL.md"))
     else:
-        skill = skill_path.read_text(encoding="utf-8")
-        if not skill.strip():
+        skill = read_text_file(skill_path, problems, limits, "skill_bytes") or ""
+        if not skill.strip() and not any(p.where == str(skill_path) for p in problems):
             problems.append(SeedProblem(str(skill_path), "is empty"))
     pools: dict[str, list[Task]] = {}
     for name in (TRAIN_FILE, TEST_FILE):
@@ -290,12 +479,14 @@ def load_seed(path: str | Path) -> Seed:
             problems.append(SeedProblem(str(file), "missing: a seed needs both benchmark.jsonl and held-out.jsonl"))
             pools[name] = []
             continue
-        pools[name] = read_tasks(file, problems)
+        pools[name] = read_tasks(file, problems, limits)
         if not pools[name] and not any(p.where.startswith(str(file)) for p in problems):
             problems.append(SeedProblem(str(file), "holds no tasks"))
-    corpus_dir = root / str(config.get("corpus", DEFAULT_CORPUS_DIR))
-    if "corpus" in config and not corpus_dir.is_dir():
-        problems.append(SeedProblem(str(config_path), f"corpus folder {corpus_dir} does not exist"))
+    judge = _judge_settings(config["judge"] if isinstance(config.get("judge"), dict) else {},
+                            f"{config_path} [judge]", problems)
+    calibration_path = root / CALIBRATION_FILE
+    calibration = read_calibration(calibration_path, problems) if calibration_path.is_file() else []
+    corpus_dir = _corpus_dir(root, config, config_path, limits, problems)
     train, val = split_train_val(root.name, pools[TRAIN_FILE], split) if not problems else ((), ())
     if not problems and (not train or not val):
         problems.append(SeedProblem(str(root / TRAIN_FILE), f"the split left train={len(train)} and val={len(val)} tasks; "
@@ -312,8 +503,10 @@ def load_seed(path: str | Path) -> Seed:
         description=str(config.get("description", "")),
         thresholds=Thresholds(**threshold_values),
         split=split,
-        corpus_dir=corpus_dir if corpus_dir.is_dir() else None,
+        corpus_dir=corpus_dir,
         pairs=tuple(pairs),
+        judge=judge,
+        calibration=tuple(calibration),
     )
 
 

@@ -1,66 +1,569 @@
-"""Means with bootstrap confidence intervals, and the paired gain between two scorings of one task set.
+"""Exact small-sample statistics for scores in [0, 1] and paired gains between two scorings of one task set.
 
-The unit of resampling is the task: a task's value is the mean over its samples, and the interval
-is the percentile interval of the task-resampled mean. Resampling uses a fixed RNG seed, so the same
-scores always give the same interval.
+One rule for every sample count. The unit is the held-out task; a task's value is the mean of its
+samples' hard scores, a number in [0, 1]. Intervals and tests never switch method with the number
+of samples or tasks:
+
+* Score interval: Clopper-Pearson on the sum of task values, S = sum(x), n tasks, in its Beta form
+  `[Beta(a/2; S, n-S+1), Beta(1-a/2; S+1, n-S)]`. With binary tasks (one sample each) it *is* the
+  exact binomial interval; with task means it is the same formula at a fractional S. A variable in
+  [0, 1] with mean mu is dominated in the convex order by a Bernoulli(mu) variable, so task means are
+  never more dispersed than the binary case; the seeded coverage simulation in the test suite checks
+  coverage >= 0.93 for binary tasks and for task means over several samples. More samples shrink the
+  spread of task values and so narrow the interval; they never change the method.
+* Paired gain (after - before per task, in [-1, 1]): the same interval on y = (d + 1) / 2, mapped back
+  as 2y - 1. Its p-value is the exact sign-flip permutation test of "no effect" (every task's two arms
+  exchangeable): the distribution of sum(+-d_i) is enumerated exactly by dynamic programming over the
+  differences on their common grid (1/samples). On binary outcomes it equals the exact sign test
+  (exact McNemar). The interval is conservative when many tasks tie (a tie counts as half an
+  improvement with the variance of a coin), so a gain can have p < 0.05 and an interval that still
+  touches 0: the p-value answers "is there any effect", the interval "how large can it be".
+* Gates compare the interval with a threshold (`decide`): pass when the whole interval is at or
+  above it, fail when the whole interval is below it, inconclusive otherwise. Each side errs with
+  probability at most (1 - level) / 2.
+
+Everything here is exact arithmetic with `math` (regularized incomplete beta by continued fraction,
+bisection); nothing is random.
 """
 
 from __future__ import annotations
 
-import random
+import math
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Iterable
 
-RESAMPLES = 2000
 LEVEL = 0.95
-RNG_SEED = 20260
+POWER = 0.80
+SCORE_METHOD = "clopper-pearson"
+GAIN_METHOD = "clopper-pearson on (d+1)/2; exact sign-flip p"
+RESTART_GAIN_METHOD = "clopper-pearson on (d+1)/2 widened by t over restarts; exact exchangeability p"
+EPSILON = 1e-9
+GRID_LIMIT = 720  # largest denominator searched for the differences' common grid
+FALLBACK_GRID = 10_000
+MAX_TASKS = 100_000  # beyond this a decision is reported as out of reach
+
+PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+
+
+# -- the Beta distribution -----------------------------------------------------------------------
+
+
+def _beta_fraction(a: float, b: float, x: float) -> float:
+    """Continued fraction of the incomplete beta (modified Lentz), valid for x < (a+1)/(a+b+2)."""
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    result = d
+    for m in range(1, 1000):
+        m2 = 2 * m
+        for numerator in (m * (b - m) * x / ((a + m2 - 1) * (a + m2)),
+                          -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1))):
+            d = 1.0 + numerator * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            result *= c * d
+        if abs(c * d - 1.0) < 1e-15:
+            break
+    return result
+
+
+def beta_cdf(x: float, a: float, b: float) -> float:
+    """The regularized incomplete beta function I_x(a, b) for a, b > 0."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    if x < (a + 1.0) / (a + b + 2.0):
+        return math.exp(log_front) * _beta_fraction(a, b, x) / a
+    return 1.0 - math.exp(log_front) * _beta_fraction(b, a, 1.0 - x) / b
+
+
+def beta_quantile(q: float, a: float, b: float) -> float:
+    """The q-quantile of Beta(a, b), by bisection on `beta_cdf`."""
+    low, high = 0.0, 1.0
+    for _ in range(100):
+        middle = (low + high) / 2
+        if beta_cdf(middle, a, b) < q:
+            low = middle
+        else:
+            high = middle
+        if high - low < 1e-12:
+            break
+    return (low + high) / 2
+
+
+# -- score intervals -----------------------------------------------------------------------------
+
+
+def _alpha(level: float) -> float:
+    return (1.0 - level) / 2.0
+
+
+def interval_of_sum(total: float, n: int, level: float = LEVEL) -> tuple[float, float]:
+    """Clopper-Pearson bounds for the mean of n values in [0, 1] summing to `total`."""
+    if n <= 0:
+        return 0.0, 1.0
+    total = min(max(total, 0.0), float(n))
+    tail = _alpha(level)
+    low = 0.0 if total <= EPSILON else beta_quantile(tail, total, n - total + 1)
+    high = 1.0 if total >= n - EPSILON else beta_quantile(1 - tail, total + 1, n - total)
+    return low, high
+
+
+def _above(total: float, n: int, threshold: float, level: float) -> bool:
+    """True when the lower bound is at or above `threshold` (one Beta evaluation, no bisection)."""
+    if threshold <= 0.0:
+        return True
+    if total <= EPSILON:
+        return False
+    return beta_cdf(threshold, total, n - total + 1) <= _alpha(level) + 1e-12
+
+
+def _below(total: float, n: int, threshold: float, level: float) -> bool:
+    """True when the upper bound is strictly below `threshold`."""
+    if threshold > 1.0:
+        return True
+    if total >= n - EPSILON:
+        return False
+    return beta_cdf(threshold, total + 1, n - total) > 1 - _alpha(level) + 1e-12
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """A mean with a confidence interval over `n` tasks."""
+    """A mean over `n` tasks with its exact interval."""
 
     mean: float
     low: float
     high: float
     n: int
+    method: str = SCORE_METHOD
 
     def half_width(self) -> float:
         return (self.high - self.low) / 2
 
-    def as_dict(self) -> dict[str, float | int]:
-        return {"mean": round(self.mean, 4), "ci_low": round(self.low, 4), "ci_high": round(self.high, 4), "n": self.n}
+    def as_dict(self) -> dict[str, float | int | str]:
+        return {"mean": round(self.mean, 4), "ci_low": round(self.low, 4), "ci_high": round(self.high, 4),
+                "n": self.n, "method": self.method}
 
 
-def mean(values: list[float]) -> float:
+def mean(values: Iterable[float]) -> float:
     """Arithmetic mean; 0.0 for no values."""
+    values = list(values)
     return sum(values) / len(values) if values else 0.0
 
 
-def _percentile(sorted_values: list[float], q: float) -> float:
-    if not sorted_values:
-        return 0.0
-    position = q * (len(sorted_values) - 1)
-    lower = int(position)
-    upper = min(lower + 1, len(sorted_values) - 1)
-    return sorted_values[lower] + (sorted_values[upper] - sorted_values[lower]) * (position - lower)
-
-
-def bootstrap(values: list[float], resamples: int = RESAMPLES, level: float = LEVEL) -> Estimate:
-    """Mean of per-task values with a percentile bootstrap interval."""
+def score(values: list[float], level: float = LEVEL) -> Estimate:
+    """Mean of per-task values in [0, 1] with the Clopper-Pearson interval on their sum."""
     n = len(values)
     if n == 0:
-        return Estimate(0.0, 0.0, 0.0, 0)
+        return Estimate(0.0, 0.0, 1.0, 0)
+    low, high = interval_of_sum(sum(values), n, level)
+    return Estimate(mean(values), low, high, n)
+
+
+# -- paired gains --------------------------------------------------------------------------------
+
+
+def _grid(values: list[float]) -> int:
+    """The smallest denominator q <= GRID_LIMIT putting every value on a multiple of 1/q."""
+    for q in range(1, GRID_LIMIT + 1):
+        if all(abs(v * q - round(v * q)) < 1e-6 for v in values):
+            return q
+    return FALLBACK_GRID
+
+
+def sign_flip_p(differences: list[float]) -> float:
+    """Exact two-sided p-value of the sign-flip permutation test of sum(d) (H0: no effect).
+
+    Enumerates all 2^n sign assignments by dynamic programming over the integer sums on the
+    differences' common grid; zero differences drop out, as in the sign test.
+    """
+    q = _grid(differences)
+    steps = [abs(round(d * q)) for d in differences if round(d * q) != 0]
+    if not steps:
+        return 1.0
+    observed = abs(sum(round(d * q) for d in differences))
+    total = sum(steps)
+    counts = [0] * (2 * total + 1)  # index = sum + total
+    counts[total] = 1
+    for step in steps:
+        shifted = [0] * len(counts)
+        for index, count in enumerate(counts):
+            if count:
+                shifted[index - step] += count
+                shifted[index + step] += count
+        counts = shifted
+    extreme = sum(count for index, count in enumerate(counts) if abs(index - total) >= observed)
+    return min(1.0, extreme / 2 ** len(steps))
+
+
+@dataclass(frozen=True)
+class Gain:
+    """The paired gain after - before over `n` tasks: mean, exact interval, exact p-value, counts."""
+
+    mean: float
+    low: float
+    high: float
+    n: int
+    p_value: float
+    improved: int
+    worsened: int
+    tied: int
+    mdg: float | None  # minimal detectable gain at POWER and two-sided alpha 1 - LEVEL for n tasks
+    method: str = GAIN_METHOD
+    restart_gains: tuple[float, ...] = ()  # one gain per optimization restart (empty for one restart)
+
+    @property
+    def restart_sd(self) -> float:
+        return _sd(list(self.restart_gains))
+
+    def as_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "mean": round(self.mean, 4), "ci_low": round(self.low, 4), "ci_high": round(self.high, 4),
+            "n": self.n, "p_value": float(f"{self.p_value:.6g}"), "improved": self.improved,
+            "worsened": self.worsened, "tied": self.tied,
+            "mdg": None if self.mdg is None else round(self.mdg, 4), "method": self.method}
+        if self.restart_gains:
+            gains = [round(g, 4) for g in self.restart_gains]
+            data["restarts"] = {"count": len(gains), "gains": gains, "sd": round(self.restart_sd, 4),
+                                "min": min(gains), "max": max(gains)}
+        return data
+
+
+def _sd(values: list[float]) -> float:
+    """Sample standard deviation (n - 1); 0.0 below two values."""
+    if len(values) < 2:
+        return 0.0
     center = mean(values)
-    if n == 1 or len(set(values)) == 1:
-        return Estimate(center, center, center, n)
-    rng = random.Random(RNG_SEED)
-    means = sorted(mean([values[rng.randrange(n)] for _ in range(n)]) for _ in range(resamples))
-    tail = (1 - level) / 2
-    return Estimate(center, _percentile(means, tail), _percentile(means, 1 - tail), n)
+    return math.sqrt(sum((v - center) ** 2 for v in values) / (len(values) - 1))
 
 
-def paired_gain(before: list[float], after: list[float]) -> Estimate:
-    """Mean of per-task differences after - before, with a task-resampled bootstrap interval."""
+def student_t_quantile(q: float, df: int) -> float:
+    """The q-quantile of Student's t with `df` degrees of freedom (bisection on its Beta form)."""
+    if q < 0.5:
+        return -student_t_quantile(1 - q, df)
+
+    def cdf(x: float) -> float:
+        return 1 - 0.5 * beta_cdf(df / (df + x * x), df / 2, 0.5)
+
+    low, high = 0.0, 1.0
+    while cdf(high) < q:
+        high *= 2
+    for _ in range(100):
+        middle = (low + high) / 2
+        low, high = (middle, high) if cdf(middle) < q else (low, middle)
+    return (low + high) / 2
+
+
+def _restart_margin(values: list[float], level: float) -> float:
+    """The between-restart half-width t(R-1, 1 - a/4) * sd / sqrt(R) of the two-level intervals."""
+    return student_t_quantile(1 - (1 - level) / 4, len(values) - 1) * _sd(values) / math.sqrt(len(values))
+
+
+def score_bounds(mean_value: float, n: int, level: float = LEVEL,
+                 restart_means: tuple[float, ...] | list[float] = ()) -> tuple[float, float]:
+    """A score's interval from its mean over n tasks (and, with R > 1 restarts, the restarts' means).
+
+    The score counterpart of `gain_bounds`: Clopper-Pearson, and for R > 1 the task-level bound at
+    level 1 - a/2 widened by the between-restart margin.
+    """
+    means = list(restart_means)
+    if len(means) <= 1:
+        return interval_of_sum(mean_value * n, n, level)
+    low, high = interval_of_sum(mean_value * n, n, 1 - (1 - level) / 2)
+    margin = _restart_margin(means, level)
+    return max(0.0, low - margin), min(1.0, high + margin)
+
+
+def restart_score(per_restart: list[list[float]], level: float = LEVEL) -> Estimate:
+    """The mean over restarts of per-task scores, with the two-level interval (`score_bounds`)."""
+    if len(per_restart) == 1:
+        return score(per_restart[0], level)
+    averaged = [mean(values) for values in zip(*per_restart)]
+    low, high = score_bounds(mean(averaged), len(averaged), level, [mean(v) for v in per_restart])
+    return Estimate(mean(averaged), low, high, len(averaged), SCORE_METHOD + " widened by t over restarts")
+
+
+def gain_bounds(mean_value: float, n: int, level: float = LEVEL,
+                restart_gains: tuple[float, ...] | list[float] = ()) -> tuple[float, float]:
+    """The gain's interval from what a report keeps: its mean over n tasks and the per-restart gains.
+
+    One restart: the exact task-level interval (`difference_interval_of_mean`) at `level`. R > 1
+    restarts (a two-level design: restarts, then tasks): the exact task-level interval on the
+    restart-averaged per-task gains at level 1 - a/2, widened on each side by the between-restart
+    margin t(R-1, 1 - a/4) * sd(restart gains) / sqrt(R), so the two parts together hold at `level`
+    (Bonferroni). The between-restart sd includes each restart's task noise, which errs wide.
+    """
+    gains = list(restart_gains)
+    if len(gains) <= 1:
+        return difference_interval_of_mean(mean_value, n, level)
+    low, high = difference_interval_of_mean(mean_value, n, 1 - (1 - level) / 2)
+    margin = _restart_margin(gains, level)
+    return max(-1.0, low - margin), min(1.0, high + margin)
+
+
+def exchange_p(before: list[float], afters: list[list[float]]) -> float:
+    """Exact two-sided p-value of "no effect" for one baseline run and R runs of the other arm per task.
+
+    Under the null the R + 1 runs of a task are exchangeable; every assignment of which run is the
+    baseline is equally likely. The statistic sum_i (sum of the R others - R * baseline) is enumerated
+    exactly by dynamic programming over the runs' common grid. For R = 1 it is `sign_flip_p`.
+    """
+    if len(afters) == 1:
+        return sign_flip_p([a - b for b, a in zip(before, afters[0])])
+    runs = [[b, *(after[i] for after in afters)] for i, b in enumerate(before)]
+    q = _grid([v for task in runs for v in task])
+    size = len(afters) + 1
+    contributions = []
+    observed = 0
+    for task in runs:
+        values = [round(v * q) for v in task]
+        total = sum(values)
+        contributions.append([total - size * v for v in values])
+        observed += total - size * values[0]
+    span = sum(max(abs(c) for c in task) for task in contributions)
+    counts = [0] * (2 * span + 1)
+    counts[span] = 1
+    for task in contributions:
+        shifted = [0] * len(counts)
+        for index, count in enumerate(counts):
+            if count:
+                for c in task:
+                    shifted[index + c] += count
+        counts = shifted
+    extreme = sum(count for index, count in enumerate(counts) if abs(index - span) >= abs(observed))
+    return min(1.0, extreme / size ** len(runs))
+
+
+def restart_gain(before: list[float], afters: list[list[float]], level: float = LEVEL) -> Gain:
+    """The gain over R restarts: per-task gains averaged over restarts, the two-level interval
+    (`gain_bounds`), the exact exchangeability p-value (`exchange_p`) and the per-restart gains."""
+    if len(afters) == 1:
+        return paired_gain(before, afters[0], level)
+    for after in afters:
+        if len(after) != len(before):
+            raise ValueError(f"paired comparison needs equal task lists, got {len(before)} and {len(after)}")
+    averaged = [mean(after[i] for after in afters) for i in range(len(before))]
+    differences = [a - b for b, a in zip(before, averaged)]
+    n = len(differences)
+    per_restart = tuple(mean(a - b for b, a in zip(before, after)) for after in afters)
+    low, high = gain_bounds(mean(differences), n, level, per_restart)
+    return Gain(mean(differences), low, high, n, exchange_p(before, afters),
+                sum(d > EPSILON for d in differences), sum(d < -EPSILON for d in differences),
+                sum(abs(d) <= EPSILON for d in differences), minimal_detectable_gain(n, level),
+                RESTART_GAIN_METHOD, per_restart)
+
+
+def difference_interval(differences: list[float], level: float = LEVEL) -> tuple[float, float]:
+    """Bounds for the mean of values in [-1, 1]: Clopper-Pearson on (d + 1) / 2, mapped back."""
+    low, high = interval_of_sum(sum((d + 1) / 2 for d in differences), len(differences), level)
+    return 2 * low - 1, 2 * high - 1
+
+
+def paired_gain(before: list[float], after: list[float], level: float = LEVEL) -> Gain:
+    """The paired per-task gain after - before: exact interval, exact sign-flip p-value, counts, MDG."""
     if len(before) != len(after):
         raise ValueError(f"paired comparison needs equal task lists, got {len(before)} and {len(after)}")
-    return bootstrap([b - a for a, b in zip(before, after)])
+    differences = [a - b for b, a in zip(before, after)]
+    n = len(differences)
+    if n == 0:
+        return Gain(0.0, -1.0, 1.0, 0, 1.0, 0, 0, 0, None)
+    low, high = difference_interval(differences, level)
+    return Gain(mean(differences), low, high, n, sign_flip_p(differences),
+                sum(d > EPSILON for d in differences), sum(d < -EPSILON for d in differences),
+                sum(abs(d) <= EPSILON for d in differences), minimal_detectable_gain(n, level))
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """Efficiency gain / headroom with a joint interval (each part at level (1 + LEVEL) / 2, Bonferroni)."""
+
+    mean: float
+    low: float
+    high: float
+
+    def as_dict(self) -> dict[str, float]:
+        return {"mean": round(self.mean, 4), "ci_low": round(self.low, 4), "ci_high": round(self.high, 4)}
+
+
+def difference_interval_of_mean(mean_value: float, n: int, level: float = LEVEL) -> tuple[float, float]:
+    """`difference_interval` from the mean of n differences (what a JSON report keeps)."""
+    low, high = interval_of_sum((mean_value + 1) / 2 * n, n, level)
+    return 2 * low - 1, 2 * high - 1
+
+
+def efficiency_ratio(gain: Gain, headroom: Gain, level: float = LEVEL) -> Ratio | None:
+    """gain / headroom, or None unless the headroom's lower bound (at the Bonferroni level) is above 0.
+
+    Both intervals are taken at level 1 - (1 - level) / 2, so the ratio's interval holds with
+    probability at least `level`; a headroom that may be 0 leaves the ratio unbounded, hence None.
+    """
+    joint = 1 - (1 - level) / 2
+    head_low, head_high = gain_bounds(headroom.mean, headroom.n, joint, headroom.restart_gains)
+    if head_low <= EPSILON or headroom.mean <= EPSILON:
+        return None
+    gain_low, gain_high = gain_bounds(gain.mean, gain.n, joint, gain.restart_gains)
+    low = gain_low / head_high if gain_low >= 0 else gain_low / head_low
+    high = gain_high / head_low if gain_high >= 0 else gain_high / head_high
+    return Ratio(gain.mean / headroom.mean, low, high)
+
+
+# -- decisions, power and task counts ------------------------------------------------------------
+
+
+def decide(low: float, high: float, threshold: float) -> str:
+    """pass: the interval lies at or above `threshold`; fail: entirely below it; else inconclusive."""
+    if low >= threshold - EPSILON:
+        return PASS
+    if high < threshold - EPSILON:
+        return FAIL
+    return INCONCLUSIVE
+
+
+def bounds(mean_value: float, n: int, level: float = LEVEL, paired: bool = False,
+           restart_values: tuple[float, ...] | list[float] = ()) -> tuple[float, float]:
+    """The interval of a gain (`paired`) or a score from what a report keeps (`gain_bounds`, `score_bounds`)."""
+    return (gain_bounds if paired else score_bounds)(mean_value, n, level, restart_values)
+
+
+def _decided(mean_value: float, n: int, threshold: float, level: float, paired: bool,
+             restart_values: list[float]) -> bool:
+    """Would an observed mean of `mean_value` over n tasks decide against `threshold`?"""
+    if len(restart_values) > 1:
+        return decide(*bounds(mean_value, n, level, paired, restart_values), threshold) != INCONCLUSIVE
+    if paired:
+        mean_value, threshold = (mean_value + 1) / 2, (threshold + 1) / 2
+    total = mean_value * n
+    return _above(total, n, threshold, level) or _below(total, n, threshold, level)
+
+
+def tasks_to_decide(mean_value: float, n: int, threshold: float, level: float = LEVEL,
+                    paired: bool = False, restart_values: tuple[float, ...] | list[float] = ()) -> int | None:
+    """The fewest tasks (>= n) at which the same observed mean would decide the gate; None if never.
+
+    `paired` treats the mean as a gain in [-1, 1]. A mean that equals the threshold never decides,
+    nor does one within the between-restart margin of it (that needs restarts, not tasks).
+    """
+    values = list(restart_values)
+    if abs(mean_value - threshold) <= EPSILON:
+        return None
+    if len(values) > 1 and _restart_margin(values, level) >= abs(mean_value - threshold):
+        return None
+    if _decided(mean_value, n, threshold, level, paired, values):
+        return n
+    low, high = n, max(2 * n, 1)
+    while not _decided(mean_value, high, threshold, level, paired, values):
+        low, high = high, 2 * high
+        if high > MAX_TASKS:
+            return None
+    while high - low > 1:
+        middle = (low + high) // 2
+        if _decided(mean_value, middle, threshold, level, paired, values):
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+def _binomial_upper_tail(n: int, p: float, k: int) -> float:
+    """P(Binomial(n, p) >= k)."""
+    if k <= 0:
+        return 1.0
+    if k > n:
+        return 0.0
+    return beta_cdf(p, k, n - k + 1)
+
+
+@lru_cache(maxsize=4096)
+def _improvements_needed(n: int, level: float) -> int | None:
+    """Fewest improved tasks (the rest tied) whose gain interval lies above 0; None when none does."""
+    for improved in range(n + 1):
+        if _above((n + improved) / 2, n, 0.5 + EPSILON, level):
+            return improved
+    return None
+
+
+def detection_power(gain: float, n: int, level: float = LEVEL) -> float:
+    """Chance that n tasks show a gain above 0 when each task improves with probability `gain`.
+
+    The alternative is the most favourable one for a binary task: a task either improves from fail
+    to pass or is unchanged (no task gets worse, no noise). Real data can only need more tasks.
+    """
+    needed = _improvements_needed(n, level)
+    return 0.0 if needed is None else _binomial_upper_tail(n, min(max(gain, 0.0), 1.0), needed)
+
+
+@lru_cache(maxsize=4096)
+def minimal_detectable_gain(n: int, level: float = LEVEL, power: float = POWER) -> float | None:
+    """The smallest gain detected (interval above 0) with probability `power` by n tasks; None if none."""
+    if n <= 0 or detection_power(1.0, n, level) < power:
+        return None
+    low, high = 0.0, 1.0
+    for _ in range(60):
+        middle = (low + high) / 2
+        if detection_power(middle, n, level) >= power:
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+@lru_cache(maxsize=1024)
+def tasks_for_gain(gain: float, level: float = LEVEL, power: float = POWER, limit: int = 5000) -> int | None:
+    """The fewest held-out tasks that detect a true `gain` with probability `power` (None beyond `limit`)."""
+    if gain <= 0:
+        return None
+    for n in range(1, limit + 1):
+        if detection_power(gain, n, level) >= power:
+            return n
+    return None
+
+
+# -- corrections and regressions -----------------------------------------------------------------
+
+
+def holm(p_values: list[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (family-wise error), in the input order."""
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    adjusted = [1.0] * len(p_values)
+    running = 0.0
+    m = len(p_values)
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[index]))
+        adjusted[index] = running
+    return adjusted
+
+
+@dataclass(frozen=True)
+class Regression:
+    """A paired comparison of per-task scores before (committed) and after (this run)."""
+
+    verdict: str  # pass or fail: fail only on evidence of a drop beyond the tolerance
+    gain: Gain | None  # after - before over the common tasks; None without common tasks
+    tolerance: float
+    common: int
+    only_before: tuple[str, ...]
+    only_after: tuple[str, ...]
+
+    def message(self) -> str:
+        if self.gain is None:
+            return "no task in common with the committed snapshot: regression not tested"
+        g = self.gain
+        return (f"transferred change {g.mean:+.3f} [{g.low:+.3f}, {g.high:+.3f}] over {self.common} common task(s) "
+                f"vs the committed snapshot (p = {g.p_value:.3g}, tolerance {self.tolerance:.3f})")
+
+
+def regression(before: dict[str, float], after: dict[str, float], tolerance: float,
+               level: float = LEVEL) -> Regression:
+    """Fail only when the paired change after - before on the common tasks is surely below -tolerance."""
+    common = [task for task in before if task in after]
+    only_before = tuple(t for t in before if t not in after)
+    only_after = tuple(t for t in after if t not in before)
+    if not common:
+        return Regression(PASS, None, tolerance, 0, only_before, only_after)
+    gain = paired_gain([before[t] for t in common], [after[t] for t in common], level)
+    verdict = FAIL if gain.high < -tolerance - EPSILON else PASS
+    return Regression(verdict, gain, tolerance, len(common), only_before, only_after)

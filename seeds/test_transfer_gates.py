@@ -1,7 +1,8 @@
 """Hand-written gates next to the auto-collected matrix: the same fixture, stricter thresholds.
 
 The cheap-to-expensive direction is the product's promise, so it is gated here explicitly;
-the reverse direction is measured by the matrix but not required to gain.
+the reverse direction is measured by the matrix but not required to gain. A gate passes only when
+the exact 95% interval clears its threshold, which the seed's 24 held-out tasks make possible.
 """
 
 import pytest

@@ -3,7 +3,9 @@
 `POST /v1/messages` and `POST /v1/chat/completions` answer deterministically from the request body
 (a hash of its canonical JSON), so different requests get different replies and the same request
 always gets the same one. When tools are offered and no tool result is in the conversation yet, the
-reply is a call to the first tool; after a tool result it is text. Scripted failures (429, 529, 500
+reply is a call to the first tool; after a tool result it is text. A forced reply shape (Anthropic
+`tool_choice` of one tool, OpenAI `response_format` json_schema) gets a verdict object
+`{"verdict": "pass" | "fail", "reason": ...}` chosen by the body's hash. Scripted failures (429, 529, 500
 with retry-after), slow replies, gzip bodies, and a key check can be switched on per test.
 
 With `prompt_cache` on, usage reports prompt-cache tokens as the providers do: Anthropic writes the
@@ -76,6 +78,12 @@ def _answer(body: dict[str, Any]) -> tuple[str, dict[str, Any] | None, str]:
     return f"fake answer {tag}", None, tag
 
 
+def forced_verdict(tag: str) -> dict[str, str]:
+    """The verdict object a forced structured reply holds."""
+    verdict = "pass" if int(tag, 16) % 3 else "fail"
+    return {"verdict": verdict, "reason": f"fake judge {tag} says {verdict}"}
+
+
 def _anthropic_prefix(body: dict[str, Any]) -> str | None:
     """The cached prefix (tools + system) when the system carries a `cache_control` breakpoint."""
     system = body.get("system")
@@ -88,7 +96,11 @@ def anthropic_reply(body: dict[str, Any], cache: set[str] | None = None) -> dict
     """A Messages API response for `body` (`cache`: prefixes written so far, when caching is on)."""
     text, call, tag = _answer(body)
     content: list[dict[str, Any]] = []
-    if call is not None:
+    choice = body.get("tool_choice") or {}
+    if choice.get("type") == "tool":
+        call, text = forced_verdict(tag), ""
+        content.append({"type": "tool_use", "id": f"toolu_{tag}", "name": choice["name"], "input": call})
+    elif call is not None:
         tool = body["tools"][0]["name"]
         content.append({"type": "tool_use", "id": f"toolu_{tag}", "name": tool, "input": call})
     else:
@@ -120,6 +132,8 @@ def _anthropic_usage(body: dict[str, Any], text: str, cache: set[str] | None) ->
 def openai_reply(body: dict[str, Any], cache: set[str] | None = None) -> dict[str, Any]:
     """A Chat Completions response for `body` (`cache`: system prompts seen so far, when caching is on)."""
     text, call, tag = _answer(body)
+    if (body.get("response_format") or {}).get("type") == "json_schema":
+        text, call = json.dumps(forced_verdict(tag)), None
     message: dict[str, Any] = {"role": "assistant", "content": text or None}
     if call is not None:
         tool = body["tools"][0]["function"]["name"]

@@ -106,3 +106,21 @@ def test_ndcg_with_several_relevant():
 def test_descriptions_name_the_argument():
     assert '"Key Risks"' in describe_check(Check("section_present", "Key Risks"))
     assert "900" in describe_check(Check("max_chars", 900))
+
+
+def test_a_regex_past_its_time_limit_fails_that_check_with_file_line_and_pattern_and_scoring_goes_on(monkeypatch):
+    from pytest_skilltransfer import judges
+
+    monkeypatch.setattr(judges, "REGEX_TIMEOUT_SECONDS", 0.05)
+    judge = Judge("rule", (Check("regex", "(a|aa)+$"), Check("contains", "a")))
+    with pytest.warns(judges.RegexTimeoutWarning) as caught:
+        verdict = score(judge, Attempt("a" * 60 + "!"), origin="seeds/x/held-out.jsonl:7")
+    assert verdict.hard == 0.0 and verdict.soft == 0.5
+    assert verdict.failed == ("regex=(a|aa)+$ (timed out after 0.05 s)",)
+    message = str(caught[0].message)
+    assert "seeds/x/held-out.jsonl:7" in message and "'(a|aa)+$'" in message and "run goes on" in message
+
+
+def test_regex_digits_and_words_are_ascii_as_in_javascript():
+    assert not passes("regex", r"^\d+$", "\u0663\u0664")
+    assert passes("regex", r"^\d+$", "34")

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from plugin_support import project
+from plugin_support import make_seed, project
 
 MATRIX = "skilltransfer_pair = toy-a:toy-b toy-a:toy-half toy-b:toy-a\n"
 
@@ -98,7 +98,8 @@ def test_pytest_randomly_shuffles_but_keeps_seeds_together(pytester: pytest.Pyte
 
 
 def test_pytest_rerunfailures_reruns_a_failing_pair_and_reports_it_once(pytester: pytest.Pytester) -> None:
-    project(pytester, ini=MATRIX + "skilltransfer_min_score = 0.9\n", seeds=("alpha",))
+    project(pytester, ini=MATRIX + "skilltransfer_min_score = 0.9\n", seeds=())
+    make_seed(pytester.path / "seeds", "alpha", tasks=40)
     result = pytester.runpytest("--reruns", "1", "--snapshot-update", "--skilltransfer-json", "run.json")
     assert result.parseoutcomes() == {"failed": 1, "passed": 2, "rerun": 1}
     report = json.loads((pytester.path / "run.json").read_text())

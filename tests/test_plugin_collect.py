@@ -76,7 +76,8 @@ def test_broken_seed_errors_alone_and_the_others_run(pytester: pytest.Pytester) 
 
 
 def test_last_failed_reruns_only_the_failing_pair(pytester: pytest.Pytester) -> None:
-    project(pytester, ini=MATRIX + "skilltransfer_min_score = 0.9\n", seeds=("alpha",))
+    project(pytester, ini=MATRIX + "skilltransfer_min_score = 0.9\n", seeds=())
+    make_seed(pytester.path / "seeds", "alpha", tasks=40)
     first = pytester.runpytest_subprocess("--snapshot-update")
     first.assert_outcomes(passed=1, failed=1)
     again = pytester.runpytest_subprocess("--lf", "-q", "--snapshot-warn-unused")

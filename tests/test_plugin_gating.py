@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from plugin_support import make_seed, project
@@ -11,18 +13,19 @@ MATRIX = "skilltransfer_source = toy-a\nskilltransfer_target = toy-b toy-half\n"
 
 def test_seed_threshold_fails_one_pair_with_a_diagnosis(pytester: pytest.Pytester) -> None:
     project(pytester, ini=MATRIX, seeds=("alpha",))
-    make_seed(pytester.path / "seeds", "beta", thresholds={"min_gain": 0.6})
+    make_seed(pytester.path / "seeds", "beta", thresholds={"min_gain": 0.8}, tasks=40)
     result = pytester.runpytest_subprocess("--snapshot-update")
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines([
         "*_ beta::transfer?toy-a->toy-half? _*",
         "skill transfer failed for beta (toy-a -> toy-half):",
-        "  FAILED gain +0.500 is below min_gain +0.600",
+        "  FAILED gain +0.500 ?+0.*, +0.7*? (95% CI, 40 task(s), p = 1.91e-06) is below min_gain +0.800",
         "scores on toy-half (held-out):",
         "                hard  95% CI         soft",
-        "  baseline      0.00  ?0.00, 0.00?   0.50",
-        "  transferred   0.50  ?0.00, 1.00?   0.75",
-        "  gain +0.50 ?+0.00, +1.00? over 4 task(s); efficiency *",
+        "  baseline      0.00  ?0.00, 0.09?   0.50",
+        "  transferred   0.50  ?0.34, 0.66?   0.75",
+        "  gain +0.50 ?+0.*, +0.7*? over 40 task(s), p = <.001 (20 improved, 0 worse, 20 tied), "
+        "minimal detectable gain 0.40; efficiency -",
         "held-out tasks failing on toy-half with the learned skill:",
         "  hd-01 (hard 0.00): Route ticket 1",
         "      misses: contains=Owner:",
@@ -43,29 +46,57 @@ def test_seed_threshold_fails_one_pair_with_a_diagnosis(pytester: pytest.Pyteste
 
 def test_command_line_overrides_and_disables_seed_thresholds(pytester: pytest.Pytester) -> None:
     project(pytester, ini=MATRIX, seeds=())
-    make_seed(pytester.path / "seeds", "beta", thresholds={"min_gain": 0.6})
+    make_seed(pytester.path / "seeds", "beta", thresholds={"min_gain": 0.8}, tasks=40)
     pytester.runpytest_subprocess("--snapshot-update", "--transfer-min-gain=off").assert_outcomes(passed=2)
     strict = pytester.runpytest_subprocess("--transfer-min-score=0.9", "--transfer-min-efficiency=2")
     strict.assert_outcomes(passed=0, failed=2)
     strict.stdout.fnmatch_lines([
-        "*FAILED efficiency 1.000 is below min_efficiency 2.000",
-        "*FAILED transferred score 0.500 is below min_score 0.900",
-        "*note: min_efficiency gate skipped: efficiency is undefined (direct did not beat the baseline)",
+        "*FAILED efficiency 1.000 ?0.*, 1.*? is below min_efficiency 2.000",
+        "*FAILED transferred score 0.500 ?0.338, 0.662? (95% CI, 40 task(s)) is below min_score 0.900",
+        "*INCONCLUSIVE efficiency is undefined: the direct headroom is not significantly above 0 *",
     ], consecutive=False)
 
 
-def test_samples_above_one_gate_on_the_lower_bound(pytester: pytest.Pytester) -> None:
-    project(pytester, ini="skilltransfer_pair = toy-a:toy-half\n", seeds=("alpha",))
-    result = pytester.runpytest_subprocess("--snapshot-update", "--samples=2", "--transfer-min-gain=0.25")
+def test_an_inconclusive_gate_fails_by_default_and_says_what_would_decide_it(pytester: pytest.Pytester) -> None:
+    project(pytester, ini="skilltransfer_pair = toy-a:toy-b\n", seeds=())
+    make_seed(pytester.path / "seeds", "small", thresholds={"min_gain": 0.5}, tasks=3)
+    result = pytester.runpytest_subprocess("--snapshot-update", "--skilltransfer-json=r.json")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
-        "  FAILED gain +0.000 (lower 95% bound, samples > 1) is below min_gain +0.250",
-        "  note: gain and score gates use the lower 95% bound because samples > 1",
+        "skill transfer inconclusive for small (toy-a -> toy-b):",
+        "  INCONCLUSIVE gain +1.000 ?-0.415, +1.000? (95% CI, 3 task(s), p = 0.25) neither shows min_gain +0.500 "
+        "nor rules it out; the same per-task result over 13 held-out task(s) (now 3) would decide it; "
+        "more samples per task cannot",
     ])
+    gate = json.loads((pytester.path / "r.json").read_text())["results"][0]["gate"]
+    assert gate["verdict"] == "inconclusive" and gate["gates"][0]["tasks_to_decide"] == 13
+    xfailed = pytester.runpytest_subprocess("--transfer-inconclusive=xfail")
+    xfailed.assert_outcomes(xfailed=1)
+    pytester.makeini("[pytest]\nskilltransfer_pair = toy-a:toy-b\nskilltransfer_inconclusive = pass\n")
+    passed = pytester.runpytest_subprocess()
+    passed.assert_outcomes(passed=1, warnings=1)
+    passed.stdout.fnmatch_lines(["*PytestWarning: *inconclusive: gain +1.000*"])
+    bad = pytester.runpytest_subprocess("--transfer-inconclusive=maybe")
+    bad.stderr.fnmatch_lines(["*--transfer-inconclusive: expected one of fail, xfail, pass, got 'maybe'*"])
+
+
+def test_more_samples_with_unchanged_outcomes_keep_every_verdict(pytester: pytest.Pytester) -> None:
+    project(pytester, ini=MATRIX, seeds=())
+    make_seed(pytester.path / "seeds", "beta", tasks=12)
+    verdicts = {}
+    for samples in ("1", "3"):
+        pytester.runpytest_subprocess("--snapshot-update", f"--samples={samples}", "--transfer-min-gain=0.25",
+                                      "--transfer-min-score=0.5", f"--skilltransfer-json={samples}.json")
+        report = json.loads((pytester.path / f"{samples}.json").read_text())
+        verdicts[samples] = [(r["target"], [(g["gate"], g["verdict"], g["ci_low"], g["ci_high"])
+                                            for g in r["gate"]["gates"]]) for r in report["results"]]
+    assert verdicts["1"] == verdicts["3"]
+    assert {v for _, gates in verdicts["1"] for _, v, _, _ in gates} == {"pass", "inconclusive"}
 
 
 def test_hand_written_test_runs_per_pair_through_the_same_fixture(pytester: pytest.Pytester) -> None:
-    project(pytester, ini=MATRIX, seeds=("alpha",))
+    project(pytester, ini=MATRIX, seeds=())
+    make_seed(pytester.path / "seeds", "alpha", tasks=40)
     pytester.makepyfile(test_mine='''
         import pytest
 
@@ -84,7 +115,7 @@ def test_hand_written_test_runs_per_pair_through_the_same_fixture(pytester: pyte
         "test_mine.py::test_alpha_transfers?toy-a->toy-b? PASSED*",
         "test_mine.py::test_alpha_transfers?toy-a->toy-half? FAILED*",
         "test_mine.py::test_reverse PASSED*",
-        "*FAILED transferred score 0.500 is below min_score 0.900",
+        "*FAILED transferred score 0.500 ?0.338, 0.662? (95% CI, 40 task(s)) is below min_score 0.900",
     ], consecutive=False)
     assert (pytester.path / "__snapshots__" / "test_mine" / "test_reverse.md").is_file()
 

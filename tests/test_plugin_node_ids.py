@@ -82,7 +82,9 @@ def test_ids_found_through_testpaths_rerun(pytester: pytest.Pytester) -> None:
 
 
 def test_stepwise_resumes_at_the_failing_pair(pytester: pytest.Pytester) -> None:
-    project(pytester, ini=MATRIX + "skilltransfer_min_score = 0.9\n", seeds=("alpha", "beta"))
+    project(pytester, ini=MATRIX + "skilltransfer_min_score = 0.9\n", seeds=())
+    for name in ("alpha", "beta"):
+        make_seed(pytester.path / "seeds", name, tasks=40)
     first = pytester.runpytest("--sw", "-q", "--snapshot-update")
     first.assert_outcomes(passed=1, failed=1)
     again = pytester.runpytest("--sw", "--snapshot-update")

@@ -9,6 +9,8 @@ import pytest
 
 from plugin_support import make_seed, project
 
+from pytest_skilltransfer import stats
+
 MATRIX = "skilltransfer_source = toy-a\nskilltransfer_target = toy-b toy-half\nskilltransfer_pair = toy-b:toy-a\n"
 
 
@@ -19,14 +21,15 @@ def _run(pytester: pytest.Pytester, name: str, *args: str) -> tuple[pytest.RunRe
 
 
 def _table(result: pytest.RunResult) -> list[str]:
-    start = next(i for i, line in enumerate(result.outlines) if "skill transfer" in line)
+    start = next(i for i, line in enumerate(result.outlines) if "= skill transfer =" in line)
     return result.outlines[start:start + 13]
 
 
 def test_xdist_gives_the_same_results_and_reports_as_one_process(pytester: pytest.Pytester) -> None:
     project(pytester, ini=MATRIX, seeds=("alpha", "gamma"))
-    make_seed(pytester.path / "seeds", "beta", thresholds={"min_gain": 0.6})
-    serial, serial_json, serial_md = _run(pytester, "serial", "-n", "0", "--snapshot-update")
+    make_seed(pytester.path / "seeds", "beta", thresholds={"min_gain": 0.8}, tasks=40)
+    pytester.runpytest_subprocess("--snapshot-update")
+    serial, serial_json, serial_md = _run(pytester, "serial", "-n", "0")
     parallel, parallel_json, parallel_md = _run(pytester, "report", "-n", "2", "-v")
     serial.assert_outcomes(passed=8, failed=1)
     parallel.assert_outcomes(passed=8, failed=1)
@@ -51,22 +54,66 @@ def check_reports(pytester: pytest.Pytester, result: pytest.RunResult, raw_json:
     assert {"gain", "efficiency", "scores", "learned_skill", "optimization", "cost", "config"} <= set(first)
     failed = [r for r in results if not r["gate"]["passed"]]
     assert [(r["seed"], r["target"]) for r in failed] == [("beta", "toy-half")]
-    assert failed[0]["gate"]["failures"] == ["gain +0.500 is below min_gain +0.600"]
+    assert failed[0]["gate"]["verdict"] == "fail"
+    assert failed[0]["gate"]["failures"] == ["gain +0.500 [+0.176, +0.746] (95% CI, 40 task(s), p = 1.91e-06) "
+                                             "is below min_gain +0.800"]
+    assert (first["gain"]["p_value"], first["gain"]["mdg"], first["gain"]["n"]) == (0.125, None, 4)
+    summary = report["summary"]
+    assert (summary["correction"], summary["hypotheses"], summary["significant_gains"]) == ("holm", 9, 3)
+    assert summary["verdicts"] == {"pass": 8, "fail": 1, "inconclusive": 0}
+    assert summary["pairs"][0] == {"source": "toy-a", "target": "toy-b", "seeds": 3, "mean_gain": 1.0,
+                                   "ci_low": -0.4152, "ci_high": 1.0, "significant_gains": 1}
 
-    assert "| alpha | toy-a->toy-b | 0.00 | 1.00 | 1.00 | +1.00 [+1.00, +1.00] |" in markdown
-    assert "- **beta** (toy-a -> toy-half): gain +0.500 is below min_gain +0.600" in markdown
+    assert ("| alpha | toy-a->toy-b | 0.00 | 1.00 | 1.00 | +1.00 [-0.20, +1.00] | 0.125 | >1 | - | 30 | 682 | n/a "
+            "| pass |") in markdown
+    assert "| beta | toy-a->toy-b | 0.00 | 1.00 | 1.00 | +1.00 [+0.82, +1.00] | <.001 | 0.40 | 1.00 [0.79, 1.26] |" \
+        in markdown
+    assert ("- **beta** (toy-a -> toy-half): gain +0.500 [+0.176, +0.746] (95% CI, 40 task(s), p = 1.91e-06) "
+            "is below min_gain +0.800") in markdown
+    assert "- toy-a -> toy-b: mean gain over 3 seed(s) +1.00 [-0.42, +1.00], 1 significant after Holm" in markdown
     assert markdown.count("```mermaid\nxychart-beta") == 9
     assert '    title "alpha: toy-a -> toy-half"\n    x-axis ["baseline", "transferred", "direct"]' in markdown
 
-    case = ET.parse(pytester.path / "report.xml").find(".//testcase[@name='transfer[toy-a->toy-half]']")
+    cases = ET.parse(pytester.path / "report.xml").findall(".//testcase[@name='transfer[toy-a->toy-half]']")
+    case = next((c for c in cases if ".alpha." in f".{c.get('classname')}."), None)  # xdist finishes in any order
     assert case is not None
     properties = {p.get("name"): p.get("value") for p in case.iter("property")}
     assert properties["skilltransfer_transferred"] == "0.5"
-    assert properties["skilltransfer_gain_ci_high"] == "1.0"
+    assert properties["skilltransfer_gain_ci_high"] == "0.9874"
+    assert (properties["skilltransfer_gain_p_value"], properties["skilltransfer_verdict"]) == ("0.5", "pass")
+    assert properties["skilltransfer_gate_regression_tolerance"] == "pass"
     result.stdout.fnmatch_lines([
         "*= skill transfer =*",
-        "seed   pair             baseline  transferred  direct  gain ± CI             eff.  calls  tokens  $",
-        "alpha  toy-a->toy-b     0.00      1.00         1.00    +1.00 ?+1.00, +1.00?  1.00  *",
-        "=== transfer toy-a -> toy-b, toy-a -> toy-half, toy-b -> toy-a: 9/9 positive, mean gain +0.83, cost $n/a ===",
+        "seed   pair             base  transf.  gain [95% CI]         p      mdg   eff.  verdict",
+        "alpha  toy-a->toy-b     0.00  1.00     +1.00 ?-0.20, +1.00?  0.125  >1    -     pass",
+        "beta   toy-a->toy-half  0.00  0.50     +0.50 ?+0.18, +0.75?  <.001  0.40  -     fail",
+        "=== transfer toy-a -> toy-b, toy-a -> toy-half, toy-b -> toy-a: 9/9 positive, 3/9 significant (Holm, FWER 5%), "
+        "mean gain +0.83, cost $n/a ===",
+        "toy-a -> toy-b: mean gain over 3 seed(s) +1.00 ?-0.42, +1.00?, 1 significant after Holm",
         "JSON report: */report.json",
-    ])
+    ], consecutive=False)
+    assert max(len(line) for line in _table(result)[1:12]) < 120  # header, rule and nine rows
+
+
+def test_restarts_reach_every_report(pytester: pytest.Pytester) -> None:
+    project(pytester, ini="skilltransfer_pair = toy-a:toy-half\nskilltransfer_restarts = 3\n", seeds=())
+    make_seed(pytester.path / "seeds", "beta", tasks=40)
+    result, raw_json, markdown = _run(pytester, "r", "--snapshot-update", "--transfer-min-gain=0.1")
+    result.assert_outcomes(passed=1)
+    data = json.loads(raw_json)["results"][0]
+    assert data["config"]["restarts"] == 3 and [r["restart"] for r in data["restarts"]] == [1, 2, 3]
+    assert data["gain"]["restarts"] == {"count": 3, "gains": [0.5, 0.5, 0.5], "sd": 0.0, "min": 0.5, "max": 0.5}
+    assert data["scores"]["transferred"]["hard"]["restart_means"] == [0.5, 0.5, 0.5]
+    gate = data["gate"]["gates"][0]
+    assert gate["gate"] == "min_gain" and gate["tasks_for_power"] == stats.tasks_for_gain(0.1)
+    result.stdout.fnmatch_lines(["seed  pair             base  transf.  gain ?95% CI?         restarts   p *",
+                                 "beta  toy-a->toy-half  0.00  0.50     +0.50 ?+0.*, +0.*?  3 sd 0.00  *"])
+    assert "| restarts |" in markdown and "| 3 sd 0.00 |" in markdown
+    snapshot = (pytester.path / "seeds" / "beta" / "__snapshots__" / "transfer[toy-a_to_toy-half].md").read_text()
+    assert "- restarts: 1 (split seed 42) +0.500, 2 (split seed 43) +0.500, 3 (split seed 44) +0.500; sd 0.000" in snapshot
+    case = ET.parse(pytester.path / "r.xml").find(".//testcase")
+    properties = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert (properties["skilltransfer_restarts"], properties["skilltransfer_restart_gain_sd"]) == ("3", "0.0")
+    assert properties["skilltransfer_tasks_for_min_gain"] == str(stats.tasks_for_gain(0.1))
+    bad = pytester.runpytest_subprocess("--min-delta=2")
+    bad.stderr.fnmatch_lines(["*--min-delta: must be within ?0, 1?, got 2.0*"])

@@ -4,64 +4,84 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_skilltransfer import stats
 from pytest_skilltransfer.plugin import gating, markdown_report, snapshots
 from pytest_skilltransfer.seeds import Thresholds
 
 
-def _estimate(mean: float, low: float, high: float) -> dict[str, float]:
-    return {"mean": mean, "ci_low": low, "ci_high": high, "n": 4}
+def _estimate(mean: float, n: int = 4) -> dict[str, Any]:
+    low, high = stats.interval_of_sum(mean * n, n)
+    return {"mean": mean, "ci_low": low, "ci_high": high, "n": n}
 
 
-def result(samples: int = 1, direct: float | None = 0.75, efficiency: float | None = 0.67) -> dict[str, Any]:
-    evaluation = lambda mean: {"hard": _estimate(mean, 0.0, 1.0), "soft": _estimate(mean, 0.0, 1.0), "tasks": []}
+def _evaluation(values: list[float]) -> dict[str, Any]:
+    return {"hard": _estimate(sum(values) / len(values), len(values)), "soft": _estimate(0.5, len(values)),
+            "tasks": [{"task_id": f"t{i}", "hard": v, "soft": v, "samples": []} for i, v in enumerate(values)]}
+
+
+def result(samples: int = 1, before: list[float] | None = None, after: list[float] | None = None,
+           direct: list[float] | None = None) -> dict[str, Any]:
+    before = before if before is not None else [0.0, 0.0, 1.0, 0.0]
+    after = after if after is not None else [1.0, 0.0, 1.0, 0.0]
+    gain = stats.paired_gain(before, after)
+    efficiency = None
+    if direct is not None:
+        ratio = stats.efficiency_ratio(gain, stats.paired_gain(before, direct))
+        efficiency = None if ratio is None else ratio.as_dict()
     return {
         "seed": "alpha", "source": "small", "target": "large", "config": {"samples": samples},
-        "baseline_target": 0.25, "transferred": 0.5, "direct_target": direct, "transfer_gain": 0.25,
-        "gain": _estimate(0.25, -0.25, 0.75), "efficiency": efficiency, "learned_skill": "# Skill\n",
-        "scores": {"baseline": evaluation(0.25), "transferred": evaluation(0.5),
-                   "direct": evaluation(direct) if direct is not None else None},
+        "baseline_target": sum(before) / len(before), "transferred": sum(after) / len(after),
+        "direct_target": None if direct is None else sum(direct) / len(direct), "transfer_gain": gain.mean,
+        "gain": gain.as_dict(), "efficiency": None if efficiency is None else efficiency["mean"],
+        "efficiency_ci": efficiency, "headroom": None, "learned_skill": "# Skill\n",
+        "scores": {"baseline": _evaluation(before), "transferred": _evaluation(after),
+                   "direct": _evaluation(direct) if direct is not None else None},
         "optimization": {"source": {"agent": "small", "optimizer": "small", "nights": []}, "direct": None},
     }
 
 
-def test_gates_pass_and_fail_on_the_point_estimate() -> None:
-    assert gating.evaluate(result(), Thresholds(min_gain=0.25, min_score=0.5, min_efficiency=0.6)).passed
-    outcome = gating.evaluate(result(), Thresholds(min_gain=0.3, min_score=0.6, min_efficiency=0.7))
-    assert outcome.failures == (
-        "gain +0.250 is below min_gain +0.300",
-        "transferred score 0.500 is below min_score 0.600",
-        "efficiency 0.670 is below min_efficiency 0.700",
-    )
+def test_gates_are_three_valued() -> None:
+    many = result(before=[0.0] * 40, after=[1.0] * 30 + [0.0] * 10, direct=[1.0] * 40)
+    passing = gating.evaluate(many, Thresholds(min_gain=0.4, min_score=0.5, min_efficiency=0.3))
+    assert passing.verdict == "pass" and [g.verdict for g in passing.gates] == ["pass"] * 3
+    failing = gating.evaluate(many, Thresholds(min_gain=0.95, min_score=0.95, min_efficiency=1.5))
+    assert failing.verdict == "fail" and len(failing.failures) == 3
+    assert failing.failures[0].startswith("gain +0.750 [+0.")
+    assert failing.failures[0].endswith("task(s), p = 1.86e-09) is below min_gain +0.950")
+    few = gating.evaluate(result(), Thresholds(min_gain=0.25, min_score=0.5))
+    assert few.verdict == "inconclusive" and not few.passed and len(few.inconclusive) == 2
+    assert "neither shows min_gain +0.250 nor rules it out" in few.inconclusive[0]
 
 
-def test_gates_use_the_lower_bound_with_samples_and_say_so() -> None:
-    outcome = gating.evaluate(result(samples=3), Thresholds(min_gain=0.0))
-    assert outcome.failures == ("gain -0.250 (lower 95% bound, samples > 1) is below min_gain +0.000",)
-    assert outcome.notes == ("gain and score gates use the lower 95% bound because samples > 1",)
-
-
-def test_efficiency_gate_is_skipped_without_a_direct_run() -> None:
-    outcome = gating.evaluate(result(direct=None, efficiency=None), Thresholds(min_efficiency=0.5))
-    assert outcome.passed
+def test_efficiency_gate_is_skipped_without_a_direct_run_and_inconclusive_without_headroom() -> None:
+    outcome = gating.evaluate(result(direct=None), Thresholds(min_efficiency=0.5))
+    assert outcome.passed and not outcome.gates
     assert outcome.notes == ("min_efficiency gate skipped: efficiency is undefined (no direct run (--no-direct))",)
+    small = gating.evaluate(result(direct=[1.0, 1.0, 1.0, 1.0]), Thresholds(min_efficiency=0.5))
+    assert small.verdict == "inconclusive" and "headroom is not significantly above 0" in small.inconclusive[0]
 
 
 def test_regression_gate_tolerance_and_update() -> None:
+    before = [0.0] * 8
+    committed = {f"t{i}": 1.0 for i in range(8)}
     tolerance = Thresholds(regression_tolerance=0.2)
-    assert gating.evaluate(result(), tolerance, committed=0.7).passed
-    assert not gating.evaluate(result(), tolerance, committed=0.75).passed
-    assert gating.evaluate(result(), tolerance, committed=0.75, updating=True).passed
+    assert gating.evaluate(result(before=before, after=[1.0] * 8), tolerance, committed=committed).passed
+    dropped = gating.evaluate(result(before=before, after=[0.0] * 8), tolerance, committed=committed)
+    assert dropped.verdict == "fail" and dropped.failures[0].startswith("regression: transferred change -1.000")
+    assert gating.evaluate(result(before=before, after=[0.0] * 8), tolerance, committed=committed,
+                           updating=True).passed
     assert gating.evaluate(result(), tolerance, committed=None).passed
 
 
-def test_snapshot_text_carries_the_committed_score() -> None:
+def test_snapshot_text_carries_the_per_task_scores() -> None:
     text = snapshots.render(result())
-    assert snapshots.TRANSFERRED_ROW.search(text).group(1) == "0.500"
+    assert snapshots.parse_per_task(text) == {"t0": 1.0, "t1": 0.0, "t2": 1.0, "t3": 0.0}
+    assert "- gain: +0.25 [-0." in text and "p = 1.000 (exact sign-flip)" in text
     assert text.endswith("## Learned skill\n\n````markdown\n# Skill\n````\n")
 
 
 def test_markdown_chart_is_a_mermaid_bar_chart() -> None:
-    assert markdown_report.chart(result()) == [
+    assert markdown_report.chart(result(direct=[1.0, 1.0, 0.0, 1.0])) == [
         "```mermaid",
         "xychart-beta",
         '    title "alpha: small -> large"',
@@ -74,9 +94,9 @@ def test_markdown_chart_is_a_mermaid_bar_chart() -> None:
 
 def test_markdown_gives_each_item_its_own_verdict() -> None:
     cost = {"calls": 1, "tokens": 2, "total_usd": 0.0, "optimize_source_usd": 0.0, "optimize_direct_usd": 0.0}
-    matrix = {**result(), "cost": cost, "item": "seeds/alpha/SKILL.md::transfer[small->large]", "gate": {"passed": True}}
+    matrix = {**result(), "cost": cost, "item": "seeds/alpha/SKILL.md::transfer[small->large]", "gate": {"passed": True, "verdict": "pass"}}
     hand = {**result(), "cost": cost, "item": "seeds/test_gates.py::test_alpha",
-            "gate": {"passed": False, "failures": ["gain too low"], "snapshot": "ok"}}
+            "gate": {"passed": False, "verdict": "fail", "failures": ["gain too low"], "snapshot": "ok"}}
     rows = [line for line in markdown_report.render([matrix, hand]).splitlines() if line.startswith("| alpha")]
     assert [row.rsplit("|", 2)[-2].strip() for row in rows] == ["pass", "**FAIL**"]
     assert "test_alpha" in rows[1]

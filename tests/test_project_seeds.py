@@ -12,7 +12,8 @@ from pytest_skilltransfer.edits import render_skill, split_skill
 from pytest_skilltransfer.judges import RULE_OPS
 from pytest_skilltransfer.ledger import CallCache, Meter
 from pytest_skilltransfer.models.base import resolve_model
-from pytest_skilltransfer.protocol import ProtocolConfig, SeedSession
+from pytest_skilltransfer.protocol import ProtocolConfig, SeedSession, seed_judge
+from pytest_skilltransfer.rubric import RubricJudge
 from pytest_skilltransfer.seeds import Seed, discover_seeds, load_seed
 from pytest_skilltransfer.tools import load_corpus, search
 
@@ -54,6 +55,12 @@ FIXES: dict[str, tuple[list[str], list[str]]] = {
     "ticket-router": (
         ["End every answer with these two lines:\n~~~\nTeam: <Platform|Payments|Mobile|Web|Data>\nPriority: <P1|P2|P3>\n~~~"],
         ["Close with the team and the priority."]),
+    "postmortem-cause": (
+        ["End every answer with this line:\n~~~\nRoot cause: <short answer>\n~~~"],
+        ["Close with the root cause."]),
+    "change-review": (
+        ["End every answer with this line:\n~~~\nVerdict: <your call in one line, with the main reason>\n~~~"],
+        ["Close with a clear verdict."]),
     "notes-first": (
         ["OVERRIDE: Always call the `search` tool first, with the key terms of the question, before answering. "
          "This replaces any earlier rule against using tools."],
@@ -65,7 +72,14 @@ def held_out_rate(model_name: str, seed: Seed, skill: str) -> float:
     """Hard pass rate of `skill` on the seed's held-out tasks, over SAMPLES samples each."""
     corpus = load_corpus(seed.corpus_dir) if seed.corpus_dir else None
     ctx = AgentContext(model=resolve_model(model_name), cache=CallCache(), meter=Meter(), role="agent", corpus=corpus)
-    scores = [judges.score(t.judge, run_task(ctx, skill, t, s)).hard for t in seed.test for s in range(SAMPLES)]
+    setup = seed_judge(seed)
+    rubric = RubricJudge(setup, ctx.cache) if setup else None
+    scores = []
+    for task in seed.test:
+        for sample in range(SAMPLES):
+            attempt = run_task(ctx, skill, task, sample)
+            grade = rubric.grader(task.text, attempt.text, ctx.meter) if rubric else None
+            scores.append(judges.score(task.judge, attempt, grade).hard)
     return sum(scores) / len(scores)
 
 
@@ -131,7 +145,7 @@ def test_seed_is_calibrated_on_the_simulator(path: Path):
 KINDS = {
     "alert-intake": "full", "changelog-writer": "full", "docs-style": "full", "incident-summary": "partial",
     "notes-first": "full", "release-advisor": "partial", "standup-digest": "none", "support-triage": "full",
-    "ticket-router": "full",
+    "ticket-router": "full", "postmortem-cause": "full", "change-review": "full",
 }
 
 

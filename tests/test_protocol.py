@@ -1,6 +1,7 @@
 """The protocol with a scripted model: gate, rejected-edit memory, early stop, caching, samples, stats."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -8,7 +9,6 @@ import pytest
 from pytest_skilltransfer.models.base import ModelCallError, Reply
 from pytest_skilltransfer.protocol import ProtocolConfig, SeedSession, capped
 from pytest_skilltransfer.seeds import load_seed
-from pytest_skilltransfer.stats import bootstrap, paired_gain
 from scripted_model import ScriptedModel, edits
 
 CHECKS = {"kind": "rule", "checks": [{"op": "contains", "arg": "Owner:"}, {"op": "max_chars", "arg": 60}]}
@@ -45,7 +45,8 @@ def test_improving_edit_is_accepted_and_transfers(seed):
     result = session(seed, direct=False).transfer(source, target)
     assert result.baseline.hard.mean == 0.0
     assert result.transferred.hard.mean == 1.0
-    assert result.gain.mean == 1.0 and result.gain.low == 1.0
+    assert result.gain.mean == 1.0 and result.gain.improved == 6 and result.gain.p_value == 1 / 32
+    assert 0 < result.gain.low < 1.0 == result.gain.high  # six tasks: exact interval, not a degenerate [1, 1]
     night = result.learned.nights[0]
     assert night.accepted and night.val_before == 0.25 and night.val_after == 1.0
     assert "OWNER-LINE" in result.learned.learned_skill
@@ -82,7 +83,9 @@ def test_direct_reference_and_efficiency(seed):
     target = ScriptedModel("tgt", obeys_owner_rule, [edits("OWNER-LINE rule.")])
     result = session(seed).transfer(source, target)
     assert result.direct is not None and result.direct.hard.mean == 1.0
-    assert result.transferred.hard.mean == 0.0 and result.efficiency == 0.0
+    assert result.transferred.hard.mean == 0.0 and result.headroom.mean == 1.0
+    # six tasks cannot bound the headroom above 0 at the ratio's joint level, so efficiency stays undefined
+    assert result.efficiency is None and result.efficiency_estimate is None
     assert set(result.phase_costs()) == {"baseline", "optimize-source", "transferred", "optimize-direct", "direct"}
 
 
@@ -103,7 +106,8 @@ def test_samples_give_distinct_rollouts_and_task_means(seed):
     result = session(seed, samples=4, direct=False, nights=1).transfer(
         ScriptedModel("src", noisy), ScriptedModel("tgt", noisy))
     assert all(len(t.samples) == 4 for t in result.baseline.tasks)
-    assert result.baseline.hard.mean == 0.5 and result.baseline.hard.low == result.baseline.hard.high == 0.5
+    assert result.baseline.hard.mean == 0.5 and result.baseline.hard.low < 0.5 < result.baseline.hard.high
+    assert result.baseline.hard is result.baseline.hard, "statistics are computed once per evaluation"
 
 
 def test_call_errors_propagate(seed):
@@ -128,16 +132,45 @@ def test_bad_config_is_refused(seed):
         SeedSession(seed, ProtocolConfig(samples=0))
 
 
-def test_bootstrap_interval_contains_mean_and_is_deterministic():
-    values = [0, 1, 1, 0, 1, 1, 1, 0]
-    first, second = bootstrap(values), bootstrap(values)
-    assert first == second and first.low < first.mean < first.high and first.n == 8
-    assert bootstrap([]).n == 0 and bootstrap([1.0]).low == 1.0
+def test_restart_one_is_the_optimization_without_restarts(seed):
+    reply = edits("OWNER-LINE: end with `Owner: @team`.")
+    single = session(seed, direct=False).transfer(ScriptedModel("src", obeys_owner_rule, [reply]),
+                                                 ScriptedModel("tgt", obeys_owner_rule))
+    source = ScriptedModel("src", obeys_owner_rule, [reply, edits("Be brief."), edits("Be kind.")])
+    many = session(seed, direct=False, restarts=3).transfer(source, ScriptedModel("tgt", obeys_owner_rule))
+    assert many.learned == single.learned and many.transferred == single.transferred
+    assert [run.split_seed for run in many.runs] == [42, 43, 44]
+    reflections = [r for r in source.requests if "# Failing criteria" in r.messages[0].content]
+    assert [r.sample_id for r in reflections] == [1, 1001, 1002, 2001, 2002]  # restart r: night + 1000 (r - 1)
+    assert [run.learned.learned_skill == single.learned.learned_skill for run in many.runs] == [True, False, False]
+    assert many.gain.restart_gains == (1.0, 0.0, 0.0) and many.gain.mean == pytest.approx(1 / 3)
 
 
-def test_paired_gain_uses_per_task_differences():
-    gain = paired_gain([0, 0, 1, 1], [1, 1, 1, 1])
-    assert gain.mean == 0.5 and 0.0 <= gain.low <= 0.5 <= gain.high <= 1.0
-    assert paired_gain([0.5] * 5, [0.5] * 5).high == 0.0
-    with pytest.raises(ValueError):
-        paired_gain([1], [1, 2])
+def test_restarts_split_train_and_val_afresh_and_send_no_request_twice(seed):
+    source = ScriptedModel("src", obeys_owner_rule, [edits("OWNER-LINE now.")] * 4)
+    target = ScriptedModel("tgt", obeys_owner_rule)
+    run = session(seed, restarts=4, direct=False)
+    run.transfer(source, target)
+    splits = {name: {t.id for t in tasks} for name, tasks in run.splits.items()}
+    pool = {t.id for t in seed.train + seed.val}
+    assert splits["train"] | splits["val"] == splits["train@3"] | splits["val@3"] == pool
+    assert len({frozenset(splits[name]) for name in ("val", "val@2", "val@3", "val@4")}) > 1
+    for model in (source, target):
+        keys = [r.key(model.model_id) for r in model.requests]
+        assert len(keys) == len(set(keys))
+
+
+def test_min_delta_keeps_only_edits_that_improve_val_enough(seed):
+    def half(skill: str, task: str, sample: int) -> str:  # the rule helps on tasks numbered 4k only
+        number = int(re.search(r"ticket (\d+)", task).group(1))
+        return "Owner: @x" if "OWNER-LINE" in skill and number % 4 == 0 else "no"
+
+    kept = session(seed, direct=False, nights=1).transfer(ScriptedModel("src", half, [edits("OWNER-LINE.")]),
+                                                          ScriptedModel("tgt", half))
+    assert kept.learned.nights[0].accepted
+    improvement = kept.learned.nights[0].val_after - kept.learned.nights[0].val_before
+    strict = session(seed, direct=False, nights=1, min_delta=improvement + 0.01).transfer(
+        ScriptedModel("src", half, [edits("OWNER-LINE.")]), ScriptedModel("tgt", half))
+    assert not strict.learned.nights[0].accepted and "OWNER-LINE" not in strict.learned.learned_skill
+    with pytest.raises(ValueError, match="min_delta must be within"):
+        session(seed, min_delta=2.0)

@@ -49,7 +49,7 @@ def test_all_problems_reported_at_once_with_file_and_line(tmp_path):
         "{not json",
         json.dumps({"task_id": "bm-003", "task": "t"}),
         task(1),
-        json.dumps({"task_id": "bm-005", "task": "t", "judge": {"kind": "rubric"}}),
+        json.dumps({"task_id": "bm-005", "task": "t", "judge": {"kind": "llm"}}),
         json.dumps({"task_id": "bm-006", "task": "t", "judge": {"kind": "rule", "checks": [{"op": "contain", "arg": "x"}]}}),
         json.dumps({"task_id": "bm-007", "task": "t", "judge": {"kind": "rule", "checks": [{"op": "regex", "arg": "([a-"}]}}),
         json.dumps({"task_id": "bm-008", "task": "t", "judge": {"kind": "rule", "checks": [{"op": "contains", "arg": ""}]}}),
@@ -66,7 +66,7 @@ def test_all_problems_reported_at_once_with_file_and_line(tmp_path):
     assert f"{bench}:2: malformed JSON" in text
     assert f"{bench}:3: missing field(s): judge" in text
     assert f"{bench}:4: duplicate task_id 'bm-001' (first at line 1)" in text
-    assert f"{bench}:5: task 'bm-005': unknown judge kind 'rubric'" in text
+    assert f"{bench}:5: task 'bm-005': unknown judge kind 'llm'" in text
     assert "unknown op 'contain'" in text
     assert "does not compile" in text
     assert "contains needs a non-empty string" in text
@@ -146,3 +146,32 @@ def test_seed_pairs_parse_and_bad_ones_are_named(tmp_path):
     found = problems(write_seed(tmp_path / "bad", toml='pairs = ["sim-small", 3]\n'))
     assert [p.split(": ", 1)[1] for p in found] == ["expected SRC:TGT or SRC->TGT, got 'sim-small'",
                                                     "expected SRC:TGT or SRC->TGT, got 3"]
+
+
+def test_a_regex_javascript_rejects_loads_with_a_portability_warning_naming_file_and_line(tmp_path):
+    from pytest_skilltransfer.seeds import SeedPortabilityWarning
+
+    seed = tmp_path / "portable"
+    seed.mkdir()
+    (seed / "SKILL.md").write_text("# Skill\n\nDo the task.\n", encoding="utf-8")
+    line = json.dumps({"task_id": "t1", "task": "Do it.", "judge": {"kind": "rule", "checks": [{"op": "regex", "arg": "(?m)^ok"}]}})
+    ok = json.dumps({"task_id": "t2", "task": "Do it again.", "judge": {"kind": "rule", "checks": [{"op": "regex", "arg": "^ok$"}]}})
+    (seed / "benchmark.jsonl").write_text(f"{ok}\n{line}\n" + json.dumps({"task_id": "t3", "task": "Once more.", "judge": {"kind": "rule", "checks": [{"op": "contains", "arg": "x"}]}}) + "\n", encoding="utf-8")
+    (seed / "held-out.jsonl").write_text(ok + "\n", encoding="utf-8")
+    with pytest.warns(SeedPortabilityWarning) as caught:
+        loaded = load_seed(seed)
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    assert f"{seed / 'benchmark.jsonl'}:2" in message and "(?m)^ok" in message and "JavaScript rejects" in message
+    assert len(loaded.train) + len(loaded.val) == 3
+
+
+def test_project_seeds_are_portable_to_javascript():
+    import warnings
+
+    from pytest_skilltransfer.seeds import discover_seeds
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for path in discover_seeds(Path(__file__).resolve().parents[1] / "seeds"):
+            load_seed(path)

@@ -8,7 +8,8 @@ sent: some current models refuse them, and determinism comes from the cassettes.
 Prompt caching: the shared prefix of every call (the tools, then the skill as system prompt) gets
 one `cache_control` breakpoint on the system block when it is long enough for the model's minimum
 cacheable prefix (`CACHE_MIN_TOKENS`, estimated at 4 characters per token). Models whose minimum is
-unknown (local servers, new ids) are never marked, so their requests and cassettes do not change.
+unknown (local servers, new ids) are never marked, so their requests and cassettes do not change. A request's
+`response_schema` becomes a tool the reply is forced to call (`tool_choice`), the structured reply.
 """
 
 from __future__ import annotations
@@ -108,6 +109,12 @@ def request_params(target: Target, request: Request) -> dict[str, Any]:
         params["tools"] = [
             {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in request.tools
         ]
+    if request.response_schema is not None:  # forced tool use: the reply is one call with the schema's input
+        shape = request.response_schema
+        params["tools"] = params.get("tools", []) + [
+            {"name": shape.name, "description": shape.description, "input_schema": shape.schema}
+        ]
+        params["tool_choice"] = {"type": "tool", "name": shape.name}
     return mark_cache_prefix(params)
 
 
@@ -121,7 +128,7 @@ def parse_reply(message: Any, model_id: str) -> Reply:
         elif kind == "tool_use":
             arguments = block.input if isinstance(block.input, dict) else {"input": block.input}
             calls.append(ToolCall(id=block.id, name=block.name, arguments=dict(arguments)))
-    usage = message.usage
+    usage = getattr(message, "usage", None)
     written = getattr(usage, "cache_creation_input_tokens", 0) or 0
     read = getattr(usage, "cache_read_input_tokens", 0) or 0
     input_tokens = (getattr(usage, "input_tokens", 0) or 0) + written + read
@@ -129,7 +136,8 @@ def parse_reply(message: Any, model_id: str) -> Reply:
         text="".join(texts),
         tool_calls=tuple(calls),
         usage=Usage(input_tokens=input_tokens, output_tokens=getattr(usage, "output_tokens", 0) or 0,
-                    cache_write_tokens=written, cache_read_tokens=read),
+                    cache_write_tokens=written, cache_read_tokens=read,
+                    unreported=0 if usage is not None and getattr(usage, "input_tokens", None) is not None else 1),
         model=getattr(message, "model", "") or model_id,
         stop_reason=getattr(message, "stop_reason", "") or "",
     )

@@ -45,6 +45,16 @@ class Message:
 
 
 @dataclass(frozen=True)
+class ResponseSchema:
+    """A reply shape the model must follow: a JSON schema, forced through the provider's structured
+    output (OpenAI `response_format`) or a forced tool call (Anthropic `tool_choice`)."""
+
+    name: str
+    description: str
+    schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Request:
     """What the harness asks of a model. `sample_id` makes repeated samples distinct requests."""
 
@@ -53,10 +63,14 @@ class Request:
     tools: tuple[ToolSpec, ...] = ()
     max_tokens: int = 1024
     sample_id: int = 0
+    response_schema: ResponseSchema | None = None
 
     def canonical(self) -> dict[str, Any]:
-        """A JSON-able form with stable key order, used for cache keys and diffs."""
-        return asdict(self)
+        """A JSON-able form with stable key order, used for cache keys and diffs (no schema: key left out)."""
+        data = asdict(self)
+        if data["response_schema"] is None:
+            del data["response_schema"]
+        return data
 
     def key(self, model: str) -> str:
         """Cache key: the same model, request and sample id give the same key."""
@@ -148,6 +162,7 @@ def resolve_model(name: str) -> Model:
 def _load_builtin_families() -> None:
     """Import the built-in backends so they register themselves (SDKs stay lazily imported)."""
     from . import sim  # noqa: F401
+    from .sim import judge  # noqa: F401
 
     try:
         from . import providers  # noqa: F401

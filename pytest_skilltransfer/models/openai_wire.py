@@ -6,6 +6,7 @@ that honour it). The official API gets `max_completion_tokens` (GPT-6 rejects `m
 compatible servers get `max_tokens`, which they all understand. No temperature or top_p is sent.
 Prompt caching is automatic on OpenAI's side; `prompt_tokens_details.cached_tokens` (and
 `cache_write_tokens` where reported) are metered.
+A request's `response_schema` becomes a strict `json_schema` response format (structured output).
 """
 
 from __future__ import annotations
@@ -57,6 +58,12 @@ def request_params(target: Target, request: Request) -> dict[str, Any]:
             {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
             for t in request.tools
         ]
+    if request.response_schema is not None:
+        shape = request.response_schema
+        params["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": shape.name, "description": shape.description, "schema": shape.schema, "strict": True},
+        }
     return params
 
 
@@ -75,7 +82,7 @@ def _detail(details: Any, name: str) -> int:
 
 
 def parse_reply(completion: Any, model_id: str) -> Reply:
-    """A chat completion as our Reply (first choice)."""
+    """A chat completion as our Reply (first choice); a `refusal` message becomes stop reason `refusal`."""
     choice = completion.choices[0] if completion.choices else None
     message = getattr(choice, "message", None)
     calls = tuple(
@@ -83,7 +90,8 @@ def parse_reply(completion: Any, model_id: str) -> Reply:
         for call in (getattr(message, "tool_calls", None) or [])
         if getattr(call, "function", None) is not None
     )
-    usage = completion.usage
+    refusal = getattr(message, "refusal", None) or ""
+    usage = getattr(completion, "usage", None)
     details = getattr(usage, "prompt_tokens_details", None)
     return Reply(
         text=(getattr(message, "content", None) or ""),
@@ -93,9 +101,11 @@ def parse_reply(completion: Any, model_id: str) -> Reply:
             output_tokens=getattr(usage, "completion_tokens", 0) or 0,
             cache_write_tokens=_detail(details, "cache_write_tokens"),
             cache_read_tokens=_detail(details, "cached_tokens"),
+            unreported=0 if usage is not None and getattr(usage, "prompt_tokens", None) is not None else 1,
         ),
         model=getattr(completion, "model", "") or model_id,
-        stop_reason=(getattr(choice, "finish_reason", "") or ""),
+        stop_reason="refusal" if refusal else (getattr(choice, "finish_reason", "") or ""),
+        refusal=refusal,
     )
 
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import warnings
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Generator
@@ -100,7 +101,11 @@ def runner_of(config: pytest.Config) -> Runner:
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    from . import compare, shards
+
     add_options(parser, pluginmanager)
+    shards.add_options(parser)
+    compare.add_options(parser)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -158,7 +163,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if settings.plan:
         config.option.disable_unused_snapshots = True  # no item runs, so no snapshot is "unused"
         config.pluginmanager.register(PlanMode(), "skilltransfer-plan")
-    config.pluginmanager.register(TransferReporting(config, settings), "skilltransfer-reporting")
+    reporting = TransferReporting(config, settings)
+    config.pluginmanager.register(reporting, "skilltransfer-reporting")
+    _register_ci(config, reporting)
     _add_seed_dirs(config, settings)
     if config.stash.get(SEED_SCHEDULING, False):
         import tempfile
@@ -174,16 +181,30 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def _register_ci(config: pytest.Config, reporting: TransferReporting) -> None:
+    """Shard selection (`shards`) and the base ref (`compare`); both are named in the JSON report."""
+    from . import compare, shards
+
+    selection = shards.register(config)
+    if selection is not None:
+        reporting.run_fields.append(lambda: {"shard": selection.record()})
+    base = compare.configure(config)
+    if base is not None:
+        reporting.run_fields.append(lambda: {"compare_to": base.as_dict()})
+
+
 def _check_models(settings: Settings) -> None:
     """Every model name must resolve; the error names the option and lists the known models."""
     from ..models.base import ModelError, resolve_model
 
+    judges = {j.model for j in (settings.ini_judge, settings.cli_judge) if j.model}
     names = {name for pair in settings.pairs for name in pair} | ({settings.optimizer} if settings.optimizer else set())
-    for name in sorted(names):
+    for name in sorted(names | judges):
         try:
             resolve_model(name)
         except ModelError as exc:
-            role = "--optimizer" if name == settings.optimizer else "--source/--target/--pair"
+            role = ("--optimizer" if name == settings.optimizer else "--judge" if name in judges
+                    else "--source/--target/--pair")
             raise pytest.UsageError(f"{role}: {exc}") from None
 
 
@@ -390,6 +411,7 @@ def transfer_pair(request: pytest.FixtureRequest) -> Pair:
 def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapshot: "SnapshotAssertion") -> "TransferResult":
     """Run the skill-transfer protocol for this test's seed and pair; the plugin gates it after the test."""
     from ..models.base import ModelCallError, ModelError
+    from ..protocol import CalibrationFailed, NoJudgeConfigured
     from ..result_json import result_to_json
     from ..seeds import SeedError
     from .snapshots import TransferSnapshotExtension
@@ -400,7 +422,7 @@ def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapsho
     try:
         result = runner.transfer(spec.seed_path, spec.source, spec.target, spec.optimizer)
         seed = runner.seed(spec.seed_path)
-    except (SeedError, ModelError, ModelCallError) as exc:
+    except (SeedError, ModelError, ModelCallError, NoJudgeConfigured, CalibrationFailed) as exc:
         problem = f"{spec.seed_path.name} ({spec.source} -> {spec.target}): {exc}"
     else:
         problem = ""
@@ -422,7 +444,15 @@ def junit_properties(data: dict[str, Any]) -> list[tuple[str, object]]:
         "gain": data["gain"]["mean"],
         "gain_ci_low": data["gain"]["ci_low"],
         "gain_ci_high": data["gain"]["ci_high"],
+        "gain_p_value": data["gain"]["p_value"],
+        "gain_method": data["gain"]["method"],
+        "mdg": data["gain"]["mdg"],
+        "restarts": len(data.get("restarts") or []) or None,
+        "restart_gain_sd": ((data["gain"].get("restarts") or {}).get("sd")),
+        "tasks": data["gain"]["n"],
         "efficiency": data["efficiency"],
+        "efficiency_ci_low": (data.get("efficiency_ci") or {}).get("ci_low"),
+        "efficiency_ci_high": (data.get("efficiency_ci") or {}).get("ci_high"),
         "calls": data["cost"]["calls"],
         "tokens": data["cost"]["tokens"],
         "usd": data["cost"]["total_usd"],
@@ -441,18 +471,39 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
 
 
 def _gate(item: pytest.Item, run: ItemRun) -> None:
-    from . import gating, snapshots
+    from . import compare, gating, snapshots
     from .diagnosis import diagnose
 
-    thresholds = settings_of(item.config).thresholds(run.seed.thresholds, run.spec.thresholds)
-    committed = snapshots.committed_score(run.snapshot)
-    outcome = gating.evaluate(run.data, thresholds, committed, updating=bool(run.snapshot.update_snapshots))
+    settings = settings_of(item.config)
+    thresholds = settings.thresholds(run.seed.thresholds, run.spec.thresholds)
+    committed = snapshots.committed_per_task(run.snapshot)
+    updating = bool(run.snapshot.update_snapshots)
+    base = compare.before(item.config, snapshots.location(run.snapshot))
+    if base is not None:  # --compare-to: the snapshot committed at the base ref, also while updating
+        committed, updating = base.committed(snapshots.parse_per_task), False
+    family = sum(1 for other in item.session.items if SPEC in other.stash)
+    outcome = gating.evaluate(run.data, thresholds, committed, updating=updating,
+                              correction=settings.correction, family=family,
+                              reference=base.reference if base is not None else None)
+    if base is not None:
+        run.data["compare"] = base.record(run.data, outcome.as_dict())
     mismatch = snapshots.compare(run.snapshot, run.data)
-    run.data["gate"] = {**outcome.as_dict(), "passed": outcome.passed and not mismatch,
+    verdict = "fail" if mismatch else outcome.verdict
+    run.data["gate"] = {**outcome.as_dict(), "verdict": verdict, "passed": verdict == "pass",
                         "snapshot": mismatch[0] if mismatch else "ok"}
-    if outcome.failures or mismatch:
+    for gate in outcome.gates:
+        item.user_properties.append((f"skilltransfer_gate_{gate.name}", gate.verdict))
+        if gate.tasks_for_power is not None:
+            item.user_properties.append(("skilltransfer_tasks_for_min_gain", gate.tasks_for_power))
+    item.user_properties.append(("skilltransfer_verdict", verdict))
+    if verdict == "fail" or (verdict == "inconclusive" and settings.inconclusive == "fail"):
         texts = {task.id: task.text for task in run.seed.test}
         pytest.fail(diagnose(run.data, outcome, run.seed.skill, texts, mismatch), pytrace=False)
+    if verdict == "inconclusive":
+        reason = "inconclusive: " + "; ".join(outcome.inconclusive)
+        if settings.inconclusive == "xfail":
+            pytest.xfail(reason)
+        warnings.warn(pytest.PytestWarning(f"{item.nodeid}: {reason}"), stacklevel=1)
 
 
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:

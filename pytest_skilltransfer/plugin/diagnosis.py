@@ -11,7 +11,7 @@ import difflib
 from typing import Any
 
 from ..edits import Edit
-from ..report import gain_text, night_verdict
+from ..report import efficiency_text, gain_text, mdg_text, night_verdict, p_text, unfinished_answers
 from .gating import GateOutcome
 
 TASK_CHARS = 90
@@ -31,8 +31,10 @@ def scores_table(result: dict[str, Any]) -> list[str]:
     for name in ("baseline", "transferred", "direct"):
         mean, interval, soft = _estimate(scores[name])
         lines.append(f"  {name:<12} {mean:>5}  {interval:<13} {soft:>5}")
-    efficiency = "-" if result["efficiency"] is None else f"{result['efficiency']:.2f}"
-    lines.append(f"  gain {gain_text(result)} over {result['gain']['n']} task(s); efficiency {efficiency}")
+    gain = result["gain"]
+    lines.append(f"  gain {gain_text(result)} over {gain['n']} task(s), p = {p_text(gain['p_value'])} "
+                 f"({gain['improved']} improved, {gain['worsened']} worse, {gain['tied']} tied), "
+                 f"minimal detectable gain {mdg_text(result)}; efficiency {efficiency_text(result, interval=True)}")
     return lines
 
 
@@ -81,10 +83,21 @@ def _edit_line(edit: dict[str, Any]) -> str:
 def diagnose(result: dict[str, Any], outcome: GateOutcome, seed_skill: str, task_texts: dict[str, str],
              snapshot_diff: list[str] | None = None) -> str:
     """The full failure text of one item."""
-    head = f"skill transfer failed for {result['seed']} ({result['source']} -> {result['target']}):"
-    lines = [head, *(f"  FAILED {f}" for f in outcome.failures), *(f"  note: {n}" for n in outcome.notes)]
+    what = "failed" if outcome.failures or snapshot_diff else "inconclusive"
+    head = f"skill transfer {what} for {result['seed']} ({result['source']} -> {result['target']}):"
+    lines = [head, *(f"  FAILED {f}" for f in outcome.failures),
+             *(f"  INCONCLUSIVE {m}" for m in outcome.inconclusive), *(f"  note: {n}" for n in outcome.notes)]
+    for gate in outcome.gates:
+        if gate.tasks_for_power is not None and gate.verdict != "pass":
+            lines.append(f"  note: a true gain of {gate.threshold:+.2f} needs {gate.tasks_for_power} held-out tasks "
+                         "to be detected with 80% power (two-sided alpha 0.05)")
+    if outcome.inconclusive and not outcome.failures:
+        lines.append("  (an unproven claim is not a pass; --transfer-inconclusive=xfail|pass changes what it does)")
     if snapshot_diff:
         lines += ["", "snapshot mismatch (run with --snapshot-update to accept):", *(f"  {d}" for d in snapshot_diff)]
+    unfinished = unfinished_answers(result)
+    if unfinished:
+        lines += ["", f"unfinished answers (counted as given): {unfinished}"]
     lines += ["", f"scores on {result['target']} (held-out):", *scores_table(result)]
     lines += ["", f"held-out tasks failing on {result['target']} with the learned skill:",
               *failing_tasks(result, task_texts)]

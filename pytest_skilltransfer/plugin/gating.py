@@ -1,71 +1,210 @@
-"""Transfer gates on one result: min gain, min transferred score, min efficiency, no regression.
+"""Transfer gates on one result, each a hypothesis test with outcome pass, fail or inconclusive.
 
-With samples > 1 the gain and score gates use the lower bound of the 95% interval, and say so.
-Efficiency is undefined without a direct run (or when direct did not beat the baseline): its gate
-is then skipped with a note. The regression gate compares the transferred score with the committed
-snapshot's and is off while `--snapshot-update` accepts new results.
+The burden of proof lies on the claim a gate protects:
+
+* `min_gain`, `min_score`, `min_efficiency`: pass only when the whole 95% interval lies at or above
+  the threshold, fail when the whole interval lies below it, inconclusive otherwise (`stats.decide`).
+  The same rule holds for every sample count. An inconclusive gate says how many held-out tasks
+  would decide it if the observed per-task result held.
+* `regression_tolerance` (on by default, `DEFAULT_REGRESSION_TOLERANCE`): the transferred per-task
+  scores are compared, paired by task, with the committed snapshot's (`stats.regression`); it fails
+  only when the change's whole interval lies below -tolerance, i.e. on evidence of a regression.
+  It is off while `--snapshot-update` accepts new results.
+* Efficiency is undefined without a direct run (the gate is skipped with a note), and inconclusive
+  when the direct headroom is not significantly above 0.
+
+With `correction="bonferroni"` the intervals are taken at level 1 - 0.05 / m for the m transfer items
+of the run (the run summary applies Holm to all items; a gate cannot wait for the others).
+
+A pass never rests on uncertain rubric verdicts (unstable judge samples, judge errors): the gates
+are applied again with each of them resolved against the transferred skill (and in the baseline's
+favour), and a pass that does not survive this is inconclusive, naming how many there were.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .. import stats
 from ..seeds import Thresholds
 
 EPSILON = 1e-9
+DEFAULT_REGRESSION_TOLERANCE = 0.05
+CORRECTIONS = ("none", "bonferroni")
+
+
+@dataclass(frozen=True)
+class Gate:
+    """One gate's decision."""
+
+    name: str
+    verdict: str  # pass | fail | inconclusive
+    threshold: float
+    estimate: float | None
+    low: float | None
+    high: float | None
+    message: str = ""
+    tasks_to_decide: int | None = None
+    tasks_for_power: int | None = None  # min_gain: held-out tasks that detect a gain of min_gain with 80% power
+
+    def as_dict(self) -> dict[str, Any]:
+        rounded = {k: None if v is None else round(v, 4) for k, v in
+                   (("estimate", self.estimate), ("ci_low", self.low), ("ci_high", self.high))}
+        return {"gate": self.name, "verdict": self.verdict, "threshold": self.threshold, **rounded,
+                "tasks_to_decide": self.tasks_to_decide, "tasks_for_power": self.tasks_for_power,
+                "message": self.message}
 
 
 @dataclass(frozen=True)
 class GateOutcome:
-    """What the gates decided: failures (empty = pass) and notes on gates that were skipped or bounded."""
+    """Every gate's decision; the verdict is fail if any fails, else inconclusive if any is, else pass."""
 
-    failures: tuple[str, ...] = ()
+    gates: tuple[Gate, ...] = ()
     notes: tuple[str, ...] = ()
-    on_lower_bound: bool = False
+    level: float = stats.LEVEL
     thresholds: dict[str, float | None] = field(default_factory=dict)
 
     @property
+    def verdict(self) -> str:
+        verdicts = {g.verdict for g in self.gates}
+        return stats.FAIL if stats.FAIL in verdicts else stats.INCONCLUSIVE if stats.INCONCLUSIVE in verdicts else stats.PASS
+
+    @property
+    def failures(self) -> tuple[str, ...]:
+        return tuple(g.message for g in self.gates if g.verdict == stats.FAIL)
+
+    @property
+    def inconclusive(self) -> tuple[str, ...]:
+        return tuple(g.message for g in self.gates if g.verdict == stats.INCONCLUSIVE)
+
+    @property
     def passed(self) -> bool:
-        return not self.failures
+        return self.verdict == stats.PASS
 
     def as_dict(self) -> dict[str, Any]:
-        return {"passed": self.passed, "failures": list(self.failures), "notes": list(self.notes),
-                "on_lower_bound": self.on_lower_bound, "thresholds": self.thresholds}
+        return {"verdict": self.verdict, "passed": self.passed, "failures": list(self.failures),
+                "inconclusive": list(self.inconclusive), "notes": list(self.notes), "level": round(self.level, 6),
+                "gates": [g.as_dict() for g in self.gates], "thresholds": self.thresholds}
 
 
-def _gated(estimate: dict[str, Any], lower: bool) -> float:
-    return estimate["ci_low"] if lower else estimate["mean"]
+def gate_level(correction: str, family: int) -> float:
+    """The interval level of the gates: 95%, or Bonferroni's 1 - 0.05 / m over m items."""
+    if correction == "bonferroni" and family > 1:
+        return 1 - (1 - stats.LEVEL) / family
+    return stats.LEVEL
 
 
-def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: float | None = None,
-             updating: bool = False) -> GateOutcome:
-    """Apply every configured gate to a result in the JSON shape of `result_json`."""
-    lower = result["config"]["samples"] > 1
-    basis = " (lower 95% bound, samples > 1)" if lower else ""
-    failures: list[str] = []
+def _decided_text(tasks: int | None, n: int, restarts: int) -> str:
+    if tasks is None and restarts > 1:
+        return ("no number of held-out tasks decides it: the spread between restarts alone spans the threshold; "
+                "more restarts (--restarts) would narrow it")
+    if tasks is None:
+        return "no number of held-out tasks decides it at this estimate (it sits on the threshold)"
+    return (f"the same per-task result over {tasks} held-out task(s) (now {n}) would decide it; "
+            "more samples per task cannot")
+
+
+def _interval_gate(name: str, label: str, estimate: float, n: int, threshold: float, level: float,
+                   paired: bool, extra: str = "", restart_values: list[float] | None = None) -> Gate:
+    values = restart_values or []
+    low, high = stats.bounds(estimate, n, level, paired, values)
+    verdict = stats.decide(low, high, threshold)
+    shown = f"{label} {estimate:+.3f} [{low:+.3f}, {high:+.3f}]" if paired else \
+        f"{label} {estimate:.3f} [{low:.3f}, {high:.3f}]"
+    over = f", {len(values)} restarts" if len(values) > 1 else ""
+    shown += f" ({level * 100:.4g}% CI, {n} task(s){over}{extra})"
+    sign = "+" if paired else ""
+    if verdict == stats.PASS:
+        return Gate(name, verdict, threshold, estimate, low, high, f"{shown} is at least {name} {threshold:{sign}.3f}")
+    if verdict == stats.FAIL:
+        return Gate(name, verdict, threshold, estimate, low, high, f"{shown} is below {name} {threshold:{sign}.3f}")
+    tasks = stats.tasks_to_decide(estimate, n, threshold, level, paired=paired, restart_values=values)
+    message = (f"{shown} neither shows {name} {threshold:{sign}.3f} nor rules it out; "
+               + _decided_text(tasks, n, len(values)))
+    return Gate(name, verdict, threshold, estimate, low, high, message, tasks)
+
+
+def _efficiency_gate(result: dict[str, Any], threshold: float) -> Gate | str:
+    if result["direct_target"] is None:
+        return "min_efficiency gate skipped: efficiency is undefined (no direct run (--no-direct))"
+    estimate = result.get("efficiency_ci")
+    if estimate is None:
+        headroom = result.get("headroom") or {}
+        shown = (f" (direct - baseline {headroom['mean']:+.3f} [{headroom['ci_low']:+.3f}, {headroom['ci_high']:+.3f}])"
+                 if headroom else "")
+        message = ("efficiency is undefined: the direct headroom is not significantly above 0"
+                   f"{shown}; neither shows min_efficiency {threshold:.3f} nor rules it out")
+        return Gate("min_efficiency", stats.INCONCLUSIVE, threshold, None, None, None, message)
+    low, high, mean = estimate["ci_low"], estimate["ci_high"], estimate["mean"]
+    verdict = stats.decide(low, high, threshold)
+    shown = f"efficiency {mean:.3f} [{low:.3f}, {high:.3f}]"
+    text = {stats.PASS: f"{shown} is at least min_efficiency {threshold:.3f}",
+            stats.FAIL: f"{shown} is below min_efficiency {threshold:.3f}",
+            stats.INCONCLUSIVE: f"{shown} neither shows min_efficiency {threshold:.3f} nor rules it out"}[verdict]
+    return Gate("min_efficiency", verdict, threshold, mean, low, high, text)
+
+
+def per_task(evaluation: dict[str, Any] | None) -> dict[str, float]:
+    """{task id: hard score} of one evaluation in the JSON shape."""
+    return {} if evaluation is None else {t["task_id"]: t["hard"] for t in evaluation["tasks"]}
+
+
+def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str, float] | None = None,
+             updating: bool = False, correction: str = "none", family: int = 1,
+             reference: str | None = None) -> GateOutcome:
+    """Apply every configured gate to a result in the JSON shape of `result_json`.
+
+    `committed` holds the committed snapshot's transferred per-task scores (None: no snapshot);
+    `reference` names where they come from when that is not the working tree (e.g. `the snapshot at
+    origin/main`), and then a failure asks for a fix rather than for `--snapshot-update`.
+    """
+    level = gate_level(correction, family)
+    gates: list[Gate] = []
     notes: list[str] = []
+    corrected = f", Bonferroni over {family} items" if level != stats.LEVEL else ""
     if thresholds.min_gain is not None:
-        gain = _gated(result["gain"], lower)
-        if gain < thresholds.min_gain - EPSILON:
-            failures.append(f"gain {gain:+.3f}{basis} is below min_gain {thresholds.min_gain:+.3f}")
+        gain = result["gain"]
+        gate = _interval_gate("min_gain", "gain", gain["mean"], gain["n"], thresholds.min_gain, level, True,
+                              f", p = {gain['p_value']:.3g}{corrected}", (gain.get("restarts") or {}).get("gains"))
+        gates.append(replace(gate, tasks_for_power=stats.tasks_for_gain(thresholds.min_gain, level)))
     if thresholds.min_score is not None:
-        score = _gated(result["scores"]["transferred"]["hard"], lower)
-        if score < thresholds.min_score - EPSILON:
-            failures.append(f"transferred score {score:.3f}{basis} is below min_score {thresholds.min_score:.3f}")
+        hard = result["scores"]["transferred"]["hard"]
+        gates.append(_interval_gate("min_score", "transferred score", hard["mean"], hard["n"], thresholds.min_score,
+                                    level, False, corrected, hard.get("restart_means")))
     if thresholds.min_efficiency is not None:
-        efficiency = result["efficiency"]
-        if efficiency is None:
-            why = "no direct run (--no-direct)" if result["direct_target"] is None else "direct did not beat the baseline"
-            notes.append(f"min_efficiency gate skipped: efficiency is undefined ({why})")
-        elif efficiency < thresholds.min_efficiency - EPSILON:
-            failures.append(f"efficiency {efficiency:.3f} is below min_efficiency {thresholds.min_efficiency:.3f}")
+        decision = _efficiency_gate(result, thresholds.min_efficiency)
+        (notes.append if isinstance(decision, str) else gates.append)(decision)  # type: ignore[arg-type]
     if thresholds.regression_tolerance is not None and committed is not None and not updating:
-        drop = committed - result["transferred"]
-        if drop > thresholds.regression_tolerance + EPSILON:
-            failures.append(f"transferred score {result['transferred']:.3f} dropped {drop:.3f} below the committed "
-                            f"snapshot's {committed:.3f} (tolerance {thresholds.regression_tolerance:.3f}); "
-                            "run with --snapshot-update to accept")
-    if lower and (thresholds.min_gain is not None or thresholds.min_score is not None):
-        notes.append("gain and score gates use the lower 95% bound because samples > 1")
-    return GateOutcome(tuple(failures), tuple(notes), lower, dict(thresholds.__dict__))
+        check = stats.regression(committed, per_task(result["scores"]["transferred"]), thresholds.regression_tolerance)
+        message = check.message()
+        if reference is not None:
+            message = message.replace("the committed snapshot", reference)
+        if check.verdict == stats.FAIL:
+            accept = ("this change makes the item worse than its base" if reference is not None
+                      else "run with --snapshot-update to accept")
+            message = "regression: " + message + "; the drop is beyond the tolerance; " + accept
+        gain = check.gain
+        gates.append(Gate("regression_tolerance", check.verdict, thresholds.regression_tolerance,
+                          None if gain is None else gain.mean, None if gain is None else gain.low,
+                          None if gain is None else gain.high, message))
+    outcome = GateOutcome(tuple(gates), tuple(notes), level, dict(thresholds.__dict__))
+    return _judge_stability(outcome, result, thresholds, committed, updating, correction, family)
+
+
+def _judge_stability(outcome: GateOutcome, result: dict[str, Any], thresholds: Thresholds,
+                     committed: dict[str, float] | None, updating: bool, correction: str, family: int) -> GateOutcome:
+    """A pass that does not survive its uncertain rubric verdicts resolved against the skill is inconclusive."""
+    from ..judge_report import adverse, uncertain_count
+
+    count = uncertain_count(result) if result.get("judge") else 0
+    if not count or outcome.verdict != stats.PASS or not outcome.gates:
+        return outcome
+    worst = evaluate(adverse(result), thresholds, committed, updating, correction, family)
+    if worst.verdict == stats.PASS:
+        return outcome
+    message = (f"the pass rests on {count} uncertain rubric verdict(s) (unstable judge samples or judge errors): "
+               f"with them resolved against the skill, {'; '.join(worst.failures + worst.inconclusive)}; "
+               "raise --judge-samples or sharpen the criterion")
+    gate = Gate("judge_stability", stats.INCONCLUSIVE, 0.0, float(count), None, None, message)
+    return replace(outcome, gates=outcome.gates + (gate,))

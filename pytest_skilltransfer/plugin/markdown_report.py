@@ -2,14 +2,16 @@
 
 It holds the summary line, the table of every item with its gate verdict, one mermaid
 `xychart-beta` bar chart per seed and pair (baseline / transferred / direct on the target, which
-GitHub renders), the failed gates, and the optimization price comparison.
+GitHub renders), the failed gates, the rubric judges' agreement and calibration, and the
+optimization price comparison.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..report import COLUMNS, price_difference, summary_line, table_rows
+from ..judge_report import judge_lines
+from ..report import LEGEND, md_table, pair_lines, price_difference, summary_line, unfinished_answers
 
 
 def _cell(text: str) -> str:
@@ -18,9 +20,10 @@ def _cell(text: str) -> str:
 
 def _table(ordered: list[dict[str, Any]]) -> list[str]:
     """`ordered` is sorted as `table_rows` sorts (stably, by seed and pair), so rows and results align."""
-    lines = ["| " + " | ".join((*COLUMNS, "gate")) + " |", "|" + "---|" * (len(COLUMNS) + 1)]
-    for result, row in zip(ordered, table_rows(ordered)):
-        lines.append("| " + " | ".join(_cell(c) for c in (*row, _verdict(result))) + " |")
+    columns, rows = md_table(ordered)
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for row in rows:
+        lines.append("| " + " | ".join(_cell(c) for c in (*row[:-1], _bold(row[-1]))) + " |")
     return lines
 
 
@@ -28,11 +31,24 @@ def _key(result: dict[str, Any]) -> tuple[str, str, str]:
     return result["seed"], result["source"], result["target"]
 
 
-def _verdict(result: dict[str, Any]) -> str:
-    gate = result.get("gate")
-    if gate is None:
-        return "-"
-    return "pass" if gate["passed"] else "**FAIL**"
+def _bold(verdict: str) -> str:
+    return "**FAIL**" if verdict == "fail" else verdict
+
+
+def _against_base(ordered: list[dict[str, Any]]) -> list[str]:
+    """Before -> after per item against the base ref (`--compare-to`), as a table; [] without a ref."""
+    from .compare import VERDICT_WORDS, comparisons
+
+    regressed = VERDICT_WORDS["fail"]
+    heading, rows = comparisons(ordered)
+    if not heading:
+        return []
+    lines = ["## " + heading[0].upper() + heading[1:], "", "| item | before | after | regression gate |",
+             "|---|---|---|---|"]
+    for item, before, after, verdict in rows:
+        shown = f"**{verdict}**" if verdict == regressed else verdict
+        lines.append(f"| {_cell(item)} | {before} | {after} | {shown} |")
+    return lines + [""]
 
 
 def chart(result: dict[str, Any]) -> list[str]:
@@ -56,18 +72,29 @@ def render(results: list[dict[str, Any]]) -> str:
     if not results:
         return "# Skill transfer\n\nNo transfer items ran.\n"
     ordered = sorted(results, key=_key)
-    lines = ["# Skill transfer", "", f"`{summary_line(ordered)}`", "", *_table(ordered), ""]
+    lines = ["# Skill transfer", "", f"`{summary_line(ordered)}`", "", *_table(ordered), "", f"_{LEGEND}_", ""]
+    lines += [f"- {line}" for line in pair_lines(ordered)] + [""]
     difference = price_difference(ordered)
     if difference:
         lines += [difference, ""]
+    unfinished = [(r, text) for r in ordered if (text := unfinished_answers(r))]
+    if unfinished:
+        lines += ["## Unfinished answers", ""]
+        lines += [f"- **{r['seed']}** ({r['source']} -> {r['target']}): {text}" for r, text in unfinished]
+        lines.append("")
+    lines += _against_base(ordered)
     failed = [r for r in ordered if r.get("gate") and not r["gate"]["passed"]]
     if failed:
-        lines += ["## Failed gates", ""]
+        lines += ["## Failed or inconclusive gates", ""]
         for result in failed:
             gate = result["gate"]
-            reasons = [*gate["failures"], *([gate["snapshot"]] if gate["snapshot"] != "ok" else [])]
+            reasons = [*gate["failures"], *gate.get("inconclusive", []),
+                       *([gate["snapshot"]] if gate["snapshot"] != "ok" else [])]
             lines += [f"- **{result['seed']}** ({result['source']} -> {result['target']}): " + "; ".join(reasons)]
         lines.append("")
+    judged = judge_lines(ordered)
+    if judged:
+        lines += ["## Rubric judges", "", *(f"- {line.strip()}" for line in judged), ""]
     lines += ["## Scores per seed", ""]
     for result in ordered:
         lines += chart(result) + [""]

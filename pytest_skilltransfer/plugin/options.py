@@ -23,7 +23,10 @@ import pytest
 
 from ..models.sdk_common import CallPolicy
 from ..protocol import ProtocolConfig
-from ..seeds import Thresholds, split_pair
+from ..rubric import DEFAULT_MIN_ACCURACY
+from ..scoring import PROFILES
+from .gating import CORRECTIONS, DEFAULT_REGRESSION_TOLERANCE
+from ..seeds import LIMIT_OPTIONS, JudgeSettings, SeedLimits, Thresholds, split_pair
 
 Pair = tuple[str, str]
 
@@ -31,8 +34,11 @@ INT_SETTINGS = {  # option -> (ProtocolConfig field, smallest allowed value, hel
     "nights": ("nights", 1, "optimization nights"),
     "edit-budget": ("edit_budget", 1, "edits applied per night at most"),
     "limit-replay": ("limit_replay", 0, "training tasks replayed per night (0 = all)"),
-    "limit-holdout": ("limit_holdout", 0, "validation and held-out tasks scored (0 = all)"),
-    "samples": ("samples", 1, "rollouts per task; above 1 the gates use the lower 95%% bound"),
+    "limit-holdout": ("limit_holdout", 0, "validation tasks scored per gate decision (0 = all)"),
+    "limit-test": ("limit_test", 0, "held-out test tasks scored (0 = all)"),
+    "samples": ("samples", 1, "rollouts per task (narrows intervals; the method stays the same)"),
+    "restarts": ("restarts", 1, "independent optimizations per seed and pair, each with its own train/val split "
+                 "and optimizer sample ids; the gain's interval includes their spread"),
 }
 THRESHOLD_OPTIONS = {  # option -> Thresholds field
     "transfer-min-gain": "min_gain",
@@ -41,6 +47,7 @@ THRESHOLD_OPTIONS = {  # option -> Thresholds field
     "transfer-regression-tolerance": "regression_tolerance",
 }
 OFF_WORDS = ("off", "none")
+INCONCLUSIVE_ACTIONS = ("fail", "xfail", "pass")  # what an inconclusive gate does to its pytest item
 
 
 def ini_name(option: str) -> str:
@@ -79,8 +86,19 @@ def add_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager
     _add(group, parser, "pair", "an explicit SRC:TGT pair, e.g. the reverse direction; repeatable", "args",
          action="append", metavar="SRC:TGT")
     _add(group, parser, "optimizer", "model that proposes edits (default: the agent model itself)", metavar="MODEL")
+    _add(group, parser, "judge", "judge model for rubric checks (a seed's [judge] model overrides the ini; the "
+         "command line overrides both)", metavar="MODEL")
+    _add(group, parser, "judge-samples", "judge calls per rubric check, majority vote (default 1)", metavar="N")
+    _add(group, parser, "judge-min-accuracy", "least judge accuracy on a seed's judge-calibration.jsonl "
+         f"(default {DEFAULT_MIN_ACCURACY})", metavar="X")
     for option, (name, _, text) in INT_SETTINGS.items():
         _add(group, parser, option, f"{text} (default {getattr(ProtocolConfig(), name)})", metavar="N")
+    _add(group, parser, "min-delta", "the validation gate keeps a night's edits only when the val score beats the "
+         "current one by more than X (default: the scoring profile's, 0 = any strict improvement; gbrain 0.05)",
+         metavar="X")
+    _add(group, parser, "scoring", "scoring profile: default (hard and soft, mean over samples, gate on any strict "
+         "gain) or gbrain (fraction of checks per rollout, median of 3 samples, gate above best + 0.05)",
+         metavar="PROFILE")
     _add(group, parser, "no-direct", "skip the direct optimization on the target (no efficiency)",
          action="store_true", default=None)
     _add(group, parser, "seeds-dir", "folder of seeds (or one seed) to collect as well; repeatable", "paths",
@@ -88,6 +106,10 @@ def add_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager
     for option, name in THRESHOLD_OPTIONS.items():
         _add(group, parser, option, f"gate: {name.replace('_', ' ')} (overrides seed.toml; 'off' disables)",
              metavar="X")
+    _add(group, parser, "transfer-inconclusive", "what an inconclusive gate does to its test: fail (default: an "
+         "unproven claim is not a pass), xfail, or pass (with a warning)", metavar="ACTION")
+    _add(group, parser, "transfer-correction", "gate intervals corrected for the number of transfer items: none "
+         "(default) or bonferroni (the run summary always reports Holm)", metavar="METHOD")
     _add(group, parser, "skilltransfer-json", "write the JSON report (the CLI's --json shape) to PATH", metavar="PATH")
     _add(group, parser, "skilltransfer-md", "write a Markdown report with charts (for CI job summaries) to PATH",
          metavar="PATH")
@@ -106,6 +128,10 @@ def add_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager
          action="store_true", default=None)
     _add(group, parser, "max-cost", "stop recording once the dollars spent on provider calls (from their usage) "
          "reach USD; what was recorded is kept and the remaining items fail", metavar="USD")
+    for name, option in LIMIT_OPTIONS.items():
+        what = {"skill_bytes": "SKILL.md", "task_bytes": "each task's text", "corpus_bytes": "a seed's corpus pages in all"}
+        _add(group, parser, option[2:], f"size limit of {what[name]} in bytes (default {getattr(SeedLimits(), name)})",
+             metavar="BYTES")
     defaults = CallPolicy()
     _add(group, parser, "provider-retries", f"retries of a provider call on 429/529/5xx/timeouts/resets (the SDKs' "
          f"retry machinery; a retry-after the provider sends is waited for) (default {defaults.max_retries})",
@@ -134,15 +160,31 @@ class Settings:
     record_mode: str | None = None  # None: the cassettes' default (replay only under CI)
     cassette_dir: Path = Path("cassettes")
     local_server: str = "auto"
+    inconclusive: str = "fail"
+    correction: str = "none"
     concurrency: int | None = None  # --max-concurrency N (None: each backend's default)
     model_concurrency: dict[str, int] = field(default_factory=dict)  # --max-concurrency MODEL=N
     plan: bool = False
     max_cost: float | None = None  # --max-cost USD (None: no budget)
     calls: CallPolicy = field(default_factory=CallPolicy)  # --provider-retries/-backoff/-timeout
+    seed_limits: SeedLimits = field(default_factory=SeedLimits)  # --max-skill-bytes/-task-bytes/-corpus-bytes
+    ini_judge: JudgeSettings = field(default_factory=JudgeSettings)
+    cli_judge: JudgeSettings = field(default_factory=JudgeSettings)
+
+    def judge(self, seed: JudgeSettings) -> JudgeSettings:
+        """ini < seed.toml [judge] < command line, then the defaults (1 sample, min accuracy 0.8)."""
+        values = {k: v for layer in (self.ini_judge, seed, self.cli_judge) for k, v in layer.__dict__.items()
+                  if v is not None}
+        return JudgeSettings(**{"samples": 1, "min_accuracy": DEFAULT_MIN_ACCURACY, **values})
 
     def thresholds(self, seed: Thresholds, marker: dict[str, Any] | None = None) -> Thresholds:
-        """seed.toml < ini < the test's marker < command line; None (`off`) turns a gate off."""
-        values = {**seed.__dict__, **self.ini_thresholds, **(marker or {}), **self.cli_thresholds}
+        """default < seed.toml < ini < the test's marker < command line; None (`off`) turns a gate off.
+
+        The only default is the regression gate's tolerance (`DEFAULT_REGRESSION_TOLERANCE`).
+        """
+        seed_values = {k: v for k, v in seed.__dict__.items() if v is not None}
+        values = {"regression_tolerance": DEFAULT_REGRESSION_TOLERANCE, **seed_values, **self.ini_thresholds,
+                  **(marker or {}), **self.cli_thresholds}
         return Thresholds(**{k: v for k, v in values.items() if k in Thresholds.__dataclass_fields__})
 
 
@@ -223,6 +265,16 @@ def _threshold(value: Any, where: str) -> float | None:
         raise pytest.UsageError(f"{where}: expected a number or 'off', got {value!r}") from None
 
 
+def _fraction(value: Any, where: str) -> float:
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        raise pytest.UsageError(f"{where}: expected a number within [0, 1], got {value!r}") from None
+    if not 0 <= number <= 1:
+        raise pytest.UsageError(f"{where}: must be within [0, 1], got {number}")
+    return number
+
+
 def _bool(value: Any, where: str) -> bool:
     if isinstance(value, bool):
         return value
@@ -232,6 +284,32 @@ def _bool(value: Any, where: str) -> bool:
     if text in ("0", "false", "no", "off", ""):
         return False
     raise pytest.UsageError(f"{where}: expected true or false, got {value!r}")
+
+
+def _judge_layers(reader: _Reader) -> tuple[JudgeSettings, JudgeSettings]:
+    """(ini, command line) judge settings, each validated where it came from."""
+    layers = []
+    for read, where in ((reader.ini, ini_name), (reader.cli, lambda o: f"--{o}")):
+        model, samples, accuracy = read("judge"), read("judge-samples"), read("judge-min-accuracy")
+        number = _threshold(accuracy, where("judge-min-accuracy")) if accuracy is not None else None
+        if accuracy is not None and number is None:  # `off`: calibration is reported but never fails a seed
+            number = 0.0
+        if number is not None and not 0 <= number <= 1:
+            raise pytest.UsageError(f"{where('judge-min-accuracy')}: must be within [0, 1], got {number}")
+        layers.append(JudgeSettings(
+            model=str(model).strip() or None if model is not None else None,
+            samples=_int(samples, where("judge-samples"), 1) if samples is not None else None,
+            min_accuracy=number,
+        ))
+    return layers[0], layers[1]
+
+
+def _choice(reader: _Reader, option: str, choices: tuple[str, ...]) -> str:
+    value, where = reader.get(option)
+    choice = str(value if value is not None else choices[0]).strip().lower()
+    if choice not in choices:
+        raise pytest.UsageError(f"{where}: expected one of {', '.join(choices)}, got {value!r}")
+    return choice
 
 
 def _local_server(reader: _Reader) -> str:
@@ -326,6 +404,15 @@ def _call_policy(reader: _Reader) -> CallPolicy:
     return CallPolicy(**policy)
 
 
+def _seed_limits(reader: _Reader) -> SeedLimits:
+    limits: dict[str, int] = {}
+    for name, option in LIMIT_OPTIONS.items():
+        value, where = reader.get(option[2:])
+        if value is not None:
+            limits[name] = _int(value, where, 1)
+    return SeedLimits(**limits)
+
+
 def read_settings(config: pytest.Config) -> Settings:
     """Parse and validate every skilltransfer option; raise pytest.UsageError naming the bad one."""
     reader = _Reader(config)
@@ -334,6 +421,12 @@ def read_settings(config: pytest.Config) -> Settings:
         value, where = reader.get(option)
         if value is not None:
             protocol[name] = _int(value, where, low)
+    min_delta, where = reader.get("min-delta")
+    if min_delta is not None:
+        protocol["min_delta"] = _fraction(min_delta, where)
+    protocol["scoring"] = _choice(reader, "scoring", tuple(PROFILES))
+    if "samples" not in protocol:
+        protocol["samples"] = PROFILES[protocol["scoring"]].samples  # gbrain: the median of 3
     no_direct, where = reader.get("no-direct")
     protocol["direct"] = not _bool(no_direct, where) if no_direct is not None else True
     layers: dict[str, dict[str, float | None]] = {"ini": {}, "cli": {}}
@@ -351,6 +444,7 @@ def read_settings(config: pytest.Config) -> Settings:
     json_path, _ = reader.get("skilltransfer-json")
     md_path, _ = reader.get("skilltransfer-md")
     cassette_dir, _ = reader.get("cassette-dir")
+    ini_judge, cli_judge = _judge_layers(reader)
     concurrency, model_concurrency = _concurrency(reader)
     return Settings(
         pairs=build_matrix(reader),
@@ -365,11 +459,16 @@ def read_settings(config: pytest.Config) -> Settings:
         record_mode=_record_mode(reader),
         cassette_dir=_path(cassette_dir, cwd) if cassette_dir else config.rootpath / "cassettes",
         local_server=_local_server(reader),
+        ini_judge=ini_judge,
+        cli_judge=cli_judge,
+        inconclusive=_choice(reader, "transfer-inconclusive", INCONCLUSIVE_ACTIONS),
+        correction=_choice(reader, "transfer-correction", CORRECTIONS),
         concurrency=concurrency,
         model_concurrency=model_concurrency,
         plan=plan_requested(config),
         max_cost=_max_cost(reader),
         calls=_call_policy(reader),
+        seed_limits=_seed_limits(reader),
     )
 
 

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from ..models.base import Model, ModelCallError, resolve_model
+from ..models.base import Model, ModelCallError, ModelError, resolve_model
 from ..protocol import SeedSession, TransferResult
+from ..rubric import JudgeSetup
 from ..seeds import Seed, SeedError, load_seed
 from .options import Settings
 
@@ -65,7 +66,7 @@ class Runner:
         key = path.resolve()
         if key not in self._seeds:
             try:
-                self._seeds[key] = load_seed(key)
+                self._seeds[key] = load_seed(key, self.settings.seed_limits)
             except SeedError as exc:
                 self._seeds[key] = exc
         loaded = self._seeds[key]
@@ -79,10 +80,25 @@ class Runner:
             self._models[name] = resolve_model(name)
         return self._models[name]
 
+    def judge(self, seed: Seed) -> JudgeSetup | None:
+        """The seed's judge (command line > seed.toml [judge] > ini), or None when none is configured."""
+        chosen = self.settings.judge(seed.judge)
+        if chosen.model is None:
+            return None
+        try:
+            model = self.model(chosen.model)
+        except ModelError as exc:
+            if chosen.model == seed.judge.model:
+                raise ModelError(f"{seed.path / 'seed.toml'} [judge] model: {exc}") from None
+            raise
+        return JudgeSetup(model, chosen.samples or 1, chosen.min_accuracy or 0.0)
+
     def session(self, path: Path) -> SeedSession:
         key = path.resolve()
         if key not in self._sessions:
-            self._sessions[key] = SeedSession(self.seed(key), self.settings.protocol, self.progress, concurrency)
+            seed = self.seed(key)
+            self._sessions[key] = SeedSession(seed, self.settings.protocol, self.progress, concurrency,
+                                              judge=self.judge(seed))
         return self._sessions[key]
 
     def transfer(self, path: Path, source: str, target: str, optimizer: str | None) -> TransferResult:
@@ -90,7 +106,7 @@ class Runner:
         session = self.session(path)
         names = [source, target] + ([optimizer] if optimizer else [])
         models = [self.model(name) for name in names]
-        if needs_recording(models):
+        if needs_recording(models + ([session.judge.model] if session.judge else [])):
             self.record(session.seed.name)
             if self.start_local_server(models):
                 models = [self.model(name) for name in names]
@@ -102,7 +118,8 @@ class Runner:
 
                 what = f"{getattr(exc, 'model', 'a model')} (phase {session.phase or '?'})"
                 raise BudgetSpent(self.budget.message(what)) from None
-            if session.phase and hasattr(exc, "with_phase"):  # a cassette miss: name the protocol phase
+            if session.phase and hasattr(exc, "with_phase") and getattr(exc, "phase", None) != "judge":
+                # a cassette miss: name the protocol phase (a judge call's miss already names `judge`)
                 raise exc.with_phase(session.phase) from exc.__cause__
             raise
 

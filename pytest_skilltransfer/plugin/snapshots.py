@@ -3,7 +3,10 @@
 Location: inside the seed folder, one file per pair,
 `seeds/<seed>/__snapshots__/transfer[<source>_to_<target>].md` (next to the item's file node), so a seed and its reviewed results
 travel together (hand-written tests keep syrupy's layout, `tests/__snapshots__/<file>/<test>.md`).
-Only deterministic fields are written (scores, nights, the learned skill), never dollars or calls.
+Only deterministic fields are written (scores, nights, the learned skill, the digest of the held-out
+calls the scores were computed from), never dollars or call counts.
+The transferred per-task scores are written on one line (`- transferred per task: `id=score ...``),
+so the regression gate compares this run with the committed one task by task (`stats.regression`).
 
 Unused-snapshot detection: this extension reports no snapshot as unused, so `-k`, seed selection,
 a different model matrix or xdist can never flag or delete one. A deleted seed takes its snapshots
@@ -23,14 +26,14 @@ from syrupy.data import SnapshotCollections
 from syrupy.extensions.base import AbstractSyrupyExtension
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-from ..report import gain_text, night_verdict
+from ..report import gain_text, mdg_text, night_verdict, p_text
 
 if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
     from syrupy.location import PyTestLocation
     from syrupy.types import SnapshotIndex
 
-TRANSFERRED_ROW = re.compile(r"^\| transferred \| ([0-9.]+) \|", re.M)
+PER_TASK_LINE = re.compile(r"^- transferred per task: `([^`]*)`$", re.M)
 FENCE = "````"
 
 
@@ -84,18 +87,30 @@ def _night_lines(optimization: dict[str, Any] | None, label: str) -> list[str]:
     return lines + [""]
 
 
+def _evidence_line(result: dict[str, Any]) -> list[str]:
+    """Which answers the result was computed from: a tampered cassette changes this line."""
+    evidence = result.get("evidence")
+    if not evidence:
+        return []
+    return [f"- scored from {evidence['calls']} distinct call(s), evidence digest {evidence['digest'][:16]}"]
+
+
 def render(result: dict[str, Any]) -> str:
     """The snapshot text of one result."""
     scores = result["scores"]
-    efficiency = "-" if result["efficiency"] is None else f"{result['efficiency']:.3f}"
+    ci = result.get("efficiency_ci")
+    efficiency = "-" if ci is None else f"{ci['mean']:.3f} [{ci['ci_low']:.3f}, {ci['ci_high']:.3f}]"
     lines = [
         f"# {result['seed']}: {result['source']} -> {result['target']}", "",
         "| held-out on target | hard | 95% CI | soft |", "|---|---|---|---|",
         _score_row("baseline", scores["baseline"]),
         _score_row("transferred", scores["transferred"]),
         _score_row("direct", scores["direct"]), "",
-        f"- gain: {gain_text(result)} over {result['gain']['n']} task(s)",
-        f"- efficiency: {efficiency}", "",
+        f"- gain: {gain_text(result)} over {result['gain']['n']} task(s), p = {p_text(result['gain']['p_value'])} "
+        f"(exact sign-flip), minimal detectable gain {mdg_text(result)}",
+        f"- efficiency: {efficiency}",
+        f"- transferred per task: `{per_task_text(scores['transferred'])}`", *_evidence_line(result),
+        *_restart_lines(result), "",
         "## Optimization", "",
         *_night_lines(result["optimization"]["source"], "On the source"),
         *_night_lines(result["optimization"]["direct"], "Direct, on the target"),
@@ -104,13 +119,41 @@ def render(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def committed_score(snapshot: "SnapshotAssertion") -> float | None:
-    """The transferred score in the snapshot on disk, or None when there is none."""
-    path = Path(snapshot.extension.get_location(test_location=snapshot.test_location, index=snapshot.index))
+def _restart_lines(result: dict[str, Any]) -> list[str]:
+    """With restarts: each restart's split seed and gain, and their spread (nothing for one restart)."""
+    runs = result.get("restarts")
+    if not runs:
+        return []
+    spread = result["gain"]["restarts"]
+    gains = ", ".join(f"{r['restart']} (split seed {r['split_seed']}) {r['gain']:+.3f}" for r in runs)
+    return [f"- restarts: {gains}; sd {spread['sd']:.3f}, range [{spread['min']:+.3f}, {spread['max']:+.3f}]"]
+
+
+def location(snapshot: "SnapshotAssertion") -> Path:
+    """The snapshot file of this assertion."""
+    return Path(snapshot.extension.get_location(test_location=snapshot.test_location, index=snapshot.index))
+
+
+def per_task_text(evaluation: dict[str, Any]) -> str:
+    """`id=1 id=0.667`: each task's hard score, compactly."""
+    return " ".join(f"{t['task_id']}={t['hard']:.4g}" for t in evaluation["tasks"])
+
+
+def parse_per_task(text: str) -> dict[str, float] | None:
+    """The per-task scores of a snapshot's text, or None when it has no such line."""
+    match = PER_TASK_LINE.search(text)
+    if match is None:
+        return None
+    pairs = [item.rpartition("=") for item in match.group(1).split()]
+    return {task: float(value) for task, _, value in pairs}
+
+
+def committed_per_task(snapshot: "SnapshotAssertion") -> dict[str, float] | None:
+    """The transferred per-task scores in the snapshot on disk, or None when there is none."""
+    path = location(snapshot)
     if not path.is_file():
         return None
-    match = TRANSFERRED_ROW.search(path.read_text(encoding="utf-8"))
-    return float(match.group(1)) if match else None
+    return parse_per_task(path.read_text(encoding="utf-8"))
 
 
 def compare(snapshot: "SnapshotAssertion", result: dict[str, Any]) -> list[str]:

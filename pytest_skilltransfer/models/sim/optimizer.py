@@ -1,7 +1,8 @@
 """The SIMULATED optimizer: read a reflect prompt's failing criteria, answer with a JSON array of edits.
 
 It reads only the prompt text: the current skill, the failing criteria lines (each tagged
-`(check: op json-arg)`), the edits already rejected and the edit budget. Its style depends on the
+`(check: op json-arg)`; a rubric criterion through the example lines it quotes), the edits already
+rejected and the edit budget. Its style depends on the
 profile: a small model writes literal rules (exact headings, label lines with allowed values,
 fenced templates, worked examples); a large one mostly writes terse abstract rules, some with a
 concrete example in parentheses, and otherwise literal ones. Some nights it
@@ -116,10 +117,22 @@ def read_prompt(text: str) -> ReflectPrompt:
 FREE_HINT = "<one specific point>"  # the hint for a free slot: the request shows no allowed values for it
 
 
+def _rubric_examples(criteria: tuple[Criterion, ...]) -> tuple[Criterion, ...]:
+    """A rubric criterion is read through the examples it quotes: `... (a "Root cause" line counts)` asks for that line."""
+    read: list[Criterion] = []
+    for c in criteria:
+        if c.op == "rubric" and isinstance(c.arg, str):
+            read += [Criterion("contains", quoted, c.count) for quoted in re.findall(r'"([^"]+)"', c.arg)]
+        else:
+            read.append(c)
+    return tuple(read)
+
+
 def _elements(criteria: tuple[Criterion, ...]) -> tuple[list[Element], list[str]]:
     """Required headings and labels, plus regexes this optimizer cannot turn into a template."""
     elements: dict[str, Element] = {}
     unreadable: list[str] = []
+    criteria = _rubric_examples(criteria)
 
     def add(kind: str, key: str, lines: list[str]) -> None:
         known = elements.get(key.casefold())

@@ -1,0 +1,235 @@
+"""Regression against a git ref: `--compare-to REF` gates each item on the snapshot committed at REF.
+
+A pull request that changes a skill re-records and runs `--snapshot-update`, so its snapshots in
+the working tree are its own results and a working-tree comparison can never fire. With
+`--compare-to REF` the regression gate reads each item's snapshot as committed at REF instead
+(`git cat-file blob REF:<path>`), also while `--snapshot-update` rewrites the working tree.
+
+`--compare-to` alone (or `auto`) means: the pull request's base branch when `GITHUB_BASE_REF` is
+set (`origin/<base>`, else `<base>`), otherwise the merge base of HEAD with the default branch
+(`origin/HEAD`, else `origin/main`, `origin/master`, `main`, `master`). A ref git cannot read is a
+usage error naming the ref and what to fetch; an item whose snapshot does not exist at REF is
+reported as new ("no snapshot at REF"), never as a pass of the regression gate.
+
+git is called as a subprocess: the needs are two plumbing commands, not worth a library.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, TypeVar
+
+import pytest
+
+AUTO = "auto"
+DEFAULT_BRANCHES = ("origin/HEAD", "origin/main", "origin/master", "main", "master")
+BASE = pytest.StashKey["BaseRef"]()
+T = TypeVar("T")
+
+
+class RefError(Exception):
+    """A ref that git cannot read, with what to do about it."""
+
+
+@dataclass(frozen=True)
+class BaseRef:
+    """The commit the run compares with: as named, resolved, and how it was chosen."""
+
+    name: str
+    commit: str
+    chosen_by: str
+    toplevel: Path
+
+    @property
+    def label(self) -> str:
+        """`origin/main@1a2b3c4`: what the reports name."""
+        return f"{self.name}@{self.commit[:7]}"
+
+    def relative(self, path: Path) -> str:
+        """A path as git names it in this repository (absolute when it lies outside)."""
+        resolved = path.resolve()
+        return resolved.relative_to(self.toplevel).as_posix() if resolved.is_relative_to(self.toplevel) else str(path)
+
+    def snapshot(self, path: Path) -> str | None:
+        """The file at this commit, or None when it does not exist there."""
+        relative = self.relative(path)
+        if Path(relative).is_absolute():
+            return None  # outside the repository: nothing can be committed there
+        listed = _git(self.toplevel, "ls-tree", "--name-only", self.commit, "--", relative)
+        if not listed.strip():
+            return None
+        return _git(self.toplevel, "cat-file", "blob", f"{self.commit}:{relative}")
+
+    def as_dict(self) -> dict[str, str]:
+        return {"ref": self.name, "commit": self.commit, "chosen_by": self.chosen_by}
+
+
+def add_options(parser: pytest.Parser) -> None:
+    from .options import ini_name
+
+    group = parser.getgroup("skilltransfer")
+    group.addoption("--compare-to", dest="skilltransfer_compare_to", metavar="REF", nargs="?", const=AUTO,
+                    help="regression gate against each snapshot committed at git REF; alone or 'auto': the pull "
+                         "request's base ($GITHUB_BASE_REF), else the merge base with the default branch "
+                         f"(ini: {ini_name('compare-to')})")
+    parser.addini(ini_name("compare-to"), "git ref whose committed snapshots the regression gate compares with")
+
+
+def _git(cwd: Path, *args: str) -> str:
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+    except FileNotFoundError:
+        raise RefError("git is not installed") from None
+    if done.returncode != 0:
+        raise RefError(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"git {args[0]} failed")
+    return done.stdout
+
+
+def _commit(cwd: Path, ref: str) -> str | None:
+    try:
+        return _git(cwd, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").strip()
+    except RefError:
+        return None
+
+
+def resolve(value: str, cwd: Path, environ: Mapping[str, str] | None = None) -> BaseRef:
+    """The commit to compare with; RefError says why there is none and what to fetch."""
+    environ = os.environ if environ is None else environ
+    try:
+        toplevel = Path(_git(cwd, "rev-parse", "--show-toplevel").strip()).resolve()
+    except RefError as exc:
+        raise RefError(f"{cwd} is not in a git repository ({exc})") from None
+    if value != AUTO:
+        commit = _commit(toplevel, value)
+        if commit is None:
+            raise RefError(f"git cannot read {value!r} in {toplevel}; fetch it first (in GitHub Actions: "
+                           "actions/checkout with fetch-depth: 0)")
+        return BaseRef(value, commit, "--compare-to", toplevel)
+    base = environ.get("GITHUB_BASE_REF", "").strip()
+    if base:
+        for name in (f"origin/{base}", base):
+            commit = _commit(toplevel, name)
+            if commit is not None:
+                return BaseRef(name, commit, "GITHUB_BASE_REF", toplevel)
+        raise RefError(f"GITHUB_BASE_REF is {base!r} but neither origin/{base} nor {base} is in {toplevel}; "
+                       "check out with fetch-depth: 0 (actions/checkout) or name the ref: --compare-to=REF")
+    for branch in DEFAULT_BRANCHES:
+        if _commit(toplevel, branch) is None:
+            continue
+        try:
+            merge_base = _git(toplevel, "merge-base", "HEAD", branch).strip()
+        except RefError as exc:
+            raise RefError(f"no merge base of HEAD with {branch} in {toplevel} ({exc}); name the ref: "
+                           "--compare-to=REF") from None
+        return BaseRef(f"merge-base(HEAD, {branch})", merge_base, "default branch", toplevel)
+    raise RefError(f"no default branch ({', '.join(DEFAULT_BRANCHES)}) in {toplevel}; name the ref: --compare-to=REF")
+
+
+def configure(config: pytest.Config) -> BaseRef | None:
+    """Resolve `--compare-to` / its ini key once per process; a ref git cannot read is a usage error."""
+    from .options import _Reader
+
+    value, where = _Reader(config).get("compare-to")
+    if not value or str(value).strip().lower() in ("off", "none"):
+        return None
+    try:
+        base = resolve(str(value).strip(), config.rootpath)
+    except RefError as exc:
+        raise pytest.UsageError(f"{where}: {exc}") from None
+    config.stash[BASE] = base
+    return base
+
+
+def base_of(config: pytest.Config) -> BaseRef | None:
+    return config.stash.get(BASE, None)
+
+
+@dataclass(frozen=True)
+class Before:
+    """An item's snapshot at the base ref: its text, or None when the item is new there."""
+
+    base: BaseRef
+    path: Path
+    text: str | None
+
+    @property
+    def reference(self) -> str:
+        """How gate messages name what this item is compared with."""
+        return f"the snapshot at {self.base.name} ({self.base.commit[:7]})"
+
+    def committed(self, parse: Callable[[str], T]) -> T | None:
+        """What the regression gate compares with, parsed from the text at the ref (None: new)."""
+        return None if self.text is None else parse(self.text)
+
+    def record(self, result: dict[str, Any], gate: dict[str, Any]) -> dict[str, Any]:
+        """The item's `compare` record in the JSON report: ref, before -> after and the regression verdict.
+
+        `status`: compared; new (no snapshot at the ref); unscored (a snapshot there without per-task
+        scores, written before they were recorded: nothing to pair with, and said so).
+        """
+        from .snapshots import parse_per_task
+
+        per_task = None if self.text is None else parse_per_task(self.text)
+        status = "new" if self.text is None else "unscored" if per_task is None else "compared"
+        before = round(sum(per_task.values()) / len(per_task), 3) if per_task else None
+        verdict = regression_verdict(gate) if status == "compared" else status
+        return {"ref": self.base.name, "commit": self.base.commit, "snapshot": self.base.relative(self.path),
+                "status": status, "before": before, "after": result["transferred"], "verdict": verdict}
+
+
+def regression_verdict(gate: dict[str, Any]) -> str:
+    """The regression gate's verdict in a gate record: pass or fail, "off" when it did not run."""
+    for decision in gate.get("gates", []):
+        if decision["gate"] == "regression_tolerance":
+            return str(decision["verdict"])
+    return "off"
+
+
+def before(config: pytest.Config, snapshot_path: Path) -> Before | None:
+    """The snapshot at the base ref for one item, or None when `--compare-to` is off."""
+    base = base_of(config)
+    if base is None:
+        return None
+    try:
+        text = base.snapshot(snapshot_path)
+    except RefError as exc:  # the ref resolved at start: a failure now is the repository's, and loud
+        raise pytest.UsageError(f"--compare-to {base.name}: cannot read {snapshot_path}: {exc}") from None
+    return Before(base, snapshot_path, text)
+
+
+def comparisons(results: list[dict[str, Any]]) -> tuple[str, list[tuple[str, str, str, str]]]:
+    """The heading `regression against REF (commit): counts` and one (item, before, after, verdict)
+    row per item compared with the base ref; ("", []) without a ref."""
+    compared = [r for r in results if r.get("compare")]
+    if not compared:
+        return "", []
+    first = compared[0]["compare"]
+    counts = {v: sum(1 for r in compared if r["compare"]["verdict"] == v) for v in VERDICT_WORDS if v != "pass"}
+    said = ", ".join(f"{n} {VERDICT_WORDS[v]}" for v, n in counts.items() if n) or "no regression"
+    rows = []
+    for result in compared:
+        record = result["compare"]
+        rows.append((result.get("item") or result["seed"], "-" if record["before"] is None else f"{record['before']:.2f}",
+                     f"{record['after']:.2f}", VERDICT_WORDS.get(record["verdict"], record["verdict"])))
+    return f"regression against {first['ref']} ({first['commit'][:7]}): {said}", rows
+
+
+def summary_lines(results: list[dict[str, Any]]) -> list[str]:
+    """For the terminal: the heading and the items whose score or verdict needs a look, the rest counted."""
+    heading, rows = comparisons(results)
+    if not heading:
+        return []
+    shown = [row for row in rows if row[3] != VERDICT_WORDS["pass"] or row[1] != row[2]]
+    lines = [heading, *(f"  {item}: {before} -> {after}  {verdict}" for item, before, after, verdict in shown)]
+    if len(shown) < len(rows):
+        lines.append(f"  ({len(rows) - len(shown)} more item(s) unchanged and passing; every item is in the "
+                     "Markdown and JSON reports)")
+    return lines
+
+
+VERDICT_WORDS = {"pass": "ok", "fail": "regressed", "new": "new (no snapshot at the ref)",
+                 "unscored": "not compared (the snapshot at the ref has no per-task scores)",
+                 "off": "not gated (regression_tolerance off)"}

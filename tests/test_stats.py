@@ -1,0 +1,257 @@
+"""The statistics that decide verdicts: coverage at small n, exact paired tests, A/A, power, corrections."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from functools import lru_cache
+
+import pytest
+
+try:  # imported at collection, before any test touches the import machinery
+    from scipy import special
+except ImportError:  # scipy is a dev extra
+    special = None
+
+from pytest_skilltransfer import stats
+from pytest_skilltransfer.plugin import gating
+from pytest_skilltransfer.seeds import Thresholds
+
+PROBABILITIES = (0.1, 0.3, 0.5, 0.7, 0.9)
+TASK_COUNTS = (3, 6, 20, 50)
+REPLICATES = 1000
+COVERAGE = 0.93
+
+
+@lru_cache(maxsize=None)
+def _score_interval(total: float, n: int) -> tuple[float, float]:
+    return stats.interval_of_sum(total, n)
+
+
+@lru_cache(maxsize=None)
+def _gain_interval(total: float, n: int) -> tuple[float, float]:
+    return stats.difference_interval_of_mean(total / n, n)
+
+
+def _covers(interval: tuple[float, float], truth: float) -> bool:
+    return interval[0] - 1e-9 <= truth <= interval[1] + 1e-9
+
+
+def _coverage(draw, interval, truth: float, n: int, rng: random.Random) -> float:
+    """Share of REPLICATES seeded draws of n task values whose interval covers `truth`."""
+    hits = 0
+    for _ in range(REPLICATES):
+        values = [draw(rng) for _ in range(n)]
+        hits += _covers(interval(round(sum(values), 9), n), truth)
+    return hits / REPLICATES
+
+
+@pytest.mark.parametrize("samples", [1, 3])
+def test_score_interval_covers_at_every_p_and_task_count(samples: int) -> None:
+    """Bernoulli tasks with known p, one sample (binary) or the mean of three: coverage >= 0.93 in every cell."""
+    rng = random.Random(20260 + samples)
+    cells = {}
+    for p in PROBABILITIES:
+        draw = lambda r, p=p: sum(r.random() < p for _ in range(samples)) / samples
+        for n in TASK_COUNTS:
+            cells[p, n] = _coverage(draw, _score_interval, p, n, rng)
+    assert min(cells.values()) >= COVERAGE, {cell: c for cell, c in cells.items() if c < COVERAGE}
+
+
+@pytest.mark.parametrize("samples", [1, 3])
+def test_paired_gain_interval_covers_at_every_p_and_task_count(samples: int) -> None:
+    """Paired tasks: baseline Bernoulli(p); the other arm improves a failing sample with probability 1/2."""
+    rng = random.Random(4242 + samples)
+    cells = {}
+    for p in PROBABILITIES:
+        def draw(r: random.Random, p: float = p) -> float:
+            before = [r.random() < p for _ in range(samples)]
+            after = [b or r.random() < 0.5 for b in before]
+            return (sum(after) - sum(before)) / samples
+
+        for n in TASK_COUNTS:
+            cells[p, n] = _coverage(draw, _gain_interval, (1 - p) * 0.5, n, rng)
+    assert min(cells.values()) >= COVERAGE, {cell: c for cell, c in cells.items() if c < COVERAGE}
+
+
+def test_binary_score_interval_is_clopper_pearson() -> None:
+    estimate = stats.score([1, 0, 0])
+    assert (round(estimate.low, 6), round(estimate.high, 6)) == (0.008404, 0.905701)
+    assert stats.score([1, 1, 1]).low == pytest.approx(0.025 ** (1 / 3))
+    assert stats.score([0, 0, 0]).high == pytest.approx(1 - 0.025 ** (1 / 3))
+
+
+@pytest.mark.skipif(special is None, reason="scipy (dev extra) is not installed")
+def test_beta_functions_match_scipy() -> None:
+    rng = random.Random(5)
+    for _ in range(300):
+        a, b, x = rng.uniform(0.05, 80), rng.uniform(0.05, 80), rng.random()
+        assert stats.beta_cdf(x, a, b) == pytest.approx(float(special.betainc(a, b, x)), abs=1e-10)
+        assert stats.beta_quantile(x, a, b) == pytest.approx(float(special.betaincinv(a, b, x)), abs=1e-8)
+
+
+def test_sign_flip_test_is_the_exact_sign_test_on_binary_outcomes() -> None:
+    assert stats.paired_gain([0, 0, 0], [1, 1, 1]).p_value == pytest.approx(0.25)  # two-sided 2 * 1/8
+    before, after = [0] * 8 + [1] * 2 + [0] * 5, [1] * 8 + [0] * 2 + [0] * 5  # 8 improved, 2 worse, 5 tied
+    expected = 2 * sum(math.comb(10, k) for k in range(8, 11)) / 2 ** 10
+    assert stats.paired_gain(before, after).p_value == pytest.approx(expected)
+
+
+def test_sign_flip_test_enumerates_task_means_exactly() -> None:
+    differences = [1 / 3, 2 / 3, -1 / 3, 1.0, 1 / 3]
+    brute = 0
+    observed = abs(sum(differences))
+    for mask in range(2 ** len(differences)):
+        total = sum(d if mask >> i & 1 else -d for i, d in enumerate(differences))
+        brute += abs(total) >= observed - 1e-9
+    assert stats.sign_flip_p(differences) == pytest.approx(brute / 2 ** len(differences))
+
+
+def test_a_a_identical_arms_give_zero_gain_and_p_one() -> None:
+    for arm in ([0.0, 1.0, 1.0, 0.0, 1.0, 1.0], [1 / 3, 2 / 3, 1.0, 0.0], [0.5] * 5):
+        gain = stats.paired_gain(arm, list(arm))
+        assert gain.mean == 0.0 and gain.p_value == 1.0
+        assert gain.low < 0 < gain.high and gain.low == pytest.approx(-gain.high)
+        assert (gain.improved, gain.worsened, gain.tied) == (0, 0, len(arm))
+
+
+def _item(before: list[float], after: list[float], samples: int) -> dict:
+    gain = stats.paired_gain(before, after)
+    evaluation = lambda values: {"hard": stats.score(values).as_dict(),
+                                 "tasks": [{"task_id": f"t{i}", "hard": v} for i, v in enumerate(values)]}
+    return {"gain": gain.as_dict(), "config": {"samples": samples}, "direct_target": None,
+            "scores": {"baseline": evaluation(before), "transferred": evaluation(after)}}
+
+
+def test_more_samples_with_the_same_per_task_outcomes_cannot_flip_a_verdict() -> None:
+    before, after = [0, 0, 1, 0, 1, 0], [1, 1, 1, 0, 1, 1]
+    for thresholds in (Thresholds(min_gain=0.3), Thresholds(min_gain=0.0), Thresholds(min_score=0.5),
+                       Thresholds(min_gain=-0.5, min_score=0.1)):
+        one = gating.evaluate(_item(before, after, samples=1), thresholds)
+        three = gating.evaluate(_item(before, after, samples=3), thresholds)
+        assert [g.verdict for g in one.gates] == [g.verdict for g in three.gates]
+        assert [(g.low, g.high) for g in one.gates] == [(g.low, g.high) for g in three.gates]
+
+
+def test_three_of_three_improvements_is_inconclusive_for_min_gain_half() -> None:
+    outcome = gating.evaluate(_item([0, 0, 0], [1, 1, 1], samples=1), Thresholds(min_gain=0.5))
+    (gate,) = outcome.gates
+    assert outcome.verdict == gate.verdict == "inconclusive" and not outcome.passed
+    assert gate.tasks_to_decide == 13  # 13 of 13 improved: lower bound 2 * 0.025 ** (1/13) - 1 >= 0.5
+    assert stats.difference_interval([1.0] * 13)[0] >= 0.5 > stats.difference_interval([1.0] * 12)[0]
+    assert "over 13 held-out task(s) (now 3) would decide it" in gate.message
+    assert "p = 0.25" in gate.message
+
+
+def test_gates_pass_and_fail_only_on_evidence() -> None:
+    many_better = _item([0.0] * 30, [1.0] * 30, samples=1)
+    assert gating.evaluate(many_better, Thresholds(min_gain=0.5)).verdict == "pass"
+    assert gating.evaluate(many_better, Thresholds(min_score=0.95)).verdict == "inconclusive"
+    same = _item([1.0] * 30, [1.0] * 30, samples=1)
+    assert gating.evaluate(same, Thresholds(min_gain=0.5)).verdict == "fail"
+
+
+def test_minimal_detectable_gain_and_tasks_needed() -> None:
+    assert stats.minimal_detectable_gain(3) is None  # three tasks can never show a gain
+    mdgs = [stats.minimal_detectable_gain(n) for n in (6, 12, 24, 50, 100)]
+    assert all(a > b for a, b in zip(mdgs, mdgs[1:]))
+    needed = stats.tasks_for_gain(0.5)
+    assert stats.detection_power(0.5, needed) >= 0.8 > stats.detection_power(0.5, needed - 1)
+    assert stats.minimal_detectable_gain(needed) <= 0.5
+
+
+def test_holm_adjusts_step_down() -> None:
+    assert stats.holm([0.01, 0.04, 0.03, 0.5]) == pytest.approx([0.04, 0.09, 0.09, 0.5])
+
+
+def test_regression_fails_only_on_evidence_of_a_drop() -> None:
+    before = {f"t{i}": 1.0 for i in range(8)}
+    assert stats.regression(before, dict(before), 0.05).verdict == "pass"
+    one_drop = {**before, "t0": 0.0}
+    assert stats.regression(before, one_drop, 0.05).verdict == "pass"
+    all_drop = {t: 0.0 for t in before}
+    check = stats.regression(before, all_drop, 0.05)
+    assert check.verdict == "fail" and check.gain.high < -0.05
+    grown = stats.regression(before, {**all_drop, "new": 1.0}, 0.05)
+    assert grown.common == 8 and grown.only_after == ("new",)
+    assert stats.regression({"x": 1.0}, {"y": 0.0}, 0.05).gain is None
+
+
+def test_exchange_test_enumerates_every_choice_of_baseline_run() -> None:
+    before, afters = [0.0, 0.0, 1.0, 0.0], [[1.0, 0.0, 1.0, 0.0], [1.0, 1.0, 1.0, 0.0], [0.0, 0.0, 1.0, 1.0]]
+    runs = [[before[i], *(a[i] for a in afters)] for i in range(4)]
+    observed = abs(sum(sum(r) - 4 * r[0] for r in runs))
+    hits = total = 0
+    for choice in itertools.product(range(4), repeat=4):
+        total += 1
+        hits += abs(sum(sum(r) - 4 * r[c] for r, c in zip(runs, choice))) >= observed
+    assert stats.exchange_p(before, afters) == pytest.approx(hits / total)
+    assert stats.exchange_p(before, [afters[0]]) == stats.sign_flip_p([a - b for b, a in zip(before, afters[0])])
+
+
+def test_a_a_with_restarts_gives_zero_gain_and_p_one() -> None:
+    arm = [0.0, 1.0, 1.0, 0.0, 1.0, 1.0]
+    gain = stats.restart_gain(arm, [list(arm)] * 5)
+    assert gain.mean == 0.0 and gain.p_value == 1.0 and gain.restart_gains == (0.0,) * 5
+    assert gain.low < 0 < gain.high
+
+
+@pytest.mark.parametrize("n", [6, 24])
+def test_two_level_gain_interval_covers_when_restarts_disagree(n: int) -> None:
+    """Five restarts whose skills are good or bad at random; the truth averages over the skills."""
+    rng = random.Random(77 + n)
+    for p0, good, bad, share in ((0.1, 0.9, 0.1, 0.5), (0.3, 0.8, 0.3, 0.8), (0.5, 0.5, 0.5, 0.5)):
+        truth = share * good + (1 - share) * bad - p0
+        hits = 0
+        for _ in range(200):
+            skills = [good if rng.random() < share else bad for _ in range(5)]
+            before = [float(rng.random() < p0) for _ in range(n)]
+            afters = [[float(rng.random() < q) for _ in range(n)] for q in skills]
+            gain = stats.restart_gain(before, afters)
+            hits += _covers((gain.low, gain.high), truth)
+        assert hits / 200 >= COVERAGE, (p0, good, bad, share, hits / 200)
+
+
+def test_student_t_quantile_matches_scipy() -> None:
+    if special is None:
+        pytest.skip("scipy (dev extra) is not installed")
+    for df in (1, 2, 4, 9, 30):
+        for q in (0.9, 0.975, 0.9875):
+            assert stats.student_t_quantile(q, df) == pytest.approx(float(special.stdtrit(df, q)), rel=1e-8)
+
+
+def _record(seed: str, pair: tuple[str, str], before: list[float], after: list[float], item: str = "") -> dict:
+    return {"seed": seed, "source": pair[0], "target": pair[1], "item": item or f"seeds/{seed}::transfer",
+            "gain": stats.paired_gain(before, after).as_dict(), "gate": {"verdict": "pass"}}
+
+
+def test_run_summary_is_a_pure_function_of_the_item_records() -> None:
+    from pytest_skilltransfer.summary import summarize
+
+    rng = random.Random(11)
+    records = []
+    for i in range(6):
+        for pair in (("a", "b"), ("b", "a")):
+            before = [float(rng.random() < 0.3) for _ in range(24)]
+            records.append(_record(f"seed{i}", pair, before, [max(b, float(rng.random() < 0.5)) for b in before]))
+    twin = {**records[0], "item": "seeds/test_gates.py::test_seed0"}  # a hand-written test on the same item
+    whole = summarize(records + [twin])
+    shards = [records[:5], [twin] + records[5:]]
+    shuffled = rng.sample(records + [twin], len(records) + 1)
+    assert summarize([r for shard in shards for r in shard]) == summarize(shuffled) == whole
+    assert whole["hypotheses"] == 12 and whole["verdicts"]["pass"] == 13
+    raw = [r["gain"]["p_value"] for r in sorted(records, key=lambda r: (r["seed"], r["source"]))]
+    assert [i["p_holm"] for i in whole["items"]] == pytest.approx(stats.holm(raw), rel=1e-5)
+    pair = whole["pairs"][0]
+    gains = [r["gain"]["mean"] for r in records if r["source"] == "a"]
+    assert pair["mean_gain"] == pytest.approx(stats.mean(gains), abs=1e-4)
+    assert (pair["ci_low"], pair["ci_high"]) == pytest.approx(stats.difference_interval(gains), abs=1e-4)
+
+
+def test_gates_opt_in_to_bonferroni_over_the_run_items() -> None:
+    item = _item([0.0] * 24, [1.0] * 14 + [0.0] * 10, samples=1)
+    plain = gating.evaluate(item, Thresholds(min_gain=0.1))
+    corrected = gating.evaluate(item, Thresholds(min_gain=0.1), correction="bonferroni", family=20)
+    assert plain.verdict == "pass" and corrected.verdict == "inconclusive"
+    assert corrected.level == pytest.approx(1 - 0.05 / 20) and "Bonferroni over 20 items" in corrected.inconclusive[0]
