@@ -457,6 +457,12 @@ def junit_properties(data: dict[str, Any]) -> list[tuple[str, object]]:
         "tokens": data["cost"]["tokens"],
         "usd": data["cost"]["total_usd"],
     }
+    judge = data.get("judge")
+    if judge:
+        calibration = judge["calibration"] or {}
+        values.update({"judge": judge["model"], "judge_agreement": judge["agreement"],
+                       "judge_unstable": len(judge["unstable"]), "judge_errors": judge["errors"],
+                       "judge_calibration_accuracy": calibration.get("accuracy")})
     return [(f"skilltransfer_{name}", value) for name, value in values.items() if value is not None]
 
 

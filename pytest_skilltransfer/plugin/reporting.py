@@ -82,22 +82,22 @@ class TransferReporting:
         if is_worker(self.config) or not self.results:
             return
         terminalreporter.write_sep("=", SECTION)
-        for line in summary_lines(self.ordered()):
+        for line in summary_lines(self.ordered(), verbose=self.config.option.verbose > 0):
             terminalreporter.write_line(line)
         for label, path in (("JSON", self.settings.json_path), ("Markdown", self.settings.md_path)):
             if path:
                 terminalreporter.write_line(f"{label} report: {path}")
 
 
-def summary_lines(results: list[dict[str, Any]]) -> list[str]:
-    """The terminal summary of a run's results: the table, the summary line, the price comparison,
-    and before -> after against the base ref. `merge` prints the same lines for merged shards."""
+def summary_lines(results: list[dict[str, Any]], verbose: bool = False) -> list[str]:
+    """The terminal summary of a run's results: the table, the summary line, the price comparison, the
+    rubric judges (`verbose`: with every unstable check), and before -> after against the base ref.
+    `merge` prints the same lines for merged shards."""
+    from ..judge_report import judge_lines, unstable_lines
     from ..report import pair_lines, price_difference, summary_line, text_table, unfinished_answers
     from .compare import summary_lines as against_base
 
     lines = [*text_table(results).splitlines(), summary_line(results), *pair_lines(results)]
-    from ..judge_report import judge_lines
-
     difference = price_difference(results)
     if difference:
         lines.append(difference)
@@ -105,7 +105,10 @@ def summary_lines(results: list[dict[str, Any]]) -> list[str]:
         unfinished = unfinished_answers(result)
         if unfinished:
             lines.append(f"unfinished answers in {result['seed']} ({result['source']} -> {result['target']}): {unfinished}")
-    return lines + judge_lines(results) + against_base(results)
+    for result in results:
+        for line in judge_lines([result]):
+            lines += [line, *(f"  unstable: {text}" for text in (unstable_lines(result) if verbose else ()))]
+    return lines + against_base(results)
 
 
 def write(path: Path, text: str) -> None:
