@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from pathlib import Path
 import warnings
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -60,10 +61,7 @@ from .options import Pair, Settings, add_options, apply_project_tables, plan_req
 from .reporting import REPORT_ATTRIBUTE, TransferReporting, is_worker, plain_nodeid
 from .runner import Runner
 
-from pathlib import Path
-
 if TYPE_CHECKING:
-
     from syrupy.assertion import SnapshotAssertion
 
     from ..protocol import TransferResult
@@ -131,12 +129,20 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    """Tell each worker where to publish which seed each of its items uses."""
+    """Tell each worker where to publish which seed each of its items uses, and where the budget's
+    spending is shared."""
     folder = node.config.stash.get(SCOPES_DIR, None)
     if folder:
         from .xdist_scheduling import SCOPES_KEY
 
         node.workerinput[SCOPES_KEY] = folder
+    runner = node.config.stash.get(RUNNER, None)
+    if runner is not None and runner.budget is not None:
+        if runner.budget.folder is None:
+            import tempfile
+
+            runner.budget.folder = Path(tempfile.mkdtemp(prefix="skilltransfer-spend-"))
+        node.workerinput[SPEND_DIR] = str(runner.budget.folder)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -250,19 +256,6 @@ def resolve_model_id(name: str) -> str:
     from ..models.base import resolve_model
 
     return resolve_model(name).model_id
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node: Any) -> None:
-    """xdist controller: give every worker the folder where the budget's spending is shared."""
-    runner = node.config.stash.get(RUNNER, None)
-    if runner is None or runner.budget is None:
-        return
-    if runner.budget.folder is None:
-        import tempfile
-
-        runner.budget.folder = Path(tempfile.mkdtemp(prefix="skilltransfer-spend-"))
-    node.workerinput[SPEND_DIR] = str(runner.budget.folder)
 
 
 class PlanMode:
