@@ -114,7 +114,7 @@ def on_live_reply(listener: SpendListener | None) -> None:
         _spend_listeners.append(listener)
 
 
-def _is_loopback_url(url: str | None) -> bool:
+def is_loopback_url(url: str | None) -> bool:
     host = (urlparse(url).hostname or "") if url else ""
     return host in ("localhost", "::1") or host.startswith("127.")
 
@@ -145,7 +145,7 @@ def build_model(name: str) -> Model:
             return resolve_model(target)
         except ModelError as err:
             raise ModelError(f"model alias {name!r} points to {target!r}, which is unknown.\n{err}") from err
-    if target.base_url and _is_loopback_url(target.base_url):
+    if target.base_url and is_loopback_url(target.base_url):
         from ..prices import mark_local
 
         mark_local(target.model_id)

@@ -57,7 +57,8 @@ from .collect import (
     marker_spec,
     pair_id,
 )
-from .options import Pair, Settings, add_options, apply_project_tables, plan_requested, read_settings
+from .options import (Pair, Settings, add_options, apply_project_tables, plan_requested, read_settings,
+                      recording_plugin_loads)
 from .reporting import REPORT_ATTRIBUTE, TransferReporting, is_worker, plain_nodeid
 from .runner import Runner
 
@@ -98,10 +99,16 @@ def runner_of(config: pytest.Config) -> Runner:
 # -- options and configuration -------------------------------------------------------------------
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from . import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     from . import compare, shards
 
-    add_options(parser, pluginmanager)
+    add_options(parser, own_record_mode=not recording_plugin_loads(pluginmanager))
     shards.add_options(parser)
     compare.add_options(parser)
 
@@ -152,10 +159,17 @@ def pytest_configure(config: pytest.Config) -> None:
         "min_efficiency=None, regression_tolerance=None): run the skill-transfer protocol for this test "
         "(fixture transfer_result); without source/target the test runs once per configured pair",
     )
+    from . import markers
+
+    markers.register(config)
     if config.option.help:  # --help must work even when the configuration is wrong
         return
+    _keep_transfer_snapshots(config)
     settings = read_settings(config)
-    apply_project_tables(config)
+    from .extensions import Registry
+
+    registry = Registry(apply_project_tables(config))
+    config.hook.pytest_skilltransfer_configure.call_historic(kwargs={"config": config, "registry": registry})
     _check_models(settings)
     config.stash[SETTINGS] = settings
     progress = _progress_writer(config)
@@ -185,6 +199,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         import shutil
 
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _keep_transfer_snapshots(config: pytest.Config) -> None:
+    """syrupy's default extension claims every file in a test file's `__snapshots__` folder and deletes
+    the ones it does not own on `--snapshot-update`; the transfer snapshots are Markdown files in the
+    seed's `__snapshots__` (next to its SKILL.md), so snapshot discovery skips `.md` files."""
+    if hasattr(config.option, "ignore_file_extensions"):
+        config.option.ignore_file_extensions = sorted({*(config.option.ignore_file_extensions or []), "md"})
 
 
 def _register_ci(config: pytest.Config, reporting: TransferReporting) -> None:
@@ -349,8 +371,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         pair: Pair | None = callspec.params.get(PAIR_ARG) if callspec else None
         spec = marker_spec(item, settings.seeds_dirs, pair, settings.optimizer)
         item.stash[SPEC] = spec
+        _mark_model_kinds(item, spec)
         if grouped:
             item.add_marker(pytest.mark.xdist_group(spec.seed_path.name))
+
+
+def _mark_model_kinds(item: pytest.Item, spec: TransferSpec) -> None:
+    from ..models.base import ModelError
+    from . import markers
+
+    runner = runner_of(item.config)
+    try:
+        models = [runner.model(name) for name in (spec.source, spec.target, spec.optimizer) if name]
+    except ModelError as exc:
+        raise pytest.UsageError(f"{item.nodeid}: {exc}") from None
+    markers.mark_kinds(item, models)
 
 
 @pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
@@ -416,6 +451,8 @@ def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapsho
         result = runner.transfer(spec.seed_path, spec.source, spec.target, spec.optimizer)
         seed = runner.seed(spec.seed_path)
     except (SeedError, ModelError, ModelCallError, NoJudgeConfigured, CalibrationFailed) as exc:
+        if hasattr(exc, "with_command"):  # a cassette miss: the command that re-records this very item
+            exc = exc.with_command(rerecord_command(item, spec))
         problem = f"{spec.seed_path.name} ({spec.source} -> {spec.target}): {exc}"
     else:
         problem = ""
@@ -425,6 +462,29 @@ def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapsho
     item.stash[RUN] = ItemRun(result, data, seed, spec, snapshot.use_extension(TransferSnapshotExtension))
     item.user_properties.extend(junit_properties(data))
     return result
+
+
+REQUEST_SHAPING = ("optimizer", "nights", "edit-budget", "limit-replay", "limit-holdout", "samples", "no-direct")
+
+
+def rerecord_command(item: pytest.Item, spec: TransferSpec) -> str:
+    """`pytest <node id> --pair SRC->TGT [the command line's protocol options] --record-mode=new_episodes`:
+    the failing item, with the options that shape its requests (ini keys apply again by themselves)."""
+    import shlex
+
+    from .options import dest
+
+    config = item.config
+    parts = ["pytest", item.nodeid, "--pair", f"{spec.source}->{spec.target}"]
+    if item.nodeid.startswith("/") and config.inipath is not None:
+        parts[1:1] = ["-c", str(config.inipath)]  # pytest finds the configuration from the paths it is given
+    for option in REQUEST_SHAPING:
+        value = getattr(config.option, dest(option), None)
+        if value is True:
+            parts.append(f"--{option}")
+        elif value not in (None, False):
+            parts += [f"--{option}", str(value)]
+    return shlex.join([*parts, "--record-mode=new_episodes"])
 
 
 def junit_properties(data: dict[str, Any]) -> list[tuple[str, object]]:
@@ -486,10 +546,10 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
                               reference=base.reference if base is not None else None)
     if base is not None:
         run.data["compare"] = base.record(run.data, outcome.as_dict())
-    mismatch = snapshots.compare(run.snapshot, run.data)
+    mismatch = snapshots.compare(run.snapshot, run.data) if settings.compare_snapshots else []
     verdict = "fail" if mismatch else outcome.verdict
     run.data["gate"] = {**outcome.as_dict(), "verdict": verdict, "passed": verdict == "pass",
-                        "snapshot": mismatch[0] if mismatch else "ok"}
+                        "snapshot": mismatch[0] if mismatch else "ok" if settings.compare_snapshots else "not compared"}
     for gate in outcome.gates:
         item.user_properties.append((f"skilltransfer_gate_{gate.name}", gate.verdict))
         if gate.tasks_for_power is not None:
