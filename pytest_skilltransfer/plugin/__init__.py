@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from pathlib import Path
 import warnings
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -56,13 +57,12 @@ from .collect import (
     marker_spec,
     pair_id,
 )
-from .options import Pair, Settings, add_options, apply_project_tables, read_settings, recording_plugin_loads
+from .options import (Pair, Settings, add_options, apply_project_tables, plan_requested, read_settings,
+                      recording_plugin_loads)
 from .reporting import ERROR_ATTRIBUTE, REPORT_ATTRIBUTE, TransferReporting, is_worker, plain_nodeid
 from .runner import Runner
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from syrupy.assertion import SnapshotAssertion
 
     from ..protocol import TransferResult
@@ -117,6 +117,8 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
 def pytest_cmdline_main(config: pytest.Config) -> Generator[None, Any, Any]:
     """Under `-n` without an explicit `--dist`, schedule by seed (runs before xdist turns "no" into "load")."""
     option = config.option
+    if not option.help and plan_requested(config):  # the plan runs in this process and calls no model
+        option.numprocesses, option.dist = 0, "no"
     chose = getattr(option, "dist", "no") != "no" or getattr(option, "distload", False)
     config.stash[SEED_SCHEDULING] = bool(getattr(option, "numprocesses", None)) and not chose
     return (yield)
@@ -134,12 +136,20 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    """Tell each worker where to publish which seed each of its items uses."""
+    """Tell each worker where to publish which seed each of its items uses, and where the budget's
+    spending is shared."""
     folder = node.config.stash.get(SCOPES_DIR, None)
     if folder:
         from .xdist_scheduling import SCOPES_KEY
 
         node.workerinput[SCOPES_KEY] = folder
+    runner = node.config.stash.get(RUNNER, None)
+    if runner is not None and runner.budget is not None:
+        if runner.budget.folder is None:
+            import tempfile
+
+            runner.budget.folder = Path(tempfile.mkdtemp(prefix="skilltransfer-spend-"))
+        node.workerinput[SPEND_DIR] = str(runner.budget.folder)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -167,7 +177,12 @@ def pytest_configure(config: pytest.Config) -> None:
     from ..models.sdk_common import configure_calls
 
     configure_calls(settings.calls)
-    config.stash[RUNNER] = Runner(settings, progress)
+    runner = config.stash[RUNNER] = Runner(settings, progress)
+    if settings.max_cost is not None:
+        runner.budget = _budget(config, settings)
+    if settings.plan:
+        config.option.disable_unused_snapshots = True  # no item runs, so no snapshot is "unused"
+        config.pluginmanager.register(PlanMode(), "skilltransfer-plan")
     reporting = TransferReporting(config, settings)
     config.pluginmanager.register(reporting, "skilltransfer-reporting")
     _register_ci(config, reporting)
@@ -234,6 +249,53 @@ def _configure_concurrency(settings: Settings, progress: Callable[[str], None]) 
         except ModelError as exc:
             raise pytest.UsageError(f"--max-concurrency {name}={number}: {exc}") from None
     LIMITERS.configure(lambda model_id: by_id.get(model_id, settings.concurrency), progress)
+
+
+SPEND_DIR = "skilltransfer_spend_dir"
+
+
+def _budget(config: pytest.Config, settings: Settings) -> Any:
+    """The run's budget; xdist workers share spending through a folder the controller made."""
+    from ..models.providers import on_live_reply
+    from ..prices import price_of
+    from .budget import Budget
+
+    names = {m for pair in settings.pairs for m in pair} | ({settings.optimizer} if settings.optimizer else set())
+    unpriced = sorted(m for m in names if price_of(resolve_model_id(m)) is None)
+    if unpriced:
+        raise pytest.UsageError(f"--max-cost: no price for {', '.join(unpriced)}, so spending cannot be counted; "
+                                "add it to [tool.skilltransfer.prices] in pyproject.toml")
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and workerinput.get(SPEND_DIR):
+        budget = Budget(settings.max_cost, Path(workerinput[SPEND_DIR]), workerinput["workerid"])
+    else:
+        budget = Budget(settings.max_cost)
+    on_live_reply(budget.charge)
+    return budget
+
+
+def resolve_model_id(name: str) -> str:
+    from ..models.base import resolve_model
+
+    return resolve_model(name).model_id
+
+
+class PlanMode:
+    """`--plan`: print the plan instead of running the items."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool:
+        from ..prices import shipped_table
+        from .planning import build_plans, plan_lines
+
+        runner = runner_of(session.config)
+        plans = build_plans(runner, session.items, lambda item: item.stash.get(SPEC, None))
+        reporter = session.config.pluginmanager.getplugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_sep("=", "skill transfer plan")
+            for line in plan_lines(plans, shipped_table().effective):
+                reporter.write_line(line)
+        return True
 
 
 def _add_seed_dirs(config: pytest.Config, settings: Settings) -> None:
@@ -515,6 +577,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     runner = runner_of(session.config)
     runner.stop_recording()
     runner.stop_local_server()
+    if runner.budget is not None and runner.budget.folder is not None and not is_worker(session.config):
+        import shutil
+
+        shutil.rmtree(runner.budget.folder, ignore_errors=True)
 
 
 @pytest.hookimpl(wrapper=True)

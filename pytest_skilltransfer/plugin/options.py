@@ -128,6 +128,11 @@ def add_options(parser: Any, own_record_mode: bool = True) -> None:
     _add(group, parser, "max-concurrency", "concurrent calls per model at most: N for every model, MODEL=N for "
          "one; repeatable (default: 8 per provider model, lowered on rate limits; 1 for the simulator and the "
          "local llama server)", "args", action="append", metavar="[MODEL=]N")
+    _add(group, parser, "plan", "print per item and in total the most calls, tokens and dollars the protocol can "
+         "take and which calls the cassettes already hold, then stop without calling a model", "bool",
+         action="store_true", default=None)
+    _add(group, parser, "max-cost", "stop recording once the dollars spent on provider calls (from their usage) "
+         "reach USD; what was recorded is kept and the remaining items fail", metavar="USD")
     for name, option in LIMIT_OPTIONS.items():
         what = {"skill_bytes": "SKILL.md", "task_bytes": "each task's text", "corpus_bytes": "a seed's corpus pages in all"}
         _add(group, parser, option[2:], f"size limit of {what[name]} in bytes (default {getattr(SeedLimits(), name)})",
@@ -165,6 +170,8 @@ class Settings:
     correction: str = "none"
     concurrency: int | None = None  # --max-concurrency N (None: each backend's default)
     model_concurrency: dict[str, int] = field(default_factory=dict)  # --max-concurrency MODEL=N
+    plan: bool = False
+    max_cost: float | None = None  # --max-cost USD (None: no budget)
     calls: CallPolicy = field(default_factory=CallPolicy)  # --provider-retries/-backoff/-timeout
     seed_limits: SeedLimits = field(default_factory=SeedLimits)  # --max-skill-bytes/-task-bytes/-corpus-bytes
     ini_judge: JudgeSettings = field(default_factory=JudgeSettings)
@@ -349,6 +356,25 @@ def _concurrency(reader: _Reader) -> tuple[int | None, dict[str, int]]:
     return overall, per_model
 
 
+def _max_cost(reader: _Reader) -> float | None:
+    value, where = reader.get("max-cost")
+    if value is None or str(value).strip().lower() in OFF_WORDS:
+        return None
+    try:
+        number = float(str(value).strip().removeprefix("$"))
+    except ValueError:
+        raise pytest.UsageError(f"{where}: expected dollars such as 2.50, got {value!r}") from None
+    if not number > 0:
+        raise pytest.UsageError(f"{where}: the budget must be above 0 dollars, got {value!r}")
+    return number
+
+
+def plan_requested(config: pytest.Config) -> bool:
+    """Whether --plan (or its ini key) is on."""
+    value, where = _Reader(config).get("plan")
+    return value is not None and _bool(value, where)
+
+
 def _path(value: Any, base: Path) -> Path:
     path = Path(str(value)).expanduser()
     return path if path.is_absolute() else base / path
@@ -446,6 +472,8 @@ def read_settings(config: pytest.Config) -> Settings:
         correction=_choice(reader, "transfer-correction", CORRECTIONS),
         concurrency=concurrency,
         model_concurrency=model_concurrency,
+        plan=plan_requested(config),
+        max_cost=_max_cost(reader),
         compare_snapshots=not _bool(no_snapshots, snapshots_where) if no_snapshots is not None else True,
         calls=_call_policy(reader),
         seed_limits=_seed_limits(reader),
