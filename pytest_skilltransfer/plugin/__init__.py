@@ -531,7 +531,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
 
 def _gate(item: pytest.Item, run: ItemRun) -> None:
     from . import compare, gating, snapshots
-    from .diagnosis import diagnose
+    from .diagnosis import TransferFailed, diagnose, short_reason, snapshot_reason
 
     settings = settings_of(item.config)
     thresholds = settings.thresholds(run.seed.thresholds, run.spec.thresholds)
@@ -557,7 +557,8 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
     item.user_properties.append(("skilltransfer_verdict", verdict))
     if verdict == "fail" or (verdict == "inconclusive" and settings.inconclusive == "fail"):
         texts = {task.id: task.text for task in run.seed.test}
-        pytest.fail(diagnose(run.data, outcome, run.seed.skill, texts, mismatch), pytrace=False)
+        raise TransferFailed(diagnose(run.data, outcome, run.seed.skill, texts, mismatch),
+                             short_reason(outcome, snapshot_reason(mismatch)))
     if verdict == "inconclusive":
         reason = "inconclusive: " + "; ".join(outcome.inconclusive)
         if settings.inconclusive == "xfail":
@@ -587,6 +588,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
     """Attach the result to the call report, which xdist carries to the controller."""
     report = yield
+    _short_summary(report, call)
     run = item.stash.get(RUN, None)
     if run is not None and report.when == "call":
         setattr(report, REPORT_ATTRIBUTE, {**run.data, "item": plain_nodeid(report.nodeid)})
@@ -597,3 +599,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
                                           "source": spec.source, "target": spec.target, "when": report.when,
                                           "reason": reason[0] if reason else "error"})
     return report
+
+
+def _short_summary(report: pytest.TestReport, call: pytest.CallInfo[None]) -> None:
+    """One line in pytest's short test summary for a transfer failure (the reason first); the item's
+    report (longrepr) keeps the whole diagnosis."""
+    from .diagnosis import TransferFailed
+
+    crash = getattr(report.longrepr, "reprcrash", None)
+    error = getattr(call.excinfo, "value", None)
+    if crash is None or not isinstance(error, pytest.fail.Exception) or error.pytrace:
+        return
+    if isinstance(error, TransferFailed):
+        crash.message = error.summary
+    elif error.msg and "\n" in error.msg:
+        crash.message = error.msg.strip().splitlines()[0]
