@@ -18,6 +18,7 @@ from .protocol import CalibrationFailed, NoJudgeConfigured, ProtocolConfig, Seed
 from .rubric import DEFAULT_MIN_ACCURACY, JudgeSetup
 from .report import pair_lines, price_difference, seed_line, summary_line
 from .result_json import run_to_json
+from .scoring import PROFILES
 from .seeds import Seed, SeedError, discover_seeds, load_seed
 
 
@@ -64,8 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--limit-test", type=int, default=defaults.limit_test,
                         help="caps the held-out test tasks that every reported score and gain uses "
                              f"(0 = all; default {defaults.limit_test}); fewer tasks, wider intervals")
-    parser.add_argument("--samples", type=int, default=defaults.samples,
-                        help=f"rollouts per task (default {defaults.samples}); a task scores the mean of its samples")
+    parser.add_argument("--samples", type=int, default=None,
+                        help=f"rollouts per task (default {defaults.samples}, or the scoring profile's: gbrain 3)")
+    parser.add_argument("--scoring", choices=tuple(PROFILES), default="default",
+                        help="scoring profile: default (hard and soft, mean over samples) or gbrain (fraction of "
+                             "checks per rollout, median of 3 samples, gate above best + 0.05)")
     parser.add_argument("--restarts", type=int, default=defaults.restarts,
                         help=f"independent optimizations per seed, each with its own train/val split and optimizer "
                              f"sample ids (default {defaults.restarts}); the gain's interval includes their spread")
@@ -127,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         optimizer = resolve_model(args.optimizer) if args.optimizer else None
         config = ProtocolConfig(
             nights=args.nights, edit_budget=args.edit_budget, limit_replay=args.limit_replay,
-            limit_holdout=args.limit_holdout, limit_test=args.limit_test, samples=args.samples,
+            limit_holdout=args.limit_holdout, limit_test=args.limit_test,
+            samples=args.samples if args.samples is not None else PROFILES[args.scoring].samples, scoring=args.scoring,
             restarts=args.restarts, min_delta=args.min_delta, direct=not args.no_direct, workers=args.workers,
         )
         config.validate()
