@@ -1,7 +1,8 @@
 """Run one task with one skill on one model: the skill is the system prompt, the task the user turn.
 
 When the seed has a corpus the model is offered the `search` tool; the harness executes each call
-and returns its rows, until the model answers in text or the step limit is reached. Only calls made
+and returns its rows, until the model answers in text or the step limit is reached. A turn the provider
+pauses (`pause_turn`) is sent back as it is and continued, within the same step limit. Only calls made
 through this loop count for `tool_called` and `qrels`; text that merely mentions a tool counts for nothing.
 """
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from .judges import Attempt
 from .ledger import CallCache, Meter
 from .models.base import Message, Model, Request
+from .models.stops import PAUSED
 from .seeds import Task
 from .tools import SEARCH_TOOL, Page, run_tool
 
@@ -36,12 +38,17 @@ def run_task(ctx: AgentContext, skill: str, task: Task, sample_id: int) -> Attem
     messages: list[Message] = [Message(role="user", content=task.text)]
     called: list[str] = []
     slugs: list[str] = []
-    text = ""
+    text, paused, stop_reason = "", "", ""
     for _ in range(MAX_TOOL_STEPS):
         request = Request(system=skill, messages=tuple(messages), tools=tools,
                           max_tokens=ATTEMPT_MAX_TOKENS, sample_id=sample_id)
         reply = ctx.cache.call(ctx.model, request, ctx.meter, ctx.role)
-        text = reply.text
+        text, stop_reason = paused + reply.text, reply.stop_reason
+        if reply.stop_reason in PAUSED:  # the provider paused a long turn: send it back to be continued
+            messages.append(Message(role="assistant", content=reply.text, tool_calls=reply.tool_calls))
+            paused = text
+            continue
+        paused = ""
         if not reply.tool_calls or not tools:
             break
         messages.append(Message(role="assistant", content=reply.text, tool_calls=reply.tool_calls))
@@ -51,4 +58,4 @@ def run_task(ctx: AgentContext, skill: str, task: Task, sample_id: int) -> Attem
                 called.append(call.name)
                 slugs.extend(s for s in returned if s not in slugs)
             messages.append(Message(role="tool", content=result, tool_call_id=call.id))
-    return Attempt(text=text.strip(), tools_called=tuple(called), retrieved_slugs=tuple(slugs))
+    return Attempt(text=text.strip(), tools_called=tuple(called), retrieved_slugs=tuple(slugs), stop_reason=stop_reason)

@@ -106,6 +106,7 @@ class Attempt:
     text: str
     tools_called: tuple[str, ...] = ()
     retrieved_slugs: tuple[str, ...] = ()
+    stop_reason: str = ""  # the provider's reason for ending the final reply (see models.stops)
 
 
 @dataclass(frozen=True)

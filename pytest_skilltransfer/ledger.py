@@ -4,13 +4,19 @@ A call whose answer is already known (same model, same request, same sample id) 
 the cache and costs nothing; failed calls raise and are never cached. Each phase (baseline,
 optimization, transferred, ...) meters its own calls and tokens per model and role, so a result
 can price the optimization on the source against the direct optimization on the target.
+
+Every call a phase used, sent or answered from the cache, leaves its fingerprint (`evidence`: a
+hash of the request and the whole reply) in the phase's tally, so a result can name the exact
+answers it was computed from (a cassette whose answers were edited gives another digest).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from .models.base import Model, Reply, Request, Usage
 
@@ -22,9 +28,22 @@ class Tally:
     calls: int = 0
     cached: int = 0
     usage: Usage = field(default_factory=Usage)
+    evidence: frozenset[str] = frozenset()  # fingerprints of the calls used (see `fingerprint`)
 
     def merged(self, other: "Tally") -> "Tally":
-        return Tally(self.calls + other.calls, self.cached + other.cached, self.usage + other.usage)
+        return Tally(self.calls + other.calls, self.cached + other.cached, self.usage + other.usage,
+                     self.evidence | other.evidence)
+
+
+def fingerprint(request_key: str, reply: Reply) -> str:
+    """A call's identity as evidence: its request key and every field of its reply."""
+    blob = json.dumps({"request": request_key, "reply": asdict(reply)}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def evidence_digest(fingerprints: frozenset[str] | set[str]) -> str:
+    """One digest over a set of call fingerprints (order-free)."""
+    return hashlib.sha256("\n".join(sorted(fingerprints)).encode("ascii")).hexdigest()
 
 
 class Meter:
@@ -34,10 +53,12 @@ class Meter:
         self._tallies: dict[tuple[str, str], Tally] = {}
         self._lock = threading.Lock()
 
-    def record(self, model_id: str, role: str, reply: Reply | None) -> None:
-        """Count one call (a reply) or one cache hit (None)."""
+    def record(self, model_id: str, role: str, reply: Reply | None, evidence: str | None = None) -> None:
+        """Count one call (a reply) or one cache hit (None), with the call's fingerprint when known."""
         with self._lock:
             tally = self._tallies.setdefault((model_id, role), Tally())
+            if evidence is not None:
+                tally.evidence = tally.evidence | {evidence}
             if reply is None:
                 tally.cached += 1
             else:
@@ -46,7 +67,7 @@ class Meter:
 
     def snapshot(self) -> dict[tuple[str, str], Tally]:
         with self._lock:
-            return {k: Tally(v.calls, v.cached, v.usage) for k, v in sorted(self._tallies.items())}
+            return {k: Tally(v.calls, v.cached, v.usage, v.evidence) for k, v in sorted(self._tallies.items())}
 
 
 class CallCache:
@@ -71,7 +92,7 @@ class CallCache:
                 mine = self._pending[key] = Future()
         if known is not None or waiting is not None:
             reply = known if known is not None else waiting.result()  # type: ignore[union-attr]
-            meter.record(model.model_id, role, None)
+            meter.record(model.model_id, role, None, fingerprint(key, reply))
             return reply
         try:
             reply = model.complete(request)
@@ -84,5 +105,5 @@ class CallCache:
             self._replies[key] = reply
             del self._pending[key]
         mine.set_result(reply)
-        meter.record(model.model_id, role, reply)
+        meter.record(model.model_id, role, reply, fingerprint(key, reply))
         return reply

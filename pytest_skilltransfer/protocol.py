@@ -34,6 +34,7 @@ from .agent import AgentContext, run_task
 from .edits import Edit, apply_edits
 from .ledger import CallCache, Meter, Tally
 from .models.base import Message, Model, Request, resolve_model
+from .models.stops import problem_counts
 from .reflect import RETRY_NOTE, EditParseError, Observation, RejectedEdit, build_reflect_request, parse_edits
 from .rubric import Calibration, JudgeSetup, RubricJudge, calibrate, family_warning
 from .scoring import ScoringProfile, scoring_profile
@@ -92,6 +93,7 @@ class SampleResult:
     answer: str
     tools_called: tuple[str, ...]
     rubric: tuple[judges.RubricVerdict, ...] = ()
+    stop_reason: str = ""  # the provider's, for the final reply of the attempt
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,11 @@ class Evaluation:
 
     def _rollouts(self) -> list[list[tuple[float, float]]]:
         return [[(s.hard, s.soft) for s in t.samples] for t in self.tasks]
+
+    @property
+    def stops(self) -> dict[str, int]:
+        """How many samples ended truncated, refused, content-filtered or empty (see `models.stops`)."""
+        return problem_counts([(s.stop_reason, s.answer) for t in self.tasks for s in t.samples])
 
     @property
     def gate_score(self) -> float:
@@ -332,7 +339,7 @@ class SeedSession:
             grade = self.rubric.grader(task.text, attempt.text, own_meter) if self.rubric else None
             verdict = judges.score(task.judge, attempt, grade, task.origin)
             return SampleResult(sample, verdict.hard, verdict.soft, verdict.failed, attempt.text, attempt.tools_called,
-                                verdict.rubric)
+                                verdict.rubric, attempt.stop_reason)
 
         workers = min(self.concurrency(model), len(jobs))
         if workers > 1:  # results keep the jobs' order, so any concurrency gives the same evaluation

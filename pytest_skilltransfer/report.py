@@ -174,6 +174,22 @@ def text_table(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def unfinished_answers(result: dict[str, Any]) -> str | None:
+    """`baseline: 2 truncated; transferred: 1 refusal; usage missing on 3 calls`, or None when all answers
+    were finished and every call reported its usage."""
+    parts = []
+    for phase in ("baseline", "transferred", "direct"):
+        evaluation = result["scores"].get(phase)
+        stops = (evaluation or {}).get("stops") or {}
+        counted = [f"{n} {kind.replace('_', ' ')}" for kind, n in stops.items() if n]
+        if counted:
+            parts.append(f"{phase}: {', '.join(counted)}")
+    missing = result["cost"].get("usage_unreported_calls", 0)
+    if missing:
+        parts.append(f"usage missing on {missing} call(s) (their tokens and cost are unknown, not 0)")
+    return "; ".join(parts) or None
+
+
 def price_difference(results: list[dict[str, Any]]) -> str | None:
     """What optimizing on the source cost against optimizing directly on the target, summed over results."""
     rows = [r for r in results if r["cost"]["optimize_direct_usd"] is not None]

@@ -12,6 +12,7 @@ from dataclasses import asdict
 from typing import Any
 
 from .judge_report import judge_json, verdict_json
+from .ledger import evidence_digest
 from .prices import cache_saving_usd, cost_usd
 from .protocol import Costs, Evaluation, Night, Optimization, TaskResult, TransferResult, total_costs
 from .stats import mean, restart_score
@@ -36,6 +37,7 @@ def cost_rows(costs: Costs) -> list[dict[str, Any]]:
             "model": model_id, "role": role, "calls": tally.calls, "cached": tally.cached,
             "input_tokens": tally.usage.input_tokens, "output_tokens": tally.usage.output_tokens,
             "cache_write_tokens": tally.usage.cache_write_tokens, "cache_read_tokens": tally.usage.cache_read_tokens,
+            "usage_unreported": tally.usage.unreported,
             "usd": _round_usd(usd), "cache_saved_usd": _round_usd(saved),
         })
     return rows
@@ -78,6 +80,7 @@ def _evaluation(ev: Evaluation | None) -> dict[str, Any] | None:
     return {
         "model": ev.model_id, "split": ev.split, "hard": ev.hard.as_dict(), "soft": ev.soft.as_dict(),
         "scoring": {"profile": ev.scoring, "score": round(ev.profile_score, 4)},
+        "stops": ev.stops,
         "tasks": [
             {"task_id": t.task_id, "hard": round(t.hard, 4), "soft": round(t.soft, 4),
              "samples": _samples(t)}
@@ -88,6 +91,7 @@ def _evaluation(ev: Evaluation | None) -> dict[str, Any] | None:
 
 def _samples(task: TaskResult) -> list[dict[str, Any]]:
     return [{"sample_id": s.sample_id, "hard": s.hard, "soft": round(s.soft, 4), "failed": list(s.failed),
+             "stop_reason": s.stop_reason,
              **({"rubric": [verdict_json(v) for v in s.rubric]} if s.rubric else {})}
             for s in task.samples]
 
@@ -101,6 +105,7 @@ def _averaged(evaluations: list[Evaluation]) -> dict[str, Any]:
         "model": first.model_id, "split": first.split,
         "hard": {**restart_score(hard).as_dict(), "restart_means": [round(mean(v), 4) for v in hard]},
         "soft": restart_score(soft).as_dict(),
+        "stops": {kind: sum(ev.stops[kind] for ev in evaluations) for kind in first.stops},
         "tasks": [{"task_id": tasks[0].task_id, "hard": round(mean(h), 4), "soft": round(mean(s), 4),
                    "restarts": [round(v, 4) for v in h],
                    "samples": [sample for task in tasks for sample in _samples(task)]}
@@ -193,10 +198,20 @@ def result_to_json(result: TransferResult) -> dict[str, Any]:
             "cache_read_tokens": sum(t.usage.cache_read_tokens for t in merged.values()),
             "cache_write_tokens": sum(t.usage.cache_write_tokens for t in merged.values()),
             "cache_saved_usd": _round_usd(cache_saved(merged)),
+            "usage_unreported_calls": sum(t.usage.unreported for t in merged.values()),
         },
+        "evidence": _evidence(result),
         "config": asdict(result.config),
         **({"judge": judge_json(result)} if result.judge is not None else {}),
     }
+
+
+def _evidence(result: TransferResult) -> dict[str, Any]:
+    """The distinct calls the scores were computed from (the held-out evaluations), and one digest over
+    them (see `ledger`); what the optimization's calls produced is the learned skill, recorded as text."""
+    scored = [result.baseline, *(ev for run in result.runs for ev in (run.transferred, run.direct) if ev is not None)]
+    used: frozenset[str] = frozenset().union(*(t.evidence for ev in scored for t in ev.costs.values()))
+    return {"calls": len(used), "digest": evidence_digest(used)}
 
 
 def _round_usd(value: float | None) -> float | None:

@@ -7,7 +7,10 @@
     <seed>/brain/            optional corpus for the `search` tool (Markdown pages, slug = path)
     <seed>/judge-calibration.jsonl  optional: answers with the verdict a person expects, for rubric judges
 
-Loading validates everything and reports every problem at once, each naming file and line.
+Loading validates everything and reports every problem at once, each naming file and line (or byte
+offset, for a file that is not UTF-8). Inputs are bounded (`SeedLimits`, generous defaults the plugin
+exposes as options): SKILL.md, each task text, and the corpus in all. The corpus folder must resolve
+inside the seed folder (no `..`, absolute paths, or symlinks out), and so must each page.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .judges import BOUND_OPS, JUDGE_KINDS, RUBRIC_OP, RULE_OPS, TEXT_OPS, Check, Judge, compile_pattern, has_rubric
+from .tools import corpus_pages, decode_utf8, is_inside
 from .regex_portability import javascript_problems
 from .rubric import CalibrationItem
 
@@ -32,6 +36,46 @@ CONFIG_FILE = "seed.toml"
 CALIBRATION_FILE = "judge-calibration.jsonl"
 CHECK_FIELDS = ("op", "arg")
 DEFAULT_CORPUS_DIR = "brain"
+
+
+@dataclass(frozen=True)
+class SeedLimits:
+    """Size limits of a seed's inputs, in bytes of UTF-8 (each named by the option that raises it)."""
+
+    skill_bytes: int = 1_000_000  # --max-skill-bytes: SKILL.md (about 250k tokens, beyond any context window)
+    task_bytes: int = 100_000  # --max-task-bytes: each task's text
+    corpus_bytes: int = 50_000_000  # --max-corpus-bytes: all corpus pages together
+
+
+LIMIT_OPTIONS = {"skill_bytes": "--max-skill-bytes", "task_bytes": "--max-task-bytes",
+                 "corpus_bytes": "--max-corpus-bytes"}
+
+
+def _over(size: int, limits: SeedLimits, name: str, what: str) -> str | None:
+    limit = getattr(limits, name)
+    if size <= limit:
+        return None
+    return (f"{what} is {size} bytes, over the limit of {limit} bytes: shorten it, or raise the limit with "
+            f"{LIMIT_OPTIONS[name]} (ini skilltransfer_{LIMIT_OPTIONS[name][2:].replace('-', '_')})")
+
+
+def read_text_file(path: Path, problems: list[SeedProblem], limits: SeedLimits | None = None,
+                   limit: str | None = None) -> str | None:
+    """A seed file as text, or None after appending why not (unreadable, over a limit, not UTF-8)."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        problems.append(SeedProblem(str(path), f"cannot be read ({exc.strerror or exc})"))
+        return None
+    if limits is not None and limit is not None:
+        over = _over(len(data), limits, limit, "the file")
+        if over:
+            problems.append(SeedProblem(str(path), over))
+            return None
+    text, why = decode_utf8(data)
+    if text is None:
+        problems.append(SeedProblem(str(path), why))
+    return text
 
 
 @dataclass(frozen=True)
@@ -236,7 +280,7 @@ def _parse_check(raw: Any, where: str, problems: list[SeedProblem]) -> Check | N
 
 def json_lines(path: Path, shape: str, problems: list[SeedProblem]) -> Iterator[tuple[int, str, dict[str, Any]]]:
     """(line number, `file:line`, object) per non-blank JSONL line; malformed lines become problems."""
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate((read_text_file(path, problems) or "").splitlines(), start=1):
         where = f"{path}:{number}"
         if not line.strip():
             continue
@@ -251,8 +295,9 @@ def json_lines(path: Path, shape: str, problems: list[SeedProblem]) -> Iterator[
         yield number, where, raw
 
 
-def read_tasks(path: Path, problems: list[SeedProblem]) -> list[Task]:
+def read_tasks(path: Path, problems: list[SeedProblem], limits: SeedLimits | None = None) -> list[Task]:
     """Read a JSONL task file, appending every problem (with file:line) to `problems`."""
+    limits = limits or SeedLimits()
     tasks: list[Task] = []
     seen: dict[str, int] = {}
     for number, where, raw in json_lines(path, "{task_id, task, judge}", problems):
@@ -267,6 +312,10 @@ def read_tasks(path: Path, problems: list[SeedProblem]) -> list[Task]:
         if not isinstance(text, str) or not text.strip():
             problems.append(SeedProblem(where, f"task {task_id!r}: 'task' must be a non-empty string"))
             continue
+        over = _over(len(text.encode("utf-8")), limits, "task_bytes", f"task {task_id!r}: the text")
+        if over:
+            problems.append(SeedProblem(where, over))
+            continue
         if task_id in seen:
             problems.append(SeedProblem(where, f"duplicate task_id {task_id!r} (first at line {seen[task_id]})"))
             continue
@@ -280,8 +329,11 @@ def read_tasks(path: Path, problems: list[SeedProblem]) -> list[Task]:
 def _read_config(path: Path, problems: list[SeedProblem]) -> dict[str, Any]:
     if not path.is_file():
         return {}
+    text = read_text_file(path, problems)
+    if text is None:
+        return {}
     try:
-        config = tomllib.loads(path.read_text(encoding="utf-8"))
+        config = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         problems.append(SeedProblem(str(path), f"invalid TOML: {exc}"))
         return {}
@@ -358,8 +410,37 @@ def read_calibration(path: Path, problems: list[SeedProblem]) -> list[Calibratio
     return items
 
 
-def load_seed(path: str | Path) -> Seed:
+def _corpus_dir(root: Path, config: dict[str, Any], config_path: Path, limits: SeedLimits,
+                problems: list[SeedProblem]) -> Path | None:
+    """The validated corpus folder (None when there is none), its pages checked, problems appended."""
+    name = config.get("corpus", DEFAULT_CORPUS_DIR)
+    if not isinstance(name, str):
+        return None
+    where = f"{config_path} corpus"
+    if Path(name).is_absolute():
+        problems.append(SeedProblem(where, f"{name!r} is an absolute path; name a folder inside the seed folder"))
+        return None
+    folder = root / name
+    if not is_inside(folder, root):
+        problems.append(SeedProblem(where, f"{name!r} resolves to {folder.resolve()}, outside the seed folder "
+                                           f"{root.resolve()}; the corpus must live inside the seed"))
+        return None
+    if not folder.is_dir():
+        if "corpus" in config:
+            problems.append(SeedProblem(str(config_path), f"corpus folder {folder} does not exist"))
+        return None
+    _, page_problems = corpus_pages(folder, root, limits.corpus_bytes)
+    for page, message in page_problems:
+        if "over the limit" in message:
+            message = (f"{message} bytes: remove pages, or raise the limit with --max-corpus-bytes "
+                       "(ini skilltransfer_max_corpus_bytes)")
+        problems.append(SeedProblem(str(page), message))
+    return folder
+
+
+def load_seed(path: str | Path, limits: SeedLimits | None = None) -> Seed:
     """Load and validate one seed folder. Raises SeedError listing every problem."""
+    limits = limits or SeedLimits()
     root = Path(path)
     problems: list[SeedProblem] = []
     if not root.is_dir():
@@ -388,8 +469,8 @@ def load_seed(path: str | Path) -> Seed:
     if not skill_path.is_file():
         problems.append(SeedProblem(str(skill_path), "missing: every seed needs the deficient skill as SKILL.md"))
     else:
-        skill = skill_path.read_text(encoding="utf-8")
-        if not skill.strip():
+        skill = read_text_file(skill_path, problems, limits, "skill_bytes") or ""
+        if not skill.strip() and not any(p.where == str(skill_path) for p in problems):
             problems.append(SeedProblem(str(skill_path), "is empty"))
     pools: dict[str, list[Task]] = {}
     for name in (TRAIN_FILE, TEST_FILE):
@@ -398,16 +479,14 @@ def load_seed(path: str | Path) -> Seed:
             problems.append(SeedProblem(str(file), "missing: a seed needs both benchmark.jsonl and held-out.jsonl"))
             pools[name] = []
             continue
-        pools[name] = read_tasks(file, problems)
+        pools[name] = read_tasks(file, problems, limits)
         if not pools[name] and not any(p.where.startswith(str(file)) for p in problems):
             problems.append(SeedProblem(str(file), "holds no tasks"))
     judge = _judge_settings(config["judge"] if isinstance(config.get("judge"), dict) else {},
                             f"{config_path} [judge]", problems)
     calibration_path = root / CALIBRATION_FILE
     calibration = read_calibration(calibration_path, problems) if calibration_path.is_file() else []
-    corpus_dir = root / str(config.get("corpus", DEFAULT_CORPUS_DIR))
-    if "corpus" in config and not corpus_dir.is_dir():
-        problems.append(SeedProblem(str(config_path), f"corpus folder {corpus_dir} does not exist"))
+    corpus_dir = _corpus_dir(root, config, config_path, limits, problems)
     train, val = split_train_val(root.name, pools[TRAIN_FILE], split) if not problems else ((), ())
     if not problems and (not train or not val):
         problems.append(SeedProblem(str(root / TRAIN_FILE), f"the split left train={len(train)} and val={len(val)} tasks; "
@@ -424,7 +503,7 @@ def load_seed(path: str | Path) -> Seed:
         description=str(config.get("description", "")),
         thresholds=Thresholds(**threshold_values),
         split=split,
-        corpus_dir=corpus_dir if corpus_dir.is_dir() else None,
+        corpus_dir=corpus_dir,
         pairs=tuple(pairs),
         judge=judge,
         calibration=tuple(calibration),

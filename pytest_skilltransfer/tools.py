@@ -1,5 +1,9 @@
 """The `search` tool the agent can call: keyword search over a seed's corpus folder.
 
+The corpus is confined: pages are the `.md` files under the corpus folder, found without following
+symlinked folders; a page that is a symlink must resolve inside `inside` (the seed folder), and
+every page must be UTF-8. `corpus_pages` reports each problem instead of stopping at the first.
+
 Each Markdown page is a document whose slug is its path below the corpus folder without `.md`
 (for example `topics/whether-to-raise-a-bridge-round-or-cut-burn`). Results are rows carrying that
 slug, so the qrels judge reads real retrieved slugs and nothing can be fabricated.
@@ -8,6 +12,7 @@ slug, so the qrels judge reads real retrieved slugs and nothing can be fabricate
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -42,15 +47,73 @@ class Page:
     text: str
 
 
-@lru_cache(maxsize=64)
-def load_corpus(folder: Path) -> tuple[Page, ...]:
-    """All Markdown pages under a folder, sorted by slug."""
-    pages = []
-    for path in sorted(folder.rglob("*.md")):
-        text = path.read_text(encoding="utf-8")
+class CorpusError(ValueError):
+    """The corpus breaks a rule; `problems` holds every (path, message)."""
+
+    def __init__(self, problems: list[tuple[Path, str]]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(f"{path}: {message}" for path, message in problems))
+
+
+def is_inside(path: Path, folder: Path) -> bool:
+    """Whether `path`, symlinks resolved, lies within `folder` (also resolved)."""
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def decode_utf8(data: bytes) -> tuple[str | None, str]:
+    """(text, "") or (None, why): the byte offset and line of the first byte that is not UTF-8."""
+    try:
+        return data.decode("utf-8"), ""
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        return None, f"is not UTF-8: byte 0x{data[err.start]:02x} at byte offset {err.start} (line {line}); save it as UTF-8"
+
+
+def _markdown_files(folder: Path) -> list[Path]:
+    found = []
+    for current, dirs, files in os.walk(folder, followlinks=False):
+        dirs.sort()
+        found.extend(Path(current) / name for name in files if name.endswith(".md"))
+    return sorted(found)
+
+
+def corpus_pages(folder: Path, inside: Path, max_bytes: int | None = None) -> tuple[list[Page], list[tuple[Path, str]]]:
+    """The pages of a corpus folder and every problem found (symlinks out, non-UTF-8, over `max_bytes` in all)."""
+    pages: list[Page] = []
+    problems: list[tuple[Path, str]] = []
+    total = 0
+    for path in _markdown_files(folder):
+        if path.is_symlink() and not is_inside(path, inside):
+            problems.append((path, f"is a symlink to {path.resolve()}, outside the seed folder {inside}"))
+            continue
+        try:
+            data = path.read_bytes()
+        except OSError as err:
+            problems.append((path, f"cannot be read ({err.strerror or err})"))
+            continue
+        total += len(data)
+        text, why = decode_utf8(data)
+        if text is None:
+            problems.append((path, why))
+            continue
         slug = path.relative_to(folder).with_suffix("").as_posix()
         title = next((line.lstrip("# ").strip() for line in text.splitlines() if line.strip()), slug)
         pages.append(Page(slug=slug, title=title, text=text))
+    if max_bytes is not None and total > max_bytes:
+        problems.append((folder, f"the corpus holds {total} bytes of pages, over the limit of {max_bytes}"))
+    return pages, problems
+
+
+@lru_cache(maxsize=64)
+def load_corpus(folder: Path, inside: Path | None = None) -> tuple[Page, ...]:
+    """All Markdown pages under a folder, sorted by slug; CorpusError when any breaks the rules above."""
+    pages, problems = corpus_pages(folder, inside or folder)
+    if problems:
+        raise CorpusError(problems)
     return tuple(pages)
 
 

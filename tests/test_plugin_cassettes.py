@@ -70,3 +70,23 @@ def test_restarts_share_the_cassette_and_replay_offline(pytester: pytest.Pyteste
     for result in (first, second):
         result.pop("gate")
     assert second == first
+
+
+def test_an_edited_cassette_answer_shows_up_in_the_snapshot(pytester: pytest.Pytester) -> None:
+    fake = FakeProvider().start()
+    project(pytester, ini="skilltransfer_pair = small:large\nskilltransfer_nights = 1\nskilltransfer_no_direct = true\n",
+            seeds=("alpha",))
+    pytester.makepyprojecttoml(f'''
+        [tool.skilltransfer.models]
+        small = "anthropic:fake-small@{fake.anthropic_url}"
+        large = "anthropic:fake-large@{fake.anthropic_url}"
+    ''')
+    limits = ("--limit-replay=2", "--limit-holdout=2")
+    pytester.runpytest_subprocess(*limits, "--record-mode=once", "--snapshot-update").assert_outcomes(passed=1)
+    fake.stop()
+    path = pytester.path / "cassettes" / "alpha" / "fake-large.yaml"
+    path.write_text(path.read_text().replace("fake answer", "edited answer", 1))
+    replayed = pytester.runpytest_subprocess(*limits, "--record-mode=none")
+    replayed.assert_outcomes(failed=1)
+    replayed.stdout.fnmatch_lines(["*snapshot mismatch*", "*-- scored from * distinct call(s), evidence digest *",
+                                   "*+- scored from * distinct call(s), evidence digest *"])

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..models.base import ModelCallError
+from ..redaction import redact_text
 from .match import body_diff, closest, model_of, request_key
 from .store import file_name
 
@@ -83,7 +84,7 @@ def render(d: MissDetails) -> str:
             *(f"    {line}" for line in d.diff.splitlines()),
         ]
     fix = ["To record the missing calls (the provider's API key must be set):", f"    {d.command}"]
-    return "\n".join([head, *(f"  {line}" for line in body), *(f"  {line}" for line in fix)])
+    return redact_text("\n".join([head, *(f"  {line}" for line in body), *(f"  {line}" for line in fix)]))
 
 
 def find_in_chain(exc: BaseException, kind: type) -> BaseException | None:

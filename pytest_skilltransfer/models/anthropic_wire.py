@@ -128,7 +128,7 @@ def parse_reply(message: Any, model_id: str) -> Reply:
         elif kind == "tool_use":
             arguments = block.input if isinstance(block.input, dict) else {"input": block.input}
             calls.append(ToolCall(id=block.id, name=block.name, arguments=dict(arguments)))
-    usage = message.usage
+    usage = getattr(message, "usage", None)
     written = getattr(usage, "cache_creation_input_tokens", 0) or 0
     read = getattr(usage, "cache_read_input_tokens", 0) or 0
     input_tokens = (getattr(usage, "input_tokens", 0) or 0) + written + read
@@ -136,7 +136,8 @@ def parse_reply(message: Any, model_id: str) -> Reply:
         text="".join(texts),
         tool_calls=tuple(calls),
         usage=Usage(input_tokens=input_tokens, output_tokens=getattr(usage, "output_tokens", 0) or 0,
-                    cache_write_tokens=written, cache_read_tokens=read),
+                    cache_write_tokens=written, cache_read_tokens=read,
+                    unreported=0 if usage is not None and getattr(usage, "input_tokens", None) is not None else 1),
         model=getattr(message, "model", "") or model_id,
         stop_reason=getattr(message, "stop_reason", "") or "",
     )

@@ -82,7 +82,7 @@ def _detail(details: Any, name: str) -> int:
 
 
 def parse_reply(completion: Any, model_id: str) -> Reply:
-    """A chat completion as our Reply (first choice)."""
+    """A chat completion as our Reply (first choice); a `refusal` message becomes stop reason `refusal`."""
     choice = completion.choices[0] if completion.choices else None
     message = getattr(choice, "message", None)
     calls = tuple(
@@ -90,7 +90,8 @@ def parse_reply(completion: Any, model_id: str) -> Reply:
         for call in (getattr(message, "tool_calls", None) or [])
         if getattr(call, "function", None) is not None
     )
-    usage = completion.usage
+    refusal = getattr(message, "refusal", None) or ""
+    usage = getattr(completion, "usage", None)
     details = getattr(usage, "prompt_tokens_details", None)
     return Reply(
         text=(getattr(message, "content", None) or ""),
@@ -100,9 +101,11 @@ def parse_reply(completion: Any, model_id: str) -> Reply:
             output_tokens=getattr(usage, "completion_tokens", 0) or 0,
             cache_write_tokens=_detail(details, "cache_write_tokens"),
             cache_read_tokens=_detail(details, "cached_tokens"),
+            unreported=0 if usage is not None and getattr(usage, "prompt_tokens", None) is not None else 1,
         ),
         model=getattr(completion, "model", "") or model_id,
-        stop_reason=(getattr(choice, "finish_reason", "") or ""),
+        stop_reason="refusal" if refusal else (getattr(choice, "finish_reason", "") or ""),
+        refusal=refusal,
     )
 
 

@@ -11,7 +11,7 @@ import difflib
 from typing import Any
 
 from ..edits import Edit
-from ..report import efficiency_text, gain_text, mdg_text, night_verdict, p_text
+from ..report import efficiency_text, gain_text, mdg_text, night_verdict, p_text, unfinished_answers
 from .gating import GateOutcome
 
 TASK_CHARS = 90
@@ -95,6 +95,9 @@ def diagnose(result: dict[str, Any], outcome: GateOutcome, seed_skill: str, task
         lines.append("  (an unproven claim is not a pass; --transfer-inconclusive=xfail|pass changes what it does)")
     if snapshot_diff:
         lines += ["", "snapshot mismatch (run with --snapshot-update to accept):", *(f"  {d}" for d in snapshot_diff)]
+    unfinished = unfinished_answers(result)
+    if unfinished:
+        lines += ["", f"unfinished answers (counted as given): {unfinished}"]
     lines += ["", f"scores on {result['target']} (held-out):", *scores_table(result)]
     lines += ["", f"held-out tasks failing on {result['target']} with the learned skill:",
               *failing_tasks(result, task_texts)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..judge_report import judge_lines
-from ..report import LEGEND, md_table, pair_lines, price_difference, summary_line
+from ..report import LEGEND, md_table, pair_lines, price_difference, summary_line, unfinished_answers
 
 
 def _cell(text: str) -> str:
@@ -77,6 +77,11 @@ def render(results: list[dict[str, Any]]) -> str:
     difference = price_difference(ordered)
     if difference:
         lines += [difference, ""]
+    unfinished = [(r, text) for r in ordered if (text := unfinished_answers(r))]
+    if unfinished:
+        lines += ["## Unfinished answers", ""]
+        lines += [f"- **{r['seed']}** ({r['source']} -> {r['target']}): {text}" for r, text in unfinished]
+        lines.append("")
     lines += _against_base(ordered)
     failed = [r for r in ordered if r.get("gate") and not r["gate"]["passed"]]
     if failed:

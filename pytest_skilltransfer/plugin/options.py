@@ -26,7 +26,7 @@ from ..protocol import ProtocolConfig
 from ..rubric import DEFAULT_MIN_ACCURACY
 from ..scoring import PROFILES
 from .gating import CORRECTIONS, DEFAULT_REGRESSION_TOLERANCE
-from ..seeds import JudgeSettings, Thresholds, split_pair
+from ..seeds import LIMIT_OPTIONS, JudgeSettings, SeedLimits, Thresholds, split_pair
 
 Pair = tuple[str, str]
 
@@ -123,6 +123,10 @@ def add_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager
     _add(group, parser, "max-concurrency", "concurrent calls per model at most: N for every model, MODEL=N for "
          "one; repeatable (default: 8 per provider model, lowered on rate limits; 1 for the simulator and the "
          "local llama server)", "args", action="append", metavar="[MODEL=]N")
+    for name, option in LIMIT_OPTIONS.items():
+        what = {"skill_bytes": "SKILL.md", "task_bytes": "each task's text", "corpus_bytes": "a seed's corpus pages in all"}
+        _add(group, parser, option[2:], f"size limit of {what[name]} in bytes (default {getattr(SeedLimits(), name)})",
+             metavar="BYTES")
     defaults = CallPolicy()
     _add(group, parser, "provider-retries", f"retries of a provider call on 429/529/5xx/timeouts/resets (the SDKs' "
          f"retry machinery; a retry-after the provider sends is waited for) (default {defaults.max_retries})",
@@ -156,6 +160,7 @@ class Settings:
     concurrency: int | None = None  # --max-concurrency N (None: each backend's default)
     model_concurrency: dict[str, int] = field(default_factory=dict)  # --max-concurrency MODEL=N
     calls: CallPolicy = field(default_factory=CallPolicy)  # --provider-retries/-backoff/-timeout
+    seed_limits: SeedLimits = field(default_factory=SeedLimits)  # --max-skill-bytes/-task-bytes/-corpus-bytes
     ini_judge: JudgeSettings = field(default_factory=JudgeSettings)
     cli_judge: JudgeSettings = field(default_factory=JudgeSettings)
 
@@ -373,6 +378,15 @@ def _call_policy(reader: _Reader) -> CallPolicy:
     return CallPolicy(**policy)
 
 
+def _seed_limits(reader: _Reader) -> SeedLimits:
+    limits: dict[str, int] = {}
+    for name, option in LIMIT_OPTIONS.items():
+        value, where = reader.get(option[2:])
+        if value is not None:
+            limits[name] = _int(value, where, 1)
+    return SeedLimits(**limits)
+
+
 def read_settings(config: pytest.Config) -> Settings:
     """Parse and validate every skilltransfer option; raise pytest.UsageError naming the bad one."""
     reader = _Reader(config)
@@ -426,6 +440,7 @@ def read_settings(config: pytest.Config) -> Settings:
         concurrency=concurrency,
         model_concurrency=model_concurrency,
         calls=_call_policy(reader),
+        seed_limits=_seed_limits(reader),
     )
 
 

@@ -92,7 +92,7 @@ class TransferReporting:
 def summary_lines(results: list[dict[str, Any]]) -> list[str]:
     """The terminal summary of a run's results: the table, the summary line, the price comparison,
     and before -> after against the base ref. `merge` prints the same lines for merged shards."""
-    from ..report import pair_lines, price_difference, summary_line, text_table
+    from ..report import pair_lines, price_difference, summary_line, text_table, unfinished_answers
     from .compare import summary_lines as against_base
 
     lines = [*text_table(results).splitlines(), summary_line(results), *pair_lines(results)]
@@ -101,9 +101,16 @@ def summary_lines(results: list[dict[str, Any]]) -> list[str]:
     difference = price_difference(results)
     if difference:
         lines.append(difference)
+    for result in results:
+        unfinished = unfinished_answers(result)
+        if unfinished:
+            lines.append(f"unfinished answers in {result['seed']} ({result['source']} -> {result['target']}): {unfinished}")
     return lines + judge_lines(results) + against_base(results)
 
 
 def write(path: Path, text: str) -> None:
+    """Write a report; any key value or token-shaped string left in it is redacted first."""
+    from ..redaction import redact_text
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    path.write_text(redact_text(text), encoding="utf-8")

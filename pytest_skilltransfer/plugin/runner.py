@@ -62,7 +62,7 @@ class Runner:
         key = path.resolve()
         if key not in self._seeds:
             try:
-                self._seeds[key] = load_seed(key)
+                self._seeds[key] = load_seed(key, self.settings.seed_limits)
             except SeedError as exc:
                 self._seeds[key] = exc
         loaded = self._seeds[key]

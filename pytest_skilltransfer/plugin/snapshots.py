@@ -3,7 +3,8 @@
 Location: inside the seed folder, one file per pair,
 `seeds/<seed>/__snapshots__/transfer[<source>_to_<target>].md` (next to the item's file node), so a seed and its reviewed results
 travel together (hand-written tests keep syrupy's layout, `tests/__snapshots__/<file>/<test>.md`).
-Only deterministic fields are written (scores, nights, the learned skill), never dollars or calls.
+Only deterministic fields are written (scores, nights, the learned skill, the digest of the held-out
+calls the scores were computed from), never dollars or call counts.
 The transferred per-task scores are written on one line (`- transferred per task: `id=score ...``),
 so the regression gate compares this run with the committed one task by task (`stats.regression`).
 
@@ -86,6 +87,14 @@ def _night_lines(optimization: dict[str, Any] | None, label: str) -> list[str]:
     return lines + [""]
 
 
+def _evidence_line(result: dict[str, Any]) -> list[str]:
+    """Which answers the result was computed from: a tampered cassette changes this line."""
+    evidence = result.get("evidence")
+    if not evidence:
+        return []
+    return [f"- scored from {evidence['calls']} distinct call(s), evidence digest {evidence['digest'][:16]}"]
+
+
 def render(result: dict[str, Any]) -> str:
     """The snapshot text of one result."""
     scores = result["scores"]
@@ -100,7 +109,7 @@ def render(result: dict[str, Any]) -> str:
         f"- gain: {gain_text(result)} over {result['gain']['n']} task(s), p = {p_text(result['gain']['p_value'])} "
         f"(exact sign-flip), minimal detectable gain {mdg_text(result)}",
         f"- efficiency: {efficiency}",
-        f"- transferred per task: `{per_task_text(scores['transferred'])}`",
+        f"- transferred per task: `{per_task_text(scores['transferred'])}`", *_evidence_line(result),
         *_restart_lines(result), "",
         "## Optimization", "",
         *_night_lines(result["optimization"]["source"], "On the source"),

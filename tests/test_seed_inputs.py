@@ -1,0 +1,126 @@
+"""Seed inputs are confined and bounded: the corpus stays inside the seed, files are UTF-8, sizes have limits."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_skilltransfer.seeds import SeedError, SeedLimits, load_seed
+from pytest_skilltransfer.tools import CorpusError, load_corpus
+
+RULE = {"kind": "rule", "checks": [{"op": "contains", "arg": "X"}]}
+
+
+def task(i: int, prefix: str = "bm", text: str | None = None) -> str:
+    return json.dumps({"task_id": f"{prefix}-{i:03d}", "task": text or f"Task {i}", "judge": RULE})
+
+
+def write_seed(root: Path, toml: str | None = None, pages: dict[str, str] | None = None) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "SKILL.md").write_text("# Skill\nDo it.\n")
+    (root / "benchmark.jsonl").write_text("\n".join(task(i) for i in range(1, 11)) + "\n")
+    (root / "held-out.jsonl").write_text("\n".join(task(i, "hd") for i in range(1, 4)) + "\n")
+    if toml is not None:
+        (root / "seed.toml").write_text(toml)
+    for slug, text in (pages or {}).items():
+        page = root / "brain" / f"{slug}.md"
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text(text)
+    return root
+
+
+def problems(path: Path, limits: SeedLimits | None = None) -> list[str]:
+    with pytest.raises(SeedError) as info:
+        load_seed(path, limits)
+    return [str(p) for p in info.value.problems]
+
+
+@pytest.mark.parametrize("corpus", ["../../../outside", "../outside", "brain/../../outside"])
+def test_a_corpus_outside_the_seed_is_refused(tmp_path: Path, corpus: str) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("# Payroll\nNot for the provider.\n")
+    seed = write_seed(tmp_path / "a" / "b" / "seed", toml=f'corpus = "{corpus}"\n') if corpus.startswith("../../") \
+        else write_seed(tmp_path / "seed", toml=f'corpus = "{corpus}"\n')
+    found = problems(seed)
+    assert len(found) == 1 and "seed.toml corpus" in found[0] and "outside the seed folder" in found[0]
+
+
+def test_an_absolute_corpus_is_refused_without_crawling(tmp_path: Path) -> None:
+    started = time.monotonic()
+    found = problems(write_seed(tmp_path / "seed", toml='corpus = "/"\n'))
+    assert time.monotonic() - started < 1.0
+    assert any("'/' is an absolute path" in p for p in found)
+
+
+def test_symlinks_out_of_the_seed_are_refused_and_symlinks_inside_allowed(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.md"
+    outside.write_text("# Outside\nsecret\n")
+    seed = write_seed(tmp_path / "seed", pages={"inside": "# Inside\nfine\n"})
+    (seed / "brain" / "leak.md").symlink_to(outside)
+    (seed / "notes.md").write_text("# Notes\nshared\n")
+    (seed / "brain" / "shared.md").symlink_to(seed / "notes.md")
+    found = problems(seed)
+    assert len(found) == 1 and "leak.md: is a symlink to" in found[0] and "outside the seed folder" in found[0]
+    with pytest.raises(CorpusError, match="leak.md"):
+        load_corpus(seed / "brain", seed)
+    (seed / "brain" / "leak.md").unlink()
+    loaded = load_seed(seed)
+    assert sorted(p.slug for p in load_corpus(loaded.corpus_dir, seed)) == ["inside", "shared"]
+
+
+def test_a_symlinked_corpus_folder_pointing_out_is_refused(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "page.md").write_text("# Page\n")
+    seed = write_seed(tmp_path / "seed")
+    (seed / "brain").symlink_to(elsewhere, target_is_directory=True)
+    assert any("outside the seed folder" in p for p in problems(seed))
+
+
+def test_files_that_are_not_utf8_name_the_file_and_byte_offset(tmp_path: Path) -> None:
+    seed = write_seed(tmp_path / "seed", toml='description = "d"\n', pages={"ok": "# Ok\n"})
+    (seed / "SKILL.md").write_bytes(b"# Skill\nCaf\xe9 au lait\n")
+    (seed / "held-out.jsonl").write_bytes((task(1, "hd") + "\n").encode() + b'{"task_id": "\xff"}\n')
+    (seed / "seed.toml").write_bytes(b'description = "\x80"\n')
+    (seed / "brain" / "bad.md").write_bytes(b"# Bad\n\n\xc3\x28\n")
+    found = "\n".join(problems(seed))
+    assert "SKILL.md: is not UTF-8: byte 0xe9 at byte offset 11 (line 2)" in found
+    assert "held-out.jsonl: is not UTF-8: byte 0xff at byte offset" in found and "(line 2)" in found
+    assert "seed.toml: is not UTF-8: byte 0x80 at byte offset 15 (line 1)" in found
+    assert "bad.md: is not UTF-8: byte 0xc3 at byte offset 7 (line 3)" in found
+
+
+def test_oversize_inputs_name_the_option_that_raises_the_limit(tmp_path: Path) -> None:
+    seed = write_seed(tmp_path / "seed", pages={"a": "# A\n" + "x" * 600, "b": "# B\n" + "y" * 600})
+    (seed / "SKILL.md").write_text("# Skill\n" + "z" * 2000)
+    with (seed / "held-out.jsonl").open("a") as handle:
+        handle.write(task(9, "hd", text="w" * 300) + "\n")
+    found = problems(seed, SeedLimits(skill_bytes=1000, task_bytes=200, corpus_bytes=1000))
+    assert len(found) == 3  # every problem at once
+    text = "\n".join(found)
+    assert "SKILL.md: the file is 2008 bytes, over the limit of 1000 bytes" in text and "--max-skill-bytes" in text
+    assert "held-out.jsonl:4: task 'hd-009': the text is 300 bytes" in text and "--max-task-bytes" in text
+    assert "over the limit of 1000 bytes: remove pages, or raise the limit with --max-corpus-bytes" in text
+    assert load_seed(seed)  # the defaults are generous
+
+
+def test_the_default_skill_limit_refuses_a_multi_megabyte_skill(tmp_path: Path) -> None:
+    seed = write_seed(tmp_path / "seed")
+    (seed / "SKILL.md").write_text("# Skill\n" + "Be thorough. " * 420_000)
+    started = time.monotonic()
+    assert any("over the limit of 1000000 bytes" in p for p in problems(seed))
+    assert time.monotonic() - started < 2.0
+
+
+def test_the_plugin_options_set_the_limits(pytester: pytest.Pytester) -> None:
+    write_seed(pytester.path / "seeds" / "big")
+    (pytester.path / "seeds" / "big" / "SKILL.md").write_text("# Skill\n" + "q" * 500)
+    pytester.makeini("[pytest]\nskilltransfer_max_skill_bytes = 100\n")
+    result = pytester.runpytest("seeds", "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["*SKILL.md: the file is 508 bytes, over the limit of 100 bytes*--max-skill-bytes*"])
+    assert result.ret != 0
+    assert pytester.runpytest("seeds", "--max-skill-bytes=abc").ret == pytest.ExitCode.USAGE_ERROR
