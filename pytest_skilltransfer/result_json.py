@@ -252,7 +252,15 @@ def run_to_json(results: list[TransferResult]) -> dict[str, Any]:
     return run_report([result_to_json(r) for r in results])
 
 
-def run_report(results: list[dict[str, Any]]) -> dict[str, Any]:
+def item_counts(results: list[dict[str, Any]], errors: list[dict[str, Any]]) -> dict[str, int]:
+    """Every transfer item once: passed, failed and inconclusive gates, and errored items (no result)."""
+    verdicts = [(r.get("gate") or {}).get("verdict", "pass" if (r.get("gate") or {}).get("passed", True) else "fail")
+                for r in results]
+    return {"passed": verdicts.count("pass"), "failed": verdicts.count("fail"),
+            "inconclusive": verdicts.count("inconclusive"), "errored": len(errors)}
+
+
+def run_report(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The whole-run report from results already in JSON shape (e.g. gathered from xdist workers).
 
     `source` and `target` are always lists of model names; tokens and dollars are summed per role
@@ -272,5 +280,7 @@ def run_report(results: list[dict[str, Any]]) -> dict[str, Any]:
         "usd_target": totals["agent_on_target"]["usd"],
         "usd_optimizer": totals["optimizer"]["usd"],
         "summary": summarize(results),
+        "counts": item_counts(results, errors or []),
+        "errors": list(errors or []),
         "results": results,
     }

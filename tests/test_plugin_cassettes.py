@@ -56,8 +56,18 @@ def test_a_miss_prints_a_command_that_re_records_exactly_that_item(pytester: pyt
     recorded.assert_outcomes(passed=1)
     skill = pytester.path / "seeds" / "alpha" / "SKILL.md"
     skill.write_text(skill.read_text() + "Answer in one line.\n")
-    missed = pytester.runpytest_subprocess(*pair, "--record-mode=none")
+    (pytester.path / "summary.md").write_text("# An earlier step\n")
+    missed = pytester.runpytest_subprocess(*pair, "--record-mode=none", "--skilltransfer-json=r.json",
+                                           "--skilltransfer-md=summary.md", "--junitxml=junit.xml")
     missed.assert_outcomes(errors=1)
+    item = "seeds/alpha/SKILL.md::transfer[toy-a->large]"
+    assert f"ERROR {item}: alpha (toy-a -> large): cassette miss: seed 'alpha'" in missed.stdout.str()
+    assert "items: 0 passed, 0 failed, 0 inconclusive, 1 errored" in missed.stdout.str()
+    report = json.loads((pytester.path / "r.json").read_text())
+    assert report["counts"]["errored"] == 1 and report["errors"][0]["item"] == item
+    markdown = (pytester.path / "summary.md").read_text()
+    assert markdown.startswith("# An earlier step\n") and "## Errored items (1)" in markdown and item in markdown
+    assert 'errors="1"' in (pytester.path / "junit.xml").read_text()
     command = ("pytest 'seeds/alpha/SKILL.md::transfer[toy-a->large]' --pair 'toy-a->large' --nights 1 "
                "--record-mode=new_episodes")
     assert f"To record the missing calls, start the server at {fake.anthropic_url}, then run:\n      {command}\n" \

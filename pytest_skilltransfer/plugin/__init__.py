@@ -59,7 +59,7 @@ from .collect import (
 )
 from .options import (Pair, Settings, add_options, apply_project_tables, plan_requested, read_settings,
                       recording_plugin_loads)
-from .reporting import REPORT_ATTRIBUTE, TransferReporting, is_worker, plain_nodeid
+from .reporting import ERROR_ATTRIBUTE, REPORT_ATTRIBUTE, TransferReporting, is_worker, plain_nodeid
 from .runner import Runner
 
 if TYPE_CHECKING:
@@ -590,4 +590,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     run = item.stash.get(RUN, None)
     if run is not None and report.when == "call":
         setattr(report, REPORT_ATTRIBUTE, {**run.data, "item": plain_nodeid(report.nodeid)})
+    spec = item.stash.get(SPEC, None)
+    if run is None and spec is not None and report.failed:  # errored before a result: counted in every report
+        reason = str(getattr(call.excinfo, "value", "") or report.longreprtext).strip().splitlines()
+        setattr(report, ERROR_ATTRIBUTE, {"item": plain_nodeid(report.nodeid), "seed": spec.seed_path.name,
+                                          "source": spec.source, "target": spec.target, "when": report.when,
+                                          "reason": reason[0] if reason else "error"})
     return report

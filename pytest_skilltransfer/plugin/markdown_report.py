@@ -103,3 +103,12 @@ def render(results: list[dict[str, Any]]) -> str:
     for result in ordered:
         lines += chart(result) + [""]
     return "\n".join(lines)
+
+
+def errors_section(errors: list[dict[str, Any]]) -> str:
+    """Items that errored before they had a result (a cassette miss, a broken model), with the reason."""
+    if not errors:
+        return ""
+    lines = ["", f"## Errored items ({len(errors)})", ""]
+    lines += [f"- `{e['item']}` ({e['source']} -> {e['target']}, at {e['when']}): {_cell(e['reason'])}" for e in errors]
+    return "\n".join(lines) + "\n"
