@@ -1,7 +1,7 @@
 """The failure report of a transfer item: what a reviewer needs to act on a failed gate.
 
 Sections: the failed gates; the scores table; the held-out tasks that fail on the target with the
-learned skill and the checks they miss; the diff from the seed's skill to the learned skill; the
+learned skill and the checks they miss (with the judge's reason and votes for a rubric check); the diff from the seed's skill to the learned skill; the
 edits accepted and rejected per night.
 """
 
@@ -45,10 +45,12 @@ def failing_tasks(result: dict[str, Any], task_texts: dict[str, str]) -> list[st
         if task["hard"] >= 1.0:
             continue
         missed = sorted({label for sample in task["samples"] for label in sample["failed"]})
+        judged = {f"rubric={v['criterion']}": f" (judge: {v['reason']}; votes {'/'.join(v['votes'])})"
+                  for sample in task["samples"] for v in sample.get("rubric", []) if not v["passed"]}
         text = task_texts.get(task["task_id"], "")
         text = text if len(text) <= TASK_CHARS else text[: TASK_CHARS - 3] + "..."
         lines.append(f"  {task['task_id']} (hard {task['hard']:.2f}): {text}")
-        lines.extend(f"      misses: {label}" for label in missed)
+        lines.extend(f"      misses: {label}{judged.get(label, '')}" for label in missed)
     return lines or ["  (none: every held-out task passes)"]
 
 
