@@ -84,7 +84,8 @@ def merged_report(reports: list[dict[str, Any]]) -> dict[str, Any]:
     from .plugin.reporting import ordered
     from .result_json import run_report
 
-    report = run_report(ordered([r for report in reports for r in report["results"]]))
+    errors = sorted((e for report in reports for e in report.get("errors", [])), key=lambda e: e["item"])
+    report = run_report(ordered([r for report in reports for r in report["results"]]), errors)
     base = reports[0].get("compare_to") if reports else None
     if base:
         report["compare_to"] = base
@@ -148,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         write(args.json, json.dumps(merged, indent=2) + "\n")
         print(f"JSON report: {args.json}")
     if args.md:
-        write(args.md, markdown_report.render(results))
+        write(args.md, markdown_report.render(results, merged["errors"]))
         print(f"Markdown report: {args.md}")
     failed = failed_gates(results)
     if failed:

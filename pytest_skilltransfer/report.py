@@ -200,3 +200,48 @@ def price_difference(results: list[dict[str, Any]]) -> str | None:
     direct = sum(r["cost"]["optimize_direct_usd"] for r in rows)
     ratio = f" ({direct / source:.1f}x)" if source > 0 else ""
     return f"optimization cost: on source ${source:.4f} vs direct on target ${direct:.4f}{ratio}"
+
+
+GATE_LABELS = {"min_gain": "gain", "min_score": "score", "min_efficiency": "efficiency",
+               "regression_tolerance": "change vs snapshot"}
+
+
+def gate_reason(gate: dict[str, Any]) -> str:
+    """One gate record (`Gate.as_dict`) in a few words, e.g. `gain +0.04 [-0.38, +0.45] inconclusive for
+    min_gain +0.30: 61 tasks would decide it` (its `message` holds the full sentence)."""
+    name, verdict, estimate, low, high = (gate[k] for k in ("gate", "verdict", "estimate", "ci_low", "ci_high"))
+    if name == "judge_stability":
+        return f"pass rests on {estimate:.0f} uncertain rubric verdict(s)"
+    fmt = "+.2f" if name in ("min_gain", "regression_tolerance") else ".2f"
+    label = GATE_LABELS.get(name, name)
+    if estimate is None:
+        shown = f"{label} undefined"
+    elif low is None or high is None:
+        shown = f"{label} {estimate:{fmt}}"
+    else:
+        shown = f"{label} {estimate:{fmt}} [{low:{fmt}}, {high:{fmt}}]"
+    if name == "regression_tolerance":
+        return f"{'regression' if verdict == 'fail' else verdict}: {shown} beyond tolerance {gate['threshold']:.2f}"
+    threshold = f"{name} {gate['threshold']:{fmt}}"
+    if verdict == "fail":
+        return f"{shown} below {threshold}"
+    if verdict == "inconclusive":
+        tasks = gate.get("tasks_to_decide")
+        return f"{shown} inconclusive for {threshold}" + (f": {tasks} tasks would decide it" if tasks else "")
+    return f"{shown} meets {threshold}"
+
+
+def snapshot_reason(snapshot: str) -> str | None:
+    """A gate record's `snapshot` field in short (without the file, which the item names); None when it matched."""
+    if snapshot in ("ok", "not compared"):
+        return None
+    _, differs, change = snapshot.partition(" differs: ")
+    return f"snapshot differs, {change}" if differs else snapshot
+
+
+def failure_reason(result: dict[str, Any]) -> str:
+    """Why an item did not pass, in one line: failed gates first, then inconclusive ones, then a snapshot change."""
+    record = result.get("gate") or {}
+    gates = sorted((g for g in record.get("gates", []) if g["verdict"] != "pass"), key=lambda g: g["verdict"] != "fail")
+    snapshot = snapshot_reason(record.get("snapshot", "ok"))
+    return "; ".join([gate_reason(g) for g in gates] + ([snapshot] if snapshot else [])) or "skill transfer failed"

@@ -80,16 +80,42 @@ def test_snapshot_text_carries_the_per_task_scores() -> None:
     assert text.endswith("## Learned skill\n\n````markdown\n# Skill\n````\n")
 
 
-def test_markdown_chart_is_a_mermaid_bar_chart() -> None:
-    assert markdown_report.chart(result(direct=[1.0, 1.0, 0.0, 1.0])) == [
-        "```mermaid",
-        "xychart-beta",
-        '    title "alpha: small -> large"',
-        '    x-axis ["baseline", "transferred", "direct"]',
-        '    y-axis "held-out score on target" 0 --> 1',
-        "    bar [0.25, 0.50, 0.75]",
-        "```",
-    ]
+def test_markdown_gain_bar_marks_the_gain_its_interval_zero_and_the_threshold() -> None:
+    item = {**result(), "gain": {"mean": 0.5, "ci_low": 0.2, "ci_high": 0.8},
+            "gate": {"gates": [{"gate": "min_gain", "threshold": 0.3}]}}
+    bar = markdown_report.gain_bar(item)
+    assert len(bar) == markdown_report.PLOT_WIDTH
+    assert bar == " " * 20 + "│" + " " * 3 + "──┊───●──────" + " " * 4  # one cell per 0.05 from -1
+    straddling = markdown_report.gain_bar({**result(), "gain": {"mean": 0.0, "ci_low": -0.1, "ci_high": 0.1}})
+    assert straddling.strip() == "──●──"
+
+
+def test_markdown_report_parses_with_a_headline_one_chart_and_a_section_per_failure() -> None:
+    from markdown_it import MarkdownIt
+
+    cost = {"calls": 1, "tokens": 2, "total_usd": 0.0, "optimize_source_usd": 0.0, "optimize_direct_usd": 0.0}
+    items = []
+    for seed, after in (("alpha", [1.0, 1.0, 1.0, 1.0]), ("beta", [0.0, 0.0, 1.0, 0.0]), ("gamma", [1.0, 0.0, 1.0, 0.0])):
+        item = {**result(after=after), "seed": seed, "cost": cost, "item": f"seeds/{seed}/SKILL.md::transfer[small->large]"}
+        outcome = gating.evaluate(item, Thresholds(min_gain=0.5) if seed != "gamma" else Thresholds(min_gain=0.1))
+        verdict = "fail" if seed == "beta" else outcome.verdict
+        item["gate"] = {**outcome.as_dict(), "verdict": verdict, "passed": verdict == "pass", "snapshot": "ok"}
+        items.append(item)
+    error = {"item": "seeds/delta/SKILL.md::transfer[small->large]", "seed": "delta", "source": "small",
+             "target": "large", "when": "setup", "reason": "cassette miss"}
+    text = markdown_report.render(items, [error])
+    tokens = MarkdownIt().enable("table").parse(text)
+    headings = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open"]
+    assert headings[0] == "Skill transfer: 4 item(s), 0 passed, **1 failed**, 2 inconclusive, **1 errored**"
+    assert headings[1:] == ["Gain per item", "Failures", "inconclusive: alpha (small -> large)",
+                            "fail: beta (small -> large)", "inconclusive: gamma (small -> large)", "Errored items (1)"]
+    rows = [t for t in tokens if t.type == "tr_open"]
+    assert len(rows) == 1 + 3  # header and one row per item
+    assert sum(1 for t in tokens if t.type == "fence") == 1  # one chart for every item
+    html = MarkdownIt().enable("table").render(text)
+    assert ("<li><strong>gain +0.75 [-0.43, +1.00] inconclusive for min_gain +0.50: 50 tasks would decide it"
+            "</strong></li>") in html
+    assert "<td><strong>FAIL</strong></td>" in html and "<code>seeds/delta/SKILL.md::transfer[small-&gt;large]</code>" in html
 
 
 def test_markdown_gives_each_item_its_own_verdict() -> None:

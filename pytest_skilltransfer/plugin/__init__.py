@@ -531,7 +531,8 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
 
 def _gate(item: pytest.Item, run: ItemRun) -> None:
     from . import compare, gating, snapshots
-    from .diagnosis import TransferFailed, diagnose, short_reason, snapshot_reason
+    from ..report import failure_reason
+    from .diagnosis import TransferFailed, diagnose
 
     settings = settings_of(item.config)
     thresholds = settings.thresholds(run.seed.thresholds, run.spec.thresholds)
@@ -558,7 +559,7 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
     if verdict == "fail" or (verdict == "inconclusive" and settings.inconclusive == "fail"):
         texts = {task.id: task.text for task in run.seed.test}
         raise TransferFailed(diagnose(run.data, outcome, run.seed.skill, texts, mismatch),
-                             short_reason(outcome, snapshot_reason(mismatch)))
+                             failure_reason(run.data))
     if verdict == "inconclusive":
         reason = "inconclusive: " + "; ".join(outcome.inconclusive)
         if settings.inconclusive == "xfail":

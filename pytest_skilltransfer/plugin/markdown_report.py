@@ -1,9 +1,10 @@
 """The Markdown report (`--skilltransfer-md`): for a CI job summary or a pull-request comment.
 
-It holds the summary line, the table of every item with its gate verdict, one mermaid
-`xychart-beta` bar chart per seed and pair (baseline / transferred / direct on the target, which
-GitHub renders), the failed gates, the rubric judges' agreement and calibration, and the
-optimization price comparison.
+A headline with the item counts (passed / failed / inconclusive / errored) and each gate's verdicts,
+the summary line, the table of every item, one text chart of every item's gain with its 95% interval
+(a forest plot, readable in any Markdown renderer), a short section per failed or inconclusive item
+(the reason, the scores, the checks the learned skill still misses), the errored items, the rubric
+judges and the optimization price comparison. A pure function of the item records and the errors.
 """
 
 from __future__ import annotations
@@ -11,7 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..judge_report import judge_lines, unstable_lines
-from ..report import LEGEND, md_table, pair_lines, price_difference, summary_line, unfinished_answers
+from ..report import (LEGEND, failure_reason, gain_text, md_table, p_text, pair_lines, price_difference,
+                      summary_line, table_rows, unfinished_answers, verdict_text)
+from ..result_json import item_counts
+
+PLOT_WIDTH = 41  # cells for gains -1 .. +1, 0.05 each
+CHECK_CHARS = 60
 
 
 def _cell(text: str) -> str:
@@ -51,29 +57,103 @@ def _against_base(ordered: list[dict[str, Any]]) -> list[str]:
     return lines + [""]
 
 
-def chart(result: dict[str, Any]) -> list[str]:
-    """A mermaid bar chart of one result's three held-out scores on the target."""
-    values = [result["baseline_target"], result["transferred"], result["direct_target"]]
-    labels = ["baseline", "transferred", "direct"]
-    shown = [(label, value) for label, value in zip(labels, values) if value is not None]
-    return [
-        "```mermaid",
-        "xychart-beta",
-        f'    title "{result["seed"]}: {result["source"]} -> {result["target"]}"',
-        "    x-axis [" + ", ".join(f'"{label}"' for label, _ in shown) + "]",
-        '    y-axis "held-out score on target" 0 --> 1',
-        "    bar [" + ", ".join(f"{value:.2f}" for _, value in shown) + "]",
-        "```",
-    ]
+def headline(results: list[dict[str, Any]], errors: list[dict[str, Any]]) -> list[str]:
+    """`# Skill transfer: 9 items, 8 passed, 1 failed, ...` and each gate's verdict counts."""
+    counts = item_counts(results, errors)
+    total = sum(counts.values())
+    shown = ", ".join(f"**{n} {what}**" if n and what in ("failed", "errored") else f"{n} {what}"
+                      for what, n in counts.items())
+    lines = [f"# Skill transfer: {total} item(s), {shown}", ""]
+    gates: dict[str, dict[str, int]] = {}
+    for result in results:
+        for gate in (result.get("gate") or {}).get("gates", []):
+            tally = gates.setdefault(gate["gate"], {})
+            tally[gate["verdict"]] = tally.get(gate["verdict"], 0) + 1
+    if gates:
+        lines += ["Gates: " + "; ".join(f"`{name}` " + ", ".join(f"{n} {v}" for v, n in sorted(tally.items()))
+                                         for name, tally in gates.items()), ""]
+    return lines
 
 
-def render(results: list[dict[str, Any]]) -> str:
+def _cell_of(value: float) -> int:
+    return round((max(-1.0, min(1.0, value)) + 1) / 2 * (PLOT_WIDTH - 1))
+
+
+def gain_bar(result: dict[str, Any]) -> str:
+    """The gain (●) with its 95% interval (─) on -1 .. +1, zero (│) and the min_gain threshold (┊)."""
+    gain = result["gain"]
+    cells = [" "] * PLOT_WIDTH
+    for i in range(_cell_of(gain["ci_low"]), _cell_of(gain["ci_high"]) + 1):
+        cells[i] = "─"
+    thresholds = [g["threshold"] for g in (result.get("gate") or {}).get("gates", []) if g["gate"] == "min_gain"]
+    for value, mark in [(t, "┊") for t in thresholds] + [(0.0, "│")]:
+        cells[_cell_of(value)] = "┼" if cells[_cell_of(value)] == "─" and mark == "│" else mark
+    cells[_cell_of(gain["mean"])] = "●"
+    return "".join(cells)
+
+
+def chart(ordered: list[dict[str, Any]]) -> list[str]:
+    """One text chart of every item's gain: a row per item, in the table's order."""
+    labels = [f"{row[0]} {row[1]}" for row in table_rows(ordered)]  # the terminal table's labels, same order
+    width = max(map(len, labels))
+    axis = "-1".ljust(PLOT_WIDTH // 2) + "0" + "+1".rjust(PLOT_WIDTH // 2)
+    lines = ["## Gain per item", "",
+             "_● gain transferred - baseline, ─ its 95% interval, │ zero, ┊ the min_gain threshold_", "",
+             "```text", f"{'':<{width}}  {axis}"]
+    lines += [f"{label:<{width}}  {gain_bar(r)}  {gain_text(r)}  {verdict_text(r)}" for label, r in zip(labels, ordered)]
+    return lines + ["```", ""]
+
+
+def _missed_checks(result: dict[str, Any]) -> str:
+    """`contains=Owner: (20 of 40 tasks)`: the checks the learned skill misses on the target, most often first."""
+    tasks = result["scores"]["transferred"]["tasks"]
+    missed: dict[str, int] = {}
+    for task in tasks:
+        for label in {label for sample in task["samples"] for label in sample["failed"]}:
+            missed[label] = missed.get(label, 0) + 1
+    ranked = sorted(missed.items(), key=lambda kv: (-kv[1], kv[0]))
+    return ", ".join(f"{_code(label)} ({n} of {len(tasks)} tasks)" for label, n in ranked) or "none"
+
+
+def _code(text: str, width: int = CHECK_CHARS) -> str:
+    """A code span of `text`, cut to `width` characters."""
+    text = text if len(text) <= width else text[: width - 1] + "…"
+    return f"`` {text} ``" if "`" in text else f"`{text}`"
+
+
+def failure_sections(ordered: list[dict[str, Any]]) -> list[str]:
+    """A short section per failed or inconclusive item: the reason, the scores, the checks still missed."""
+    lines = []
+    for result in [r for r in ordered if verdict_text(r) in ("fail", "inconclusive")]:
+        direct = result["direct_target"]
+        lines += [f"### {verdict_text(result)}: {result['seed']} ({result['source']} -> {result['target']})", "",
+                  f"- **{_cell(failure_reason(result))}**",
+                  f"- on {result['target']}: baseline {result['baseline_target']:.2f} -> transferred "
+                  f"{result['transferred']:.2f}" + ("" if direct is None else f" (direct {direct:.2f})")
+                  + f"; gain {gain_text(result)}, p = {p_text(result['gain']['p_value'])}",
+                  f"- checks missed with the learned skill: {_missed_checks(result)}"]
+        lines += [f"- rerun: `pytest \"{result['item']}\"`"] if result.get("item") else []
+        lines.append("")
+    return ["## Failures", "", *lines] if lines else []
+
+
+def render(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None = None) -> str:
     """The whole report."""
-    if not results:
+    errors = list(errors or [])
+    if not results and not errors:
         return "# Skill transfer\n\nNo transfer items ran.\n"
     ordered = sorted(results, key=_key)
-    lines = ["# Skill transfer", "", f"`{summary_line(ordered)}`", "", *_table(ordered), "", f"_{LEGEND}_", ""]
-    lines += [f"- {line}" for line in pair_lines(ordered)] + [""]
+    lines = headline(ordered, errors)
+    if ordered:
+        lines += [summary_line(ordered).strip("= "), "", *_table(ordered), "", f"_{LEGEND}_", ""]
+        lines += [f"- {line}" for line in pair_lines(ordered)] + [""]
+        lines += chart(ordered)
+    lines += failure_sections(ordered)
+    if errors:
+        lines += [f"## Errored items ({len(errors)})", ""]
+        lines += [f"- `{e['item']}` ({e['source']} -> {e['target']}, at {e['when']}): {_cell(e['reason'])}"
+                  for e in errors]
+        lines.append("")
     difference = price_difference(ordered)
     if difference:
         lines += [difference, ""]
@@ -83,15 +163,6 @@ def render(results: list[dict[str, Any]]) -> str:
         lines += [f"- **{r['seed']}** ({r['source']} -> {r['target']}): {text}" for r, text in unfinished]
         lines.append("")
     lines += _against_base(ordered)
-    failed = [r for r in ordered if r.get("gate") and not r["gate"]["passed"]]
-    if failed:
-        lines += ["## Failed or inconclusive gates", ""]
-        for result in failed:
-            gate = result["gate"]
-            reasons = [*gate["failures"], *gate.get("inconclusive", []),
-                       *([gate["snapshot"]] if gate["snapshot"] != "ok" else [])]
-            lines += [f"- **{result['seed']}** ({result['source']} -> {result['target']}): " + "; ".join(reasons)]
-        lines.append("")
     if judge_lines(ordered):
         lines += ["## Rubric judges", ""]
         for result in ordered:
@@ -99,16 +170,4 @@ def render(results: list[dict[str, Any]]) -> str:
                 lines.append(f"- {line.strip()}".replace("\n  warning:", " — **warning**:"))
                 lines += [f"  - unstable: {text}" for text in unstable_lines(result)]
         lines.append("")
-    lines += ["## Scores per seed", ""]
-    for result in ordered:
-        lines += chart(result) + [""]
     return "\n".join(lines)
-
-
-def errors_section(errors: list[dict[str, Any]]) -> str:
-    """Items that errored before they had a result (a cassette miss, a broken model), with the reason."""
-    if not errors:
-        return ""
-    lines = ["", f"## Errored items ({len(errors)})", ""]
-    lines += [f"- `{e['item']}` ({e['source']} -> {e['target']}, at {e['when']}): {_cell(e['reason'])}" for e in errors]
-    return "\n".join(lines) + "\n"

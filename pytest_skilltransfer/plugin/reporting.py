@@ -84,7 +84,7 @@ class TransferReporting:
         if self.settings.json_path:
             write(self.settings.json_path, json.dumps(self.report(), indent=2) + "\n")
         if self.settings.md_path:
-            text = markdown_report.render(self.ordered()) + markdown_report.errors_section(errored(self.errors))
+            text = markdown_report.render(self.ordered(), errored(self.errors))
             path = self.settings.md_path
             text = ("\n" if path.is_file() and path.stat().st_size else "") + text
             write(self.settings.md_path, text, append=True)
