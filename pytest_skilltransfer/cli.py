@@ -1,103 +1,90 @@
-"""`python -m pytest_skilltransfer`: the protocol over a folder of seeds, for one (source, target) pair.
+"""`python -m pytest_skilltransfer`: the transfer matrix without writing a pytest command, and `init`.
 
-`python -m pytest_skilltransfer merge SHARD.json...` merges sharded pytest runs' reports (see `merge`).
+    python -m pytest_skilltransfer [run] [--data-root seeds] [--seeds a,b] [--json] [-v] [OPTIONS]
+    python -m pytest_skilltransfer init DIR [--skill PATH]
+    python -m pytest_skilltransfer merge SHARD.json...   (merges sharded pytest runs' reports, see `merge`)
 
-Exit codes: 0 success; 1 a model call failed; 2 bad options or seeds (every seed problem is listed).
+`run` is a front end to pytest with this plugin: its OPTIONS are the options of pytest's
+*skill transfer* group (built from the same table), read with the same ini keys, the same
+`pyproject.toml` tables, the same comma lists and the same gates. It collects only seed folders and
+does not compare snapshots (`--no-snapshots`); pytest's output goes to stdout, or to stderr with
+`--json`, which prints the JSON report alone on stdout.
+
+Exit codes: 0 every item passed its gates; 1 a gate or a model call failed; 2 bad options or
+seeds (every seed problem is listed); 3 an internal error.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+import tempfile
 from pathlib import Path
+from typing import Any
 
-from .judge_report import judge_lines
-from .models.base import ModelCallError, ModelError, resolve_model
-from .protocol import CalibrationFailed, NoJudgeConfigured, ProtocolConfig, SeedSession, seed_judge
-from .rubric import DEFAULT_MIN_ACCURACY, JudgeSetup
-from .report import pair_lines, price_difference, seed_line, summary_line
-from .result_json import run_to_json
 from .seeds import Seed, SeedError, discover_seeds, load_seed
 
-
-def _model_name(name: str | None, backend: str | None, model: str | None, role: str) -> str:
-    if name:
-        return name
-    if backend and model:
-        return f"sim-{model}" if backend == "sim" else f"{backend}:{model}"
-    raise UsageError(f"give --{role} NAME (or --{role}-backend with --{role}-model)")
+PYTEST_EXIT = {0: 0, 1: 1, 2: 2, 3: 3, 4: 2, 5: 2}  # pytest's ExitCode -> ours
+OPTION_PREFIX = "skilltransfer_"
 
 
 class UsageError(Exception):
     """Bad command-line options."""
 
 
+class _Group:
+    """pytest's option group API on an argparse group, so the plugin's table builds the CLI too."""
+
+    def __init__(self, group: Any):
+        self.group = group
+
+    def addoption(self, *names: str, **kwargs: Any) -> None:
+        self.group.add_argument(*names, **kwargs)
+
+
+class _Parser:
+    """pytest's `Parser` API (getgroup / addini) on an argparse parser; ini keys need no CLI flag."""
+
+    def __init__(self, parser: argparse.ArgumentParser):
+        self.parser = parser
+
+    def getgroup(self, name: str, description: str = "") -> _Group:
+        return _Group(self.parser.add_argument_group(name, description))
+
+    def addini(self, *_: Any, **__: Any) -> None:
+        return None
+
+
 def build_parser() -> argparse.ArgumentParser:
-    defaults = ProtocolConfig()
+    """The `run` parser: the CLI's own options, then every option of the plugin's group."""
+    from .plugin.options import add_options
+
     parser = argparse.ArgumentParser(
         prog="python -m pytest_skilltransfer",
-        description="Optimize each seed's skill on SOURCE, freeze it, and measure it on TARGET.",
-        epilog="python -m pytest_skilltransfer merge SHARD.json... merges the JSON reports of sharded pytest "
-               "runs (--shard-id/--num-shards) into one report; see merge --help.",
+        description="Optimize each seed's skill on SOURCE, freeze it, and measure it on TARGET (the pytest "
+                    "plugin's matrix, gates and reports; `init DIR` scaffolds a new seed).",
+        epilog="Every option below the first group is also an ini key in [tool.pytest.ini_options]; "
+               "[tool.skilltransfer.models] and [tool.skilltransfer.prices] in pyproject.toml apply as in pytest. "
+               "Exit: 0 all gates pass, 1 a gate or model call failed, 2 bad options or seeds. "
+               "merge SHARD.json... merges the JSON reports of sharded runs (see merge --help).",
     )
-    parser.add_argument("--source", help="model that the skill is optimized with, e.g. sim-small or haiku")
-    parser.add_argument("--target", help="model the frozen skill is deployed on, e.g. sim-large or sonnet")
-    parser.add_argument("--optimizer", help="model that proposes edits (default: the agent model itself)")
-    parser.add_argument("--judge", help="judge model for rubric checks (default: each seed's [judge] model)")
-    parser.add_argument("--judge-samples", type=int, help="judge calls per rubric check, majority vote")
-    parser.add_argument("--judge-min-accuracy", type=float, help="least judge accuracy on judge-calibration.jsonl")
-    for role in ("source", "target"):
-        parser.add_argument(f"--{role}-backend", help=argparse.SUPPRESS)
-        parser.add_argument(f"--{role}-model", help=argparse.SUPPRESS)
-    parser.add_argument("--data-root", default="seeds", help="folder of seeds (default: seeds)")
-    parser.add_argument("--seeds", default="", help="comma-separated seed names (default: all found)")
-    parser.add_argument("--nights", type=int, default=defaults.nights,
-                        help=f"optimization nights at most (default {defaults.nights})")
-    parser.add_argument("--edit-budget", type=int, default=defaults.edit_budget,
-                        help=f"edits applied per night at most (default {defaults.edit_budget})")
-    parser.add_argument("--limit-replay", type=int, default=defaults.limit_replay,
-                        help=f"caps the training tasks replayed per night (0 = all; default {defaults.limit_replay})")
-    parser.add_argument("--limit-holdout", type=int, default=defaults.limit_holdout,
-                        help="caps the validation tasks the edit gate scores (0 = all; default "
-                             f"{defaults.limit_holdout}); never the test split")
-    parser.add_argument("--limit-test", type=int, default=defaults.limit_test,
-                        help="caps the held-out test tasks that every reported score and gain uses "
-                             f"(0 = all; default {defaults.limit_test}); fewer tasks, wider intervals")
-    parser.add_argument("--samples", type=int, default=defaults.samples,
-                        help=f"rollouts per task (default {defaults.samples}); a task scores the mean of its samples")
-    parser.add_argument("--restarts", type=int, default=defaults.restarts,
-                        help=f"independent optimizations per seed, each with its own train/val split and optimizer "
-                             f"sample ids (default {defaults.restarts}); the gain's interval includes their spread")
-    parser.add_argument("--min-delta", type=float, default=None,
-                        help="the validation gate keeps edits only when val beats the current score by more than "
-                             "this (default: the scoring profile's, 0 = any strict improvement)")
-    parser.add_argument("--workers", type=int, default=defaults.workers, help="concurrent model calls")
-    parser.add_argument("--no-direct", action="store_true", help="skip the direct optimization on the target")
-    parser.add_argument("--json", action="store_true", help="print the JSON report instead of text")
-    parser.add_argument("-v", "--verbose", action="store_true", help="print per-night progress to stderr")
+    own = parser.add_argument_group("run")
+    own.add_argument("--data-root", default="seeds", help="folder of seeds (default: seeds)")
+    own.add_argument("--seeds", default="", help="comma-separated seed names (default: every seed found)")
+    own.add_argument("--json", action="store_true", help="print the JSON report on stdout (pytest's output goes to stderr)")
+    own.add_argument("-v", "--verbose", action="store_true", help="per-night progress lines")
+    add_options(_Parser(parser))
     return parser
 
 
-def _judge(seed: Seed, args: argparse.Namespace) -> JudgeSetup | None:
-    """The command line's judge settings over the seed's [judge] table."""
-    chosen = seed_judge(seed)
-    if args.judge is None and chosen is None:
-        return None
-    model = resolve_model(args.judge) if args.judge else chosen.model  # type: ignore[union-attr]
-    samples = args.judge_samples or (chosen.samples if chosen else 1)
-    if samples < 1:
-        raise UsageError(f"--judge-samples must be at least 1, got {samples}")
-    accuracy = args.judge_min_accuracy if args.judge_min_accuracy is not None else (
-        chosen.min_accuracy if chosen else DEFAULT_MIN_ACCURACY)
-    return JudgeSetup(model, samples, accuracy)
-
-
 def load_seeds(root: Path, names: list[str]) -> list[Seed]:
-    """Load the chosen seeds (all by default), raising one SeedError-like message for every bad one."""
+    """Load the chosen seeds (all by default); one UsageError lists every problem of every bad seed."""
     paths = discover_seeds(root)
     if not paths:
-        raise UsageError(f"no seeds found under {root}: a seed is a folder with SKILL.md, benchmark.jsonl and held-out.jsonl")
+        raise UsageError(f"no seeds found under {root}: a seed is a folder with SKILL.md, benchmark.jsonl and "
+                         "held-out.jsonl (python -m pytest_skilltransfer init DIR writes one)")
     by_name = {p.name: p for p in paths}
     unknown = [n for n in names if n not in by_name]
     if unknown:
@@ -113,50 +100,61 @@ def load_seeds(root: Path, names: list[str]) -> list[Seed]:
     return seeds
 
 
+def plugin_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """The plugin options given on this command line, spelled back as pytest arguments."""
+    forwarded: list[str] = []
+    for action in parser._actions:  # argparse keeps no public list of actions
+        value = getattr(args, action.dest, None)
+        if not action.dest.startswith(OPTION_PREFIX) or value is None:
+            continue
+        flag = action.option_strings[0]
+        if isinstance(value, bool):
+            forwarded += [flag] if value else []
+        elif isinstance(value, list):
+            for item in value:
+                forwarded += [flag, str(item)]
+        else:
+            forwarded += [flag, str(value)]
+    return forwarded
+
+
+def run(argv: list[str]) -> int:
+    import pytest
+
+    from .plugin.options import dest
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        seeds = load_seeds(Path(args.data_root), [n.strip() for n in args.seeds.split(",") if n.strip()])
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="skilltransfer-cli-") as scratch:
+        report = Path(scratch) / "report.json"
+        pytest_args = [str(seed.path) for seed in seeds] + ["-p", "no:cacheprovider", "--no-snapshots"]
+        pytest_args += ["-v"] if args.verbose else []
+        pytest_args += plugin_arguments(parser, args)
+        json_option = getattr(args, dest("skilltransfer-json"))
+        if args.json and json_option is None:
+            pytest_args += ["--skilltransfer-json", str(report)]
+        output = contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()
+        with output:
+            code = int(pytest.main(pytest_args))
+        if args.json and code in (0, 1):
+            path = Path(json_option) if json_option else report
+            print(json.dumps(json.loads(path.read_text(encoding="utf-8")), indent=2))
+    return PYTEST_EXIT.get(code, 3)
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["merge"]:
         from .merge import main as merge
 
         return merge(argv[1:])
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        source = resolve_model(_model_name(args.source, args.source_backend, args.source_model, "source"))
-        target = resolve_model(_model_name(args.target, args.target_backend, args.target_model, "target"))
-        optimizer = resolve_model(args.optimizer) if args.optimizer else None
-        config = ProtocolConfig(
-            nights=args.nights, edit_budget=args.edit_budget, limit_replay=args.limit_replay,
-            limit_holdout=args.limit_holdout, limit_test=args.limit_test, samples=args.samples,
-            restarts=args.restarts, min_delta=args.min_delta, direct=not args.no_direct, workers=args.workers,
-        )
-        config.validate()
-        seeds = load_seeds(Path(args.data_root), [n.strip() for n in args.seeds.split(",") if n.strip()])
-        judges = {seed.name: _judge(seed, args) for seed in seeds}
-    except (UsageError, ModelError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    progress = (lambda line: print(line, file=sys.stderr)) if args.verbose else None
-    results = []
-    try:
-        for seed in seeds:
-            result = SeedSession(seed, config, progress, judge=judges[seed.name]).transfer(source, target, optimizer)
-            results.append(result)
-            if not args.json:
-                print(seed_line(run_to_json([result])["results"][0]), flush=True)
-    except (ModelCallError, NoJudgeConfigured, CalibrationFailed) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    report = run_to_json(results)
-    if args.json:
-        print(json.dumps(report, indent=2))
-    else:
-        print(summary_line(report["results"]))
-        for line in pair_lines(report["results"]):
-            print(line)
-        difference = price_difference(report["results"])
-        if difference:
-            print(difference)
-        for line in judge_lines(report["results"]):
-            print(line)
-    return 0
+    if argv[:1] == ["init"]:
+        from .scaffold import main as init_main
+
+        return init_main(argv[1:])
+    return run(argv[1:] if argv[:1] == ["run"] else argv)

@@ -19,7 +19,8 @@ HELD_OUT = ("baseline", "transferred", "direct")
 def verdict_json(verdict: RubricVerdict) -> dict[str, Any]:
     """One rubric verdict of one sample."""
     return {"criterion": verdict.criterion, "passed": verdict.passed, "reason": verdict.reason,
-            "votes": list(verdict.votes), "unstable": verdict.unstable}
+            "votes": list(verdict.votes), "agreement": None if verdict.agreement is None else round(verdict.agreement, 4),
+            "unstable": verdict.unstable}
 
 
 def _verdicts(name: str, ev: Evaluation | None) -> list[tuple[str, str, int, RubricVerdict]]:
@@ -76,6 +77,14 @@ def judge_line(result: dict[str, Any]) -> str | None:
     line = f"{result['seed']} {result['source']}->{result['target']}: judge {judge['model']} x{judge['samples']}: " \
            + ", ".join(parts)
     return line + (f"\n  warning: {judge['warning']}" if judge["warning"] else "")
+
+
+def unstable_lines(result: dict[str, Any], limit: int = 10) -> list[str]:
+    """The unstable rubric checks of a result: `transferred test-004 sample 0: pass/pass/fail on "<criterion>"`."""
+    rows = (result.get("judge") or {}).get("unstable", [])
+    lines = [f"{r['phase']} {r['task_id']} sample {r['sample_id']}: {'/'.join(r['votes'])} on \"{r['criterion']}\""
+             for r in rows[:limit]]
+    return lines + ([f"... and {len(rows) - limit} more"] if len(rows) > limit else [])
 
 
 def judge_lines(results: list[dict[str, Any]]) -> list[str]:

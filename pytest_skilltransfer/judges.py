@@ -24,6 +24,9 @@ Differences from gbrain's `applyCheck` that remain, each pinned by a test: Pytho
 JavaScript throws and gbrain fails the check; `\s` is ASCII whitespace here and Unicode in
 JavaScript; a pattern that matches `\r` itself sees `\n`.
 
+Extra ops registered with `register_op` (from a conftest's `pytest_skilltransfer_configure`) join
+the table: the loader accepts them and reports use their description.
+
 A rule judge scores hard = 1 when every check passes and soft = the fraction that pass. Rubric
 checks mix with the others; `score` asks a `Grade` callable for them (see `rubric`), and a rubric
 verdict that is not a clear majority pass (a judge error, a tie) fails its check.
@@ -53,6 +56,36 @@ REGEX_TIMEOUT_SECONDS = 1.0
 
 class RegexTimeoutWarning(UserWarning):
     """A judge regex ran past its time limit; that check failed and the run went on."""
+
+
+ARG_KINDS = ("string", "integer", "none")
+
+
+@dataclass(frozen=True)
+class ExtraOp:
+    """A registered rule op: its test on the answer text, its argument kind, its plain-English wording."""
+
+    passes: Callable[[str, Any], bool]
+    arg: str = "string"
+    description: str = ""
+
+
+EXTRA_OPS: dict[str, ExtraOp] = {}
+
+
+def register_op(name: str, passes: Callable[[str, Any], bool], arg: str = "string", description: str = "") -> None:
+    """Add a rule op: `passes(answer_text, arg)`; `arg` is string, integer or none; `description` may use {arg}."""
+    if name in RULE_OPS:
+        raise ValueError(f"judge op {name!r} is built in; choose another name")
+    if arg not in ARG_KINDS:
+        raise ValueError(f"judge op {name!r}: arg must be one of {', '.join(ARG_KINDS)}, got {arg!r}")
+    EXTRA_OPS[name] = ExtraOp(passes, arg, description or f"passes the {name} check" + (" {arg}" if arg != "none" else ""))
+
+
+def rule_ops() -> tuple[str, ...]:
+    """Built-in ops, then the registered ones."""
+    return RULE_OPS + tuple(sorted(EXTRA_OPS))
+
 
 REFUSAL_OPENINGS = (
     "i can't",
@@ -229,10 +262,12 @@ def check_passes(check: Check, attempt: Attempt) -> bool:
         raise NoJudgeModel(f"rubric check {check.arg!r} needs a judge model (--judge MODEL)")
     if check.op == "tool_called":
         return check.arg in attempt.tools_called
+    if check.op in EXTRA_OPS:
+        return bool(EXTRA_OPS[check.op].passes(attempt.text, check.arg))
     try:
         rule = TEXT_CHECKS[check.op]
     except KeyError:
-        raise ValueError(f"unknown judge op {check.op!r}; known ops: {', '.join(RULE_OPS)}") from None
+        raise ValueError(f"unknown judge op {check.op!r}; known ops: {', '.join(rule_ops())}") from None
     return rule(attempt.text, check.arg)
 
 
@@ -293,6 +328,8 @@ def has_rubric(judge: Judge) -> bool:
 def describe_check(check: Check) -> str:
     """Plain-English wording of a check, as an optimizer or a reviewer would read it."""
     arg = check.arg
+    if check.op in EXTRA_OPS:
+        return f"the answer {EXTRA_OPS[check.op].description.format(arg=arg)}"
     wording = {
         "section_present": f'has a Markdown heading whose whole text is "{arg}"',
         "section_contains": f'has a Markdown heading that mentions "{arg}"',

@@ -309,7 +309,7 @@ class SeedSession:
         self.config = config
         self.concurrency = concurrency or (lambda _model: config.workers)
         self.cache = CallCache()
-        self.rubric = RubricJudge(judge, self.cache) if judge is not None else None
+        self.rubric = RubricJudge(judge, self.cache, self.concurrency(judge.model)) if judge is not None else None
         self._calibration: tuple[Calibration | None, Costs] | None = None
         self.progress = progress or (lambda _line: None)
         self.corpus = load_corpus(seed.corpus_dir) if seed.corpus_dir else None

@@ -14,6 +14,7 @@ MD_COLUMNS = ("seed", "pair", "baseline", "transferred", "direct", "gain [95% CI
 SEED_CHARS = 20
 LEGEND = ("gain: paired per-task gain transferred - baseline, exact 95% interval (Clopper-Pearson on (d+1)/2); "
           "p: exact sign-flip test of no effect; mdg: smallest gain detected with 80% power at this task count; "
+          "restarts: optimizations per item and the sd of their gains (the interval includes it); "
           "eff.: gain / direct headroom, shown when the headroom is significant; "
           "verdict: pass / fail / inconclusive of the gates")
 

@@ -9,7 +9,7 @@ The CLI's `--json`, the plugin's `--skilltransfer-json` and the snapshots all us
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
+from typing import Any, Iterable
 
 from .judge_report import judge_json, verdict_json
 from .ledger import evidence_digest
@@ -72,6 +72,33 @@ def tokens(costs: Costs) -> int:
 
 def calls(costs: Costs) -> int:
     return sum(t.calls for t in costs.values())
+
+
+ROLES = ("agent_on_source", "agent_on_target", "optimizer")
+
+
+def role_of(phase: str, role: str) -> str:
+    """Which of the three paid roles a (phase, meter role) is: the optimizer, or the agent on either side."""
+    if role == "optimizer":
+        return "optimizer"
+    return "agent_on_source" if phase == "optimize-source" else "agent_on_target"
+
+
+def sum_roles(parts: Iterable[tuple[str, int, int, float | None]]) -> dict[str, dict[str, Any]]:
+    """(role, calls, tokens, usd) parts summed per role; dollars are None once any part is unpriced."""
+    totals: dict[str, dict[str, Any]] = {role: {"calls": 0, "tokens": 0, "usd": 0.0} for role in ROLES}
+    for role, calls_, tokens_, usd in parts:
+        total = totals[role]
+        total["calls"] += calls_
+        total["tokens"] += tokens_
+        total["usd"] = None if total["usd"] is None or usd is None else total["usd"] + usd
+    return {role: {**t, "usd": _round_usd(t["usd"])} for role, t in totals.items()}
+
+
+def role_costs(phases: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Calls, tokens and dollars per role (by role, not by model: one model may play several roles)."""
+    return sum_roles((role_of(phase, row["role"]), row["calls"], row["input_tokens"] + row["output_tokens"], row["usd"])
+                     for phase, rows in phases.items() for row in rows)
 
 
 def _evaluation(ev: Evaluation | None) -> dict[str, Any] | None:
@@ -165,6 +192,7 @@ def result_to_json(result: TransferResult) -> dict[str, Any]:
     runs = result.runs
     transferred = _scores([run.transferred for run in runs])
     direct = _scores([run.direct for run in runs]) if result.direct else None
+    phase_rows = {name: cost_rows(costs) for name, costs in phases.items()}
     return {
         "seed": result.seed,
         "source": result.source,
@@ -189,7 +217,8 @@ def result_to_json(result: TransferResult) -> dict[str, Any]:
         "learned_skill": result.learned.learned_skill,
         "optimization": {"source": _optimization(result.learned), "direct": _optimization(result.direct_optimization)},
         "cost": {
-            "phases": {name: cost_rows(costs) for name, costs in phases.items()},
+            "phases": phase_rows,
+            "roles": role_costs(phase_rows),
             "total_usd": _round_usd(dollars(merged)),
             "optimize_source_usd": _round_usd(dollars(phases["optimize-source"])),
             "optimize_direct_usd": _round_usd(dollars(phases["optimize-direct"])) if "optimize-direct" in phases else None,
@@ -223,21 +252,35 @@ def run_to_json(results: list[TransferResult]) -> dict[str, Any]:
     return run_report([result_to_json(r) for r in results])
 
 
-def run_report(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """The whole-run report from results already in JSON shape (e.g. gathered from xdist workers)."""
-    sources = sorted({r["source"] for r in results})
-    targets = sorted({r["target"] for r in results})
-    rows = [row for r in results for phase in r["cost"]["phases"].values() for row in phase]
+def item_counts(results: list[dict[str, Any]], errors: list[dict[str, Any]]) -> dict[str, int]:
+    """Every transfer item once: passed, failed and inconclusive gates, and errored items (no result)."""
+    verdicts = [(r.get("gate") or {}).get("verdict", "pass" if (r.get("gate") or {}).get("passed", True) else "fail")
+                for r in results]
+    return {"passed": verdicts.count("pass"), "failed": verdicts.count("fail"),
+            "inconclusive": verdicts.count("inconclusive"), "errored": len(errors)}
 
-    def tokens_of(models: list[str]) -> int:
-        return sum(row["input_tokens"] + row["output_tokens"] for row in rows if row["model"] in models)
 
+def run_report(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The whole-run report from results already in JSON shape (e.g. gathered from xdist workers).
+
+    `source` and `target` are always lists of model names; tokens and dollars are summed per role
+    (agent on the source, agent on the target, optimizer), so a model that is a source in one pair
+    and a target in another is counted in each role it played. Dollars are None when a model is unpriced.
+    """
+    totals = sum_roles((role, part["calls"], part["tokens"], part["usd"])
+                       for r in results for role, part in r["cost"]["roles"].items())
     return {
         "experiment": EXPERIMENT,
-        "source": sources[0] if len(sources) == 1 else sources,
-        "target": targets[0] if len(targets) == 1 else targets,
-        "tokens_source": tokens_of(sources),
-        "tokens_target": tokens_of([t for t in targets if t not in sources]),
+        "source": sorted({r["source"] for r in results}),
+        "target": sorted({r["target"] for r in results}),
+        "tokens_source": totals["agent_on_source"]["tokens"],
+        "tokens_target": totals["agent_on_target"]["tokens"],
+        "tokens_optimizer": totals["optimizer"]["tokens"],
+        "usd_source": totals["agent_on_source"]["usd"],
+        "usd_target": totals["agent_on_target"]["usd"],
+        "usd_optimizer": totals["optimizer"]["usd"],
         "summary": summarize(results),
+        "counts": item_counts(results, errors or []),
+        "errors": list(errors or []),
         "results": results,
     }

@@ -20,6 +20,7 @@ the judge's accuracy on it is measured before the seed's items run and reported 
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,15 +114,23 @@ class JudgeSetup:
 
 
 class RubricJudge:
-    """Asks a judge model about rubric criteria through the seed's call cache, metered as `judge`."""
+    """Asks a judge model about rubric criteria through the seed's call cache, metered as `judge`.
 
-    def __init__(self, setup: JudgeSetup, cache: CallCache):
+    At most `concurrency` judge calls are in flight at once (the judge model's own limit), whatever
+    the number of agent threads that ask for verdicts.
+    """
+
+    def __init__(self, setup: JudgeSetup, cache: CallCache, concurrency: int = 1):
         self.setup = setup
         self.cache = cache
+        self._slots = threading.BoundedSemaphore(max(1, concurrency))
+
+    def _call(self, request: Request, meter: Meter) -> Reply:
+        with self._slots:
+            return self.cache.call(self.setup.model, request, meter, JUDGE_ROLE)
 
     def _vote(self, request: Request, meter: Meter) -> tuple[str, str]:
-        model = self.setup.model
-        reply = self.cache.call(model, request, meter, JUDGE_ROLE)
+        reply = self._call(request, meter)
         try:
             passed, reason = parse_verdict(reply)
         except VerdictParseError:
@@ -129,7 +138,7 @@ class RubricJudge:
                             messages=request.messages + (Message("assistant", reply.text), Message("user", RETRY_NOTE)),
                             max_tokens=request.max_tokens, sample_id=request.sample_id,
                             response_schema=request.response_schema)
-            second = self.cache.call(model, retry, meter, JUDGE_ROLE)
+            second = self._call(retry, meter)
             try:
                 passed, reason = parse_verdict(second)
             except VerdictParseError as exc:

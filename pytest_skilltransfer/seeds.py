@@ -3,7 +3,7 @@
     <seed>/SKILL.md          the deficient skill (required)
     <seed>/benchmark.jsonl   training pool, split into train and val by a hash (required)
     <seed>/held-out.jsonl    test tasks (required, at least one)
-    <seed>/seed.toml         optional: description, [split], [thresholds], [judge], corpus folder name
+    <seed>/seed.toml         optional: description, skill, corpus, pairs, [split], [thresholds], [judge]
     <seed>/brain/            optional corpus for the `search` tool (Markdown pages, slug = path)
     <seed>/judge-calibration.jsonl  optional: answers with the verdict a person expects, for rubric judges
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from .judges import BOUND_OPS, JUDGE_KINDS, RUBRIC_OP, RULE_OPS, TEXT_OPS, Check, Judge, compile_pattern, has_rubric
+from .judges import BOUND_OPS, EXTRA_OPS, JUDGE_KINDS, RUBRIC_OP, TEXT_OPS, Check, Judge, compile_pattern, has_rubric, rule_ops
 from .tools import corpus_pages, decode_utf8, is_inside
 from .regex_portability import javascript_problems
 from .rubric import CalibrationItem
@@ -225,7 +225,7 @@ def _parse_judge(raw: Any, where: str, problems: list[SeedProblem]) -> Judge | N
         if not _is_int(k) or k < 1:
             problems.append(SeedProblem(where, f"qrels 'k' must be a positive integer, got {k!r}"))
             ok = False
-        return Judge(kind="qrels", expected_slugs=tuple(slugs), k=k) if ok else None
+        return Judge(kind="qrels", expected_slugs=tuple(slugs), k=int(k)) if ok else None
     checks = raw.get("checks")
     if not isinstance(checks, list) or not checks:
         problems.append(SeedProblem(where, "rule judge needs 'checks', a non-empty list of {op, arg}"))
@@ -237,7 +237,8 @@ def _parse_judge(raw: Any, where: str, problems: list[SeedProblem]) -> Judge | N
 
 
 def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    """An integer as JSON Schema counts one: 3 or 3.0, never true/false."""
+    return (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, float) and value.is_integer())
 
 
 def _parse_check(raw: Any, where: str, problems: list[SeedProblem]) -> Check | None:
@@ -250,19 +251,21 @@ def _parse_check(raw: Any, where: str, problems: list[SeedProblem]) -> Check | N
         problems.append(SeedProblem(where, f"unknown field(s) {', '.join(map(repr, unknown))} in a check; "
                                     "a check has only 'op' and 'arg'"))
         return None
-    if op not in RULE_OPS:
-        problems.append(SeedProblem(where, f"unknown op {op!r}; known ops: {', '.join(RULE_OPS)}"))
+    if op not in rule_ops():
+        problems.append(SeedProblem(where, f"unknown op {op!r}; known ops: {', '.join(rule_ops())}"))
         return None
-    if op in BOUND_OPS:
+    kind = EXTRA_OPS[op].arg if op in EXTRA_OPS else None
+    if op in BOUND_OPS or kind == "integer":
         if not _is_int(arg) or arg < 0:
             problems.append(SeedProblem(where, f"{op} needs a non-negative integer, got {arg!r}"))
             return None
+        arg = int(arg)
     elif op == RUBRIC_OP:
         if not isinstance(arg, str) or not arg.strip():
             problems.append(SeedProblem(where, "rubric needs a criterion: a non-empty string saying what a good "
                                         "answer does, e.g. \"names the root cause of the incident\""))
             return None
-    elif op in TEXT_OPS or op == "tool_called":
+    elif op in TEXT_OPS or op == "tool_called" or kind == "string":
         if not isinstance(arg, str) or not arg.strip():
             problems.append(SeedProblem(where, f"{op} needs a non-empty string argument"))
             return None
@@ -337,7 +340,8 @@ def _read_config(path: Path, problems: list[SeedProblem]) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         problems.append(SeedProblem(str(path), f"invalid TOML: {exc}"))
         return {}
-    allowed = {"description": str, "corpus": str, "split": dict, "thresholds": dict, "pairs": list, "judge": dict}
+    allowed = {"description": str, "skill": str, "corpus": str, "split": dict, "thresholds": dict, "pairs": list,
+               "judge": dict}
     for key, value in config.items():
         if key not in allowed:
             problems.append(SeedProblem(str(path), f"unknown key {key!r}; known keys: {', '.join(allowed)}"))
@@ -358,6 +362,34 @@ def _number_table(
         else:
             values[key] = value
     return values
+
+
+def repository_root(path: Path) -> Path:
+    """The nearest folder above `path` holding `.git` (a clone or a worktree); else `path`'s parent."""
+    for folder in path.resolve().parents:
+        if (folder / ".git").exists():
+            return folder
+    return path.resolve().parent
+
+
+def skill_location(root: Path, config: dict[str, Any], config_path: Path,
+                   problems: list[SeedProblem]) -> Path | None:
+    """The seed's SKILL.md, or the file seed.toml names with `skill = "<path>"` (relative to the seed,
+    inside the repository); None after recording a problem."""
+    named = config.get("skill")
+    if not isinstance(named, str):
+        return root / SKILL_FILE
+    if (root / SKILL_FILE).is_file():
+        problems.append(SeedProblem(str(config_path), f"names skill = {named!r} but the seed folder holds a "
+                                    f"{SKILL_FILE} too; keep one of them"))
+        return None
+    path = (root / named).resolve()
+    repository = repository_root(root)
+    if not path.is_relative_to(repository):
+        problems.append(SeedProblem(str(config_path), f"skill = {named!r} resolves to {path}, outside the repository "
+                                    f"{repository}; keep the skill inside it (copy it, or move the seed)"))
+        return None
+    return path
 
 
 def _judge_settings(table: dict[str, Any], where: str, problems: list[SeedProblem]) -> JudgeSettings:
@@ -464,11 +496,12 @@ def load_seed(path: str | Path, limits: SeedLimits | None = None) -> Seed:
             problems.append(SeedProblem(f"{config_path} pairs", f"expected SRC:TGT or SRC->TGT, got {text!r}"))
         else:
             pairs.append(pair)
-    skill_path = root / SKILL_FILE
+    skill_path = skill_location(root, config, config_path, problems)
     skill = ""
-    if not skill_path.is_file():
-        problems.append(SeedProblem(str(skill_path), "missing: every seed needs the deficient skill as SKILL.md"))
-    else:
+    if skill_path is not None and not skill_path.is_file():
+        problems.append(SeedProblem(str(skill_path), "missing: every seed needs its deficient skill, as SKILL.md in "
+                                    "the seed folder or named by `skill = \"<path>\"` in seed.toml"))
+    elif skill_path is not None:
         skill = read_text_file(skill_path, problems, limits, "skill_bytes") or ""
         if not skill.strip() and not any(p.where == str(skill_path) for p in problems):
             problems.append(SeedProblem(str(skill_path), "is empty"))

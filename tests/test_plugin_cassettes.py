@@ -44,6 +44,56 @@ def test_both_pairs_of_a_seed_record_into_one_cassette_and_replay(pytester: pyte
                                                                        ("fake-small", "fake-large")]
 
 
+def test_a_miss_prints_a_command_that_re_records_exactly_that_item(pytester: pytest.Pytester) -> None:
+    fake = FakeProvider().start()
+    project(pytester, ini="skilltransfer_pair = toy-a:toy-b\nskilltransfer_no_direct = true\n", seeds=("alpha",))
+    pytester.makepyprojecttoml(f'''
+        [tool.skilltransfer.models]
+        large = "anthropic:fake-large@{fake.anthropic_url}"
+    ''')
+    pair = ("--source", "toy-a", "--target", "large", "--nights", "1")
+    recorded = pytester.runpytest_subprocess(*pair, "--record-mode=once", "--snapshot-update")
+    recorded.assert_outcomes(passed=1)
+    skill = pytester.path / "seeds" / "alpha" / "SKILL.md"
+    skill.write_text(skill.read_text() + "Answer in one line.\n")
+    (pytester.path / "summary.md").write_text("# An earlier step\n")
+    missed = pytester.runpytest_subprocess(*pair, "--record-mode=none", "--skilltransfer-json=r.json",
+                                           "--skilltransfer-md=summary.md", "--junitxml=junit.xml")
+    missed.assert_outcomes(errors=1)
+    item = "seeds/alpha/SKILL.md::transfer[toy-a->large]"
+    assert f"ERROR {item}: alpha (toy-a -> large): cassette miss: seed 'alpha'" in missed.stdout.str()
+    assert "items: 0 passed, 0 failed, 0 inconclusive, 1 errored" in missed.stdout.str()
+    report = json.loads((pytester.path / "r.json").read_text())
+    assert report["counts"]["errored"] == 1 and report["errors"][0]["item"] == item
+    markdown = (pytester.path / "summary.md").read_text()
+    assert markdown.startswith("# An earlier step\n") and "## Errored items (1)" in markdown and item in markdown
+    assert 'errors="1"' in (pytester.path / "junit.xml").read_text()
+    command = ("pytest 'seeds/alpha/SKILL.md::transfer[toy-a->large]' --pair 'toy-a->large' --nights 1 "
+               "--record-mode=new_episodes")
+    assert f"To record the missing calls, start the server at {fake.anthropic_url}, then run:\n      {command}\n" \
+        in missed.stdout.str()
+    rerun = pytester.runpytest_subprocess(*command.replace("'", "").split()[1:], "--snapshot-update")
+    rerun.assert_outcomes(passed=1)
+    fake.stop()
+    replayed = pytester.runpytest_subprocess(*pair, "--record-mode=none")
+    replayed.assert_outcomes(passed=1)
+
+
+def test_a_local_model_miss_names_the_server_build_and_auto_start() -> None:
+    from pathlib import Path
+
+    from pytest_skilltransfer.cassettes.miss import MissDetails, render
+
+    details = MissDetails("alpha", "smollm2-135m", "baseline", "none", "POST", "/v1/chat/completions",
+                          "model_not_recorded", Path("cassettes/alpha"), None, "", 0,
+                          "pytest 'seeds/alpha/SKILL.md::transfer[sim-small->smollm2-135m]' --pair "
+                          "'sim-small->smollm2-135m' --record-mode=new_episodes", "http://127.0.0.1:8080")
+    text = render(details)
+    assert "python -m pytest_skilltransfer.local build" in text
+    assert "--local-server=auto" in text and "python -m pytest_skilltransfer.local serve" in text
+    assert "API key" not in text
+
+
 def test_restarts_share_the_cassette_and_replay_offline(pytester: pytest.Pytester) -> None:
     fake = FakeProvider().start()
     project(pytester, ini="skilltransfer_pair = small:large\nskilltransfer_nights = 1\nskilltransfer_no_direct = true\n",

@@ -68,6 +68,7 @@ def test_pytest_cov_coexists(pytester: pytest.Pytester) -> None:
 
 
 def test_pytest_randomly_shuffles_but_keeps_seeds_together(pytester: pytest.Pytester) -> None:
+    """In subprocesses: randomly imports numpy, which must not be imported inside an in-process run."""
     project(pytester, ini=MATRIX, seeds=("alpha", "beta", "gamma"))
     pytester.makepyfile(test_gate='''
         import pytest
@@ -80,7 +81,7 @@ def test_pytest_randomly_shuffles_but_keeps_seeds_together(pytester: pytest.Pyte
             pass
     ''')
     for seed in ("1", "2", "3"):
-        alone = pytester.runpytest("-p", "randomly", f"--randomly-seed={seed}",
+        alone = pytester.runpytest_subprocess("-p", "randomly", f"--randomly-seed={seed}",
                                    "-v", "--snapshot-update")
         alone.assert_outcomes(passed=11)
         order = [s for s in re.findall(r"(alpha|beta|gamma)\S*(?:::| )\S* PASSED", alone.stdout.str())]
@@ -101,7 +102,8 @@ def test_pytest_rerunfailures_reruns_a_failing_pair_and_reports_it_once(pytester
     project(pytester, ini=MATRIX + "skilltransfer_min_score = 0.9\n", seeds=())
     make_seed(pytester.path / "seeds", "alpha", tasks=40)
     result = pytester.runpytest("--reruns", "1", "--snapshot-update", "--skilltransfer-json", "run.json")
-    assert result.parseoutcomes() == {"failed": 1, "passed": 2, "rerun": 1}
+    outcomes = result.parseoutcomes()
+    assert (outcomes["failed"], outcomes["passed"], outcomes["rerun"]) == (1, 2, 1)
     report = json.loads((pytester.path / "run.json").read_text())
     items = [r["item"] for r in report["results"]]
     assert len(items) == len(set(items)) == 3

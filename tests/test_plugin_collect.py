@@ -110,3 +110,18 @@ def test_k_selects_one_direction_by_its_keyword(pytester: pytest.Pytester) -> No
     project(pytester, ini="skilltransfer_pair = toy-a:toy-b toy-b:toy-a\n", seeds=("alpha",))
     result = pytester.runpytest("--co", "-q", "-k", "toy-b_to_toy-a")
     assert result.outlines[:2] == ["seeds/alpha/SKILL.md::transfer[toy-b->toy-a]", ""]
+
+
+def test_items_carry_a_marker_per_model_kind(pytester: pytest.Pytester) -> None:
+    project(pytester, ini="skilltransfer_pair = toy-a:toy-b toy-a:loop toy-a:haiku\n", seeds=("alpha",))
+    pytester.makepyprojecttoml('''
+        [tool.skilltransfer.models]
+        loop = "anthropic:fake-model@http://127.0.0.1:9"
+    ''')
+    offline = pytester.runpytest("--co", "-q", "-m", "not cloud")
+    assert offline.outlines[:3] == ["seeds/alpha/SKILL.md::transfer[toy-a->loop]",
+                                    "seeds/alpha/SKILL.md::transfer[toy-a->toy-b]", ""]
+    local = pytester.runpytest("--co", "-q", "-m", "local")
+    assert local.outlines[:2] == ["seeds/alpha/SKILL.md::transfer[toy-a->loop]", ""]
+    only_simulated = pytester.runpytest("--co", "-q", "-m", "simulated and not local and not cloud", "--strict-markers")
+    assert only_simulated.outlines[:2] == ["seeds/alpha/SKILL.md::transfer[toy-a->toy-b]", ""]

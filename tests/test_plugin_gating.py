@@ -130,3 +130,22 @@ def test_verbose_prints_a_line_per_night(pytester: pytest.Pytester) -> None:
         "  alpha: transferred skill on toy-b",
         "seeds/alpha/SKILL.md::transfer?toy-a->toy-b? PASSED*",
     ])
+
+
+def test_short_summary_has_one_line_per_failure_reason_first(pytester: pytest.Pytester,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CI", "true")  # pytest prints the whole message on CI: it must be one line anyway
+    project(pytester, ini="skilltransfer_source = toy-a\nskilltransfer_target = toy-half toy-stubborn\n", seeds=())
+    for name in ("alpha", "beta", "gamma"):
+        make_seed(pytester.path / "seeds", name, thresholds={"min_gain": 0.8}, tasks=40)
+    result = pytester.runpytest_subprocess("--snapshot-update", "-rf")
+    result.assert_outcomes(failed=6)
+    lines = result.stdout.lines
+    start = next(i for i, line in enumerate(lines) if "short test summary info" in line)
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("="))
+    summary = lines[start + 1:end]
+    assert len(summary) == 6, summary
+    assert all(line.startswith("FAILED seeds/") and " - gain +" in line and "below min_gain +0.80" in line
+               for line in summary), summary
+    assert summary[0].startswith("FAILED seeds/alpha/SKILL.md::transfer[toy-a->toy-half] - gain +0.50 [")
+    result.stdout.fnmatch_lines(["  FAILED gain +0.500 *is below min_gain +0.800", "learned skill vs seed skill:"])

@@ -142,3 +142,37 @@ def test_judge_calls_record_over_the_wire_format_and_replay_offline_identically(
     missed = pytester.runpytest_subprocess(*args, "--record-mode=none")
     missed.assert_outcomes(errors=1)
     missed.stdout.fnmatch_lines(["*cassette miss: seed 'owners', model 'fake-judge', phase 'judge'*"])
+
+
+def test_ini_keys_configure_the_judge_and_junit_carries_its_numbers(pytester: pytest.Pytester) -> None:
+    toy_project(pytester, ini="skilltransfer_judge = sim-judge\nskilltransfer_judge_samples = 3\n"
+                "skilltransfer_judge_min_accuracy = 0.9\n", calibration=CALIBRATION)
+    result = pytester.runpytest("--snapshot-update", "--junitxml=report.xml")
+    result.assert_outcomes(passed=1)
+    assert "judge sim-judge x3:" in result.stdout.str() and "(min 0.90)" in result.stdout.str()
+    import xml.etree.ElementTree as ET
+
+    case = ET.parse(pytester.path / "report.xml").find(".//testcase")
+    properties = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert properties["skilltransfer_judge"] == "sim-judge"
+    assert properties["skilltransfer_judge_calibration_accuracy"] == "1.0"
+    assert {"skilltransfer_judge_agreement", "skilltransfer_judge_unstable", "skilltransfer_judge_errors"} <= set(properties)
+
+
+def test_a_judge_of_the_graded_models_family_is_warned_about(pytester: pytest.Pytester) -> None:
+    fake = FakeProvider().start()
+    try:
+        toy_project(pytester)
+        pytester.makepyprojecttoml(f'''
+            [tool.skilltransfer.models]
+            agent = "anthropic:fake-agent@{fake.anthropic_url}"
+            judge = "anthropic:fake-judge@{fake.anthropic_url}"
+        ''')
+        result = pytester.runpytest_subprocess("--pair=agent:agent", "--judge=judge", "--record-mode=once",
+                                               "--snapshot-update", "--limit-replay=2", "--limit-holdout=2",
+                                               "--limit-test=2")
+    finally:
+        fake.stop()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["  warning: judge fake-judge shares the provider family 'anthropic' with fake-agent, "
+                                 "which it grades; judges tend to favour their own family's answers*"])

@@ -15,7 +15,9 @@ def _snapshot(pytester: pytest.Pytester, seed: str, pair: str) -> str:
     return (pytester.path / "seeds" / seed / "__snapshots__" / f"transfer[{pair}].md").read_text()
 
 
-def test_snapshot_is_created_matched_flagged_and_updated(pytester: pytest.Pytester) -> None:
+def test_snapshot_is_created_matched_flagged_and_updated(pytester: pytest.Pytester,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # the short test summary lines in full
     project(pytester, ini=MATRIX, seeds=("alpha",))
     missing = pytester.runpytest_subprocess()
     missing.assert_outcomes(failed=2)
@@ -35,13 +37,24 @@ def test_snapshot_is_created_matched_flagged_and_updated(pytester: pytest.Pytest
     changed.assert_outcomes(failed=2)
     changed.stdout.fnmatch_lines([
         "snapshot mismatch (run with --snapshot-update to accept):",
-        "  seeds/alpha/__snapshots__/transfer?toy-a_to_toy-b?.md differs:",
+        "  seeds/alpha/__snapshots__/transfer?toy-a_to_toy-b?.md differs: scores unchanged; skill +1/-0 lines",
         "  --- committed snapshot",
         "  +++ this run",
         "  +Be brief.",
     ])
+    changed.stdout.fnmatch_lines(["FAILED seeds/alpha/SKILL.md::transfer?toy-a->toy-b? - snapshot differs, scores "
+                                  "unchanged; skill +1/-0 lines"])
     pytester.runpytest_subprocess("--snapshot-update").assert_outcomes(passed=2)
     assert "Be brief." in _snapshot(pytester, "alpha", "toy-a_to_toy-b")
+
+    for committed, kind in (("0.250", "improvement"), ("0.750", "regression")):
+        path = pytester.path / "seeds" / "alpha" / "__snapshots__" / "transfer[toy-a_to_toy-half].md"
+        text = path.read_text()
+        path.write_text(re.sub(r"\| transferred \| [0-9.]+ \|", f"| transferred | {committed} |", text))
+        moved = pytester.runpytest_subprocess("-rf", "--transfer-regression-tolerance=off", "-k", "half")
+        moved.assert_outcomes(failed=1)
+        moved.stdout.fnmatch_lines([f"FAILED *toy-half? - snapshot differs, {kind}: transferred {committed} -> 0.500; "
+                                    "skill unchanged"])
 
 
 def test_regression_gate_compares_per_task_with_the_committed_snapshot(pytester: pytest.Pytester) -> None:

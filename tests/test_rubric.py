@@ -22,12 +22,13 @@ CAUSE = 'Names the root cause of the incident (a "Root cause" line counts).'
 RUBRIC = {"kind": "rule", "checks": [{"op": "no_refusal"}, {"op": "rubric", "arg": CAUSE}]}
 
 
-def write_seed(root: Path, judge=RUBRIC, toml: str | None = None, calibration: list[dict] | None = None) -> Path:
+def write_seed(root: Path, judge=RUBRIC, toml: str | None = None, calibration: list[dict] | None = None,
+               held_out: int = 4) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     (root / "SKILL.md").write_text("# Postmortem\nTell what happened.\n")
     line = lambda i, p: json.dumps({"task_id": f"{p}-{i:02d}", "task": f"Summarize incident {i}", "judge": judge})
     (root / "benchmark.jsonl").write_text("\n".join(line(i, "bm") for i in range(8)) + "\n")
-    (root / "held-out.jsonl").write_text("\n".join(line(i, "hd") for i in range(4)) + "\n")
+    (root / "held-out.jsonl").write_text("\n".join(line(i, "hd") for i in range(held_out)) + "\n")
     if toml is not None:
         (root / "seed.toml").write_text(toml)
     if calibration is not None:
@@ -254,3 +255,36 @@ def test_gates_do_not_pass_on_uncertain_verdicts():
     assert uncertain_count(result) == 1
     worst = adverse(result)
     assert worst["transferred"] == 0.5 and worst["gain"]["mean"] == 0.5 and worst["judge"] is None
+
+
+class SplitJudge:
+    """Passes an answer with an Owner line on two of three samples (unstable), fails the others firmly."""
+
+    model_id = name = "split-judge"
+
+    def complete(self, request: Request) -> Reply:
+        answer = request.messages[0].content.split("# Answer\n", 1)[1].split("\n\n# Criterion", 1)[0]
+        passed = "Owner:" in answer and request.sample_id != 2
+        return Reply(json.dumps({"verdict": "pass" if passed else "fail", "reason": "scripted"}))
+
+
+def test_a_gate_that_passes_only_on_unstable_verdicts_is_inconclusive(tmp_path):
+    from pytest_skilltransfer.plugin import gating
+    from pytest_skilltransfer.result_json import result_to_json
+    from pytest_skilltransfer.seeds import Thresholds
+
+    seed = load_seed(write_seed(tmp_path / "owners", judge={"kind": "rule", "checks": [
+        {"op": "rubric", "arg": 'Names an owner (an "Owner" line counts).'}]}, held_out=12))
+    answers = lambda skill, task, sample: "Owner: @team" if "OWNER" in skill else "Routed."
+    agent = ScriptedModel("agent", answers, reflections=[json.dumps([{"op": "add", "content": "OWNER: name one."}])] * 2)
+    session = SeedSession(seed, ProtocolConfig(nights=1, limit_replay=0, limit_holdout=0, direct=False),
+                          judge=JudgeSetup(SplitJudge(), samples=3))
+    data = result_to_json(session.transfer(agent, agent))
+    assert data["transferred"] == 1.0 and data["judge"]["agreement"] == pytest.approx(0.833, abs=0.001)
+    assert len(data["judge"]["unstable"]) == 12  # the transferred answers: pass/pass/fail
+    outcome = gating.evaluate(data, Thresholds(min_score=0.5))
+    assert outcome.verdict == "inconclusive" and not outcome.passed
+    assert outcome.inconclusive[-1].startswith("the pass rests on 12 uncertain rubric verdict(s)")
+    assert "raise --judge-samples" in outcome.inconclusive[-1]
+    steady = {**data, "judge": None}  # without a judge section nothing is uncertain: the gate passes
+    assert gating.evaluate(steady, Thresholds(min_score=0.5)).verdict == "pass"

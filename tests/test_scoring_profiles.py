@@ -74,3 +74,13 @@ def test_scoring_is_an_option_and_gbrain_implies_three_samples(pytester: pytest.
     bad = pytester.runpytest("--co", "--scoring=strict")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*--scoring: expected one of default, gbrain*"])
+
+
+def test_the_command_line_takes_the_profile_too(capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_skilltransfer.cli import main
+
+    seeds = Path(__file__).resolve().parents[1] / "seeds"
+    assert main(["--source", "sim-small", "--target", "sim-large", "--data-root", str(seeds), "--seeds",
+                 "release-advisor", "--scoring", "gbrain", "--no-direct", "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)["results"][0]
+    assert run["config"]["scoring"] == "gbrain" and run["config"]["samples"] == 3 and run["scoring"]["profile"] == "gbrain"

@@ -219,3 +219,39 @@ def test_student_t_quantile_matches_scipy() -> None:
     for df in (1, 2, 4, 9, 30):
         for q in (0.9, 0.975, 0.9875):
             assert stats.student_t_quantile(q, df) == pytest.approx(float(special.stdtrit(df, q)), rel=1e-8)
+
+
+def _record(seed: str, pair: tuple[str, str], before: list[float], after: list[float], item: str = "") -> dict:
+    return {"seed": seed, "source": pair[0], "target": pair[1], "item": item or f"seeds/{seed}::transfer",
+            "gain": stats.paired_gain(before, after).as_dict(), "gate": {"verdict": "pass"}}
+
+
+def test_run_summary_is_a_pure_function_of_the_item_records() -> None:
+    from pytest_skilltransfer.summary import summarize
+
+    rng = random.Random(11)
+    records = []
+    for i in range(6):
+        for pair in (("a", "b"), ("b", "a")):
+            before = [float(rng.random() < 0.3) for _ in range(24)]
+            records.append(_record(f"seed{i}", pair, before, [max(b, float(rng.random() < 0.5)) for b in before]))
+    twin = {**records[0], "item": "seeds/test_gates.py::test_seed0"}  # a hand-written test on the same item
+    whole = summarize(records + [twin])
+    shards = [records[:5], [twin] + records[5:]]
+    shuffled = rng.sample(records + [twin], len(records) + 1)
+    assert summarize([r for shard in shards for r in shard]) == summarize(shuffled) == whole
+    assert whole["hypotheses"] == 12 and whole["verdicts"]["pass"] == 13
+    raw = [r["gain"]["p_value"] for r in sorted(records, key=lambda r: (r["seed"], r["source"]))]
+    assert [i["p_holm"] for i in whole["items"]] == pytest.approx(stats.holm(raw), rel=1e-5)
+    pair = whole["pairs"][0]
+    gains = [r["gain"]["mean"] for r in records if r["source"] == "a"]
+    assert pair["mean_gain"] == pytest.approx(stats.mean(gains), abs=1e-4)
+    assert (pair["ci_low"], pair["ci_high"]) == pytest.approx(stats.difference_interval(gains), abs=1e-4)
+
+
+def test_gates_opt_in_to_bonferroni_over_the_run_items() -> None:
+    item = _item([0.0] * 24, [1.0] * 14 + [0.0] * 10, samples=1)
+    plain = gating.evaluate(item, Thresholds(min_gain=0.1))
+    corrected = gating.evaluate(item, Thresholds(min_gain=0.1), correction="bonferroni", family=20)
+    assert plain.verdict == "pass" and corrected.verdict == "inconclusive"
+    assert corrected.level == pytest.approx(1 - 0.05 / 20) and "Bonferroni over 20 items" in corrected.inconclusive[0]

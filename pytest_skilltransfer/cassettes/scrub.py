@@ -13,7 +13,7 @@ import copy
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..redaction import find_secrets, redact_json, redact_text
 from .match import body_bytes, parse_json
@@ -37,6 +37,25 @@ KEPT_REQUEST_HEADERS = frozenset({"content-type", "accept", "accept-encoding", "
 KEPT_RESPONSE_HEADERS = frozenset({"content-type", "content-encoding"})  # encoding stays only if undecodable
 _SECRET_HEADER = re.compile(r"(?im)^\s*['\"]?(authorization|x-api-key|api-key|cookie|set-cookie)['\"]?:\s*(\[.*)?$")
 SCANNED_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
+
+
+Scrubber = Callable[[Any], Any]
+USER_SCRUBBERS: dict[str, list[Scrubber]] = {"request": [], "response": []}
+
+
+def add_scrubbers(request: Scrubber | None = None, response: Scrubber | None = None) -> None:
+    """Run extra vcrpy-style scrubbers after the built-in filters (return None to not record)."""
+    for kind, scrubber in (("request", request), ("response", response)):
+        if scrubber is not None and scrubber not in USER_SCRUBBERS[kind]:
+            USER_SCRUBBERS[kind].append(scrubber)
+
+
+def _user_scrubbed(kind: str, value: Any) -> Any:
+    for scrubber in USER_SCRUBBERS[kind]:
+        if value is None:
+            break
+        value = scrubber(value)
+    return value
 
 
 def redact_body(body: Any) -> Any:
@@ -73,7 +92,7 @@ def filter_request(request: Any) -> Any:
         for name, value in request.headers.items()
         if name.lower() in KEPT_REQUEST_HEADERS and name.lower() not in SECRET_HEADERS
     }
-    return request
+    return _user_scrubbed("request", request)
 
 
 def filter_response(response: dict[str, Any]) -> dict[str, Any] | None:
@@ -87,7 +106,7 @@ def filter_response(response: dict[str, Any]) -> dict[str, Any] | None:
         for name, values in headers.items()
         if name.lower() in KEPT_RESPONSE_HEADERS and name.lower() not in SECRET_HEADERS
     }
-    return response
+    return _user_scrubbed("response", response)
 
 
 def _files(path: Path) -> list[Path]:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
+
+Convert = Callable[[dict[str, Any]], Any]
 
 from .journal import Journal, claim_orphans, live_or_orphan_entries
 from .store import (
@@ -26,6 +28,7 @@ from .store import (
     model_files,
     model_of_plain,
     read_file,
+    scan_file,
     request_path,
     write_model_file,
 )
@@ -54,19 +57,22 @@ def _usable(entry: dict[str, Any]) -> bool:
                             decode_body(resp["body"])) is None
 
 
-def load_folder(folder: Path, tolerate_damage: bool = False) -> Loaded:
-    """Read every model file of a seed folder (no journals); damaged files raise unless tolerated."""
+def load_folder(folder: Path, tolerate_damage: bool = False, convert: Convert | None = None) -> Loaded:
+    """Read every model file of a seed folder (no journals); damaged files raise unless tolerated.
+
+    With `convert`, `entries` holds what it makes of each usable entry, made as the file is read.
+    """
     loaded = Loaded()
     for path in model_files(folder):
         try:
-            contents = read_file(path)
+            entries, rejected = scan_file(path, convert or (lambda entry: entry))
         except CassetteFileError as err:
             if not tolerate_damage:
                 raise
             loaded.damaged.append(err)
             continue
-        loaded.entries.extend(contents.entries)
-        loaded.rejected.extend(contents.rejected)
+        loaded.entries.extend(entries)
+        loaded.rejected.extend(rejected)
     return loaded
 
 
@@ -94,15 +100,19 @@ class SeedStore:
     def writes(self) -> bool:
         return self.mode != "none"
 
-    def open(self) -> Loaded:
-        """Load the folder (for recording: clean and fold orphans first, under the lock)."""
+    def open(self, convert: Convert | None = None) -> Loaded:
+        """Load the folder (for recording: clean and fold orphans first, under the lock).
+
+        `convert(entry)` makes the loaded form of each usable entry as it is read (see `load_folder`).
+        """
         tolerate = self.mode == "all"
         if not self.writes:
-            loaded = load_folder(self.folder)
             pending = [e for e in live_or_orphan_entries(self.folder) if _usable(e)]
-            if pending:
-                loaded.entries = merge(loaded.entries, pending)
-            return loaded
+            if pending:  # rare (a recorder is running or was killed): merge as plain data, then convert
+                loaded = load_folder(self.folder)
+                loaded.entries = [(convert or (lambda e: e))(e) for e in merge(loaded.entries, pending)]
+                return loaded
+            return load_folder(self.folder, convert=convert)
         if not self.folder.is_dir():
             return Loaded()
         with folder_lock(self.folder):
@@ -118,7 +128,7 @@ class SeedStore:
             for orphan in orphans:
                 orphan.remove()
             self.recovered = len(recovered)
-            return load_folder(self.folder, tolerate)
+            return load_folder(self.folder, tolerate, convert)
 
     def record(self, entry: dict[str, Any]) -> None:
         """Make one recorded interaction durable now."""

@@ -26,7 +26,7 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import yaml
 
@@ -41,6 +41,7 @@ LOCK_TIMEOUT_S = 300.0
 TEMP_SUFFIX = ".tmp"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _ITEM_LINE = re.compile(r"^- ", re.M)
+T = TypeVar("T")
 
 try:  # libyaml when available: loading thousands of interactions stays fast
     from yaml import CSafeLoader as _Loader
@@ -202,8 +203,13 @@ def structure_problem(entry: Any) -> str | None:
 
 
 def _item_lines(text: str) -> list[int]:
-    """The 1-based line of each top-level `- ` list item (the interactions, in a file we wrote)."""
-    return [text.count("\n", 0, match.start()) + 1 for match in _ITEM_LINE.finditer(text)]
+    """The 1-based line of each top-level `- ` list item (the interactions, in a file we wrote), in one pass."""
+    lines, line, last = [], 1, 0
+    for match in _ITEM_LINE.finditer(text):
+        line += text.count("\n", last, match.start())
+        last = match.start()
+        lines.append(line)
+    return lines
 
 
 def _fix() -> str:
@@ -211,35 +217,74 @@ def _fix() -> str:
             "(the provider's key must be set).")
 
 
-def read_file(path: Path) -> FileContents:
-    """The usable and rejected interactions of one model file; CassetteFileError when it is damaged."""
+def _split(text: str) -> tuple[str, list[tuple[int, str]]] | None:
+    """A file in the layout `render` writes, cut into its frame (version, count) and one YAML text per
+    interaction with its 1-based first line; None for any other layout (read as a whole instead)."""
+    head = re.search(r"^interactions:[ \t]*\n", text, re.M)
+    if head is None:
+        return None
+    tail = re.compile(r"^(?!- )\S", re.M).search(text, head.end())
+    end = tail.start() if tail else len(text)
+    body = text[head.end():end]
+    if body and not body.startswith("- "):
+        return None
+    chunks, line = [], text.count("\n", 0, head.end()) + 1
+    starts = [m.start() for m in _ITEM_LINE.finditer(body)] + [len(body)]
+    for start, stop in zip(starts, starts[1:]):
+        chunks.append((line, body[start:stop]))
+        line += body.count("\n", start, stop)
+    return text[:head.start()] + "interactions: []\n" + text[end:], chunks
+
+
+def _load_yaml(path: Path, text: str) -> Any:
     try:
-        text = path.read_text(encoding="utf-8")
-        data = yaml.load(text, Loader=_Loader)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        return yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as err:
         detail = " ".join(str(err).split())
         raise CassetteFileError(f"cassette file {path} cannot be read ({detail}). {_fix()}") from err
-    if data is None:
-        return FileContents([], [])
-    if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
+
+
+def scan_file(path: Path, keep: Callable[[dict[str, Any]], T]) -> tuple[list[T], list[Rejected]]:
+    """Read one model file interaction by interaction, passing each usable one through `keep` at once
+    (so a large file is never held as one parsed tree); CassetteFileError when it is damaged."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise CassetteFileError(f"cassette file {path} cannot be read ({err}). {_fix()}") from err
+    split = _split(text)
+    frame = _load_yaml(path, split[0] if split else text)
+    if frame is None:
+        return [], []
+    if not isinstance(frame, dict) or not isinstance(frame.get("interactions"), list):
         raise CassetteFileError(f"cassette file {path} has no `interactions` list. {_fix()}")
-    interactions = data["interactions"]
-    lines = _item_lines(text)
-    where = lambda n: f"interaction {n}" + (f" (line {lines[n - 1]})" if n - 1 < len(lines) else "")  # noqa: E731
-    if data.get("version", 1) >= 2:
-        count = data.get("count")
+    if split is None:
+        lines = _item_lines(text)
+        items = [(lines[i] if i < len(lines) else 0, entry) for i, entry in enumerate(frame["interactions"])]
+        total = len(items)
+    else:
+        items, total = split[1], len(split[1])
+
+    def where(number: int) -> str:
+        line = items[number - 1][0] if 0 < number <= len(items) else 0
+        return f"interaction {number}" + (f" (line {line})" if line else "")
+
+    if frame.get("version", 1) >= 2:
+        count = frame.get("count")
         if not isinstance(count, int):
             raise CassetteFileError(
                 f"cassette file {path} is truncated: it ends without its closing `count:` line, after "
-                f"{len(interactions)} interaction(s); the last, {where(len(interactions))}, may be cut short. {_fix()}"
+                f"{total} interaction(s); the last, {where(total)}, may be cut short. {_fix()}"
             )
-        if count != len(interactions):
-            raise CassetteFileError(
-                f"cassette file {path} says it holds {count} interactions but holds {len(interactions)}. {_fix()}"
-            )
-    entries: list[dict[str, Any]] = []
+        if count != total:
+            raise CassetteFileError(f"cassette file {path} says it holds {count} interactions but holds {total}. {_fix()}")
+    kept: list[T] = []
     rejected: list[Rejected] = []
-    for number, entry in enumerate(interactions, start=1):
+    for number, (_, item) in enumerate(items, start=1):
+        if split is not None:
+            parsed = _load_yaml(path, item)
+            entry = parsed[0] if isinstance(parsed, list) and len(parsed) == 1 else None
+        else:
+            entry = item
         problem = structure_problem(entry)
         if problem is not None:
             raise CassetteFileError(f"cassette file {path}, {where(number)}, {problem}. {_fix()}")
@@ -248,7 +293,13 @@ def read_file(path: Path) -> FileContents:
         if why is not None:
             rejected.append(Rejected(path, number, plain_key(entry), why))
         else:
-            entries.append(entry)
+            kept.append(keep(entry))
+    return kept, rejected
+
+
+def read_file(path: Path) -> FileContents:
+    """The usable and rejected interactions of one model file; CassetteFileError when it is damaged."""
+    entries, rejected = scan_file(path, lambda entry: entry)
     return FileContents(entries, rejected)
 
 

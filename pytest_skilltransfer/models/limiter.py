@@ -9,6 +9,10 @@ itself retries the failed call after the same wait. After as many consecutive su
 current limit it admits one more call, up to the configured maximum (additive increase,
 multiplicative decrease). Each change is reported through the `notify` callback (the plugin prints
 it with `-v`).
+
+The same hook tells whether a call's answer came over the network (a response from the real HTTP
+transport carries `http_version`; one replayed from a cassette does not), so what was really spent
+can be charged (`Call.live`).
 """
 
 from __future__ import annotations
@@ -40,6 +44,14 @@ def retry_after_s(headers: Mapping[str, str]) -> float | None:
     return None
 
 
+class Call:
+    """One call holding a slot: whether a successful answer arrived over the network."""
+
+    def __init__(self, limiter: "AdaptiveLimiter") -> None:
+        self.limiter = limiter
+        self.live = False
+
+
 class AdaptiveLimiter:
     """Slots for one model's calls; the limit moves between 1 and `maximum` (see module docstring)."""
 
@@ -61,7 +73,7 @@ class AdaptiveLimiter:
         self._success_since_cut = True
 
     @contextmanager
-    def slot(self) -> Iterator[None]:
+    def slot(self) -> Iterator[Call]:
         """Hold one of the model's slots for a call; waits while the model is full or paused."""
         with self._cond:
             while True:
@@ -70,9 +82,10 @@ class AdaptiveLimiter:
                     break
                 self._cond.wait(timeout=wait if wait > 0 else None)
             self._in_flight += 1
-        token = _current.set(self)
+        call = Call(self)
+        token = _current.set(call)
         try:
-            yield
+            yield call
         finally:
             _current.reset(token)
             with self._cond:
@@ -116,14 +129,16 @@ class AdaptiveLimiter:
         self.notify(f"{self.model_id}: {old} calls in a row succeeded, concurrency {old} -> {self.limit}")
 
 
-_current: contextvars.ContextVar[AdaptiveLimiter | None] = contextvars.ContextVar("skilltransfer_limiter", default=None)
+_current: contextvars.ContextVar[Call | None] = contextvars.ContextVar("skilltransfer_call", default=None)
 
 
 def response_hook(response: Any) -> None:
     """httpx response event hook: report the response to the limiter of the call in this thread."""
-    limiter = _current.get()
-    if limiter is not None:
-        limiter.observe(response.status_code, response.headers)
+    call = _current.get()
+    if call is not None:
+        call.limiter.observe(response.status_code, response.headers)
+        if 200 <= response.status_code < 300 and "http_version" in (getattr(response, "extensions", None) or {}):
+            call.live = True
 
 
 def observe_client(client: Any) -> Any:

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 from types import ModuleType
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import urlparse
 
 from . import aliases
 from .aliases import Target
 from ..redaction import redact_json, redact_text, register_key_variables
-from .base import Model, ModelCallError, ModelError, Reply, Request, ToolCall, register_family
+from .base import Model, ModelCallError, ModelError, Reply, Request, ToolCall, Usage, register_family
 from .limiter import LIMITERS, observe_client
 from .sdk_common import bad_response, cached_client, call_failed, call_policy, client_settings, make_client
 from .validity import excerpt, response_problem
@@ -75,7 +75,7 @@ class ProviderModel:
         wire = _wire(self.target.provider)
         client = self._client(wire)
         try:
-            with LIMITERS.get(self.model_id, DEFAULT_CONCURRENCY, self.server_slots).slot():
+            with LIMITERS.get(self.model_id, DEFAULT_CONCURRENCY, self.server_slots).slot() as call:
                 raw = wire.send(client, self.target, request)
             http = raw.http_response
             problem = response_problem(http.url.path, http.status_code, http.content)
@@ -86,7 +86,11 @@ class ProviderModel:
             raise
         except Exception as err:  # noqa: BLE001 - SDK and transport errors alike
             raise call_failed(err, self.target, call_policy().timeout_s) from err
-        return redact_reply(wire.parse_reply(message, self.model_id))
+        reply = redact_reply(wire.parse_reply(message, self.model_id))
+        if call.live:
+            for listener in list(_spend_listeners):
+                listener(self.model_id, reply.usage)
+        return reply
 
 
 def redact_reply(reply: Reply) -> Reply:
@@ -98,7 +102,19 @@ def redact_reply(reply: Reply) -> Reply:
     return replace(reply, text=text, refusal=refusal, tool_calls=calls)
 
 
-def _is_loopback_url(url: str | None) -> bool:
+SpendListener = Callable[[str, Usage], None]
+_spend_listeners: list[SpendListener] = []
+
+
+def on_live_reply(listener: SpendListener | None) -> None:
+    """Call `listener(model_id, usage)` after each reply that came over the network (not from a
+    cassette); None removes the listeners. A budget charges what was really spent this way."""
+    _spend_listeners.clear()
+    if listener is not None:
+        _spend_listeners.append(listener)
+
+
+def is_loopback_url(url: str | None) -> bool:
     host = (urlparse(url).hostname or "") if url else ""
     return host in ("localhost", "::1") or host.startswith("127.")
 
@@ -129,7 +145,7 @@ def build_model(name: str) -> Model:
             return resolve_model(target)
         except ModelError as err:
             raise ModelError(f"model alias {name!r} points to {target!r}, which is unknown.\n{err}") from err
-    if target.base_url and _is_loopback_url(target.base_url):
+    if target.base_url and is_loopback_url(target.base_url):
         from ..prices import mark_local
 
         mark_local(target.model_id)

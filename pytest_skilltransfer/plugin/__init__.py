@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from pathlib import Path
 import warnings
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -56,13 +57,12 @@ from .collect import (
     marker_spec,
     pair_id,
 )
-from .options import Pair, Settings, add_options, apply_project_tables, read_settings
-from .reporting import REPORT_ATTRIBUTE, TransferReporting, is_worker, plain_nodeid
+from .options import (Pair, Settings, add_options, apply_project_tables, plan_requested, read_settings,
+                      recording_plugin_loads)
+from .reporting import ERROR_ATTRIBUTE, REPORT_ATTRIBUTE, TransferReporting, is_worker, plain_nodeid
 from .runner import Runner
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from syrupy.assertion import SnapshotAssertion
 
     from ..protocol import TransferResult
@@ -99,10 +99,16 @@ def runner_of(config: pytest.Config) -> Runner:
 # -- options and configuration -------------------------------------------------------------------
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from . import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     from . import compare, shards
 
-    add_options(parser, pluginmanager)
+    add_options(parser, own_record_mode=not recording_plugin_loads(pluginmanager))
     shards.add_options(parser)
     compare.add_options(parser)
 
@@ -111,6 +117,8 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
 def pytest_cmdline_main(config: pytest.Config) -> Generator[None, Any, Any]:
     """Under `-n` without an explicit `--dist`, schedule by seed (runs before xdist turns "no" into "load")."""
     option = config.option
+    if not option.help and plan_requested(config):  # the plan runs in this process and calls no model
+        option.numprocesses, option.dist = 0, "no"
     chose = getattr(option, "dist", "no") != "no" or getattr(option, "distload", False)
     config.stash[SEED_SCHEDULING] = bool(getattr(option, "numprocesses", None)) and not chose
     return (yield)
@@ -128,12 +136,20 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    """Tell each worker where to publish which seed each of its items uses."""
+    """Tell each worker where to publish which seed each of its items uses, and where the budget's
+    spending is shared."""
     folder = node.config.stash.get(SCOPES_DIR, None)
     if folder:
         from .xdist_scheduling import SCOPES_KEY
 
         node.workerinput[SCOPES_KEY] = folder
+    runner = node.config.stash.get(RUNNER, None)
+    if runner is not None and runner.budget is not None:
+        if runner.budget.folder is None:
+            import tempfile
+
+            runner.budget.folder = Path(tempfile.mkdtemp(prefix="skilltransfer-spend-"))
+        node.workerinput[SPEND_DIR] = str(runner.budget.folder)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -143,10 +159,17 @@ def pytest_configure(config: pytest.Config) -> None:
         "min_efficiency=None, regression_tolerance=None): run the skill-transfer protocol for this test "
         "(fixture transfer_result); without source/target the test runs once per configured pair",
     )
+    from . import markers
+
+    markers.register(config)
     if config.option.help:  # --help must work even when the configuration is wrong
         return
+    _keep_transfer_snapshots(config)
     settings = read_settings(config)
-    apply_project_tables(config)
+    from .extensions import Registry
+
+    registry = Registry(apply_project_tables(config))
+    config.hook.pytest_skilltransfer_configure.call_historic(kwargs={"config": config, "registry": registry})
     _check_models(settings)
     config.stash[SETTINGS] = settings
     progress = _progress_writer(config)
@@ -154,7 +177,12 @@ def pytest_configure(config: pytest.Config) -> None:
     from ..models.sdk_common import configure_calls
 
     configure_calls(settings.calls)
-    config.stash[RUNNER] = Runner(settings, progress)
+    runner = config.stash[RUNNER] = Runner(settings, progress)
+    if settings.max_cost is not None:
+        runner.budget = _budget(config, settings)
+    if settings.plan:
+        config.option.disable_unused_snapshots = True  # no item runs, so no snapshot is "unused"
+        config.pluginmanager.register(PlanMode(), "skilltransfer-plan")
     reporting = TransferReporting(config, settings)
     config.pluginmanager.register(reporting, "skilltransfer-reporting")
     _register_ci(config, reporting)
@@ -171,6 +199,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         import shutil
 
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _keep_transfer_snapshots(config: pytest.Config) -> None:
+    """syrupy's default extension claims every file in a test file's `__snapshots__` folder and deletes
+    the ones it does not own on `--snapshot-update`; the transfer snapshots are Markdown files in the
+    seed's `__snapshots__` (next to its SKILL.md), so snapshot discovery skips `.md` files."""
+    if hasattr(config.option, "ignore_file_extensions"):
+        config.option.ignore_file_extensions = sorted({*(config.option.ignore_file_extensions or []), "md"})
 
 
 def _register_ci(config: pytest.Config, reporting: TransferReporting) -> None:
@@ -213,6 +249,53 @@ def _configure_concurrency(settings: Settings, progress: Callable[[str], None]) 
         except ModelError as exc:
             raise pytest.UsageError(f"--max-concurrency {name}={number}: {exc}") from None
     LIMITERS.configure(lambda model_id: by_id.get(model_id, settings.concurrency), progress)
+
+
+SPEND_DIR = "skilltransfer_spend_dir"
+
+
+def _budget(config: pytest.Config, settings: Settings) -> Any:
+    """The run's budget; xdist workers share spending through a folder the controller made."""
+    from ..models.providers import on_live_reply
+    from ..prices import price_of
+    from .budget import Budget
+
+    names = {m for pair in settings.pairs for m in pair} | ({settings.optimizer} if settings.optimizer else set())
+    unpriced = sorted(m for m in names if price_of(resolve_model_id(m)) is None)
+    if unpriced:
+        raise pytest.UsageError(f"--max-cost: no price for {', '.join(unpriced)}, so spending cannot be counted; "
+                                "add it to [tool.skilltransfer.prices] in pyproject.toml")
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and workerinput.get(SPEND_DIR):
+        budget = Budget(settings.max_cost, Path(workerinput[SPEND_DIR]), workerinput["workerid"])
+    else:
+        budget = Budget(settings.max_cost)
+    on_live_reply(budget.charge)
+    return budget
+
+
+def resolve_model_id(name: str) -> str:
+    from ..models.base import resolve_model
+
+    return resolve_model(name).model_id
+
+
+class PlanMode:
+    """`--plan`: print the plan instead of running the items."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool:
+        from ..prices import shipped_table
+        from .planning import build_plans, plan_lines
+
+        runner = runner_of(session.config)
+        plans = build_plans(runner, session.items, lambda item: item.stash.get(SPEC, None))
+        reporter = session.config.pluginmanager.getplugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_sep("=", "skill transfer plan")
+            for line in plan_lines(plans, shipped_table().effective):
+                reporter.write_line(line)
+        return True
 
 
 def _add_seed_dirs(config: pytest.Config, settings: Settings) -> None:
@@ -288,8 +371,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         pair: Pair | None = callspec.params.get(PAIR_ARG) if callspec else None
         spec = marker_spec(item, settings.seeds_dirs, pair, settings.optimizer)
         item.stash[SPEC] = spec
+        _mark_model_kinds(item, spec)
         if grouped:
             item.add_marker(pytest.mark.xdist_group(spec.seed_path.name))
+
+
+def _mark_model_kinds(item: pytest.Item, spec: TransferSpec) -> None:
+    from ..models.base import ModelError
+    from . import markers
+
+    runner = runner_of(item.config)
+    try:
+        models = [runner.model(name) for name in (spec.source, spec.target, spec.optimizer) if name]
+    except ModelError as exc:
+        raise pytest.UsageError(f"{item.nodeid}: {exc}") from None
+    markers.mark_kinds(item, models)
 
 
 @pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
@@ -355,6 +451,8 @@ def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapsho
         result = runner.transfer(spec.seed_path, spec.source, spec.target, spec.optimizer)
         seed = runner.seed(spec.seed_path)
     except (SeedError, ModelError, ModelCallError, NoJudgeConfigured, CalibrationFailed) as exc:
+        if hasattr(exc, "with_command"):  # a cassette miss: the command that re-records this very item
+            exc = exc.with_command(rerecord_command(item, spec))
         problem = f"{spec.seed_path.name} ({spec.source} -> {spec.target}): {exc}"
     else:
         problem = ""
@@ -364,6 +462,29 @@ def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapsho
     item.stash[RUN] = ItemRun(result, data, seed, spec, snapshot.use_extension(TransferSnapshotExtension))
     item.user_properties.extend(junit_properties(data))
     return result
+
+
+REQUEST_SHAPING = ("optimizer", "nights", "edit-budget", "limit-replay", "limit-holdout", "samples", "no-direct")
+
+
+def rerecord_command(item: pytest.Item, spec: TransferSpec) -> str:
+    """`pytest <node id> --pair SRC->TGT [the command line's protocol options] --record-mode=new_episodes`:
+    the failing item, with the options that shape its requests (ini keys apply again by themselves)."""
+    import shlex
+
+    from .options import dest
+
+    config = item.config
+    parts = ["pytest", item.nodeid, "--pair", f"{spec.source}->{spec.target}"]
+    if item.nodeid.startswith("/") and config.inipath is not None:
+        parts[1:1] = ["-c", str(config.inipath)]  # pytest finds the configuration from the paths it is given
+    for option in REQUEST_SHAPING:
+        value = getattr(config.option, dest(option), None)
+        if value is True:
+            parts.append(f"--{option}")
+        elif value not in (None, False):
+            parts += [f"--{option}", str(value)]
+    return shlex.join([*parts, "--record-mode=new_episodes"])
 
 
 def junit_properties(data: dict[str, Any]) -> list[tuple[str, object]]:
@@ -389,6 +510,12 @@ def junit_properties(data: dict[str, Any]) -> list[tuple[str, object]]:
         "tokens": data["cost"]["tokens"],
         "usd": data["cost"]["total_usd"],
     }
+    judge = data.get("judge")
+    if judge:
+        calibration = judge["calibration"] or {}
+        values.update({"judge": judge["model"], "judge_agreement": judge["agreement"],
+                       "judge_unstable": len(judge["unstable"]), "judge_errors": judge["errors"],
+                       "judge_calibration_accuracy": calibration.get("accuracy")})
     return [(f"skilltransfer_{name}", value) for name, value in values.items() if value is not None]
 
 
@@ -404,7 +531,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
 
 def _gate(item: pytest.Item, run: ItemRun) -> None:
     from . import compare, gating, snapshots
-    from .diagnosis import diagnose
+    from .diagnosis import TransferFailed, diagnose, short_reason, snapshot_reason
 
     settings = settings_of(item.config)
     thresholds = settings.thresholds(run.seed.thresholds, run.spec.thresholds)
@@ -419,10 +546,10 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
                               reference=base.reference if base is not None else None)
     if base is not None:
         run.data["compare"] = base.record(run.data, outcome.as_dict())
-    mismatch = snapshots.compare(run.snapshot, run.data)
+    mismatch = snapshots.compare(run.snapshot, run.data) if settings.compare_snapshots else []
     verdict = "fail" if mismatch else outcome.verdict
     run.data["gate"] = {**outcome.as_dict(), "verdict": verdict, "passed": verdict == "pass",
-                        "snapshot": mismatch[0] if mismatch else "ok"}
+                        "snapshot": mismatch[0] if mismatch else "ok" if settings.compare_snapshots else "not compared"}
     for gate in outcome.gates:
         item.user_properties.append((f"skilltransfer_gate_{gate.name}", gate.verdict))
         if gate.tasks_for_power is not None:
@@ -430,7 +557,8 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
     item.user_properties.append(("skilltransfer_verdict", verdict))
     if verdict == "fail" or (verdict == "inconclusive" and settings.inconclusive == "fail"):
         texts = {task.id: task.text for task in run.seed.test}
-        pytest.fail(diagnose(run.data, outcome, run.seed.skill, texts, mismatch), pytrace=False)
+        raise TransferFailed(diagnose(run.data, outcome, run.seed.skill, texts, mismatch),
+                             short_reason(outcome, snapshot_reason(mismatch)))
     if verdict == "inconclusive":
         reason = "inconclusive: " + "; ".join(outcome.inconclusive)
         if settings.inconclusive == "xfail":
@@ -450,13 +578,39 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     runner = runner_of(session.config)
     runner.stop_recording()
     runner.stop_local_server()
+    if runner.budget is not None and runner.budget.folder is not None and not is_worker(session.config):
+        import shutil
+
+        shutil.rmtree(runner.budget.folder, ignore_errors=True)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
     """Attach the result to the call report, which xdist carries to the controller."""
     report = yield
+    _short_summary(report, call)
     run = item.stash.get(RUN, None)
     if run is not None and report.when == "call":
         setattr(report, REPORT_ATTRIBUTE, {**run.data, "item": plain_nodeid(report.nodeid)})
+    spec = item.stash.get(SPEC, None)
+    if run is None and spec is not None and report.failed:  # errored before a result: counted in every report
+        reason = str(getattr(call.excinfo, "value", "") or report.longreprtext).strip().splitlines()
+        setattr(report, ERROR_ATTRIBUTE, {"item": plain_nodeid(report.nodeid), "seed": spec.seed_path.name,
+                                          "source": spec.source, "target": spec.target, "when": report.when,
+                                          "reason": reason[0] if reason else "error"})
     return report
+
+
+def _short_summary(report: pytest.TestReport, call: pytest.CallInfo[None]) -> None:
+    """One line in pytest's short test summary for a transfer failure (the reason first); the item's
+    report (longrepr) keeps the whole diagnosis."""
+    from .diagnosis import TransferFailed
+
+    crash = getattr(report.longrepr, "reprcrash", None)
+    error = getattr(call.excinfo, "value", None)
+    if crash is None or not isinstance(error, pytest.fail.Exception) or error.pytrace:
+        return
+    if isinstance(error, TransferFailed):
+        crash.message = error.summary
+    elif error.msg and "\n" in error.msg:
+        crash.message = error.msg.strip().splitlines()[0]

@@ -1,7 +1,7 @@
 """The failure report of a transfer item: what a reviewer needs to act on a failed gate.
 
 Sections: the failed gates; the scores table; the held-out tasks that fail on the target with the
-learned skill and the checks they miss; the diff from the seed's skill to the learned skill; the
+learned skill and the checks they miss (with the judge's reason and votes for a rubric check); the diff from the seed's skill to the learned skill; the
 edits accepted and rejected per night.
 """
 
@@ -10,11 +10,71 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+import pytest
+
 from ..edits import Edit
 from ..report import efficiency_text, gain_text, mdg_text, night_verdict, p_text, unfinished_answers
-from .gating import GateOutcome
+from .gating import Gate, GateOutcome
 
 TASK_CHARS = 90
+
+
+class TransferFailed(pytest.fail.Exception):  # type: ignore[misc,name-defined]
+    """A failed (or, by default, inconclusive) transfer item: the full diagnosis and its one-line summary."""
+
+    def __init__(self, diagnosis: str, summary: str):
+        super().__init__(diagnosis, pytrace=False)
+        self.summary = summary
+
+LABELS = {"min_gain": "gain", "min_score": "score", "min_efficiency": "efficiency",
+          "regression_tolerance": "change vs snapshot"}
+
+
+def _decide_text(gate: Gate) -> str:
+    if gate.tasks_to_decide is not None:
+        return f": {gate.tasks_to_decide} tasks would decide it"
+    return ""
+
+
+def gate_reason(gate: Gate) -> str:
+    """One gate's decision in a few words, e.g. `gain +0.04 [-0.38, +0.45] inconclusive for min_gain +0.30:
+    61 tasks would decide it` (the gate's message holds the full sentence)."""
+    if gate.name == "judge_stability":
+        return f"pass rests on {gate.estimate:.0f} uncertain rubric verdict(s)"
+    signed = gate.name in ("min_gain", "regression_tolerance")
+    fmt = "+.2f" if signed else ".2f"
+    label = LABELS.get(gate.name, gate.name)
+    if gate.estimate is None:
+        shown = f"{label} undefined"
+    elif gate.low is None or gate.high is None:
+        shown = f"{label} {gate.estimate:{fmt}}"
+    else:
+        shown = f"{label} {gate.estimate:{fmt}} [{gate.low:{fmt}}, {gate.high:{fmt}}]"
+    if gate.name == "regression_tolerance":
+        word = "regression" if gate.verdict == "fail" else gate.verdict
+        return f"{word}: {shown} beyond tolerance {gate.threshold:.2f}"
+    threshold = f"{gate.name} {gate.threshold:{fmt}}"
+    if gate.verdict == "fail":
+        return f"{shown} below {threshold}"
+    if gate.verdict == "inconclusive":
+        return f"{shown} inconclusive for {threshold}{_decide_text(gate)}"
+    return f"{shown} meets {threshold}"
+
+
+def snapshot_reason(mismatch: list[str]) -> str | None:
+    """The short form of a snapshot mismatch (its first line without the file, which the node id names)."""
+    if not mismatch:
+        return None
+    _, differs, change = mismatch[0].partition(" differs: ")
+    return f"snapshot differs, {change}" if differs else mismatch[0]
+
+
+def short_reason(outcome: GateOutcome, snapshot_change: str | None = None) -> str:
+    """The one line pytest's short test summary shows for a failed item: failed gates first, then
+    inconclusive ones, then a snapshot change (the item's report holds the full diagnosis)."""
+    gates = sorted((g for g in outcome.gates if g.verdict != "pass"), key=lambda g: g.verdict != "fail")
+    reasons = [gate_reason(g) for g in gates] + ([snapshot_change] if snapshot_change else [])
+    return "; ".join(reasons) or "skill transfer failed"
 
 
 def _estimate(evaluation: dict[str, Any] | None) -> tuple[str, str, str]:
@@ -45,10 +105,12 @@ def failing_tasks(result: dict[str, Any], task_texts: dict[str, str]) -> list[st
         if task["hard"] >= 1.0:
             continue
         missed = sorted({label for sample in task["samples"] for label in sample["failed"]})
+        judged = {f"rubric={v['criterion']}": f" (judge: {v['reason']}; votes {'/'.join(v['votes'])})"
+                  for sample in task["samples"] for v in sample.get("rubric", []) if not v["passed"]}
         text = task_texts.get(task["task_id"], "")
         text = text if len(text) <= TASK_CHARS else text[: TASK_CHARS - 3] + "..."
         lines.append(f"  {task['task_id']} (hard {task['hard']:.2f}): {text}")
-        lines.extend(f"      misses: {label}" for label in missed)
+        lines.extend(f"      misses: {label}{judged.get(label, '')}" for label in missed)
     return lines or ["  (none: every held-out task passes)"]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..judge_report import judge_lines
+from ..judge_report import judge_lines, unstable_lines
 from ..report import LEGEND, md_table, pair_lines, price_difference, summary_line, unfinished_answers
 
 
@@ -92,10 +92,23 @@ def render(results: list[dict[str, Any]]) -> str:
                        *([gate["snapshot"]] if gate["snapshot"] != "ok" else [])]
             lines += [f"- **{result['seed']}** ({result['source']} -> {result['target']}): " + "; ".join(reasons)]
         lines.append("")
-    judged = judge_lines(ordered)
-    if judged:
-        lines += ["## Rubric judges", "", *(f"- {line.strip()}" for line in judged), ""]
+    if judge_lines(ordered):
+        lines += ["## Rubric judges", ""]
+        for result in ordered:
+            for line in judge_lines([result]):
+                lines.append(f"- {line.strip()}".replace("\n  warning:", " — **warning**:"))
+                lines += [f"  - unstable: {text}" for text in unstable_lines(result)]
+        lines.append("")
     lines += ["## Scores per seed", ""]
     for result in ordered:
         lines += chart(result) + [""]
     return "\n".join(lines)
+
+
+def errors_section(errors: list[dict[str, Any]]) -> str:
+    """Items that errored before they had a result (a cassette miss, a broken model), with the reason."""
+    if not errors:
+        return ""
+    lines = ["", f"## Errored items ({len(errors)})", ""]
+    lines += [f"- `{e['item']}` ({e['source']} -> {e['target']}, at {e['when']}): {_cell(e['reason'])}" for e in errors]
+    return "\n".join(lines) + "\n"

@@ -77,8 +77,11 @@ def recording_plugin_loads(pluginmanager: pytest.PytestPluginManager) -> bool:
     return not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
 
 
-def add_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
-    """Register the `skilltransfer` group and its ini keys."""
+def add_options(parser: Any, own_record_mode: bool = True) -> None:
+    """Register the `skilltransfer` group and its ini keys (on pytest's parser, or the CLI's stand-in).
+
+    `own_record_mode` is False when pytest-recording is loaded: `--record-mode` is then its option.
+    """
     group = parser.getgroup("skilltransfer", "skill transfer: optimize a skill on SOURCE, measure it on TARGET")
     for role, text in (("source", "model the skill is optimized with"), ("target", "model the frozen skill is deployed on")):
         _add(group, parser, role, f"{text}; repeat or comma-separate for several (items: source x target)",
@@ -106,6 +109,8 @@ def add_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager
     for option, name in THRESHOLD_OPTIONS.items():
         _add(group, parser, option, f"gate: {name.replace('_', ' ')} (overrides seed.toml; 'off' disables)",
              metavar="X")
+    _add(group, parser, "no-snapshots", "measure and gate without comparing the committed snapshots "
+         "(the CLI's default; the regression gate still reads them)", action="store_true", default=None)
     _add(group, parser, "transfer-inconclusive", "what an inconclusive gate does to its test: fail (default: an "
          "unproven claim is not a pass), xfail, or pass (with a warning)", metavar="ACTION")
     _add(group, parser, "transfer-correction", "gate intervals corrected for the number of transfer items: none "
@@ -113,7 +118,7 @@ def add_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager
     _add(group, parser, "skilltransfer-json", "write the JSON report (the CLI's --json shape) to PATH", metavar="PATH")
     _add(group, parser, "skilltransfer-md", "write a Markdown report with charts (for CI job summaries) to PATH",
          metavar="PATH")
-    if not recording_plugin_loads(pluginmanager):
+    if own_record_mode:
         _add(group, parser, "record-mode", "cassettes for real providers: none|once|new_episodes|all "
              "(default: none, replay only, when $CI is set; else once)", metavar="MODE")
     else:
@@ -123,6 +128,11 @@ def add_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager
     _add(group, parser, "max-concurrency", "concurrent calls per model at most: N for every model, MODEL=N for "
          "one; repeatable (default: 8 per provider model, lowered on rate limits; 1 for the simulator and the "
          "local llama server)", "args", action="append", metavar="[MODEL=]N")
+    _add(group, parser, "plan", "print per item and in total the most calls, tokens and dollars the protocol can "
+         "take and which calls the cassettes already hold, then stop without calling a model", "bool",
+         action="store_true", default=None)
+    _add(group, parser, "max-cost", "stop recording once the dollars spent on provider calls (from their usage) "
+         "reach USD; what was recorded is kept and the remaining items fail", metavar="USD")
     for name, option in LIMIT_OPTIONS.items():
         what = {"skill_bytes": "SKILL.md", "task_bytes": "each task's text", "corpus_bytes": "a seed's corpus pages in all"}
         _add(group, parser, option[2:], f"size limit of {what[name]} in bytes (default {getattr(SeedLimits(), name)})",
@@ -155,10 +165,13 @@ class Settings:
     record_mode: str | None = None  # None: the cassettes' default (replay only under CI)
     cassette_dir: Path = Path("cassettes")
     local_server: str = "auto"
+    compare_snapshots: bool = True
     inconclusive: str = "fail"
     correction: str = "none"
     concurrency: int | None = None  # --max-concurrency N (None: each backend's default)
     model_concurrency: dict[str, int] = field(default_factory=dict)  # --max-concurrency MODEL=N
+    plan: bool = False
+    max_cost: float | None = None  # --max-cost USD (None: no budget)
     calls: CallPolicy = field(default_factory=CallPolicy)  # --provider-retries/-backoff/-timeout
     seed_limits: SeedLimits = field(default_factory=SeedLimits)  # --max-skill-bytes/-task-bytes/-corpus-bytes
     ini_judge: JudgeSettings = field(default_factory=JudgeSettings)
@@ -343,6 +356,25 @@ def _concurrency(reader: _Reader) -> tuple[int | None, dict[str, int]]:
     return overall, per_model
 
 
+def _max_cost(reader: _Reader) -> float | None:
+    value, where = reader.get("max-cost")
+    if value is None or str(value).strip().lower() in OFF_WORDS:
+        return None
+    try:
+        number = float(str(value).strip().removeprefix("$"))
+    except ValueError:
+        raise pytest.UsageError(f"{where}: expected dollars such as 2.50, got {value!r}") from None
+    if not number > 0:
+        raise pytest.UsageError(f"{where}: the budget must be above 0 dollars, got {value!r}")
+    return number
+
+
+def plan_requested(config: pytest.Config) -> bool:
+    """Whether --plan (or its ini key) is on."""
+    value, where = _Reader(config).get("plan")
+    return value is not None and _bool(value, where)
+
+
 def _path(value: Any, base: Path) -> Path:
     path = Path(str(value)).expanduser()
     return path if path.is_absolute() else base / path
@@ -395,6 +427,7 @@ def read_settings(config: pytest.Config) -> Settings:
         value, where = reader.get(option)
         if value is not None:
             protocol[name] = _int(value, where, low)
+    no_snapshots, snapshots_where = reader.get("no-snapshots")
     min_delta, where = reader.get("min-delta")
     if min_delta is not None:
         protocol["min_delta"] = _fraction(min_delta, where)
@@ -439,16 +472,20 @@ def read_settings(config: pytest.Config) -> Settings:
         correction=_choice(reader, "transfer-correction", CORRECTIONS),
         concurrency=concurrency,
         model_concurrency=model_concurrency,
+        plan=plan_requested(config),
+        max_cost=_max_cost(reader),
+        compare_snapshots=not _bool(no_snapshots, snapshots_where) if no_snapshots is not None else True,
         calls=_call_policy(reader),
         seed_limits=_seed_limits(reader),
     )
 
 
-def apply_project_tables(config: pytest.Config) -> None:
-    """Apply pyproject's `[tool.skilltransfer.models]` aliases and `[tool.skilltransfer.prices]`."""
+def apply_project_tables(config: pytest.Config) -> dict[str, Any]:
+    """Apply pyproject's `[tool.skilltransfer.models]` aliases and `[tool.skilltransfer.prices]`;
+    returns the models table."""
     pyproject = config.rootpath / "pyproject.toml"
     if not pyproject.is_file():
-        return
+        return {}
     try:
         table = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get("skilltransfer", {})
     except tomllib.TOMLDecodeError as exc:
@@ -466,3 +503,4 @@ def apply_project_tables(config: pytest.Config) -> None:
             configure_prices(table["prices"])
     except (ModelError, ValueError) as exc:
         raise pytest.UsageError(f"{pyproject}: {exc}") from None
+    return dict(table.get("models") or {})

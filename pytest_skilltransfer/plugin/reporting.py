@@ -16,6 +16,7 @@ import pytest
 from .options import Settings
 
 REPORT_ATTRIBUTE = "skilltransfer"
+ERROR_ATTRIBUTE = "skilltransfer_error"  # an item that errored before it had a result: why
 SECTION = "skill transfer"
 
 
@@ -50,20 +51,27 @@ class TransferReporting:
         self.settings = settings
         self.results: dict[str, dict[str, Any]] = {}  # by item: a rerun (pytest-rerunfailures) replaces its try
         self.run_fields: list[Callable[[], dict[str, Any]]] = []  # extra top-level JSON fields (shard, ref)
+        self.errors: dict[str, dict[str, Any]] = {}  # by item: errored before a result (a cassette miss, ...)
 
     def ordered(self) -> list[dict[str, Any]]:
         return ordered(list(self.results.values()))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if is_worker(self.config):
+            return
         data = getattr(report, REPORT_ATTRIBUTE, None)
-        if data is not None and not is_worker(self.config):
+        if data is not None:
             self.results[data["item"]] = data
+            self.errors.pop(data["item"], None)
+        error = getattr(report, ERROR_ATTRIBUTE, None)
+        if error is not None and error["item"] not in self.results:
+            self.errors[error["item"]] = error
 
     def report(self) -> dict[str, Any]:
         """The JSON report: `run_report` of the results plus the run's own fields (shard, base ref)."""
         from ..result_json import run_report
 
-        report = run_report(self.ordered())
+        report = run_report(self.ordered(), errored(self.errors))
         for fields in self.run_fields:
             report.update(fields())
         return report
@@ -76,28 +84,36 @@ class TransferReporting:
         if self.settings.json_path:
             write(self.settings.json_path, json.dumps(self.report(), indent=2) + "\n")
         if self.settings.md_path:
-            write(self.settings.md_path, markdown_report.render(self.ordered()))
+            text = markdown_report.render(self.ordered()) + markdown_report.errors_section(errored(self.errors))
+            path = self.settings.md_path
+            text = ("\n" if path.is_file() and path.stat().st_size else "") + text
+            write(self.settings.md_path, text, append=True)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if is_worker(self.config) or not self.results:
+        if is_worker(self.config) or not (self.results or self.errors):
             return
         terminalreporter.write_sep("=", SECTION)
-        for line in summary_lines(self.ordered()):
+        for line in summary_lines(self.ordered(), verbose=self.config.option.verbose > 0) if self.results else []:
             terminalreporter.write_line(line)
+        if self.errors:  # (without errors the table counts every item; `merge` prints the same lines)
+            counts = item_counts(self.ordered(), self.errors)
+            terminalreporter.write_line("items: " + ", ".join(f"{n} {what}" for what, n in counts.items()))
+        for error in errored(self.errors):
+            terminalreporter.write_line(f"ERROR {error['item']}: {error['reason']}")
         for label, path in (("JSON", self.settings.json_path), ("Markdown", self.settings.md_path)):
             if path:
                 terminalreporter.write_line(f"{label} report: {path}")
 
 
-def summary_lines(results: list[dict[str, Any]]) -> list[str]:
-    """The terminal summary of a run's results: the table, the summary line, the price comparison,
-    and before -> after against the base ref. `merge` prints the same lines for merged shards."""
+def summary_lines(results: list[dict[str, Any]], verbose: bool = False) -> list[str]:
+    """The terminal summary of a run's results: the table, the summary line, the price comparison, the
+    rubric judges (`verbose`: with every unstable check), and before -> after against the base ref.
+    `merge` prints the same lines for merged shards."""
+    from ..judge_report import judge_lines, unstable_lines
     from ..report import pair_lines, price_difference, summary_line, text_table, unfinished_answers
     from .compare import summary_lines as against_base
 
     lines = [*text_table(results).splitlines(), summary_line(results), *pair_lines(results)]
-    from ..judge_report import judge_lines
-
     difference = price_difference(results)
     if difference:
         lines.append(difference)
@@ -105,12 +121,26 @@ def summary_lines(results: list[dict[str, Any]]) -> list[str]:
         unfinished = unfinished_answers(result)
         if unfinished:
             lines.append(f"unfinished answers in {result['seed']} ({result['source']} -> {result['target']}): {unfinished}")
-    return lines + judge_lines(results) + against_base(results)
+    for result in results:
+        for line in judge_lines([result]):
+            lines += [line, *(f"  unstable: {text}" for text in (unstable_lines(result) if verbose else ()))]
+    return lines + against_base(results)
 
 
-def write(path: Path, text: str) -> None:
-    """Write a report; any key value or token-shaped string left in it is redacted first."""
+def errored(errors: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    return [errors[item] for item in sorted(errors)]
+
+
+def item_counts(results: list[dict[str, Any]], errors: dict[str, dict[str, Any]]) -> dict[str, int]:
+    from ..result_json import item_counts as counts
+
+    return counts(results, list(errors.values()))
+
+
+def write(path: Path, text: str, append: bool = False) -> None:
+    """Write a report (or append to one, e.g. $GITHUB_STEP_SUMMARY); key-shaped strings are redacted first."""
     from ..redaction import redact_text
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(redact_text(text), encoding="utf-8")
+    with path.open("a" if append else "w", encoding="utf-8") as handle:
+        handle.write(redact_text(text))

@@ -16,13 +16,16 @@ import os
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..models.base import Model, ModelCallError, ModelError, resolve_model
 from ..protocol import SeedSession, TransferResult
 from ..rubric import JudgeSetup
 from ..seeds import Seed, SeedError, load_seed
 from .options import Settings
+
+if TYPE_CHECKING:
+    from .budget import Budget
 
 Progress = Callable[[str], None]
 
@@ -56,6 +59,7 @@ class Runner:
     broken_seeds: set[str] = field(default_factory=set)  # node ids of seeds that failed to load
     _recording: tuple[str, ExitStack] | None = None  # (seed name, its open cassette context)
     _local_server: ExitStack | None = None  # a local llama-server this process started
+    budget: "Budget | None" = None  # --max-cost
 
     def seed(self, path: Path) -> Seed:
         """Load a seed once; raises the engine's SeedError (every problem, file:line) each time it is asked."""
@@ -109,6 +113,11 @@ class Runner:
         try:
             return session.transfer(models[0], models[1], models[2] if optimizer else None)
         except ModelCallError as exc:
+            if self.budget is not None and self.budget.spent and hasattr(exc, "with_phase"):
+                from .budget import BudgetSpent
+
+                what = f"{getattr(exc, 'model', 'a model')} (phase {session.phase or '?'})"
+                raise BudgetSpent(self.budget.message(what)) from None
             if session.phase and hasattr(exc, "with_phase") and getattr(exc, "phase", None) != "judge":
                 # a cassette miss: name the protocol phase (a judge call's miss already names `judge`)
                 raise exc.with_phase(session.phase) from exc.__cause__
@@ -153,8 +162,9 @@ class Runner:
         self.stop_recording()
         from ..cassettes import recording  # vcrpy is heavy: imported only when a provider runs
 
+        mode = "none" if self.budget is not None and self.budget.spent else self.settings.record_mode
         stack = ExitStack()
-        stack.enter_context(recording(self.settings.cassette_dir, seed, self.settings.record_mode))
+        stack.enter_context(recording(self.settings.cassette_dir, seed, mode))
         self._recording = (seed, stack)
 
     def stop_recording(self) -> None:

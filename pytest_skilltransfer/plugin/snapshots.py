@@ -34,7 +34,9 @@ if TYPE_CHECKING:
     from syrupy.types import SnapshotIndex
 
 PER_TASK_LINE = re.compile(r"^- transferred per task: `([^`]*)`$", re.M)
+SCORE_ROW = re.compile(r"^\| (baseline|transferred|direct) \| ([0-9.]+|-) \|", re.M)
 FENCE = "````"
+SKILL_HEADING = "## Learned skill\n\n" + FENCE + "markdown\n"
 
 
 class TransferSnapshotExtension(SingleFileSnapshotExtension):
@@ -169,4 +171,42 @@ def compare(snapshot: "SnapshotAssertion", result: dict[str, Any]) -> list[str]:
         return [f"no snapshot at {location}; run with --snapshot-update to write it"]
     diff = difflib.unified_diff(str(committed).splitlines(), text.splitlines(), "committed snapshot", "this run",
                                 lineterm="", n=1)
-    return [f"{location} differs:", *diff]
+    return [f"{location} differs: {change_summary(str(committed), text)}", *diff]
+
+
+def parse_scores(text: str) -> dict[str, float | None]:
+    """The hard means of a snapshot's score table: {baseline|transferred|direct: mean or None}."""
+    return {name: None if value == "-" else float(value) for name, value in SCORE_ROW.findall(text)}
+
+
+def parse_skill(text: str) -> str:
+    """The learned skill of a snapshot's text ("" when it has none)."""
+    start = text.find(SKILL_HEADING)
+    if start < 0:
+        return ""
+    body = text[start + len(SKILL_HEADING):]
+    return body[: body.rfind("\n" + FENCE)] if ("\n" + FENCE) in body else body
+
+
+def change_summary(before: str, after: str) -> str:
+    """What changed between two snapshot texts, in one line: held-out scores before -> after, the
+    learned skill's diff size, and whether the transferred score got better (an improvement) or
+    worse (a regression); e.g. `improvement: transferred 0.500 -> 0.750; skill +2/-1 lines`."""
+    old, new = parse_scores(before), parse_scores(after)
+    moved = [f"{name} {_score(old.get(name))} -> {_score(new.get(name))}"
+             for name in ("baseline", "transferred", "direct") if old.get(name) != new.get(name)]
+    delta = (new.get("transferred") or 0.0) - (old.get("transferred") or 0.0)
+    kind = "improvement: " if delta > 0 else "regression: " if delta < 0 else "transferred unchanged: " if moved else ""
+    added = removed = 0
+    for line in difflib.unified_diff(parse_skill(before).splitlines(), parse_skill(after).splitlines(), lineterm="", n=0):
+        if line.startswith(("+++", "---")):
+            continue
+        added += line.startswith("+")
+        removed += line.startswith("-")
+    skill = f"skill +{added}/-{removed} lines" if added or removed else "skill unchanged"
+    scores = ", ".join(moved) if moved else "scores unchanged"
+    return f"{kind}{scores}; {skill}"
+
+
+def _score(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"

@@ -122,10 +122,14 @@ def read(criterion: str, answer: str) -> Reading:
         return Reading(passed, reason, vague)
     words = {w for w in re.findall(r"[a-z]{5,}", criterion.lower()) if w not in STOPWORDS}
     present = {w for w in words if w in answer.lower()}
-    passed = bool(words) and len(present) * 2 >= len(words)
-    reason = (f"the answer touches {len(present)} of {len(words)} key words of the criterion" if words
-              else "the criterion gives nothing to check")
-    return Reading(passed != negated, reason, vague)
+    touches = bool(words) and len(present) * 2 >= len(words)
+    if not words:
+        reason = "the criterion gives nothing to check"
+    elif negated:
+        reason = f"the answer {'uses' if touches else 'avoids'} the criterion's key words ({len(present)} of {len(words)})"
+    else:
+        reason = f"the answer touches {len(present)} of {len(words)} key words of the criterion"
+    return Reading(touches != negated, reason, vague)
 
 
 class SimJudge:

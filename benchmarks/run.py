@@ -1,0 +1,348 @@
+"""Performance ratios of pytest-skilltransfer, side by side in one run (a benchmark, not a test).
+
+    .venv/bin/python benchmarks/run.py            # everything, a few minutes on 2 cores
+    .venv/bin/python benchmarks/run.py --quick    # smaller sizes, for a smoke run
+
+Every provider call goes to the loopback fake in `tests/fake_provider.py`; nothing leaves the machine.
+See benchmarks/README.md for what each figure means and the figures measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections import Counter
+from collections.abc import Callable
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from fake_provider import FakeProvider  # noqa: E402
+
+from pytest_skilltransfer import cassettes  # noqa: E402
+from pytest_skilltransfer.cassettes import store  # noqa: E402
+from pytest_skilltransfer.models.base import Message, Request  # noqa: E402
+from pytest_skilltransfer.models.limiter import LIMITERS  # noqa: E402
+from pytest_skilltransfer.models.providers import DEFAULT_CONCURRENCY, build_model, configure_aliases  # noqa: E402
+from pytest_skilltransfer.plugin.options import Settings  # noqa: E402
+from pytest_skilltransfer.plugin.runner import Runner  # noqa: E402
+from pytest_skilltransfer.protocol import ProtocolConfig  # noqa: E402
+from pytest_skilltransfer.result_json import result_to_json  # noqa: E402
+
+LATENCY_S = 0.3
+REPLAY_CALLS = 30
+RECORD_SEED = ROOT / "seeds" / "changelog-writer"
+Row = tuple[str, str, str]  # (measure, figures, ratio)
+
+
+@contextmanager
+def fake_provider(delay: float = 0.0) -> Iterator[FakeProvider]:
+    with FakeProvider() as fake:
+        fake.delay = delay
+        fake.require_key = False
+        yield fake
+
+
+def _files(folder: Path) -> dict[str, str]:
+    return {p.name: p.read_text() for p in sorted(folder.rglob("*.yaml"))}
+
+
+# -- 1. recording concurrency --------------------------------------------------------------------
+
+
+def _record(fake: FakeProvider, concurrency: int | None, folder: Path) -> tuple[float, int, dict[str, Any]]:
+    LIMITERS.configure(lambda _model_id: concurrency)
+    fake.received.clear()
+    settings = Settings(protocol=ProtocolConfig(samples=3, limit_holdout=0), record_mode="all", cassette_dir=folder)
+    runner = Runner(settings, lambda _line: None)
+    start = time.perf_counter()
+    result = runner.transfer(RECORD_SEED, "bench-small", "bench-large", None)
+    runner.stop_recording()
+    elapsed = time.perf_counter() - start
+    LIMITERS.configure()
+    return elapsed, len(fake.received), result_to_json(result)
+
+
+def recording_concurrency(work: Path) -> list[Row]:
+    with fake_provider(LATENCY_S) as fake:
+        configure_aliases({"bench-small": f"anthropic:bench-small@{fake.anthropic_url}",
+                           "bench-large": f"openai:bench-large@{fake.openai_url}"})
+        seq_s, calls, seq_json = _record(fake, 1, work / "seq")
+        par_s, par_calls, par_json = _record(fake, None, work / "par")
+    same = seq_json == par_json and _files(work / "seq") == _files(work / "par") and calls == par_calls
+    return [(f"recording {RECORD_SEED.name}, {calls} calls at {LATENCY_S * 1000:.0f} ms latency",
+             f"sequential {seq_s:.1f} s vs default concurrency ({DEFAULT_CONCURRENCY}/model) {par_s:.1f} s; "
+             f"results and cassettes identical: {'yes' if same else 'NO'}",
+             f"{seq_s / par_s:.2f}x faster (goal >= 4x)")]
+
+
+# -- 2. replay cost per call ---------------------------------------------------------------------
+
+
+def _request(i: int) -> Request:
+    return Request(system="You write release notes.", messages=(Message("user", f"Describe change {i}."),),
+                   max_tokens=64, sample_id=0)
+
+
+def _synthetic_cassette(fake: FakeProvider, folder: Path, size: int, realistic: list[dict[str, Any]]) -> None:
+    """`size` interactions: the first is a real recording of `_request(0)` (answered by the fake), the
+    others are the seed recording's interactions in turn, each with its first user turn made distinct, so
+    bodies and answers have a real seed's sizes."""
+    model = build_model(f"anthropic:bench-replay@{fake.anthropic_url}")
+    with cassettes.recording(folder, "replay", "all"):
+        model.complete(_request(0))
+    path = store.model_files(folder / "replay")[0]
+    template = store.read_file(path).entries[0]
+    grown = []
+    for i in range(size):
+        first = i < calls_with_template(size) or not realistic
+        entry = json.loads(json.dumps(template if first else realistic[i % len(realistic)]))
+        body = entry["request"]["body"]["json"]
+        body["model"] = "bench-replay"
+        body["messages"][0]["content"] = f"Describe change {i}." if first else \
+            f"{_first_text(body['messages'][0]['content'])} (#{i})"
+        grown.append(entry)
+    store.write_atomically(path, store.render(grown))
+
+
+def calls_with_template(size: int) -> int:
+    """How many interactions answer `_request(i)` (the ones the replay timing asks for)."""
+    return min(size, REPLAY_CALLS)
+
+
+def _first_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return " ".join(block.get("text", "") for block in content if isinstance(block, dict))
+
+
+def _per_call_ms(call: Callable[[int], Any], count: int) -> float:
+    start = time.perf_counter()
+    for i in range(count):
+        call(i)
+    return (time.perf_counter() - start) * 1000 / count
+
+
+def _seed_interactions(work: Path) -> list[dict[str, Any]]:
+    """Interactions of real sizes: the repo's committed recordings of the local model (real answers),
+    else what the recording section stored."""
+    files = sorted((ROOT / "cassettes").rglob("*.yaml")) or store.model_files(work / "seq" / RECORD_SEED.name)
+    return [e for p in files for e in store.read_file(p).entries]
+
+
+def replay_cost(work: Path, sizes: tuple[int, ...]) -> list[Row]:
+    rows = []
+    calls = REPLAY_CALLS
+    realistic = _seed_interactions(work)
+    with fake_provider(0.0) as fake:
+        live = build_model(f"anthropic:bench-live@{fake.anthropic_url}")
+        live.complete(_request(-1))  # warm the client
+        live_ms = _per_call_ms(lambda i: live.complete(_request(10_000 + i)), calls)
+        model = build_model(f"anthropic:bench-replay@{fake.anthropic_url}")
+        for size in sizes:
+            folder = work / f"replay-{size}"
+            _synthetic_cassette(fake, folder, size, realistic)
+            with cassettes.recording(folder, "replay", "none"):
+                model.complete(_request(0))  # warm up: the first call builds the replay client
+                replay_ms = _per_call_ms(lambda i: model.complete(_request(1 + i % (calls - 1))), calls - 1)
+            rows.append((f"replay, cassette of {size} interactions",
+                         f"{replay_ms:.2f} ms/call vs {live_ms:.2f} ms/call for an instantly answering loopback SDK call",
+                         f"{replay_ms / live_ms:.2f}x the loopback call"))
+    return rows
+
+
+# -- 3. cassette open ----------------------------------------------------------------------------
+
+
+def _open_once(folder: Path) -> tuple[float, int, int]:
+    """Seconds to open the seed's cassette (best of 3), and bytes held once open and at the peak of
+    opening, per interaction."""
+    best = float("inf")
+    for _ in range(3):
+        gc.collect()
+        start = time.perf_counter()
+        with cassettes.recording(folder, "replay", "none", guard="off"):
+            best = min(best, time.perf_counter() - start)
+    gc.collect()
+    tracemalloc.start()
+    with cassettes.recording(folder, "replay", "none", guard="off") as rec:
+        held, peak = tracemalloc.get_traced_memory()
+        size = max(1, rec.interactions)
+    tracemalloc.stop()
+    return best, held // size, peak // size
+
+
+def _kib(value: float) -> str:
+    return f"{value / 1024:.1f} KiB"
+
+
+def cassette_open(work: Path, sizes: tuple[int, ...], reference: Callable[[Path], tuple[float, int, int]] | None
+                  ) -> list[Row]:
+    rows = []
+    for size in sizes:
+        folder = work / f"replay-{size}"
+        seconds, held, peak = _open_once(folder)
+        after = f"{seconds * 1000 / size:.3f} ms, peak {_kib(peak)}, held {_kib(held)} per interaction"
+        if reference is None:
+            rows.append((f"cassette open, {size} interactions", after, "-"))
+            continue
+        old_s, old_held, old_peak = reference(folder / "replay")
+        before = f"{old_s * 1000 / size:.3f} ms, peak {_kib(old_peak)}, held {_kib(old_held)}"
+        rows.append((f"cassette open, {size} interactions", f"before {before}; after {after}",
+                     f"{old_s / seconds:.1f}x faster, {old_peak / max(1, peak):.1f}x leaner at peak "
+                     f"({old_held / max(1, held):.1f}x held)"))
+    return rows
+
+
+# -- 4. collection -------------------------------------------------------------------------------
+
+def _make_seeds(root: Path, count: int) -> None:
+    check = {"kind": "rule", "checks": [{"op": "contains", "arg": "Owner:"}]}
+    for n in range(count):
+        seed = root / f"seed-{n:03d}"
+        seed.mkdir(parents=True)
+        (seed / "SKILL.md").write_text(f"# Router {n}\n\nRoute the ticket to team {n}.\n")
+        task = lambda prefix, i: json.dumps({"task_id": f"{prefix}-{i}", "task": f"Route ticket {n}.{i}", "judge": check})
+        (seed / "benchmark.jsonl").write_text("\n".join(task("bm", i) for i in range(6)) + "\n")
+        held = [task("hd", i) for i in range(3)]
+        (seed / "held-out.jsonl").write_text("\n".join(held) + "\n")
+
+
+def _pytest(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, subprocess.CompletedProcess]:
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=cwd,
+                          capture_output=True, text=True, env={**os.environ, **(env or {})})
+    return time.perf_counter() - start, done
+
+
+def collection(work: Path, counts: tuple[int, int]) -> list[Row]:
+    times = {}
+    for count in counts:
+        project = work / f"collect-{count}"
+        _make_seeds(project / "seeds", count)
+        (project / "pytest.ini").write_text("[pytest]\ntestpaths = seeds\n"
+                                            "skilltransfer_pair = sim-small:sim-large sim-large:sim-small\n")
+        elapsed, done = _pytest(["--collect-only", "-q"], project)
+        if done.returncode != 0:
+            raise RuntimeError(done.stdout + done.stderr)
+        times[count] = elapsed
+    small, large = counts
+    per_seed = (times[large] - times[small]) * 1000 / (large - small)
+    return [(f"collection, {small} vs {large} seeds (2 items each)",
+             f"{times[small]:.2f} s vs {times[large]:.2f} s ({per_seed:.1f} ms per extra seed)",
+             f"{times[large] / times[small]:.2f}x for {large // small}x the seeds")]
+
+
+# -- 5. duplicate requests under xdist -----------------------------------------------------------
+
+
+LAYOUTS = {  # name -> (seeds outside the rootdir?, how to say so)
+    "inside": (False, "inside the rootdir (testpaths)"),
+    "seeds-dir": (True, "outside the rootdir (--seeds-dir)"),
+    "path": (True, "outside the rootdir (seed folders given as paths)"),
+}
+
+
+def _duplicate_project(work: Path, fake: FakeProvider, name: str, layout: str) -> tuple[Path, list[str]]:
+    outside = LAYOUTS[layout][0]
+    project = work / name
+    seeds_root = (work / f"{name}-elsewhere" / "seeds") if outside else (project / "seeds")
+    project.mkdir(parents=True)
+    _make_seeds(seeds_root, 4)
+    (project / "pytest.ini").write_text(
+        "[pytest]\nskilltransfer_pair = dup-a:dup-b dup-c:dup-b\nskilltransfer_nights = 1\n"
+        + ("" if outside else "testpaths = seeds\n"))
+    (project / "pyproject.toml").write_text(
+        "[tool.skilltransfer.models]\n"
+        f'dup-a = "anthropic:dup-a@{fake.anthropic_url}"\n'
+        f'dup-b = "openai:dup-b@{fake.openai_url}"\n'
+        f'dup-c = "anthropic:dup-c@{fake.anthropic_url}"\n')
+    if layout == "seeds-dir":
+        return project, [f"--seeds-dir={seeds_root}"]
+    if layout == "path":
+        return project, [f"--rootdir={project}", f"--config-file={project / 'pytest.ini'}",
+                         *sorted(str(p) for p in seeds_root.iterdir())]
+    return project, []
+
+
+def duplicates(work: Path) -> list[Row]:
+    rows = []
+    with fake_provider(0.0) as fake:
+        for layout, (_, where) in LAYOUTS.items():
+            project, extra = _duplicate_project(work, fake, f"dup-{layout}", layout)
+            sent: dict[str, int] = {}
+            reports = {}
+            for workers in ("0", "2"):
+                fake.received.clear()
+                shutil.rmtree(project / "cassettes", ignore_errors=True)
+                _, done = _pytest(["-n", workers, "--record-mode=all", "--snapshot-update", "-q",
+                                   f"--skilltransfer-json={project / f'report-{workers}.json'}", *extra], project,
+                                  {"CI": ""})
+                bodies = Counter(json.dumps(r["body"], sort_keys=True) for r in fake.received)
+                sent[workers] = len(fake.received)
+                reports[workers] = sum(count - 1 for count in bodies.values())
+                if not fake.received or not (project / f"report-{workers}.json").exists():
+                    raise RuntimeError(f"the {layout} layout did not run:\n{done.stdout}{done.stderr}")
+            same = _scores(project / "report-0.json") == _scores(project / "report-2.json")
+            rows.append((f"duplicate requests, -n 2, 4 seeds {where}",
+                         f"{reports['2']} duplicate(s) in {sent['2']} requests (-n 0: {reports['0']} in {sent['0']}); "
+                         f"same results as -n 0: {'yes' if same else 'NO'}",
+                         f"{reports['2']} (goal 0)"))
+    return rows
+
+
+def _scores(path: Path) -> list[tuple[Any, ...]]:
+    data = json.loads(path.read_text())["results"]
+    return sorted((r["seed"], r["source"], r["target"], r["baseline_target"], r["transferred"], r["direct_target"])
+                  for r in data)
+
+
+# -- main ----------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run, figures not comparable)")
+    args = parser.parse_args()
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
+        os.environ.pop(var, None)
+    sizes = (30, 300) if args.quick else (30, 300, 3000)
+    reference = None
+    try:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from legacy_open import open_before as reference  # type: ignore[no-redef]  # noqa: PLC0415
+    except ImportError:
+        pass
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="skilltransfer-bench-") as tmp:
+        work = Path(tmp)
+        sections: list[tuple[str, Callable[[], list[Row]]]] = [
+            ("recording", lambda: recording_concurrency(work)),
+            ("replay", lambda: replay_cost(work, sizes)),
+            ("cassette open", lambda: cassette_open(work, sizes, reference)),
+            ("collection", lambda: collection(work, (20, 200) if not args.quick else (5, 20))),
+            ("duplicates", lambda: duplicates(work)),
+        ]
+        for name, section in sections:
+            start = time.perf_counter()
+            found = section()
+            rows += found
+            print(f"[{name}: {time.perf_counter() - start:.1f} s] {found}", file=sys.stderr, flush=True)
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    for row in [("measure", "figures", "ratio"), *rows]:
+        print("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
+
+
+if __name__ == "__main__":
+    main()

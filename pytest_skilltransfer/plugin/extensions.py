@@ -1,0 +1,57 @@
+"""The registry `pytest_skilltransfer_configure(config, registry)` receives (see `hookspecs`).
+
+Each method feeds the layer that owns the thing it registers: model families and aliases
+(`models`), judge ops (`judges`, so seeds using them load), cassette scrubbers (`cassettes.scrub`,
+run after the built-in header and secret filters, on recording and on replay matching).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import pytest
+
+
+class Registry:
+    """What a conftest may add; errors name the hook and what was wrong."""
+
+    def __init__(self, project_aliases: dict[str, Any] | None = None):
+        self._project_aliases = dict(project_aliases or {})  # pyproject's [tool.skilltransfer.models]
+        self._aliases: dict[str, Any] = {}
+
+    def add_model_family(self, name: str, matches: Callable[[str], bool], factory: Callable[[str], Any],
+                         help_text: str) -> None:
+        """A backend: `factory(name)` builds a model (an object with `name`, `model_id`, `complete(request)`)
+        for every name `matches` accepts; `help_text` appears in the unknown-model error."""
+        from ..models.base import register_family
+
+        register_family(name, matches, factory, help_text)
+
+    def add_alias(self, alias: str, spec: str | dict[str, Any]) -> None:
+        """An alias, as in `[tool.skilltransfer.models]` (a spec string or a {provider, model, ...} table);
+        it extends that table and wins on a clash."""
+        from ..models.base import ModelError
+        from ..models.providers import configure_aliases
+
+        self._aliases[alias] = spec
+        try:
+            configure_aliases({**self._project_aliases, **self._aliases})
+        except ModelError as exc:
+            raise pytest.UsageError(f"pytest_skilltransfer_configure: {exc}") from None
+
+    def add_judge_op(self, name: str, passes: Callable[[str, Any], bool], arg: str = "string",
+                     description: str = "") -> None:
+        """A rule op usable in task files: `passes(answer_text, arg)`, `arg` one of string/integer/none."""
+        from ..judges import register_op
+
+        try:
+            register_op(name, passes, arg, description)
+        except ValueError as exc:
+            raise pytest.UsageError(f"pytest_skilltransfer_configure: {exc}") from None
+
+    def add_scrubbers(self, request: Callable[[Any], Any] | None = None,
+                      response: Callable[[Any], Any] | None = None) -> None:
+        """vcrpy `before_record_request` / `before_record_response` functions run after the built-in ones."""
+        from ..cassettes.scrub import add_scrubbers
+
+        add_scrubbers(request=request, response=response)

@@ -1,0 +1,142 @@
+"""`--plan`: print what the collected items can cost at most and what the cassettes already hold, then stop.
+
+Bounds come from `pytest_skilltransfer.plan`. Which calls are already recorded is found by
+replaying: each seed with a provider model is run against its cassettes with recording off and the
+network blocked (`record mode none`), counting the calls that replay until the first miss; nothing
+is sent to a provider. In-process models (the simulator) need no cassette and cost nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import pytest
+
+from ..models.base import Model, ModelCallError, Reply, Request
+from ..plan import CHARS_PER_TOKEN, Planner, Unit, unit_usd
+from ..protocol import SeedSession
+from .runner import Runner, concurrency, needs_recording
+
+
+@dataclass
+class ItemPlan:
+    """One item: its units, and what replaying its cassettes found."""
+
+    nodeid: str
+    units: list[Unit]
+    needs_cassette: bool
+    replayed: int = 0
+    miss_phase: str | None = None  # None: everything replayed (or no cassette needed)
+    error: str = ""
+
+    @property
+    def calls(self) -> int:
+        return sum(u.calls for u in self.units)
+
+
+@dataclass
+class _Counting:
+    """A model wrapper that counts the calls answered (here: replayed from the cassette)."""
+
+    inner: Model
+    counter: list[int] = field(default_factory=lambda: [0])
+
+    def __post_init__(self) -> None:
+        self.name, self.model_id = self.inner.name, self.inner.model_id
+        self.max_concurrency = concurrency(self.inner)
+
+    def complete(self, request: Request) -> Reply:
+        reply = self.inner.complete(request)
+        self.counter[0] += 1
+        return reply
+
+
+def _sum(units: list[Unit], attribute: str) -> int:
+    return sum(getattr(s, attribute) for u in units for s in u.shares)
+
+
+def _usd(units: list[Unit]) -> float | None:
+    values = [unit_usd(u) for u in units]
+    return None if any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
+
+
+def _money(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
+
+
+def build_plans(runner: Runner, items: list[pytest.Item], spec_of: Callable[[pytest.Item], Any]) -> list[ItemPlan]:
+    """Bounds and replay findings for every transfer item, seeds in collection order."""
+    plans: list[ItemPlan] = []
+    by_seed: dict[Any, list[tuple[pytest.Item, Any]]] = {}
+    for item in items:
+        spec = spec_of(item)
+        if spec is not None:
+            by_seed.setdefault(spec.seed_path, []).append((item, spec))
+    for seed_path, members in by_seed.items():
+        seed = runner.seed(seed_path)
+        planner = Planner(seed, runner.settings.protocol)
+        session = SeedSession(seed, runner.settings.protocol, concurrency=concurrency)
+        seed_plans = []
+        for item, spec in members:
+            models = [runner.model(n) for n in (spec.source, spec.target) + ((spec.optimizer,) if spec.optimizer else ())]
+            source, target = models[0].model_id, models[1].model_id
+            optimizer = models[2].model_id if spec.optimizer else None
+            units = planner.item(source, target, optimizer or source, optimizer or target)
+            seed_plans.append((ItemPlan(item.nodeid, units, needs_recording(models)), models, spec))
+        if any(plan.needs_cassette for plan, _, _ in seed_plans):
+            _replay(runner, seed.name, session, seed_plans)
+        plans += [plan for plan, _, _ in seed_plans]
+    return plans
+
+
+def _replay(runner: Runner, seed: str, session: SeedSession, seed_plans: list[tuple[ItemPlan, list[Model], Any]]) -> None:
+    from ..cassettes import recording
+
+    counter = [0]
+    with recording(runner.settings.cassette_dir, seed, "none"):
+        for plan, models, spec in seed_plans:
+            wrapped = [_Counting(m, counter) for m in models]
+            before = counter[0]
+            try:
+                session.transfer(wrapped[0], wrapped[1], wrapped[2] if spec.optimizer else None)
+            except ModelCallError as exc:
+                plan.miss_phase = session.phase or "?"
+                plan.error = str(exc).splitlines()[0]
+            plan.replayed = counter[0] - before
+
+
+def _cassette_text(plan: ItemPlan) -> str:
+    if not plan.needs_cassette:
+        return "in-process models: nothing to record"
+    if plan.miss_phase is None:
+        return f"all recorded: {plan.replayed} call(s) replay"
+    return (f"{plan.replayed} call(s) replay, then a miss in {plan.miss_phase}: "
+            f"up to {max(0, plan.calls - plan.replayed)} to record")
+
+
+def plan_lines(plans: list[ItemPlan], price_date: str) -> list[str]:
+    """The table the plan option prints."""
+    header = ("item", "calls ≤", "input tok ≤", "output tok ≤", "$ ≤", "cassettes")
+    rows = [header]
+    for plan in plans:
+        rows.append((plan.nodeid, str(plan.calls), str(_sum(plan.units, "input_tokens")),
+                     str(_sum(plan.units, "output_tokens")), _money(_usd(plan.units)), _cassette_text(plan)))
+    unique = list({u.key: u for plan in plans for u in plan.units}.values())
+    pending = list({u.key: u for plan in plans if plan.needs_cassette and plan.miss_phase for u in plan.units}.values())
+    recorded = sum(plan.replayed for plan in plans)
+    rows.append(("total (shared phases once)", str(sum(u.calls for u in unique)), str(_sum(unique, "input_tokens")),
+                 str(_sum(unique, "output_tokens")), _money(_usd(unique)),
+                 f"{recorded} call(s) recorded; to record: ≤ ${_money(_usd(pending))}"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines.insert(len(lines) - 1, lines[1])
+    return [
+        f"skill-transfer plan: no model was called; upper bounds at prices.toml of {price_date}",
+        *lines,
+        f"How: calls follow the protocol at its longest (every night runs, every tool step is taken, the optimizer "
+        f"retries once); tokens are characters / {CHARS_PER_TOKEN} of the skill, task, tools and tool results, "
+        "with every reply at its max_tokens; prompt caching is not assumed. Recorded calls were found by replaying "
+        "the cassettes with the network blocked.",
+    ]

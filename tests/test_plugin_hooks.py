@@ -1,0 +1,87 @@
+"""`pytest_skilltransfer_configure(config, registry)`: a conftest registers model backends and aliases,
+judge ops and cassette scrubbers; the repository's own conftest.py is the worked example."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fake_provider import FakeProvider
+from plugin_support import CHECKS, TOY_CONFTEST, make_seed
+
+ROOT = Path(__file__).resolve().parents[1]
+HOOK = '''
+import json
+
+
+def pytest_skilltransfer_configure(config, registry):
+    registry.add_model_family("echo", lambda name: name == "echo", Toy, "echo: the toy model under another name")
+    registry.add_alias("cheap", "toy-a")
+    registry.add_judge_op("shouts", lambda text, arg: text.isupper(), arg="none", description="is all capitals")
+    registry.add_judge_op("mentions", lambda text, arg: arg in text, description='mentions "{arg}"')
+
+    def redact(request):
+        body = json.loads(request.body)
+        body["system"] = "[redacted]"
+        request.body = json.dumps(body).encode()
+        return request
+
+    registry.add_scrubbers(request=redact)
+'''
+
+
+def hooked_project(pytester: pytest.Pytester, checks: list[dict[str, object]]) -> None:
+    pytester.makeconftest(TOY_CONFTEST + HOOK)
+    pytester.makeini("[pytest]\nskilltransfer_limit_replay = 0\nskilltransfer_limit_holdout = 0\n")
+    seed = make_seed(pytester.path / "seeds", "alpha")
+    judge = {"kind": "rule", "checks": CHECKS["checks"] + checks}
+    for name in ("benchmark.jsonl", "held-out.jsonl"):
+        lines = [json.loads(line) for line in (seed / name).read_text().splitlines()]
+        (seed / name).write_text("".join(json.dumps({**line, "judge": judge}) + "\n" for line in lines))
+
+
+def test_a_conftest_registers_models_aliases_and_judge_ops(pytester: pytest.Pytester) -> None:
+    hooked_project(pytester, [{"op": "mentions", "arg": "Routed"}])
+    result = pytester.runpytest("--pair", "cheap:echo", "--snapshot-update", "--skilltransfer-json", "r.json")
+    result.assert_outcomes(passed=1)
+    data = json.loads((pytester.path / "r.json").read_text())["results"][0]
+    assert data["transferred"] == 1.0
+    # an op nobody registered is refused, naming the known ones
+    seed = pytester.path / "seeds" / "alpha" / "held-out.jsonl"
+    seed.write_text(seed.read_text().replace('"mentions"', '"whispers"'))
+    broken = pytester.runpytest("--pair", "cheap:echo")
+    broken.stdout.fnmatch_lines(["*held-out.jsonl:1: task 'hd-00': check 3: unknown op 'whispers'; known ops: *"
+                                 "tool_called, rubric, mentions, shouts*"])
+
+
+def test_registered_scrubbers_run_on_recording(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    with FakeProvider() as fake:
+        hooked_project(pytester, [])
+        pytester.makepyprojecttoml(f'[tool.skilltransfer.models]\nremote = "anthropic:fake-small@{fake.anthropic_url}"\n')
+        result = pytester.runpytest_subprocess("--pair", "toy-a:remote", "--no-direct", "--nights", "1",
+                                               "--record-mode=once", "--snapshot-update")
+        result.assert_outcomes(passed=1)
+    cassette = (pytester.path / "cassettes" / "alpha" / "fake-small.yaml").read_text()
+    assert "[redacted]" in cassette and "Route the ticket" not in cassette
+
+
+def test_a_bad_registration_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest('''
+def pytest_skilltransfer_configure(config, registry):
+    registry.add_judge_op("contains", lambda text, arg: True)
+''')
+    result = pytester.runpytest("--co")
+    result.stderr.fnmatch_lines(["*pytest_skilltransfer_configure: judge op 'contains' is built in*"])
+
+
+def test_the_repositorys_conftest_is_the_worked_example() -> None:
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--co", "-q", "--source", "cheap", "--target", "expensive",
+                           "seeds/docs-style"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "seeds/docs-style/SKILL.md::transfer[cheap->expensive]" in proc.stdout

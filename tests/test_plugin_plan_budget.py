@@ -1,0 +1,120 @@
+"""--plan and --max-cost against a loopback provider: the plan calls nothing; the budget stops recording."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from fake_provider import FakeProvider
+from plugin_support import project
+
+
+@pytest.fixture(autouse=True)
+def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
+def fake() -> FakeProvider:
+    with FakeProvider() as server:
+        yield server
+
+
+def _setup(pytester: pytest.Pytester, fake: FakeProvider, seeds: tuple[str, ...] = ("alpha",), price: str = "") -> None:
+    project(pytester, ini="skilltransfer_pair = small:large\nskilltransfer_nights = 1\n", seeds=seeds)
+    pytester.makepyprojecttoml(f'''
+        [tool.skilltransfer.models]
+        small = "anthropic:fake-small@{fake.anthropic_url}"
+        large = "openai:fake-large@{fake.openai_url}"
+        [tool.skilltransfer.prices]
+        {price}
+    ''')
+
+
+def _row(result: pytest.RunResult, start: str) -> list[str]:
+    line = next(line for line in result.stdout.lines if line.startswith(start))
+    return re.split(r"\s{2,}", line.strip())
+
+
+def test_plan_calls_nothing_and_tells_what_the_cassettes_hold(pytester: pytest.Pytester, fake: FakeProvider) -> None:
+    _setup(pytester, fake, price='"fake-*" = { input = 1.0, output = 5.0 }')
+    before = pytester.runpytest_subprocess("--plan", "--record-mode=once")
+    assert before.ret == 0
+    assert fake.received == []
+    item = _row(before, "seeds/alpha")
+    calls_bound, dollars = int(item[1]), float(item[4])
+    assert dollars > 0
+    assert item[5] == f"0 call(s) replay, then a miss in baseline: up to {calls_bound} to record"
+    before.stdout.fnmatch_lines(["*skill transfer plan*", "total (shared phases once)*", "How: *characters / 4*"])
+
+    recorded = pytester.runpytest_subprocess("--record-mode=once", "--snapshot-update", "--skilltransfer-json=r.json")
+    recorded.assert_outcomes(passed=1)
+    calls = json.loads((pytester.path / "r.json").read_text())["results"][0]["cost"]["calls"]
+    sent = len(fake.received)
+    assert 0 < sent <= calls <= calls_bound
+
+    after = pytester.runpytest_subprocess("--plan", "-n", "2")
+    assert after.ret == 0
+    assert len(fake.received) == sent
+    assert _row(after, "seeds/alpha")[5] == f"all recorded: {sent} call(s) replay"
+    after.stdout.fnmatch_lines([f"total (shared phases once)*{sent} call(s) recorded; to record: ≤ $0.0000"])
+
+
+def test_the_budget_stops_recording_keeps_what_was_recorded_and_fails_the_rest(
+        pytester: pytest.Pytester, fake: FakeProvider) -> None:
+    _setup(pytester, fake, seeds=("alpha", "beta"), price='"fake-*" = { input = 1000.0, output = 1000.0 }')
+    result = pytester.runpytest_subprocess("--record-mode=once", "--snapshot-update", "--max-cost=0.5", "-p",
+                                           "no:randomly")
+    outcome = result.parseoutcomes()
+    assert outcome.get("errors") == 2  # a call that cannot be made fails the item's setup, as any call error does
+    result.stdout.fnmatch_lines(["*--max-cost 0.5: the budget is spent ($*), so fake-* (phase *) was not called. "
+                                 "What was recorded is kept*"])
+    spent = len(fake.received)
+    assert 0 < spent < 20  # stopped early: each call costs about $0.1, and up to 8 may be in flight
+    kept = list((pytester.path / "cassettes").rglob("*.yaml"))
+    assert kept, "what was recorded before the budget ran out is kept"
+
+    again = pytester.runpytest_subprocess("--record-mode=new_episodes", "--snapshot-update", "--max-cost=1000")
+    again.assert_outcomes(passed=2)  # the recorded calls replayed; the rest were recorded
+    assert len(fake.received) > spent
+
+
+def test_a_budget_needs_prices(pytester: pytest.Pytester, fake: FakeProvider) -> None:
+    project(pytester, ini="skilltransfer_pair = mystery:mystery\n", seeds=("alpha",))
+    pytester.makepyprojecttoml(f'''
+        [tool.skilltransfer.models]
+        mystery = "anthropic:mystery-model@https://llm.example.com"
+    ''')
+    result = pytester.runpytest_subprocess("--max-cost=1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--max-cost: no price for mystery*"])
+
+
+@pytest.mark.parametrize("bad", ["free", "0", "-1"])
+def test_bad_budgets_are_usage_errors(pytester: pytest.Pytester, bad: str) -> None:
+    project(pytester, seeds=("alpha",))
+    result = pytester.runpytest_subprocess(f"--max-cost={bad}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--max-cost*"])
+
+
+def test_only_answers_from_the_network_are_charged(tmp_path, fake: FakeProvider) -> None:
+    from pytest_skilltransfer import cassettes
+    from pytest_skilltransfer.models.base import Message, Request
+    from pytest_skilltransfer.models.providers import build_model, on_live_reply
+
+    charged: list[tuple[str, int]] = []
+    on_live_reply(lambda model_id, usage: charged.append((model_id, usage.output_tokens)))
+    try:
+        model = build_model(f"anthropic:fake-claude@{fake.anthropic_url}")
+        request = Request(system="Be brief.", messages=(Message("user", "Hi"),), max_tokens=16)
+        with cassettes.recording(tmp_path, "seed-s", "once"):
+            model.complete(request)
+        assert [m for m, _ in charged] == ["fake-claude"]
+        with cassettes.recording(tmp_path, "seed-s", "none"):
+            model.complete(request)
+        assert len(charged) == 1  # the replay cost nothing
+    finally:
+        on_live_reply(None)
