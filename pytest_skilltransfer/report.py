@@ -12,6 +12,8 @@ COLUMNS = ("seed", "pair", "base", "transf.", "gain [95% CI]", "p", "mdg", "eff.
 MD_COLUMNS = ("seed", "pair", "baseline", "transferred", "direct", "gain [95% CI]", "p", "mdg", "eff. [95% CI]",
               "calls", "tokens", "$", "verdict")
 SEED_CHARS = 20
+TABLE_WIDTH = 120  # the terminal table stays narrower than this
+MIN_LABEL_CHARS = 12
 LEGEND = ("gain: paired per-task gain transferred - baseline, exact 95% interval (Clopper-Pearson on (d+1)/2); "
           "p: exact sign-flip test of no effect; mdg: smallest gain detected with 80% power at this task count; "
           "restarts: optimizations per item and the sd of their gains (the interval includes it); "
@@ -165,11 +167,18 @@ def md_table(results: list[dict[str, Any]]) -> tuple[tuple[str, ...], list[tuple
     return _with_restarts(results, MD_COLUMNS, md_rows(results), "gain [95% CI]")
 
 
-def text_table(results: list[dict[str, Any]]) -> str:
-    """A fixed-width table for the terminal (under 120 columns)."""
+def text_table(results: list[dict[str, Any]], max_width: int = TABLE_WIDTH) -> str:
+    """A fixed-width table for the terminal, narrower than `max_width`: when the cells would make it
+    wider, the pair and then the seed column are cut (`~`); the node ids name every item in full."""
     columns, body = _with_restarts(results, COLUMNS, table_rows(results), "gain [95% CI]")
     rows = [columns, *body]
     widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
+    for column in (columns.index("pair"), columns.index("seed")):
+        excess = sum(widths) + 2 * (len(widths) - 1) - (max_width - 1)
+        if excess > 0:
+            widths[column] = max(MIN_LABEL_CHARS, widths[column] - excess)
+            rows = [row if j == 0 else (*row[:column], _short(row[column], widths[column]), *row[column + 1:])
+                    for j, row in enumerate(rows)]
     lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)

@@ -117,3 +117,24 @@ def test_restarts_reach_every_report(pytester: pytest.Pytester) -> None:
     assert properties["skilltransfer_tasks_for_min_gain"] == str(stats.tasks_for_gain(0.1))
     bad = pytester.runpytest_subprocess("--min-delta=2")
     bad.stderr.fnmatch_lines(["*--min-delta: must be within ?0, 1?, got 2.0*"])
+
+
+def test_the_terminal_table_of_the_project_seeds_fits_120_columns() -> None:
+    """The real matrix over the repository's seeds (replayed), with a gate that makes verdicts inconclusive."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "0",
+                           "--transfer-min-gain=0.5"], cwd=root, capture_output=True, text=True,
+                          env={**os.environ, "CI": "true"}, timeout=600)
+    lines = proc.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if "= skill transfer =" in line)
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("=== transfer"))
+    table = lines[start + 1:end]
+    assert len(table) >= 2 + 20 and any(line.rstrip().endswith("inconclusive") for line in table), table
+    assert max(map(len, table)) < 120, "\n".join(table)
+    pairs = {line.split()[1] for line in table[2:] if line.startswith("release-advisor ")}
+    assert {"sim-small->smollm2-135m", "sim-small->smollm2-135m-an~"} <= pairs  # cut, but still distinct
