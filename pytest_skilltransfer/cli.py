@@ -133,6 +133,8 @@ def run(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="skilltransfer-cli-") as scratch:
         report = Path(scratch) / "report.json"
         pytest_args = [str(seed.path) for seed in seeds] + ["-p", "no:cacheprovider", "--no-snapshots"]
+        # this process imported the plugin before pytest could rewrite its asserts; it relies on none
+        pytest_args += ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
         pytest_args += ["-v"] if args.verbose else []
         pytest_args += plugin_arguments(parser, args)
         json_option = getattr(args, dest("skilltransfer-json"))

@@ -27,7 +27,6 @@ from .store import (
     merge,
     model_files,
     model_of_plain,
-    read_file,
     scan_file,
     request_path,
     write_model_file,
