@@ -589,7 +589,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
     """Attach the result to the call report, which xdist carries to the controller."""
     report = yield
-    _short_summary(report, call)
+    if SPEC in item.stash:
+        _short_summary(report, call)
     run = item.stash.get(RUN, None)
     if run is not None and report.when == "call":
         setattr(report, REPORT_ATTRIBUTE, {**run.data, "item": plain_nodeid(report.nodeid)})
