@@ -1,14 +1,28 @@
 """The suite runs without the optional plugins that change how pytest runs (pytest-randomly reorders
 and reseeds, pytest-recording owns --record-mode); the coexistence tests turn each on with `-p`.
-Provider retries keep their default budget but wait milliseconds, so fault tests stay fast."""
+Provider retries keep their default budget but wait milliseconds, so fault tests stay fast.
+
+Every module of the package is imported once here, in the main thread, before any test runs: an
+in-process pytester run would otherwise import (and assertion-rewrite, i.e. `ast.parse`) plugin
+modules lazily, sometimes from evaluation threads, and CPython 3.11's AST constructor keeps its
+recursion depth per interpreter, so two threads parsing at once can fail with "AST constructor
+recursion depth mismatch"."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+import importlib
+import pkgutil
+
 import pytest
 
+import pytest_skilltransfer
 from pytest_skilltransfer.models import sdk_common
+
+for _module in pkgutil.walk_packages(pytest_skilltransfer.__path__, "pytest_skilltransfer."):
+    if not _module.name.endswith("__main__"):
+        importlib.import_module(_module.name)
 
 OPTIONAL_PLUGINS_OFF = "-p no:randomly -p no:recording"
 
