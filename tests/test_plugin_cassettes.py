@@ -16,14 +16,22 @@ def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(var, raising=False)
 
 
-def test_both_pairs_of_a_seed_record_into_one_cassette_and_replay(pytester: pytest.Pytester) -> None:
+def _one_seed_project(pytester: pytest.Pytester, pairs: str) -> FakeProvider:
+    """Seed `alpha` with the given pairs of `small`/`large`, both served by a started loopback fake
+    (Anthropic wire format); one night, no direct run."""
     fake = FakeProvider().start()
-    project(pytester, ini="skilltransfer_pair = small:large large:small\nskilltransfer_nights = 1\nskilltransfer_no_direct = true\n", seeds=("alpha",))
+    project(pytester, ini=f"skilltransfer_pair = {pairs}\nskilltransfer_nights = 1\nskilltransfer_no_direct = true\n",
+            seeds=("alpha",))
     pytester.makepyprojecttoml(f'''
         [tool.skilltransfer.models]
         small = "anthropic:fake-small@{fake.anthropic_url}"
         large = "anthropic:fake-large@{fake.anthropic_url}"
     ''')
+    return fake
+
+
+def test_both_pairs_of_a_seed_record_into_one_cassette_and_replay(pytester: pytest.Pytester) -> None:
+    fake = _one_seed_project(pytester, "small:large large:small")
     limits = ("--limit-replay=2", "--limit-holdout=2")
     recorded = pytester.runpytest_subprocess(*limits, "--record-mode=once", "--snapshot-update", "--skilltransfer-json=a.json")
     recorded.assert_outcomes(passed=2)
@@ -95,14 +103,7 @@ def test_a_local_model_miss_names_the_server_build_and_auto_start() -> None:
 
 
 def test_restarts_share_the_cassette_and_replay_offline(pytester: pytest.Pytester) -> None:
-    fake = FakeProvider().start()
-    project(pytester, ini="skilltransfer_pair = small:large\nskilltransfer_nights = 1\nskilltransfer_no_direct = true\n",
-            seeds=("alpha",))
-    pytester.makepyprojecttoml(f'''
-        [tool.skilltransfer.models]
-        small = "anthropic:fake-small@{fake.anthropic_url}"
-        large = "anthropic:fake-large@{fake.anthropic_url}"
-    ''')
+    fake = _one_seed_project(pytester, "small:large")
     limits = ("--limit-replay=2", "--limit-holdout=2", "--restarts=3")
     recorded = pytester.runpytest_subprocess(*limits, "--record-mode=once", "--snapshot-update", "--skilltransfer-json=a.json")
     recorded.assert_outcomes(passed=1)
@@ -123,14 +124,7 @@ def test_restarts_share_the_cassette_and_replay_offline(pytester: pytest.Pyteste
 
 
 def test_an_edited_cassette_answer_shows_up_in_the_snapshot(pytester: pytest.Pytester) -> None:
-    fake = FakeProvider().start()
-    project(pytester, ini="skilltransfer_pair = small:large\nskilltransfer_nights = 1\nskilltransfer_no_direct = true\n",
-            seeds=("alpha",))
-    pytester.makepyprojecttoml(f'''
-        [tool.skilltransfer.models]
-        small = "anthropic:fake-small@{fake.anthropic_url}"
-        large = "anthropic:fake-large@{fake.anthropic_url}"
-    ''')
+    fake = _one_seed_project(pytester, "small:large")
     limits = ("--limit-replay=2", "--limit-holdout=2")
     pytester.runpytest_subprocess(*limits, "--record-mode=once", "--snapshot-update").assert_outcomes(passed=1)
     fake.stop()
