@@ -13,8 +13,10 @@ Tokens are estimated from characters at `CHARS_PER_TOKEN`: an agent call's input
 the task and the tool definitions, plus for each further tool step the previous reply and a tool
 result at its largest; its output is the call's `max_tokens`. An optimizer call's input is the
 reflection prompt built from every training task as a failure with a reply of `max_tokens`; its
-output is its `max_tokens`. The learned skill is taken as long as the seed's. So calls, tokens and
-dollars are upper bounds (prompt caching is not assumed).
+output is its `max_tokens`. The learned skill is taken as long as the seed's. Prompt caching: when the
+Anthropic wire would mark a call's shared prefix (`anthropic_wire.caches_prefix`; never with
+`prompt_cache` off), that prefix is priced at the cache-write rate on every call, reads never assumed.
+So calls, tokens and dollars are upper bounds.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import json
 from dataclasses import asdict, dataclass
 
 from .agent import ATTEMPT_MAX_TOKENS, MAX_TOOL_STEPS
+from .models.anthropic_wire import caches_prefix
 from .models.base import Usage
 from .prices import cost_usd
 from .protocol import ProtocolConfig, capped
@@ -44,11 +47,12 @@ class Share:
     calls: int
     input_tokens: int
     output_tokens: int
+    cache_write_tokens: int = 0  # of input_tokens: a marked prefix, priced as written on every call
 
     @property
     def usd(self) -> float | None:
-        per_call = Usage(self.input_tokens, self.output_tokens)
-        return cost_usd(self.model_id, per_call)
+        usage = Usage(self.input_tokens, self.output_tokens, cache_write_tokens=self.cache_write_tokens)
+        return cost_usd(self.model_id, usage)
 
 
 @dataclass(frozen=True)
@@ -71,8 +75,8 @@ def _tokens(chars: int) -> int:
 class Planner:
     """Bounds for one seed under one protocol configuration."""
 
-    def __init__(self, seed: Seed, config: ProtocolConfig) -> None:
-        self.seed, self.config = seed, config
+    def __init__(self, seed: Seed, config: ProtocolConfig, prompt_cache: bool = True) -> None:
+        self.seed, self.config, self.prompt_cache = seed, config, prompt_cache
         split_seed = seed.split.seed
         self.splits = {
             "train": capped(seed.train, config.limit_replay, split_seed),
@@ -82,18 +86,25 @@ class Planner:
         self.tools = (SEARCH_TOOL,) if seed.corpus_dir else ()
         self.steps = MAX_TOOL_STEPS if self.tools else 1
 
+    def _prefix_chars(self) -> int:
+        return len(self.seed.skill) + len(json.dumps([asdict(t) for t in self.tools]))
+
     def _attempt_input(self, task: Task) -> int:
-        first = len(self.seed.skill) + len(task.text) + len(json.dumps([asdict(t) for t in self.tools]))
+        first = self._prefix_chars() + len(task.text)
         growth = ATTEMPT_MAX_TOKENS * CHARS_PER_TOKEN + TOOL_RESULT_CHARS
         return sum(_tokens(first + step * growth) for step in range(self.steps))
+
+    def _written(self, model_id: str, prefix_chars: int) -> int:
+        """Tokens of a call's prefix priced as a cache write (0 when it is not marked)."""
+        return _tokens(prefix_chars) if self.prompt_cache and caches_prefix(model_id, prefix_chars) else 0
 
     def evaluation(self, model_id: str, split: str) -> Share:
         """An evaluation of a split: every task, sample and tool step."""
         tasks = self.splits[split]
         samples = self.config.samples
-        return Share(model_id, "agent", len(tasks) * samples * self.steps,
-                     sum(self._attempt_input(t) for t in tasks) * samples,
-                     len(tasks) * samples * self.steps * ATTEMPT_MAX_TOKENS)
+        calls = len(tasks) * samples * self.steps
+        return Share(model_id, "agent", calls, sum(self._attempt_input(t) for t in tasks) * samples,
+                     calls * ATTEMPT_MAX_TOKENS, calls * self._written(model_id, self._prefix_chars()))
 
     def reflection(self, model_id: str) -> Share:
         """The optimizer calls of one night, every training attempt shown as a failure."""
@@ -103,16 +114,17 @@ class Planner:
                                         self.config.edit_budget, sample_id=1)
         chars = len(request.system) + sum(len(m.content) for m in request.messages)
         return Share(model_id, "optimizer", REFLECT_CALLS, REFLECT_CALLS * _tokens(chars),
-                     REFLECT_CALLS * request.max_tokens)
+                     REFLECT_CALLS * request.max_tokens, REFLECT_CALLS * self._written(model_id, len(request.system)))
 
     def optimization(self, agent: str, optimizer: str, phase: str) -> Unit:
         nights = self.config.nights
         val, train, reflect = self.evaluation(agent, "val"), self.evaluation(agent, "train"), self.reflection(optimizer)
         agent_share = Share(agent, "agent", val.calls + nights * (train.calls + val.calls),
                             val.input_tokens + nights * (train.input_tokens + val.input_tokens),
-                            val.output_tokens + nights * (train.output_tokens + val.output_tokens))
+                            val.output_tokens + nights * (train.output_tokens + val.output_tokens),
+                            val.cache_write_tokens + nights * (train.cache_write_tokens + val.cache_write_tokens))
         optimizer_share = Share(optimizer, "optimizer", nights * reflect.calls, nights * reflect.input_tokens,
-                                nights * reflect.output_tokens)
+                                nights * reflect.output_tokens, nights * reflect.cache_write_tokens)
         return Unit((self.seed.name, "optimize", agent, optimizer), phase, (agent_share, optimizer_share))
 
     def item(self, source: str, target: str, source_optimizer: str, target_optimizer: str) -> list[Unit]:

@@ -1,18 +1,22 @@
-"""Prompt caching: the Anthropic prefix is marked only when long enough for the model's known minimum;
-cache-write and cache-read tokens from both providers are recorded, replayed, metered and priced."""
+"""Prompt caching: the Anthropic prefix is marked only when long enough for the model's known minimum and
+never with `--prompt-cache=off`; cache-write and cache-read tokens from both providers are recorded,
+replayed, metered and priced."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from fake_provider import FakeProvider, fake_provider  # noqa: F401 - fixture
+from plugin_support import project
 
 from pytest_skilltransfer import cassettes, prices
 from pytest_skilltransfer.ledger import Tally
 from pytest_skilltransfer.models import anthropic_wire
 from pytest_skilltransfer.models.base import Message, Request, ToolSpec, Usage
 from pytest_skilltransfer.models.providers import build_model
+from pytest_skilltransfer.models.sdk_common import CallPolicy, configure_calls
 from pytest_skilltransfer.report import cache_text
 from pytest_skilltransfer.result_json import cache_saved, cost_rows
 
@@ -105,3 +109,60 @@ def test_cache_rates_are_dated_and_missing_rates_mean_no_saving() -> None:
         assert prices.cost_usd("my-model", usage) == pytest.approx((200 * 1 + 800 * 0.5) / 1e6)
     finally:
         prices.configure_prices({})
+
+
+def test_prompt_cache_off_sends_no_cache_control(fake_provider: FakeProvider) -> None:
+    sonnet = build_model(f"anthropic:claude-sonnet-5-5@{fake_provider.anthropic_url}")
+    configure_calls(CallPolicy(prompt_cache=False))
+    try:
+        sonnet.complete(ask("Quote the plan."))
+    finally:
+        configure_calls(CallPolicy())
+    assert body_of(fake_provider)["system"] == LONG_SKILL
+    assert "cache_control" not in json.dumps(body_of(fake_provider))
+
+
+def _bodies_with_cache_control(fake: FakeProvider) -> set[bool]:
+    return {"cache_control" in json.dumps(r["body"]) for r in fake.received}
+
+
+def test_the_option_reaches_the_requests_the_plan_and_the_rerecord_command(pytester: pytest.Pytester) -> None:
+    fake = FakeProvider().start()
+    root = project(pytester, ini="skilltransfer_no_direct = true\n", seeds=("alpha",))
+    (root / "alpha" / "SKILL.md").write_text(LONG_SKILL[:2400])  # ~600 tokens: above Opus 5's 512
+    pytester.makepyprojecttoml(f'''
+        [tool.skilltransfer.models]
+        opus = "anthropic:claude-opus-5@{fake.anthropic_url}"
+
+        [tool.skilltransfer.prices]
+        toy-a = {{ input = 0, output = 0 }}
+    ''')
+    run = ("--source", "toy-a", "--target", "opus", "--nights", "1", "--limit-replay=2", "--limit-holdout=2")
+    cached = pytester.runpytest_subprocess(*run, "--record-mode=once", "--snapshot-update")
+    cached.assert_outcomes(passed=1)
+    assert fake.received and _bodies_with_cache_control(fake) == {True}
+
+    plans = {mode: pytester.runpytest_subprocess(*run, "--plan", f"--prompt-cache={mode}", "--cassette-dir=empty")
+             for mode in ("auto", "off")}
+    totals = {mode: next(line for line in p.stdout.lines if line.startswith("total")).split()
+              for mode, p in plans.items()}
+    assert totals["auto"][:7] == totals["off"][:7]  # the same calls and tokens: only the dollars differ
+    assert float(totals["auto"][7]) > float(totals["off"][7])  # a cache write costs more than a plain input token
+
+    missed = pytester.runpytest_subprocess(*run, "--prompt-cache=off", "--record-mode=none")
+    missed.assert_outcomes(errors=1)
+    assert "cassette miss: seed 'alpha'" in missed.stdout.str()
+    assert "--limit-holdout 2 --prompt-cache off --record-mode=new_episodes" in missed.stdout.str()
+
+    fake.received.clear()
+    uncached = pytester.runpytest_subprocess(*run, "--prompt-cache=off", "--record-mode=once", "--cassette-dir=off",
+                                             "--snapshot-update")
+    uncached.assert_outcomes(passed=1)
+    fake.stop()
+    assert fake.received and _bodies_with_cache_control(fake) == {False}
+
+
+def test_a_bad_prompt_cache_value_names_the_option(pytester: pytest.Pytester) -> None:
+    project(pytester, seeds=("alpha",))
+    result = pytester.runpytest("--prompt-cache=sometimes")
+    assert "--prompt-cache: expected one of auto, off, got 'sometimes'" in result.stderr.str()

@@ -8,7 +8,8 @@ sent: some current models refuse them, and determinism comes from the cassettes.
 Prompt caching: the shared prefix of every call (the tools, then the skill as system prompt) gets
 one `cache_control` breakpoint on the system block when it is long enough for the model's minimum
 cacheable prefix (`CACHE_MIN_TOKENS`, estimated at 4 characters per token). Models whose minimum is
-unknown (local servers, new ids) are never marked, so their requests and cassettes do not change. A request's
+unknown (local servers, new ids) are never marked, so their requests and cassettes do not change. With the
+call policy's `prompt_cache` off (`--prompt-cache=off`) nothing is marked. A request's
 `response_schema` becomes a tool the reply is forced to call (`tool_choice`), the structured reply.
 """
 
@@ -19,6 +20,7 @@ from typing import Any
 
 from .aliases import Target
 from .base import Message, Reply, Request, ToolCall, Usage
+from .sdk_common import call_policy
 
 
 CLIENT_CLASS = ("anthropic", "Anthropic")  # the SDK module and client class, imported on first use
@@ -86,17 +88,22 @@ def _prefix_chars(params: dict[str, Any]) -> int:
     return len(params.get("system") or "") + sum(len(str(t)) for t in tools)
 
 
+def caches_prefix(model_id: str, prefix_chars: int) -> bool:
+    """Whether a shared prefix (system and tools) of `prefix_chars` characters is marked for caching."""
+    minimum = cache_min_tokens(model_id)
+    return minimum is not None and prefix_chars // CHARS_PER_TOKEN >= minimum
+
+
 def mark_cache_prefix(params: dict[str, Any]) -> dict[str, Any]:
     """Put a `cache_control` breakpoint after the shared prefix when it is long enough to cache."""
-    minimum = cache_min_tokens(str(params.get("model", "")))
-    if minimum is None or not params.get("system") or _prefix_chars(params) // CHARS_PER_TOKEN < minimum:
+    if not params.get("system") or not caches_prefix(str(params.get("model", "")), _prefix_chars(params)):
         return params
     block = {"type": "text", "text": params["system"], "cache_control": {"type": "ephemeral"}}
     return {**params, "system": [block]}
 
 
-def request_params(target: Target, request: Request) -> dict[str, Any]:
-    """Keyword arguments for `messages.create`."""
+def request_params(target: Target, request: Request, prompt_cache: bool = True) -> dict[str, Any]:
+    """Keyword arguments for `messages.create` (`prompt_cache` False: no prefix is marked)."""
     params: dict[str, Any] = {
         "model": target.model_id,
         "max_tokens": request.max_tokens,
@@ -115,7 +122,7 @@ def request_params(target: Target, request: Request) -> dict[str, Any]:
             {"name": shape.name, "description": shape.description, "input_schema": shape.schema}
         ]
         params["tool_choice"] = {"type": "tool", "name": shape.name}
-    return mark_cache_prefix(params)
+    return mark_cache_prefix(params) if prompt_cache else params
 
 
 def parse_reply(message: Any, model_id: str) -> Reply:
@@ -145,4 +152,5 @@ def parse_reply(message: Any, model_id: str) -> Reply:
 
 def send(client: Any, target: Target, request: Request) -> Any:
     """One call; returns the SDK's raw response (`.http_response`, `.parse()`), checked before parsing."""
-    return client.messages.with_raw_response.create(**request_params(target, request))
+    params = request_params(target, request, prompt_cache=call_policy().prompt_cache)
+    return client.messages.with_raw_response.create(**params)

@@ -9,7 +9,8 @@ base URL (vLLM, llama.cpp, Ollama, a test fake) get a placeholder key when none 
 Call policy (`CallPolicy`, set with `configure_calls`): the SDKs' own retry machinery does the
 retrying (max_retries, their retry-after parsing, timeouts); the backoff between attempts is
 ours: exponential from `backoff_s`, capped at `max_backoff_s`, and a `retry-after` the provider
-sends is waited for (up to `MAX_RETRY_AFTER_S`).
+sends is waited for (up to `MAX_RETRY_AFTER_S`). `prompt_cache` off keeps the Anthropic wire from
+marking a prefix for caching (so no `cache_control` is sent, and recorded bodies differ accordingly).
 
 HTTP hooks: every client is built by `make_client` on an SDK `DefaultHttpxClient` whose event
 hooks dispatch to `add_http_hook` registrations at call time, so a hook added later (say, a
@@ -41,12 +42,13 @@ _DEFAULT_ENDPOINTS = {"anthropic": "https://api.anthropic.com", "openai": "https
 
 @dataclass(frozen=True)
 class CallPolicy:
-    """Retries, backoff and timeout of live calls (replayed calls never retry)."""
+    """Retries, backoff and timeout of live calls (replayed calls never retry), and prompt caching."""
 
     max_retries: int = 8
     backoff_s: float = 0.5
     max_backoff_s: float = 8.0
     timeout_s: float = 600.0
+    prompt_cache: bool = True  # mark a long enough shared prefix with `cache_control` (Anthropic)
 
     def wait_before_retry(self, attempt: int, retry_after: float | None) -> float:
         """Seconds to wait before retry number `attempt` (0-based): the provider's retry-after, else backoff."""

@@ -464,7 +464,8 @@ def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapsho
     return result
 
 
-REQUEST_SHAPING = ("optimizer", "nights", "edit-budget", "limit-replay", "limit-holdout", "samples", "no-direct")
+REQUEST_SHAPING = ("optimizer", "nights", "edit-budget", "limit-replay", "limit-holdout", "samples", "no-direct",
+                   "prompt-cache")
 
 
 def rerecord_command(item: pytest.Item, spec: TransferSpec) -> str:

@@ -145,6 +145,10 @@ def add_options(parser: Any, own_record_mode: bool = True) -> None:
          f"(default {defaults.backoff_s:g}:{defaults.max_backoff_s:g})", metavar="FIRST[:MAX]")
     _add(group, parser, "provider-timeout", f"seconds one provider call may take (default {defaults.timeout_s:g})",
          metavar="S")
+    _add(group, parser, "prompt-cache", "auto: mark the shared prefix of Anthropic requests (skill system prompt, "
+         "tools) with cache_control when it reaches the model's minimum cacheable length; off: never (a prefix "
+         "sent once is cheaper uncached; some proxies reject the field). Request bodies differ, so cassettes "
+         "recorded under one setting miss under the other (default auto)", metavar="MODE")
     _add(group, parser, "local-server", "auto: start the local llama.cpp server when a local model has calls to "
          "record and SKILLTRANSFER_LOCAL_URL is unset; off: never (default auto)", metavar="MODE")
 
@@ -172,7 +176,7 @@ class Settings:
     model_concurrency: dict[str, int] = field(default_factory=dict)  # --max-concurrency MODEL=N
     plan: bool = False
     max_cost: float | None = None  # --max-cost USD (None: no budget)
-    calls: CallPolicy = field(default_factory=CallPolicy)  # --provider-retries/-backoff/-timeout
+    calls: CallPolicy = field(default_factory=CallPolicy)  # --provider-retries/-backoff/-timeout, --prompt-cache
     seed_limits: SeedLimits = field(default_factory=SeedLimits)  # --max-skill-bytes/-task-bytes/-corpus-bytes
     ini_judge: JudgeSettings = field(default_factory=JudgeSettings)
     cli_judge: JudgeSettings = field(default_factory=JudgeSettings)
@@ -391,7 +395,7 @@ def _seconds(value: Any, where: str) -> float:
 
 
 def _call_policy(reader: _Reader) -> CallPolicy:
-    """--provider-retries, --provider-backoff FIRST[:MAX] and --provider-timeout over the defaults."""
+    """--provider-retries, --provider-backoff FIRST[:MAX], --provider-timeout and --prompt-cache over the defaults."""
     policy: dict[str, Any] = {}
     value, where = reader.get("provider-retries")
     if value is not None:
@@ -407,6 +411,7 @@ def _call_policy(reader: _Reader) -> CallPolicy:
     value, where = reader.get("provider-timeout")
     if value is not None:
         policy["timeout_s"] = _seconds(value, where)
+    policy["prompt_cache"] = _choice(reader, "prompt-cache", ("auto", "off")) == "auto"
     return CallPolicy(**policy)
 
 

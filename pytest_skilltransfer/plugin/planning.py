@@ -75,7 +75,7 @@ def build_plans(runner: Runner, items: list[pytest.Item], spec_of: Callable[[pyt
             by_seed.setdefault(spec.seed_path, []).append((item, spec))
     for seed_path, members in by_seed.items():
         seed = runner.seed(seed_path)
-        planner = Planner(seed, runner.settings.protocol)
+        planner = Planner(seed, runner.settings.protocol, runner.settings.calls.prompt_cache)
         session = SeedSession(seed, runner.settings.protocol, concurrency=concurrency)
         seed_plans = []
         for item, spec in members:
@@ -137,6 +137,7 @@ def plan_lines(plans: list[ItemPlan], price_date: str) -> list[str]:
         *lines,
         f"How: calls follow the protocol at its longest (every night runs, every tool step is taken, the optimizer "
         f"retries once); tokens are characters / {CHARS_PER_TOKEN} of the skill, task, tools and tool results, "
-        "with every reply at its max_tokens; prompt caching is not assumed. Recorded calls were found by replaying "
+        "with every reply at its max_tokens; a prefix marked for prompt caching is priced as a cache write on every "
+        "call (no reads assumed; none with --prompt-cache=off). Recorded calls were found by replaying "
         "the cassettes with the network blocked.",
     ]
