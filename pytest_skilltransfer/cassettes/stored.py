@@ -21,17 +21,31 @@ from .index import Slot
 from .store import CassetteFileError, Rejected, from_plain, load_item, plain_key, scan_text, structure_problem
 
 
+_CHUNK = 1 << 16
+
+
+def _sha256(handle: Any) -> str:
+    """SHA-256 of a file read in 64 KiB pieces (one small buffer, whatever the file's size)."""
+    digest, buffer = hashlib.sha256(), bytearray(_CHUNK)
+    view = memoryview(buffer)
+    while True:
+        count = handle.readinto(buffer)
+        if not count:
+            return digest.hexdigest()
+        digest.update(view[:count])
+
+
 class ModelFile:
     """One model file held open: its digest, and the interaction at a slot read on demand."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         try:
-            self._handle = open(path, "rb")  # noqa: SIM115 -- held until `close`
+            self._handle = open(path, "rb", buffering=0)  # noqa: SIM115 -- held until `close`; read with pread
         except OSError as err:
             raise CassetteFileError(f"cassette file {path} cannot be read ({err}).") from err
         self.size = os.fstat(self._handle.fileno()).st_size
-        self.digest = hashlib.file_digest(self._handle, "sha256").hexdigest()
+        self.digest = _sha256(self._handle)
 
     def text(self) -> str:
         """The whole file as text (bytes as they are: offsets into it are byte offsets once encoded)."""
