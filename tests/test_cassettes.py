@@ -59,8 +59,8 @@ def test_record_then_replay_offline_gives_identical_replies(tmp_path: Path) -> N
 
     assert replayed == recorded
     assert len(fake.received) == served == 4
-    assert sorted(p.name for p in (tmp_path / "seed-a").iterdir()) == [".lock", "fake-claude.yaml", "fake-claude.yaml.index",
-                                                                  "fake-gpt.yaml", "fake-gpt.yaml.index"]
+    assert sorted(p.name for p in (tmp_path / "seed-a").iterdir()) == [
+        ".lock", "fake-claude.yaml", "fake-claude.yaml.index", "fake-gpt.yaml", "fake-gpt.yaml.index"]
     assert all(r.usage.input_tokens > 0 and r.usage.output_tokens > 0 for r in replayed)
 
 
