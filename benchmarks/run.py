@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from fake_provider import FakeProvider  # noqa: E402
 
 from pytest_skilltransfer import cassettes  # noqa: E402
-from pytest_skilltransfer.cassettes import store  # noqa: E402
+from pytest_skilltransfer.cassettes import index as cassette_index, store  # noqa: E402
 from pytest_skilltransfer.models.base import Message, Request  # noqa: E402
 from pytest_skilltransfer.models.limiter import LIMITERS  # noqa: E402
 from pytest_skilltransfer.models.providers import DEFAULT_CONCURRENCY, build_model, configure_aliases  # noqa: E402
@@ -113,7 +113,7 @@ def _synthetic_cassette(fake: FakeProvider, folder: Path, size: int, realistic: 
         body["messages"][0]["content"] = f"Describe change {i}." if first else \
             f"{_first_text(body['messages'][0]['content'])} (#{i})"
         grown.append(entry)
-    store.write_atomically(path, store.render(grown))
+    store.write_model_file(path, grown)  # the readable file and its index, as recording writes them
 
 
 def calls_with_template(size: int) -> int:
@@ -187,21 +187,44 @@ def _kib(value: float) -> str:
     return f"{value / 1024:.1f} KiB"
 
 
+def _without_indexes(folder: Path) -> Callable[[], None]:
+    """Remove the folder's cassette indexes; returns what puts them back."""
+    saved = {p: p.read_bytes() for p in folder.rglob(f"*.yaml{cassette_index.SUFFIX}")}
+    for path in saved:
+        path.unlink()
+
+    def restore() -> None:
+        for path, data in saved.items():
+            path.write_bytes(data)
+
+    return restore
+
+
+def _figures(seconds: float, held: int, peak: int, size: int) -> str:
+    return f"{seconds * 1000 / size:.3f} ms, peak {_kib(peak)}, held {_kib(held)}"
+
+
+def _ratios(old: tuple[float, int, int], new: tuple[float, int, int]) -> str:
+    return (f"{old[0] / new[0]:.1f}x faster, {old[2] / max(1, new[2]):.1f}x leaner at peak, "
+            f"{old[1] / max(1, new[1]):.1f}x held")
+
+
 def cassette_open(work: Path, sizes: tuple[int, ...], reference: Callable[[Path], tuple[float, int, int]] | None
                   ) -> list[Row]:
     rows = []
     for size in sizes:
         folder = work / f"replay-{size}"
-        seconds, held, peak = _open_once(folder)
-        after = f"{seconds * 1000 / size:.3f} ms, peak {_kib(peak)}, held {_kib(held)} per interaction"
+        indexed = _open_once(folder)
+        restore = _without_indexes(folder)
+        unindexed = _open_once(folder)
+        restore()
+        after = f"indexed {_figures(*indexed, size)}; no index {_figures(*unindexed, size)} per interaction"
         if reference is None:
             rows.append((f"cassette open, {size} interactions", after, "-"))
             continue
-        old_s, old_held, old_peak = reference(folder / "replay")
-        before = f"{old_s * 1000 / size:.3f} ms, peak {_kib(old_peak)}, held {_kib(old_held)}"
-        rows.append((f"cassette open, {size} interactions", f"before {before}; after {after}",
-                     f"{old_s / seconds:.1f}x faster, {old_peak / max(1, peak):.1f}x leaner at peak "
-                     f"({old_held / max(1, held):.1f}x held)"))
+        old = reference(folder / "replay")
+        rows.append((f"cassette open, {size} interactions", f"before {_figures(*old, size)}; after: {after}",
+                     f"indexed {_ratios(old, indexed)} (no index: {_ratios(old, unindexed)})"))
     return rows
 
 
@@ -314,6 +337,9 @@ def _scores(path: Path) -> list[tuple[Any, ...]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run, figures not comparable)")
+    parser.add_argument("--only", action="append", metavar="SECTION",
+                        help="run only these sections (recording, replay, cassette open, collection, duplicates); "
+                             "cassette open needs replay")
     args = parser.parse_args()
     for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
         os.environ.pop(var, None)
@@ -335,6 +361,8 @@ def main() -> None:
             ("duplicates", lambda: duplicates(work)),
         ]
         for name, section in sections:
+            if args.only and name not in args.only:
+                continue
             start = time.perf_counter()
             found = section()
             rows += found

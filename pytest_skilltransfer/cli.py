@@ -3,6 +3,7 @@
     python -m pytest_skilltransfer [run] [--data-root seeds] [--seeds a,b] [--json] [-v] [OPTIONS]
     python -m pytest_skilltransfer init DIR [--skill PATH]
     python -m pytest_skilltransfer merge SHARD.json...   (merges sharded pytest runs' reports, see `merge`)
+    python -m pytest_skilltransfer index [DIR] [--check] (cassette indexes, see `cassettes.reindex`)
 
 `run` is a front end to pytest with this plugin: its OPTIONS are the options of pytest's
 *skill transfer* group (built from the same table), read with the same ini keys, the same
@@ -68,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Every option below the first group is also an ini key in [tool.pytest.ini_options]; "
                "[tool.skilltransfer.models] and [tool.skilltransfer.prices] in pyproject.toml apply as in pytest. "
                "Exit: 0 all gates pass, 1 a gate or model call failed, 2 bad options or seeds. "
-               "merge SHARD.json... merges the JSON reports of sharded runs (see merge --help).",
+               "merge SHARD.json... merges the JSON reports of sharded runs (see merge --help); "
+               "index [DIR] [--check] writes or checks the cassette indexes (see index --help).",
     )
     own = parser.add_argument_group("run")
     own.add_argument("--data-root", default="seeds", help="folder of seeds (default: seeds)")
@@ -155,6 +157,10 @@ def main(argv: list[str] | None = None) -> int:
         from .merge import main as merge
 
         return merge(argv[1:])
+    if argv[:1] == ["index"]:
+        from .cassettes.reindex import main as index_main
+
+        return index_main(argv[1:])
     if argv[:1] == ["init"]:
         from .scaffold import main as init_main
 

@@ -98,7 +98,7 @@ def test_kill_9_while_saving_leaves_the_journal_and_the_next_open_cleans_up(tmp_
             for i in range(4):
                 model.complete(_ask(i))
         assert len(fake.received) == 4  # nothing was sent twice
-    assert sorted(p.name for p in folder.iterdir()) == [".lock", "durable.yaml"]
+    assert sorted(p.name for p in folder.iterdir()) == [".lock", "durable.yaml", "durable.yaml.index"]
     assert len(on_disk(folder)) == 4
 
 

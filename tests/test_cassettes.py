@@ -59,7 +59,8 @@ def test_record_then_replay_offline_gives_identical_replies(tmp_path: Path) -> N
 
     assert replayed == recorded
     assert len(fake.received) == served == 4
-    assert sorted(p.name for p in (tmp_path / "seed-a").iterdir()) == [".lock", "fake-claude.yaml", "fake-gpt.yaml"]
+    assert sorted(p.name for p in (tmp_path / "seed-a").iterdir()) == [
+        ".lock", "fake-claude.yaml", "fake-claude.yaml.index", "fake-gpt.yaml", "fake-gpt.yaml.index"]
     assert all(r.usage.input_tokens > 0 and r.usage.output_tokens > 0 for r in replayed)
 
 
@@ -210,7 +211,7 @@ def test_interrupted_write_leaves_previous_cassette_intact_and_the_journal_for_t
         assert model.complete(ask("First")) == first and model.complete(ask("Second")) == second
     with recording(tmp_path, "seed-w", "new_episodes"):  # recording folds it into the file
         pass
-    assert sorted(p.name for p in path.parent.iterdir()) == [".lock", "fake-claude.yaml"]
+    assert sorted(p.name for p in path.parent.iterdir()) == [".lock", "fake-claude.yaml", "fake-claude.yaml.index"]
     assert len(interactions(path)) == 2
 
 

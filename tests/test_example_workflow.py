@@ -66,6 +66,7 @@ def test_workflow_jobs_replay_on_pull_requests_and_record_on_a_schedule() -> Non
 @pytest.mark.parametrize("prefix, help_command", [
     ("pytest ", [sys.executable, "-m", "pytest", "--help"]),
     ("python -m pytest_skilltransfer merge", [sys.executable, "-m", "pytest_skilltransfer", "merge", "--help"]),
+    ("python -m pytest_skilltransfer index", [sys.executable, "-m", "pytest_skilltransfer", "index", "--help"]),
 ])
 def test_every_option_the_workflow_passes_exists(prefix: str, help_command: list[str]) -> None:
     used = {option for command in commands(prefix) for option in OPTION.findall(command)}

@@ -124,7 +124,11 @@ def current_phase() -> str | None:
 def transport_failure(exc: BaseException) -> ModelCallError | None:
     """A clear error for a cassette miss or a network-guard block hidden in `exc`'s chain."""
     from .netguard import NetworkBlocked
+    from .store import CassetteFileError
 
+    damaged = find_in_chain(exc, CassetteFileError)
+    if damaged is not None:
+        return damaged  # type: ignore[return-value]
     if find_vcr_miss(exc) is not None:
         rec = active_recording()
         if rec is not None and rec.cassette is not None:
@@ -138,6 +142,7 @@ def transport_failure(exc: BaseException) -> ModelCallError | None:
 def _seed_cassette_class() -> type:
     """A vcrpy Cassette over a `SeedStore`: an index, a lock, a journal, and per-model `once` semantics."""
     from vcr.cassette import Cassette
+    from vcr.errors import UnhandledHTTPRequestError
     from vcr.record_mode import RecordMode
 
     from .match import model_of, request_key
@@ -174,20 +179,37 @@ def _seed_cassette_class() -> type:
 
         def _load(self) -> None:
             # Stored interactions were filtered and redacted when they were recorded (and every write
-            # is scanned for secrets), so each goes straight into the index as it is read: no vcrpy
-            # filters, no copies, and no parsed file held in memory.
+            # is scanned for secrets), so none goes through vcrpy's filters or copies. A file with a
+            # current index is not parsed: each interaction is read from it when played. A file
+            # without one is read once, each interaction converted as it is read.
             loaded = self.store.open(lambda entry: (plain_key(entry), model_of_plain(entry), from_plain(entry)))
             self.rejected = loaded.rejected
             models = set()
+            for stored in loaded.stored:
+                self._add_loaded(stored.slot.key, stored)
+                models.add(stored.slot.model)
             for key, model, interaction in loaded.entries:
-                self._index.setdefault(key, []).append(len(self.data))
-                self.data.append(interaction)
-                self._old_interactions.append(interaction)
+                self._add_loaded(key, interaction)
                 models.add(model)
             self._loaded_count = len(self.data)
             self.dirty = False
             self.rewound = bool(self.data)
             self.loaded_models = frozenset(models)
+
+        def _add_loaded(self, key: tuple[str, str, str], interaction: Any) -> None:
+            self._index.setdefault(key, []).append(len(self.data))
+            self.data.append(interaction)
+            self._old_interactions.append(interaction)
+
+        def _unplayed(self, request: Any) -> int | None:
+            """The first stored interaction for `request` not played yet (call with the lock held)."""
+            request = self._before_record_request(request)
+            if not request:
+                return None
+            for index in self._index.get(request_key(request), ()):
+                if self.play_counts[index] == 0 or self.allow_playback_repeats:
+                    return index
+            return None
 
         def _responses(self, request: Any) -> Iterator[tuple[int, Any]]:
             request = self._before_record_request(request)
@@ -198,9 +220,18 @@ def _seed_cassette_class() -> type:
             for index in indices:
                 yield index, self.data[index][1]
 
+        def __contains__(self, request: Any) -> bool:
+            with self._lock:
+                return self._unplayed(request) is not None
+
         def play_response(self, request: Any) -> Any:
             with self._lock:
-                return super().play_response(request)
+                index = self._unplayed(request)
+                if index is None:
+                    raise UnhandledHTTPRequestError(
+                        f"The cassette ({self._path!r}) doesn't contain the request ({request!r}) asked for")
+                self.play_counts[index] += 1
+            return self.data[index][1]  # a stored interaction is read from its file here, outside the lock
 
         def filter_request(self, request: Any) -> Any:
             request = super().filter_request(request)

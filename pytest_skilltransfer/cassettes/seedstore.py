@@ -16,7 +16,9 @@ from typing import Any, Callable
 
 Convert = Callable[[dict[str, Any]], Any]
 
+from .index import index_path
 from .journal import Journal, claim_orphans, live_or_orphan_entries
+from .stored import ModelFile, StoredInteraction, open_model_file
 from .store import (
     CassetteFileError,
     Rejected,
@@ -27,8 +29,9 @@ from .store import (
     merge,
     model_files,
     model_of_plain,
-    scan_file,
     request_path,
+    scan_file,
+    write_atomically,
     write_model_file,
 )
 from ..models.validity import response_problem
@@ -36,11 +39,23 @@ from ..models.validity import response_problem
 
 @dataclass
 class Loaded:
-    """A seed folder's usable interactions (plain data), the rejected ones, and the files they came from."""
+    """A seed folder's usable interactions, the rejected ones, and the files they came from.
 
-    entries: list[dict[str, Any]] = field(default_factory=list)
+    `stored` are read from their files when played (the file had a current index); `entries` were
+    read in full (as plain data, or what `convert` made of them).
+    """
+
+    stored: list[StoredInteraction] = field(default_factory=list)
+    entries: list[Any] = field(default_factory=list)
     rejected: list[Rejected] = field(default_factory=list)
     damaged: list[CassetteFileError] = field(default_factory=list)  # tolerated only in record mode `all`
+    files: list[ModelFile] = field(default_factory=list)  # held open until `close_files`
+    stale_indexes: dict[Path, str] = field(default_factory=dict)  # index path -> the current index text
+
+    def close_files(self) -> None:
+        for file in self.files:
+            file.close()
+        self.files.clear()
 
 
 def _by_model(entries: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -75,6 +90,30 @@ def load_folder(folder: Path, tolerate_damage: bool = False, convert: Convert | 
     return loaded
 
 
+def open_folder(folder: Path, tolerate_damage: bool = False, convert: Convert | None = None) -> Loaded:
+    """`load_folder` for replay: files with a current index are opened, not read (see `stored`)."""
+    loaded = Loaded()
+    try:
+        for path in model_files(folder):
+            try:
+                opened = open_model_file(path, convert or (lambda entry: entry))
+            except CassetteFileError as err:
+                if not tolerate_damage:
+                    raise
+                loaded.damaged.append(err)
+                continue
+            loaded.files.append(opened.file)
+            loaded.stored.extend(opened.stored)
+            loaded.entries.extend(opened.entries)
+            loaded.rejected.extend(opened.rejected)
+            if opened.index_text is not None:
+                loaded.stale_indexes[index_path(path)] = opened.index_text
+    except BaseException:
+        loaded.close_files()
+        raise
+    return loaded
+
+
 def fold(folder: Path, entries: list[dict[str, Any]], tolerate_damage: bool = False) -> list[Path]:
     """Merge recorded entries into their model files (call with the folder lock held); the files changed."""
     changed = []
@@ -94,6 +133,8 @@ class SeedStore:
         self.journal = Journal(folder)
         self.cleaned: list[Path] = []  # leftover temporary files removed on open
         self.recovered = 0  # interactions folded in from killed recorders' journals
+        self.indexed: list[Path] = []  # indexes written on open (they were missing or stale)
+        self.loaded: Loaded | None = None  # what `open` gave; its files stay open until `close`
 
     @property
     def writes(self) -> bool:
@@ -111,7 +152,7 @@ class SeedStore:
                 loaded = load_folder(self.folder)
                 loaded.entries = [(convert or (lambda e: e))(e) for e in merge(loaded.entries, pending)]
                 return loaded
-            return load_folder(self.folder, convert=convert)
+            return self._keep(open_folder(self.folder, convert=convert))
         if not self.folder.is_dir():
             return Loaded()
         with folder_lock(self.folder):
@@ -127,7 +168,15 @@ class SeedStore:
             for orphan in orphans:
                 orphan.remove()
             self.recovered = len(recovered)
-            return load_folder(self.folder, tolerate, convert)
+            loaded = self._keep(open_folder(self.folder, tolerate, convert))
+            for path, text in loaded.stale_indexes.items():
+                write_atomically(path, text)
+                self.indexed.append(path)
+            return loaded
+
+    def _keep(self, loaded: Loaded) -> Loaded:
+        self.loaded = loaded
+        return loaded
 
     def record(self, entry: dict[str, Any]) -> None:
         """Make one recorded interaction durable now."""
@@ -135,6 +184,11 @@ class SeedStore:
 
     def close(self) -> list[Path]:
         """Fold this process's journal into the model files and remove it; the files changed."""
+        if self.loaded is not None:
+            self.loaded.close_files()  # nothing is replayed any more; the fold may replace the files
+        return self._fold_journal()
+
+    def _fold_journal(self) -> list[Path]:
         if not self.journal.entries:
             self.journal.discard()
             return []

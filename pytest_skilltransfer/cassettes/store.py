@@ -20,18 +20,20 @@ compares canonical JSON, so the exact bytes never matter. Every write goes throu
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Generic, TypeVar
 
 import yaml
 
 from ..models.base import ModelCallError
 from ..redaction import find_secrets
+from .index import SUFFIX as INDEX_SUFFIX, Slot, index_path, render as render_index
 from .match import body_bytes, body_digest, parse_json, readable_yaml
 from ..models.validity import response_problem
 
@@ -217,23 +219,23 @@ def _fix() -> str:
             "(the provider's key must be set).")
 
 
-def _split(text: str) -> tuple[str, list[tuple[int, str]]] | None:
-    """A file in the layout `render` writes, cut into its frame (version, count) and one YAML text per
-    interaction with its 1-based first line; None for any other layout (read as a whole instead)."""
+def _split(text: str) -> tuple[str, list[tuple[int, int, int]]] | None:
+    """A file in the layout `render` writes, cut into its frame (version, count) and the span of each
+    interaction's YAML item: (first line, start, stop) in characters; None for any other layout
+    (read as a whole instead)."""
     head = re.search(r"^interactions:[ \t]*\n", text, re.M)
     if head is None:
         return None
     tail = re.compile(r"^(?!- )\S", re.M).search(text, head.end())
     end = tail.start() if tail else len(text)
-    body = text[head.end():end]
-    if body and not body.startswith("- "):
+    if end > head.end() and not text.startswith("- ", head.end()):
         return None
-    chunks, line = [], text.count("\n", 0, head.end()) + 1
-    starts = [m.start() for m in _ITEM_LINE.finditer(body)] + [len(body)]
+    spans, line = [], text.count("\n", 0, head.end()) + 1
+    starts = [m.start() for m in _ITEM_LINE.finditer(text, head.end(), end)] + [end]
     for start, stop in zip(starts, starts[1:]):
-        chunks.append((line, body[start:stop]))
-        line += body.count("\n", start, stop)
-    return text[:head.start()] + "interactions: []\n" + text[end:], chunks
+        spans.append((line, start, stop))
+        line += text.count("\n", start, stop)
+    return text[:head.start()] + "interactions: []\n" + text[end:], spans
 
 
 def _load_yaml(path: Path, text: str) -> Any:
@@ -244,25 +246,46 @@ def _load_yaml(path: Path, text: str) -> Any:
         raise CassetteFileError(f"cassette file {path} cannot be read ({detail}). {_fix()}") from err
 
 
-def scan_file(path: Path, keep: Callable[[dict[str, Any]], T]) -> tuple[list[T], list[Rejected]]:
-    """Read one model file interaction by interaction, passing each usable one through `keep` at once
-    (so a large file is never held as one parsed tree); CassetteFileError when it is damaged."""
+def load_item(path: Path, text: str) -> Any:
+    """The interaction one YAML list item holds (None when it holds something else)."""
+    parsed = _load_yaml(path, text)
+    return parsed[0] if isinstance(parsed, list) and len(parsed) == 1 else None
+
+
+def read_text(path: Path) -> str:
+    """A model file's text; CassetteFileError when it cannot be read."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise CassetteFileError(f"cassette file {path} cannot be read ({err}). {_fix()}") from err
+
+
+@dataclass(frozen=True)
+class Scan(Generic[T]):
+    """One model file read in full: what `keep` made of each usable interaction, the rejected ones,
+    and where every interaction is (None for a file not in the layout `render` writes)."""
+
+    kept: list[T]
+    rejected: list[Rejected]
+    slots: list[Slot] | None
+
+
+def scan_text(path: Path, text: str, keep: Callable[[dict[str, Any]], T]) -> Scan[T]:
+    """Read a model file's text interaction by interaction, passing each usable one through `keep` at
+    once (so a large file is never held as one parsed tree); CassetteFileError when it is damaged."""
     split = _split(text)
     frame = _load_yaml(path, split[0] if split else text)
     if frame is None:
-        return [], []
+        return Scan([], [], [] if split else None)
     if not isinstance(frame, dict) or not isinstance(frame.get("interactions"), list):
         raise CassetteFileError(f"cassette file {path} has no `interactions` list. {_fix()}")
     if split is None:
         lines = _item_lines(text)
-        items = [(lines[i] if i < len(lines) else 0, entry) for i, entry in enumerate(frame["interactions"])]
-        total = len(items)
+        items: list[tuple[int, Any]] = [(lines[i] if i < len(lines) else 0, entry)
+                                        for i, entry in enumerate(frame["interactions"])]
     else:
-        items, total = split[1], len(split[1])
+        items = [(line, (start, stop)) for line, start, stop in split[1]]
+    total = len(items)
 
     def where(number: int) -> str:
         line = items[number - 1][0] if 0 < number <= len(items) else 0
@@ -279,10 +302,14 @@ def scan_file(path: Path, keep: Callable[[dict[str, Any]], T]) -> tuple[list[T],
             raise CassetteFileError(f"cassette file {path} says it holds {count} interactions but holds {total}. {_fix()}")
     kept: list[T] = []
     rejected: list[Rejected] = []
-    for number, (_, item) in enumerate(items, start=1):
+    slots: list[Slot] = []
+    offset, position = 0, 0  # bytes and characters read so far (items are in file order)
+    for number, (line, item) in enumerate(items, start=1):
         if split is not None:
-            parsed = _load_yaml(path, item)
-            entry = parsed[0] if isinstance(parsed, list) and len(parsed) == 1 else None
+            start, stop = item
+            offset += len(text[position:start].encode("utf-8"))
+            length = len(text[start:stop].encode("utf-8"))
+            entry = load_item(path, text[start:stop])
         else:
             entry = item
         problem = structure_problem(entry)
@@ -290,11 +317,21 @@ def scan_file(path: Path, keep: Callable[[dict[str, Any]], T]) -> tuple[list[T],
             raise CassetteFileError(f"cassette file {path}, {where(number)}, {problem}. {_fix()}")
         resp = entry["response"]
         why = response_problem(request_path(entry["request"]["uri"]), resp["status"]["code"], decode_body(resp["body"]))
+        key = plain_key(entry)
+        if split is not None:
+            slots.append(Slot(number, line, offset, length, key, model_of_plain(entry), why))
+            offset, position = offset + length, stop
         if why is not None:
-            rejected.append(Rejected(path, number, plain_key(entry), why))
+            rejected.append(Rejected(path, number, key, why))
         else:
             kept.append(keep(entry))
-    return kept, rejected
+    return Scan(kept, rejected, slots if split is not None else None)
+
+
+def scan_file(path: Path, keep: Callable[[dict[str, Any]], T]) -> tuple[list[T], list[Rejected]]:
+    """`scan_text` of the file at `path`: its usable interactions through `keep`, and the rejected ones."""
+    scan = scan_text(path, read_text(path), keep)
+    return scan.kept, scan.rejected
 
 
 def read_file(path: Path) -> FileContents:
@@ -323,7 +360,7 @@ def write_atomically(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
@@ -360,9 +397,13 @@ def folder_lock(folder: Path, timeout: float = LOCK_TIMEOUT_S) -> Any:
 
 
 def clean_leftovers(folder: Path) -> list[Path]:
-    """Remove temporary files a killed save left behind (call with the folder lock held)."""
+    """Remove temporary files a killed save left behind, and indexes whose model file is gone (call
+    with the folder lock held)."""
+    if not folder.is_dir():
+        return []
     removed = []
-    for tmp in folder.glob(f".*{TEMP_SUFFIX}") if folder.is_dir() else []:
+    orphan_indexes = [p for p in folder.glob(f"*.yaml{INDEX_SUFFIX}") if not p.with_suffix("").exists()]
+    for tmp in [*folder.glob(f".*{TEMP_SUFFIX}"), *orphan_indexes]:
         try:
             tmp.unlink()
             removed.append(tmp)
@@ -403,4 +444,13 @@ def write_model_file(path: Path, recorded: list[dict[str, Any]], tolerate_damage
     except (OSError, UnicodeDecodeError):
         pass
     write_atomically(path, text)
+    write_index(path, text)
     return True
+
+
+def write_index(path: Path, text: str) -> None:
+    """Write the index of the model file at `path`, whose text is `text` (see `index`)."""
+    slots = scan_text(path, text, lambda entry: None).slots
+    if slots is not None:
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        write_atomically(index_path(path), render_index(path, digest, slots))

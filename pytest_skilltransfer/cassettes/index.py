@@ -1,0 +1,84 @@
+"""The index beside each model file, so replaying opens a cassette without parsing it.
+
+    cassettes/<seed>/<model>.yaml          the readable recordings, the source of truth
+    cassettes/<seed>/<model>.yaml.index    its index: generated, committed with it
+
+The index is JSON: the SHA-256 of the exact file text it describes, then one row per interaction
+(byte offset and length in the file, first line, request key, model, and why the interaction is
+unusable, or null). It is built by reading the whole file with every check (the closing count, the
+fields, the validity of each response), so an index that names the file's current digest stands for
+those checks. An index for other text (a hand edit, a merge, a re-recording without it), in another
+format, or unreadable is ignored and the file is read in full instead: the index can make an open
+faster, never change what it finds.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+INDEX_FORMAT = 1  # bump when keys, validity or the row layout change: older indexes are then ignored
+SUFFIX = ".index"
+
+Key = tuple[str, str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """Where one interaction is in its model file, and what it matches."""
+
+    number: int  # 1-based position in the file
+    line: int  # its first line
+    offset: int  # byte offset of its YAML item
+    length: int  # byte length of its YAML item
+    key: Key  # (METHOD, path, canonical body digest)
+    model: str
+    problem: str | None  # why it is not a usable recording, or None
+
+
+def index_path(model_file: Path) -> Path:
+    """The index beside a model file."""
+    return model_file.with_name(model_file.name + SUFFIX)
+
+
+def is_index(path: Path) -> bool:
+    return path.name.endswith(".yaml" + SUFFIX)
+
+
+def render(model_file: Path, digest: str, slots: list[Slot]) -> str:
+    """The index text for `slots` of the file whose text has SHA-256 `digest` (one row per line)."""
+    head = json.dumps({"format": INDEX_FORMAT, "file": model_file.name, "sha256": digest, "count": len(slots)})
+    rows = [json.dumps([s.offset, s.length, s.line, *s.key, s.model, s.problem], ensure_ascii=False) for s in slots]
+    return head[:-1] + ', "rows": [\n' + ",\n".join(rows) + "\n]}\n"
+
+
+def _slots(data: Any, digest: str, size: int) -> list[Slot] | None:
+    if not isinstance(data, dict) or data.get("format") != INDEX_FORMAT or data.get("sha256") != digest:
+        return None
+    rows = data.get("rows")
+    if not isinstance(rows, list) or data.get("count") != len(rows):
+        return None
+    slots, shared = [], {}
+    for number, row in enumerate(rows, start=1):
+        if not (isinstance(row, list) and len(row) == 8 and all(isinstance(v, int) for v in row[:3])
+                and all(isinstance(v, str) for v in row[3:7]) and isinstance(row[7], (str, type(None)))):
+            return None
+        offset, length, line, method, path, body, model, problem = row
+        if offset < 0 or length <= 0 or offset + length > size:
+            return None
+        method, path, model = (shared.setdefault(v, sys.intern(v)) for v in (method, path, model))
+        slots.append(Slot(number, line, offset, length, (method, path, body), model, problem))
+    return slots
+
+
+def read(model_file: Path, digest: str, size: int) -> list[Slot] | None:
+    """The slots the index beside `model_file` gives for text with SHA-256 `digest` and `size` bytes,
+    or None when there is no index or it describes other text (then read the file in full)."""
+    try:
+        data = json.loads(index_path(model_file).read_bytes())
+    except (OSError, ValueError):
+        return None
+    return _slots(data, digest, size)
