@@ -319,19 +319,23 @@ class SeedSession:
             "val": capped(seed.val, config.limit_holdout, split_seed),
             "test": capped(seed.test, config.limit_test, split_seed),
         }
-        self._evaluations: dict[tuple[str, str, str], Evaluation] = {}
+        self._evaluations: dict[tuple[str, str, str, int], Evaluation] = {}
         self._optimizations: dict[tuple[str, str, int], Optimization] = {}
         self.phase = ""  # the protocol phase running now, for error messages
 
-    def evaluate(self, model: Model, skill: str, split: str, meter: Meter | None = None) -> Evaluation:
-        """Score `skill` on a split with `model` (memoized; the meter sees cache hits as such)."""
-        key = (model.model_id, hashlib.sha256(skill.encode()).hexdigest(), split)
+    def evaluate(self, model: Model, skill: str, split: str, meter: Meter | None = None,
+                 first_sample: int = 0) -> Evaluation:
+        """Score `skill` on a split with `model` (memoized; the meter sees cache hits as such).
+
+        Each task gets `samples` rollouts with sample ids `first_sample`, `first_sample + 1`, ...;
+        a different `first_sample` scores the same skill again with requests never sent before."""
+        key = (model.model_id, hashlib.sha256(skill.encode()).hexdigest(), split, first_sample)
         own_meter = meter or Meter()
         if key in self._evaluations and meter is None:
             return self._evaluations[key]
         ctx = AgentContext(model=model, cache=self.cache, meter=own_meter, role="agent", corpus=self.corpus)
         tasks = self.splits[split]
-        jobs = [(task, sample) for task in tasks for sample in range(self.config.samples)]
+        jobs = [(task, first_sample + s) for task in tasks for s in range(self.config.samples)]
 
         def judge(job: tuple[Task, int]) -> SampleResult:
             task, sample = job

@@ -61,6 +61,7 @@ from .options import (Pair, Settings, add_options, apply_project_tables, plan_re
                       recording_plugin_loads)
 from .reporting import ERROR_ATTRIBUTE, REPORT_ATTRIBUTE, TransferReporting, is_worker, plain_nodeid
 from .runner import Runner
+from .aa_fixture import transfer_aa  # noqa: F401  (a fixture: pytest finds it in this module)
 
 if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
