@@ -2,7 +2,7 @@
 
 The seed's matrix items (`pairs` in its seed.toml) measure the transfer from `sim-small` to the real
 model with the protocol's defaults, whose direct reference is optimized by the real model itself.
-These tests add, on the same recordings (`cassettes/review-tagger/`), per protocol:
+This test adds, on the same recordings (`cassettes/review-tagger/`), over the OpenAI protocol:
 
 * the direct reference with the real model as agent and the simulator `sim-small` as optimizer (the
   source optimization and the transferred skill are the matrix item's: `sim-small` already optimizes
@@ -22,9 +22,3 @@ def test_openai_direct_with_a_simulator_optimizer_and_aa_check(transfer_result, 
         transfer_result.target, "sim-small")
     assert transfer_aa.no_effect, transfer_aa.summary()
 
-
-@pytest.mark.skilltransfer(seed=SEED, source="sim-small", target="smollm2-135m-anthropic", optimizer="sim-small")
-def test_anthropic_direct_with_a_simulator_optimizer_and_aa_check(transfer_result, transfer_aa):
-    assert (transfer_result.direct_optimization.agent_id, transfer_result.direct_optimization.optimizer_id) == (
-        transfer_result.target, "sim-small")
-    assert transfer_aa.no_effect, transfer_aa.summary()
