@@ -56,6 +56,7 @@ from .collect import (
     is_seed_file,
     marker_spec,
     pair_id,
+    seed_optimizer,
 )
 from .options import (Pair, Settings, add_options, apply_project_tables, plan_requested, read_settings,
                       recording_plugin_loads)
@@ -370,7 +371,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         callspec = getattr(item, "callspec", None)
         pair: Pair | None = callspec.params.get(PAIR_ARG) if callspec else None
-        spec = marker_spec(item, settings.seeds_dirs, pair, settings.optimizer)
+        spec = seed_optimizer(marker_spec(item, settings.seeds_dirs, pair, settings.optimizer), runner_of(config))
         item.stash[SPEC] = spec
         _mark_model_kinds(item, spec)
         if grouped:
