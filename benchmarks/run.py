@@ -10,6 +10,7 @@ See benchmarks/README.md for what each figure means and the figures measured.
 from __future__ import annotations
 
 import argparse
+import contextvars
 import gc
 import json
 import os
@@ -22,6 +23,7 @@ import tracemalloc
 from collections import Counter
 from collections.abc import Callable
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -30,7 +32,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from fake_provider import FakeProvider  # noqa: E402
 
-from pytest_skilltransfer import cassettes  # noqa: E402
+from pytest_skilltransfer import cassettes, phases  # noqa: E402
 from pytest_skilltransfer.cassettes import index as cassette_index, store  # noqa: E402
 from pytest_skilltransfer.models.base import Message, Request  # noqa: E402
 from pytest_skilltransfer.models.limiter import LIMITERS  # noqa: E402
@@ -42,7 +44,6 @@ from pytest_skilltransfer.result_json import result_to_json  # noqa: E402
 
 LATENCY_S = 0.3
 REPLAY_CALLS = 30
-RECORD_SEED = ROOT / "seeds" / "changelog-writer"
 Row = tuple[str, str, str]  # (measure, figures, ratio)
 
 
@@ -58,33 +59,95 @@ def _files(folder: Path) -> dict[str, str]:
     return {p.name: p.read_text() for p in sorted(folder.rglob("*.yaml"))}
 
 
-# -- 1. recording concurrency --------------------------------------------------------------------
+# -- 1. recording: wall against the floor --------------------------------------------------------
+
+RECORD_SEEDS = (ROOT / "seeds" / "changelog-writer", ROOT / "seeds" / "ticket-router")
+RECORD_PAIRS = (("bench-small", "bench-large"), ("bench-large", "bench-small"))
+RECORD_CONFIG = ProtocolConfig(samples=3, limit_holdout=0)
 
 
-def _record(fake: FakeProvider, concurrency: int | None, folder: Path) -> tuple[float, int, dict[str, Any]]:
-    LIMITERS.configure(lambda _model_id: concurrency)
-    fake.received.clear()
-    settings = Settings(protocol=ProtocolConfig(samples=3, limit_holdout=0), record_mode="all", cassette_dir=folder)
-    runner = Runner(settings, lambda _line: None)
-    start = time.perf_counter()
-    result = runner.transfer(RECORD_SEED, "bench-small", "bench-large", None)
+@dataclass
+class Recorded:
+    """One recording of every seed and pair: wall, floor, calls, and what it produced."""
+
+    wall_s: float
+    floor_s: float
+    path_s: float  # the critical paths (calls on the longest dependency path x latency), item by item
+    throughput_s: float  # the busiest model's calls x latency / cap, item by item
+    calls: int
+    results: list[dict[str, Any]]
+    files: dict[str, str]
+
+
+def _record(fake: FakeProvider, cap: int, folder: Path, latency: float, together: bool = True) -> Recorded:
+    """Record every seed and pair with `cap` calls per model; the floor is summed item by item (the items
+    of one process run one after another): max(critical path, busiest model's calls x latency / cap)."""
+    LIMITERS.configure(lambda _model_id: cap)
+    settings = Settings(protocol=RECORD_CONFIG, record_mode="all", cassette_dir=folder)
+    runner = Runner(settings, lambda _line: None, concurrent_phases=together)
+    wall = floor = path = throughput = 0.0
+    calls, results = 0, []
+    for seed in RECORD_SEEDS:
+        for source, target in RECORD_PAIRS:
+            fake.received.clear()
+            context = contextvars.copy_context()  # its path clock starts at 0
+            start = time.perf_counter()
+            result = context.run(runner.transfer, seed, source, target, None)
+            if (seed, source) == (RECORD_SEEDS[-1], RECORD_PAIRS[-1][0]):
+                runner.stop_recording()  # saving the cassettes counts
+            wall += time.perf_counter() - start
+            per_model = Counter(r["body"]["model"] for r in fake.received)
+            item_path = context.run(phases.calls_on_path) * latency
+            item_throughput = max(per_model.values(), default=0) * latency / cap
+            path, throughput = path + item_path, throughput + item_throughput
+            floor += max(item_path, item_throughput)
+            calls += len(fake.received)
+            results.append(result_to_json(result))
     runner.stop_recording()
-    elapsed = time.perf_counter() - start
     LIMITERS.configure()
-    return elapsed, len(fake.received), result_to_json(result)
+    return Recorded(wall, floor, path, throughput, calls, results, _files(folder))
 
 
-def recording_concurrency(work: Path) -> list[Row]:
+def _aliases(fake: FakeProvider) -> None:
+    configure_aliases({"bench-small": f"anthropic:bench-small@{fake.anthropic_url}",
+                       "bench-large": f"openai:bench-large@{fake.openai_url}"})
+
+
+def recording_floor(work: Path, caps: tuple[int, ...]) -> list[Row]:
+    rows = []
+    runs: dict[str, Recorded] = {}
+    seeds = f"{len(RECORD_SEEDS)} seeds x {len(RECORD_PAIRS)} pairs"
     with fake_provider(LATENCY_S) as fake:
-        configure_aliases({"bench-small": f"anthropic:bench-small@{fake.anthropic_url}",
-                           "bench-large": f"openai:bench-large@{fake.openai_url}"})
-        seq_s, calls, seq_json = _record(fake, 1, work / "seq")
-        par_s, par_calls, par_json = _record(fake, None, work / "par")
-    same = seq_json == par_json and _files(work / "seq") == _files(work / "par") and calls == par_calls
-    return [(f"recording {RECORD_SEED.name}, {calls} calls at {LATENCY_S * 1000:.0f} ms latency",
-             f"sequential {seq_s:.1f} s vs default concurrency ({DEFAULT_CONCURRENCY}/model) {par_s:.1f} s; "
-             f"results and cassettes identical: {'yes' if same else 'NO'}",
-             f"{seq_s / par_s:.2f}x faster (goal >= 4x)")]
+        _aliases(fake)
+        for cap in caps:
+            for together in (False, True) if cap > 1 else (True,):
+                name = f"{cap}-{'together' if together else 'in order'}"
+                runs[name] = _record(fake, cap, work / f"rec-{name}", LATENCY_S, together)
+    reference = runs[f"{caps[0]}-together"]
+    for cap in caps:
+        run = runs[f"{cap}-together"]
+        same = all(r.results == reference.results and r.files == reference.files for r in runs.values())
+        before = runs.get(f"{cap}-in order")
+        before_text = f"; phases in order {before.wall_s:.1f} s = {before.wall_s / run.floor_s:.2f}x" if before else ""
+        rows.append((f"recording {seeds}, {run.calls} calls at {LATENCY_S * 1000:.0f} ms, cap {cap}/model",
+                     f"wall {run.wall_s:.1f} s vs floor {run.floor_s:.1f} s (critical path {run.path_s:.1f} s, "
+                     f"busiest model {run.throughput_s:.1f} s){before_text}; identical results and cassettes: "
+                     f"{'yes' if same else 'NO'}",
+                     f"{run.wall_s / run.floor_s:.2f}x the floor" + (" (goal <= 1.15x)" if cap > 1 else "")))
+    return rows
+
+
+def recording_rate(work: Path) -> list[Row]:
+    """Calls per second recording through the protocol against a fake that answers at once."""
+    with fake_provider(0.0) as fake:
+        _aliases(fake)
+        run = _record(fake, DEFAULT_CONCURRENCY, work / "rec-rate", 0.0)
+    return [(f"recording at zero latency, {seeds_text()}, cap {DEFAULT_CONCURRENCY}/model",
+             f"{run.calls} calls in {run.wall_s:.2f} s", f"{run.calls / run.wall_s:.0f} calls/s (goal >= 200)")]
+
+
+def seeds_text() -> str:
+    return f"{len(RECORD_SEEDS)} seeds x {len(RECORD_PAIRS)} pairs"
 
 
 # -- 2. replay cost per call ---------------------------------------------------------------------
@@ -137,7 +200,7 @@ def _per_call_ms(call: Callable[[int], Any], count: int) -> float:
 def _seed_interactions(work: Path) -> list[dict[str, Any]]:
     """Interactions of real sizes: the repo's committed recordings of the local model (real answers),
     else what the recording section stored."""
-    files = sorted((ROOT / "cassettes").rglob("*.yaml")) or store.model_files(work / "seq" / RECORD_SEED.name)
+    files = sorted((ROOT / "cassettes").rglob("*.yaml")) or store.model_files(work / "rec-8-together" / RECORD_SEEDS[0].name)
     return [e for p in files for e in store.read_file(p).entries]
 
 
@@ -354,7 +417,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="skilltransfer-bench-") as tmp:
         work = Path(tmp)
         sections: list[tuple[str, Callable[[], list[Row]]]] = [
-            ("recording", lambda: recording_concurrency(work)),
+            ("recording", lambda: recording_floor(work, (1, 8, 64) if not args.quick else (8, 64))),
+            ("recording rate", lambda: recording_rate(work)),
             ("replay", lambda: replay_cost(work, sizes)),
             ("cassette open", lambda: cassette_open(work, sizes, reference)),
             ("collection", lambda: collection(work, (20, 200) if not args.quick else (5, 20))),
