@@ -14,6 +14,7 @@ import contextvars
 import gc
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -225,6 +226,98 @@ def replay_cost(work: Path, sizes: tuple[int, ...]) -> list[Row]:
     return rows
 
 
+# -- 2b. replay of the committed recordings against its floors ------------------------------------
+
+
+def _sdk_client(wire: str, base_url: str, transport: Any = None) -> Any:
+    """An SDK client as the plugin builds it (`make_client`); `transport` replaces its HTTP transport."""
+    from pytest_skilltransfer.models.sdk_common import make_client
+
+    class_name = ("anthropic", "Anthropic") if wire == "anthropic" else ("openai", "OpenAI")
+    client = make_client(class_name, "bench-key", base_url, 0, 30.0)
+    if transport is not None:
+        client._client._transport = transport
+    return client
+
+
+def _create(client: Any, wire: str, body: dict[str, Any]) -> Any:
+    """The SDK call that sends `body` (the recorded request body as keyword arguments), parsed."""
+    api = client.messages if wire == "anthropic" else client.chat.completions
+    return api.with_raw_response.create(**body).parse()
+
+
+def _in_memory_transport(entries: list[dict[str, Any]]) -> Any:
+    """An httpx transport answering each recorded request with its recorded response, from memory."""
+    import httpx2
+
+    answers = {}
+    for entry in entries:
+        body = json.loads(store.decode_body(entry["request"]["body"]))
+        resp = entry["response"]
+        headers = [(k, v) for k, values in (resp.get("headers") or {}).items() for v in values]
+        answers[json.dumps(body, sort_keys=True)] = (resp["status"]["code"], headers, store.decode_body(resp["body"]))
+
+    def answer(request: Any) -> Any:
+        status, headers, content = answers[json.dumps(json.loads(request.content), sort_keys=True)]
+        return httpx2.Response(status, headers=headers, content=content)
+
+    return httpx2.MockTransport(answer)
+
+
+def replay_floor(work: Path) -> list[Row]:
+    """Replay of the committed recordings through the SDK, per call, against the same SDK calls answered
+    from memory (the floor) and by a loopback server answering at once."""
+    rows = []
+    source = ROOT / "cassettes"
+    folder = work / "committed"
+    shutil.copytree(source, folder)
+    with fake_provider(0.0) as fake:
+        for seed_folder in sorted(p for p in folder.iterdir() if p.is_dir()):
+            for path in store.model_files(seed_folder):
+                entries = store.read_file(path).entries
+                wire = "anthropic" if request_path_of(entries[0]).endswith("/messages") else "openai"
+                bodies = [json.loads(store.decode_body(e["request"]["body"])) for e in entries]
+                base = fake.anthropic_url if wire == "anthropic" else fake.openai_url
+                replay_ms = _replay_ms(folder, seed_folder.name, wire, base, bodies)
+                memory = _sdk_client(wire, base, _in_memory_transport(entries))
+                memory_ms = _best_ms(lambda: [_create(memory, wire, b) for b in bodies], len(bodies))
+                live = _sdk_client(wire, base)
+                live_ms = _best_ms(lambda: [_create(live, wire, b) for b in bodies], len(bodies))
+                rows.append((f"replay {seed_folder.name}/{path.name}, {len(bodies)} calls",
+                             f"{replay_ms:.2f} ms/call vs in memory {memory_ms:.2f} ms/call vs loopback "
+                             f"{live_ms:.2f} ms/call (the same SDK calls)",
+                             f"{replay_ms / memory_ms:.2f}x in memory (goal <= 3x), {replay_ms / live_ms:.2f}x loopback"))
+    return rows
+
+
+def request_path_of(entry: dict[str, Any]) -> str:
+    return entry["request"]["uri"].split("?")[0]
+
+
+def _best_ms(run: Callable[[], Any], count: int, repeats: int = 3) -> float:
+    run()  # warm up
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - start)
+    return best * 1000 / count
+
+
+def _replay_ms(folder: Path, seed: str, wire: str, base: str, bodies: list[dict[str, Any]]) -> float:
+    """ms per call replaying every body from the seed's cassette (best of 3 openings; each plays each once)."""
+    client = _sdk_client(wire, base)
+    best = float("inf")
+    for attempt in range(4):
+        with cassettes.recording(folder, seed, "none"):
+            start = time.perf_counter()
+            for body in bodies:
+                _create(client, wire, body)
+            if attempt:  # the first opening warms up
+                best = min(best, time.perf_counter() - start)
+    return best * 1000 / len(bodies)
+
+
 # -- 3. cassette open ----------------------------------------------------------------------------
 
 
@@ -312,22 +405,69 @@ def _pytest(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tu
     return time.perf_counter() - start, done
 
 
+def _pytest_cpu(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, subprocess.CompletedProcess]:
+    """CPU seconds (user + system) a pytest run used: steadier than wall time on a shared machine."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    _, done = _pytest(args, cwd, env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), done
+
+
+def _plain_tests(root: Path, count: int) -> None:
+    """`count` folders with two plain test functions each: what pytest itself costs per item."""
+    for n in range(count):
+        folder = root / f"case-{n:03d}"
+        folder.mkdir(parents=True)
+        (folder / f"test_case_{n:03d}.py").write_text("def test_a():\n    pass\n\n\ndef test_b():\n    pass\n")
+
+
 def collection(work: Path, counts: tuple[int, int]) -> list[Row]:
-    times = {}
+    """CPU per collected item: seeds (2 items each) against plain test files (2 tests each)."""
+    cpu: dict[tuple[str, int], float] = {}
     for count in counts:
         project = work / f"collect-{count}"
         _make_seeds(project / "seeds", count)
         (project / "pytest.ini").write_text("[pytest]\ntestpaths = seeds\n"
                                             "skilltransfer_pair = sim-small:sim-large sim-large:sim-small\n")
-        elapsed, done = _pytest(["--collect-only", "-q"], project)
-        if done.returncode != 0:
-            raise RuntimeError(done.stdout + done.stderr)
-        times[count] = elapsed
+        plain = work / f"plain-{count}"
+        _plain_tests(plain / "tests", count)
+        (plain / "pytest.ini").write_text("[pytest]\ntestpaths = tests\n")
+        for name, folder in (("seeds", project), ("plain", plain)):
+            best = float("inf")
+            for _ in range(3):
+                used, done = _pytest_cpu(["--collect-only", "-q", "-p", "no:randomly"], folder)
+                if done.returncode != 0:
+                    raise RuntimeError(done.stdout + done.stderr)
+                best = min(best, used)
+            cpu[(name, count)] = best
     small, large = counts
-    per_seed = (times[large] - times[small]) * 1000 / (large - small)
-    return [(f"collection, {small} vs {large} seeds (2 items each)",
-             f"{times[small]:.2f} s vs {times[large]:.2f} s ({per_seed:.1f} ms per extra seed)",
-             f"{times[large] / times[small]:.2f}x for {large // small}x the seeds")]
+    items = 2 * (large - small)
+    seeds_ms = (cpu[("seeds", large)] - cpu[("seeds", small)]) * 1000 / items
+    plain_ms = (cpu[("plain", large)] - cpu[("plain", small)]) * 1000 / items
+    return [(f"collection, {small} vs {large} seeds (2 items each) against plain test files",
+             f"{seeds_ms:.2f} ms CPU per item vs {plain_ms:.2f} ms for plain pytest items "
+             f"(whole runs {cpu[('seeds', small)]:.2f}/{cpu[('seeds', large)]:.2f} s vs "
+             f"{cpu[('plain', small)]:.2f}/{cpu[('plain', large)]:.2f} s)",
+             f"{seeds_ms / plain_ms:.2f}x plain pytest per item (goal <= 1.3x)")]
+
+
+def main_job_cpu(work: Path) -> list[Row]:
+    """CPU of the README's main job (replay only), against the same job without its SDK items."""
+    sdk_seeds = sorted(p.name for p in (ROOT / "cassettes").iterdir() if p.is_dir())
+    without = " and ".join(f"not {name}" for name in sdk_seeds)
+    cpu = {}
+    for name, extra in (("all", []), ("without", ["-k", without])):
+        best = float("inf")
+        for _ in range(2):
+            used, done = _pytest_cpu(["-q", "-n", "0", "-p", "no:randomly", *extra,
+                                      f"--skilltransfer-json={work / 'main-job.json'}"], ROOT, {"CI": "true"})
+            if done.returncode != 0:
+                raise RuntimeError(done.stdout[-3000:] + done.stderr[-3000:])
+            best = min(best, used)
+        cpu[name] = best
+    return [(f"main job (CI=true pytest), with vs without the SDK items ({', '.join(sdk_seeds)})",
+             f"{cpu['all']:.2f} s CPU vs {cpu['without']:.2f} s CPU",
+             f"{cpu['all'] / cpu['without']:.2f}x the job without SDK items")]
 
 
 # -- 5. duplicate requests under xdist -----------------------------------------------------------
@@ -401,7 +541,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run, figures not comparable)")
     parser.add_argument("--only", action="append", metavar="SECTION",
-                        help="run only these sections (recording, replay, cassette open, collection, duplicates); "
+                        help="run only these sections (recording, recording rate, replay, replay floor, cassette open, "
+                             "collection, main job, duplicates); "
                              "cassette open needs replay")
     args = parser.parse_args()
     for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
@@ -420,8 +561,10 @@ def main() -> None:
             ("recording", lambda: recording_floor(work, (1, 8, 64) if not args.quick else (8, 64))),
             ("recording rate", lambda: recording_rate(work)),
             ("replay", lambda: replay_cost(work, sizes)),
+            ("replay floor", lambda: replay_floor(work)),
             ("cassette open", lambda: cassette_open(work, sizes, reference)),
-            ("collection", lambda: collection(work, (20, 200) if not args.quick else (5, 20))),
+            ("collection", lambda: collection(work, (20, 200) if not args.quick else (5, 50))),
+            ("main job", lambda: main_job_cpu(work)),
             ("duplicates", lambda: duplicates(work)),
         ]
         for name, section in sections:

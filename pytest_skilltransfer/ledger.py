@@ -17,7 +17,7 @@ import json
 import itertools
 import threading
 from concurrent.futures import Future
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from . import phases
 from .models.base import Model, Reply, Request, Usage
@@ -39,8 +39,18 @@ class Tally:
 
 
 def fingerprint(request_key: str, reply: Reply) -> str:
-    """A call's identity as evidence: its request key and every field of its reply."""
-    blob = json.dumps({"request": request_key, "reply": asdict(reply)}, sort_keys=True, default=str)
+    """A call's identity as evidence: its request key and every field of its reply (as
+    `dataclasses.asdict` gives them, built field by field)."""
+    u = reply.usage
+    plain = {
+        "text": reply.text,
+        "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls],
+        "usage": {"input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
+                  "cache_write_tokens": u.cache_write_tokens, "cache_read_tokens": u.cache_read_tokens,
+                  "unreported": u.unreported},
+        "model": reply.model, "stop_reason": reply.stop_reason, "refusal": reply.refusal,
+    }
+    blob = json.dumps({"request": request_key, "reply": plain}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
@@ -126,6 +136,7 @@ class CallCache:
 
     def __init__(self, slots: ModelSlots | None = None) -> None:
         self._replies: dict[str, tuple[Reply, int]] = {}  # key -> (reply, its place on the path clock)
+        self._fingerprints: dict[str, str] = {}
         self._pending: dict[str, Future[tuple[Reply, int]]] = {}
         self._users: dict[str, list[Meter]] = {}
         self._lock = threading.Lock()
@@ -140,8 +151,11 @@ class CallCache:
             if known is None and waiting is None:
                 mine = self._pending[key] = Future()
         if known is not None or waiting is not None:
-            reply, place = known if known is not None else waiting.result()  # type: ignore[union-attr]
-            phases.advance_path(place)
+            if known is not None:
+                reply = known[0]  # answered before: costs no time on the path
+            else:
+                reply, place = waiting.result()  # type: ignore[union-attr]
+                phases.advance_path(place)  # in flight: this path waits for it
             self._record(meter, model.model_id, role, key, reply)
             return reply
         try:
@@ -171,4 +185,9 @@ class CallCache:
             users = self._users.setdefault(key, [])
             if meter not in users:
                 users.append(meter)
-        meter.record(model_id, role, key, reply, fingerprint(key, reply), users)
+            evidence = self._fingerprints.get(key)
+        if evidence is None:
+            evidence = fingerprint(key, reply)
+            with self._lock:
+                self._fingerprints[key] = evidence
+        meter.record(model_id, role, key, reply, evidence, users)
