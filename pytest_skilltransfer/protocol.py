@@ -494,6 +494,7 @@ class SeedSession:
             if self.config.direct:
                 chains.append(lambda r=restart, f=first: self._direct(target, direct_optimizer, r, (number, f + 2)))
         self.phase = "baseline"
+        self.progress(f"{self.seed.name}: baseline on {target.model_id}")  # first, whatever finishes first
         try:
             done = phases.run_chains(chains, self.concurrent_phases, f"{self.seed.name}-phase")
         except phases.ChainFailed as failed:
@@ -528,7 +529,6 @@ class SeedSession:
 
     def _baseline(self, target: Model, rank: tuple[int, ...]) -> Evaluation:
         phases.enter_phase("baseline")
-        self.progress(f"{self.seed.name}: baseline on {target.model_id}")
         return self.evaluate(target, self.seed.skill, "test", rank=rank)
 
     def _learn_and_transfer(self, source: Model, target: Model, optimizer: Model, restart: int,
