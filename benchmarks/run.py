@@ -61,6 +61,45 @@ def fake_provider(delay: float = 0.0) -> Iterator[FakeProvider]:
         yield fake
 
 
+FAKE_SERVER = """
+import json, sys
+from collections import Counter
+sys.path.insert(0, sys.argv[1])
+from fake_provider import FakeProvider
+fake = FakeProvider()
+fake.delay, fake.require_key = float(sys.argv[2]), False
+fake.start()
+print(fake.port, flush=True)
+for line in sys.stdin:  # each line asks for the requests per model since the last one
+    with fake._lock:
+        seen, fake.received[:] = list(fake.received), []
+    print(json.dumps(Counter(r["body"].get("model", "?") for r in seen)), flush=True)
+"""
+
+
+class FakeProcess:
+    """The loopback fake in a process of its own, so its CPU is not the recorder's (recording sections)."""
+
+    def __init__(self, delay: float) -> None:
+        self._process = subprocess.Popen([sys.executable, "-c", FAKE_SERVER, str(ROOT / "tests"), str(delay)],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        port = int(self._process.stdout.readline())  # type: ignore[union-attr]
+        self.anthropic_url, self.openai_url = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{port}/v1"
+
+    def requests_per_model(self) -> Counter:
+        """Requests received per model since the last call."""
+        self._process.stdin.write("\n")  # type: ignore[union-attr]
+        self._process.stdin.flush()  # type: ignore[union-attr]
+        return Counter(json.loads(self._process.stdout.readline()))  # type: ignore[union-attr]
+
+    def __enter__(self) -> "FakeProcess":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._process.stdin.close()  # type: ignore[union-attr]
+        self._process.wait(timeout=30)
+
+
 def _files(folder: Path) -> dict[str, str]:
     return {p.name: p.read_text() for p in sorted(folder.rglob("*.yaml"))}
 
@@ -87,7 +126,7 @@ class Recorded:
     files: dict[str, str]
 
 
-def _record(fake: FakeProvider, cap: int, folder: Path, latency: float, together: bool = True) -> Recorded:
+def _record(fake: FakeProcess, cap: int, folder: Path, latency: float, together: bool = True) -> Recorded:
     """Record every seed and pair with `cap` calls per model; the floor is summed item by item (the items
     of one process run one after another): max(critical path, busiest model's calls x latency / cap)."""
     LIMITERS.configure(lambda _model_id: cap)
@@ -101,18 +140,18 @@ def _record(fake: FakeProvider, cap: int, folder: Path, latency: float, together
     for seed in RECORD_SEEDS:
         runner.record(seed.name)  # opening the seed's cassette is not part of the items
         for source, target in RECORD_PAIRS:
-            fake.received.clear()
+            fake.requests_per_model()
             context = contextvars.copy_context()  # its path clock starts at 0
             start, start_cpu = time.perf_counter(), time.process_time()
             result = context.run(runner.transfer, seed, source, target, None)
             wall += time.perf_counter() - start
             cpu += time.process_time() - start_cpu
-            per_model = Counter(r["body"]["model"] for r in fake.received)
+            per_model = fake.requests_per_model()
             item_path = context.run(phases.calls_on_path) * latency if phases else 0.0
             item_throughput = max(per_model.values(), default=0) * latency / cap
             path, throughput = path + item_path, throughput + item_throughput
             floor += max(item_path, item_throughput)
-            calls += len(fake.received)
+            calls += sum(per_model.values())
             results.append(result_to_json(result))
         start = time.perf_counter()
         runner.stop_recording()
@@ -121,7 +160,7 @@ def _record(fake: FakeProvider, cap: int, folder: Path, latency: float, together
     return Recorded(wall, save, cpu, floor, path, throughput, calls, results, _files(folder))
 
 
-def _aliases(fake: FakeProvider) -> None:
+def _aliases(fake: Any) -> None:
     configure_aliases({"bench-small": f"anthropic:bench-small@{fake.anthropic_url}",
                        "bench-large": f"openai:bench-large@{fake.openai_url}"})
 
@@ -130,7 +169,7 @@ def recording_floor(work: Path, caps: tuple[int, ...]) -> list[Row]:
     rows = []
     runs: dict[str, Recorded] = {}
     seeds = f"{len(RECORD_SEEDS)} seeds x {len(RECORD_PAIRS)} pairs"
-    with fake_provider(LATENCY_S) as fake:
+    with FakeProcess(LATENCY_S) as fake:
         _aliases(fake)
         for cap in caps:
             for together in (False, True) if cap > 1 else (True,):
@@ -152,7 +191,7 @@ def recording_floor(work: Path, caps: tuple[int, ...]) -> list[Row]:
 
 def recording_rate(work: Path) -> list[Row]:
     """Calls per second recording through the protocol against a fake that answers at once."""
-    with fake_provider(0.0) as fake:
+    with FakeProcess(0.0) as fake:
         _aliases(fake)
         run = _record(fake, DEFAULT_CONCURRENCY, work / "rec-rate", 0.0)
     return [(f"recording at zero latency, {seeds_text()}, cap {DEFAULT_CONCURRENCY}/model",

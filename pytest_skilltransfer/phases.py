@@ -154,15 +154,18 @@ class Memo(Generic[K, T]):
 
     def __init__(self) -> None:
         self._done: dict[K, T] = {}
+        self._tags: dict[K, object] = {}
         self._pending: dict[K, tuple[Future[tuple[T, int]], object]] = {}
         self._lock = threading.Lock()
 
     def get(self, key: K, compute: Callable[[], T], tag: object = None,
             joined: Callable[[object], None] | None = None) -> T:
-        """The key's value, computed here (by `compute`, known by `tag` meanwhile) unless known or being
-        computed; in that case `joined(tag of that computation)` is called and this thread waits for it."""
+        """The key's value, computed here (by `compute`, known by `tag`) unless known or being computed;
+        then `joined(tag of that computation)` is called (and this thread waits for it while it runs)."""
         with self._lock:
             if key in self._done:
+                if joined is not None:
+                    joined(self._tags[key])
                 return self._done[key]
             waiting = self._pending.get(key)
             if waiting is None:
@@ -183,6 +186,7 @@ class Memo(Generic[K, T]):
             raise
         with self._lock:
             self._done[key] = value
+            self._tags[key] = tag
             del self._pending[key]
         mine.set_result((value, calls_on_path()))
         return value

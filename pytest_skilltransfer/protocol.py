@@ -563,7 +563,9 @@ class SeedSession:
 
 
 def _ranked_first(rank: tuple[int, ...]) -> Callable[[object], None]:
-    """What a phase ranked `rank` does when it shares a phase being computed: rank that phase's meter first."""
+    """What a phase ranked `rank` does when it shares a phase (being computed, or computed by a phase that
+    ran ahead of it): rank that phase's meter first of the two. A phase of an earlier transfer ranks
+    first anyway; its costs are settled and stay."""
     return lambda meter: meter.rank_first(rank)  # type: ignore[attr-defined]
 
 
