@@ -46,8 +46,9 @@ def test_plan_calls_nothing_and_tells_what_the_cassettes_hold(pytester: pytest.P
     item = _row(before, "seeds/alpha")
     calls_bound, dollars = int(item[1]), float(item[4])
     assert dollars > 0
-    assert item[5] == f"0 call(s) replay, then a miss in baseline: up to {calls_bound} to record"
-    before.stdout.fnmatch_lines(["*skill transfer plan*", "total (shared phases once)*", "How: *characters / 4*"])
+    assert item[6] == f"0 call(s) replay, then a miss in baseline: up to {calls_bound} to record"
+    before.stdout.fnmatch_lines(["*skill transfer plan*", "total (shared phases once)*", "lane (whole run)*", "standard *",
+                                 "How: *one token per UTF-8 byte*"])
 
     recorded = pytester.runpytest_subprocess("--record-mode=once", "--snapshot-update", "--skilltransfer-json=r.json")
     recorded.assert_outcomes(passed=1)
@@ -58,7 +59,7 @@ def test_plan_calls_nothing_and_tells_what_the_cassettes_hold(pytester: pytest.P
     after = pytester.runpytest_subprocess("--plan", "-n", "2")
     assert after.ret == 0
     assert len(fake.received) == sent
-    assert _row(after, "seeds/alpha")[5] == f"all recorded: {sent} call(s) replay"
+    assert _row(after, "seeds/alpha")[6] == f"all recorded: {sent} call(s) replay"
     after.stdout.fnmatch_lines([f"total (shared phases once)*{sent} call(s) recorded; to record: ≤ $0.0000"])
 
 
