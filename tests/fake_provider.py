@@ -153,6 +153,7 @@ def openai_reply(body: dict[str, Any], cache: set[str] | None = None) -> dict[st
         "created": 1767225600,
         "model": body.get("model", ""),
         "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if call else "stop"}],
+        "service_tier": body.get("service_tier") or "default",
         "usage": {
             "prompt_tokens": len(json.dumps(body)) // 4,
             "completion_tokens": _output_tokens(body, text),
@@ -205,6 +206,13 @@ class _Handler(BaseHTTPRequestHandler):
         key = self.headers.get("x-api-key") or (self.headers.get("authorization") or "").removeprefix("Bearer ")
         if (fake.require_key and not key) or (fake.accepted_keys is not None and key not in fake.accepted_keys):
             return self._send(401, _error_body(self.path, 401))
+        if fake.require_service_tier and body.get("service_tier") != fake.require_service_tier:
+            return self._send(400, {"error": {"message": f"expected service_tier {fake.require_service_tier!r}, "
+                                                         f"got {body.get('service_tier')!r}", "type": "invalid_request"}})
+        if body.get("service_tier") == "flex" and fake.take_flex_unavailable():
+            return self._send(429, {"error": {"message": "Resource unavailable: flex processing has no capacity "
+                                                         "right now; retry later.", "type": "rate_limit_error",
+                                              "code": "resource_unavailable"}})
         failure = fake.next_failure()
         if failure is not None:
             extra = {"retry-after-ms": str(failure.retry_after_ms), "retry-after": "0", "x-should-retry": "true"}
@@ -262,6 +270,8 @@ class FakeProvider:
         self.prompt_cache = False  # report prompt-cache usage fields (see module docstring)
         self.report_max_output = False  # report every reply as its whole max_tokens of output
         self.omit_usage = False  # answer without a usage object (as some compatible servers do)
+        self.require_service_tier: str | None = None  # answer 400 to a request without this service_tier
+        self.flex_unavailable = 0  # answer this many flex requests 429 "resource unavailable" first
         self.cache: set[str] = set()
         self.received: list[dict[str, Any]] = []
         self.connections: set[socket.socket] = set()
@@ -289,6 +299,13 @@ class FakeProvider:
         """Answer the next requests with these error statuses, in order."""
         with self._lock:
             self._failures.extend(Failure(s, retry_after_ms) for s in statuses)
+
+    def take_flex_unavailable(self) -> bool:
+        with self._lock:
+            if self.flex_unavailable > 0:
+                self.flex_unavailable -= 1
+                return True
+            return False
 
     def next_failure(self) -> Failure | None:
         with self._lock:

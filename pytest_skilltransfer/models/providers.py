@@ -51,6 +51,17 @@ class ProviderModel:
         self.model_id = target.model_id
         self.target = target
         self.server_slots = server_slots  # how many calls the server can serve at once, when known
+        if self.service_tier == "flex":
+            from ..prices import mark_lane
+
+            mark_lane(self.model_id, "flex")
+
+    @property
+    def service_tier(self) -> str | None:
+        """The OpenAI service tier of this model's calls (its own, else the run's); None for Anthropic."""
+        if self.target.provider != "openai":
+            return None
+        return self.target.service_tier or call_policy().service_tier
 
     @property
     def max_concurrency(self) -> int:

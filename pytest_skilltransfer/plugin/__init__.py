@@ -468,7 +468,7 @@ def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapsho
 
 
 REQUEST_SHAPING = ("optimizer", "nights", "edit-budget", "limit-replay", "limit-holdout", "samples", "no-direct",
-                   "prompt-cache")
+                   "prompt-cache", "transfer-service-tier")
 
 
 def rerecord_command(item: pytest.Item, spec: TransferSpec) -> str:

@@ -183,7 +183,6 @@ class Settings:
     plan: bool = False
     max_cost: float | None = None  # --max-cost USD (None: no budget)
     budget_ledger: str | None = None  # --transfer-budget-ledger PATH (None: a temporary file)
-    service_tier: str | None = None  # --transfer-service-tier flex|default (None: each model's own)
     calls: CallPolicy = field(default_factory=CallPolicy)  # --provider-retries/-backoff/-timeout, --prompt-cache
     seed_limits: SeedLimits = field(default_factory=SeedLimits)  # --max-skill-bytes/-task-bytes/-corpus-bytes
     ini_judge: JudgeSettings = field(default_factory=JudgeSettings)
@@ -433,6 +432,7 @@ def _call_policy(reader: _Reader) -> CallPolicy:
     if value is not None:
         policy["timeout_s"] = _seconds(value, where)
     policy["prompt_cache"] = _choice(reader, "prompt-cache", ("auto", "off")) == "auto"
+    policy["service_tier"] = _service_tier(reader)
     return CallPolicy(**policy)
 
 
@@ -501,7 +501,6 @@ def read_settings(config: pytest.Config) -> Settings:
         plan=plan_requested(config),
         max_cost=_max_cost(reader),
         budget_ledger=reader.get("transfer-budget-ledger")[0] or None,
-        service_tier=_service_tier(reader),
         compare_snapshots=not _bool(no_snapshots, snapshots_where) if no_snapshots is not None else True,
         calls=_call_policy(reader),
         seed_limits=_seed_limits(reader),
