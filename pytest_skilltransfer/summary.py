@@ -19,6 +19,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from .cost_breakdown import breakdown
+from .frontier import frontier
 from .stats import HURTS, LEVEL, NO_EFFECT, TRANSFERS, difference_interval, holm, mean
 
 CORRECTION = "holm"
@@ -92,4 +94,5 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
         "significant_gains": sum(i["outcome"] == TRANSFERS for i in per_item),
         "significant_losses": sum(i["outcome"] == HURTS for i in per_item),
         "verdicts": verdicts, "pairs": pairs, "items": per_item,
+        "cost": breakdown(items), "frontier": frontier(items),
     }
