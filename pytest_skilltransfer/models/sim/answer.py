@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .noise import Noise
-from .profiles import Profile
+from .profiles import OVERREAD_SENTENCES, Profile
 from .skill_reader import ABSTRACT, JSON, LABEL, LENGTH, LITERAL, PHRASE, REFUSAL, SECTION, TOOLS, Directive, vocabulary
 
 @dataclass(frozen=True)
@@ -35,7 +35,12 @@ def resolve(directives: list[Directive], profile: Profile, noise: Noise, task: s
     def draw(d: Directive) -> str:
         return f"follow:block:{d.unit}" if d.unit >= 0 else f"follow:{d.position}:{d.kind}:{d.mode}:{d.text}"
 
-    followed = [d for d in directives if noise.chance(draw(d), profile.follow[d.strength])]
+    followed = []
+    for d in directives:
+        if noise.chance(draw(d), profile.follow[d.strength]):
+            followed.append(d)
+        elif _overread(d, profile, noise):
+            followed.append(replace(d, strength=LITERAL, mode="sentences", number=OVERREAD_SENTENCES))
 
     def last(kind: str, modes: tuple[str, ...] = ()) -> Directive | None:
         hits = [d for d in followed if d.kind == kind and (not modes or d.mode in modes)]
@@ -55,6 +60,12 @@ def resolve(directives: list[Directive], profile: Profile, noise: Noise, task: s
         phrases=_surviving_phrases(followed, "use"),
         json=last(JSON),
     )
+
+
+def _overread(d: Directive, profile: Profile, noise: Noise) -> bool:
+    """Whether an abstract length word the model did not follow is over-read as a hard literal instead."""
+    return (d.kind == LENGTH and d.strength == ABSTRACT and d.mode == "concise"
+            and noise.chance(f"overread:{d.position}", profile.overread_abstract))
 
 
 def _structure(followed: list[Directive]) -> tuple[Directive, ...]:
@@ -210,14 +221,25 @@ def render_answer(plan: Plan, view: TaskView, skill: str, noise: Noise, profile:
     target, count = _target_length(plan, profile, noise)
     opener = noise.choice("opener", plan.opener) if plan.opener else ""
     title = f"# {_title(view)}" if count is None and not (plan.length and plan.length.mode == "concise") else ""
-    structure = _render_structure(plan.structure, view, skill, noise)
+    blocks = _structure_blocks(plan.structure, view, skill, noise)
     lead = _lead(view, notes)
     extra = [f"{p[:1].upper()}{p[1:]} follow the steps in order and check the output after each one." for p in plan.phrases]
     body = extra + [_fill(s, view) for s in noise.shuffled("sentences", _SENTENCES)]
-    fixed = sum(len(part) + 2 for part in (opener, title, lead, structure) if part)
+    fixed = sum(len(part) + 2 for part in (opener, title, lead, *blocks) if part)
+    if _keeps_limit_strictly(plan, profile, noise) and fixed + len(body[0]) > target:
+        title, body = "", []  # the limit outranks every other rule: cut the title and the body, then required parts
+        while blocks and sum(len(part) + 2 for part in (opener, lead, *blocks) if part) > target:
+            blocks.pop()
+        fixed = sum(len(part) + 2 for part in (opener, lead, *blocks) if part)
+    structure = "\n\n".join(blocks)
     chosen = _pick_sentences(body, fixed, target, count, plan.min_chars)
     paragraphs = [" ".join([lead] + chosen[:2])] + [" ".join(chosen[i:i + 3]) for i in range(2, len(chosen), 3)]
     return "\n\n".join(part for part in [opener, title, *paragraphs, structure] if part)
+
+
+def _keeps_limit_strictly(plan: Plan, profile: Profile, noise: Noise) -> bool:
+    """Whether, this time, a followed numeric upper length limit outranks every other rule of the skill."""
+    return bool(plan.length and plan.length.mode == "max" and noise.chance("strict-limit", profile.strict_limits))
 
 
 def _title(view: TaskView) -> str:
@@ -268,7 +290,7 @@ def _lead(view: TaskView, notes: list[dict]) -> str:
     return f"This covers {view.topic}."
 
 
-def _render_structure(structure: tuple[Directive, ...], view: TaskView, skill: str, noise: Noise) -> str:
+def _structure_blocks(structure: tuple[Directive, ...], view: TaskView, skill: str, noise: Noise) -> list[str]:
     """Sections as headings with bullets or a sentence; labels as `Label: value` lines (adjacent labels stay adjacent)."""
     blocks: list[str] = []
     for d in structure:
@@ -280,7 +302,7 @@ def _render_structure(structure: tuple[Directive, ...], view: TaskView, skill: s
                 blocks[-1] += "\n" + line
             else:
                 blocks.append("\x00" + line)
-    return "\n\n".join(b.lstrip("\x00") for b in blocks)
+    return [b.lstrip("\x00") for b in blocks]
 
 
 def _render_section(d: Directive, view: TaskView, noise: Noise) -> str:
