@@ -25,9 +25,10 @@ class Profile:
 
 
 # How a learned rule can hurt the other model (each a behaviour of the family, triggered by what the skill says):
-# - strict_limits: share of answers in which a followed numeric upper length limit outranks every other rule:
-#   the model plans its answer to the limit and leaves out the title, the body and then the required parts
-#   (sections and labels, last first) that do not fit. A weak model appends what it was told to and overruns.
+# - strict_limits: share of answers in which a followed numeric upper length limit outranks every other rule
+#   when the required parts would overrun it: the model leaves out the title, the body and then the required
+#   parts (sections and labels, last first) that do not fit under the limit. A weak model appends what it was
+#   told to and overruns.
 # - overread_abstract: share of the abstract length rules ("be concise") the model cannot follow that it
 #   over-reads as a hard literal instead: at most three sentences (OVERREAD_SENTENCES).
 OVERREAD_SENTENCES = 3
