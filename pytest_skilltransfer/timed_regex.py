@@ -10,7 +10,9 @@ limit. The caller degrades that one step (a check fails, a template is not learn
 from __future__ import annotations
 
 import warnings
-from typing import Callable, Iterable
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Callable, Iterator
 
 import regex
 
@@ -46,21 +48,28 @@ def search(pattern: str, text: str, flags: int = 0, timeout: float | None = None
         raise PatternTimeout(pattern, seconds) from None
 
 
+_ORIGINS: ContextVar[Callable[[str], list[str]] | None] = ContextVar("pattern_origins", default=None)
+
+
+@contextmanager
+def origins_of_patterns(resolve: Callable[[str], list[str]]) -> Iterator[None]:
+    """While inside, a timeout warning names the files and lines `resolve(pattern)` gives for its pattern.
+
+    For a layer that reads only a request's text (a simulated model reading its optimizer prompt): the
+    caller that built the request knows where each pattern came from. Per thread and context, so
+    phases running at the same time do not see each other's."""
+    token = _ORIGINS.set(resolve)
+    try:
+        yield
+    finally:
+        _ORIGINS.reset(token)
+
+
 def warn_timeout(where: str, exc: PatternTimeout, consequence: str, stacklevel: int = 2) -> None:
-    """Warn that `exc.pattern` (from `where`: file and line, or a description) ran past its limit."""
+    """Warn that `exc.pattern` ran past its limit, naming where it came from (`origins_of_patterns`, else `where`)."""
+    resolve = _ORIGINS.get()
+    origins = resolve(exc.pattern) if resolve else []
     warnings.warn(RegexTimeoutWarning(
-        f"{where}: regex {exc.pattern!r} ran past its {exc.seconds:g} s limit; {consequence} and the run goes on. "
-        "Simplify the pattern (nested or overlapping repeats such as (a|aa)+ backtrack exponentially).",
-        exc.pattern), stacklevel=stacklevel + 1)
-
-
-def reissue_with_origins(caught: Iterable[warnings.WarningMessage], origins: Callable[[str], list[str]]) -> None:
-    """Warn again what `warnings.catch_warnings(record=True)` caught, naming for each timed-out pattern
-    the files and lines it came from (`origins(pattern)`), so a layer that reads only a request's text
-    (a simulated model) still gets its warning pointed at the seed file."""
-    for item in caught:
-        message = item.message
-        if isinstance(message, RegexTimeoutWarning) and message.pattern and origins(message.pattern):
-            where = ", ".join(origins(message.pattern))
-            message = RegexTimeoutWarning(f"{where}: {message}", message.pattern)
-        warnings.warn_explicit(message, item.category, item.filename, item.lineno)
+        f"{', '.join(origins) or where}: regex {exc.pattern!r} ran past its {exc.seconds:g} s limit; {consequence} "
+        "and the run goes on. Simplify the pattern (nested or overlapping repeats such as (a|aa)+ backtrack "
+        "exponentially).", exc.pattern), stacklevel=stacklevel + 1)
