@@ -18,6 +18,7 @@ against the seed's, the nights, cost per role and phase, restarts, before -> aft
 from __future__ import annotations
 
 import difflib
+import hashlib
 import html
 import re
 from typing import Any, Iterable
@@ -29,6 +30,7 @@ OUTCOMES = ("hurts", "transfers", "no effect shown")
 CHART_WIDTH = 420  # px of the -1 .. +1 axis
 ROW_HEIGHT = 18
 LABEL_WIDTH = 330
+FOLD_CHARS = 1200  # longer answers are folded
 
 CSS = """
 :root{--ok:#1a7f37;--bad:#cf222e;--mid:#9a6700;--muted:#57606a;--line:#d0d7de;--bg:#f6f8fa}
@@ -108,9 +110,10 @@ def _chip(text: str, css: str) -> str:
 
 
 def anchor(result: dict[str, Any]) -> str:
-    """A stable element id for an item."""
-    key = f"{result['seed']}-{result['source']}-{result['target']}-{result.get('item', '')}"
-    return "item-" + re.sub(r"[^A-Za-z0-9_-]+", "-", key).strip("-")
+    """A stable, readable element id for an item: seed and pair, and a digest of the node id (two tests may
+    share a seed and pair)."""
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", f"{result['seed']}--{result['source']}--{result['target']}").strip("-")
+    return f"{slug}-{hashlib.sha1(str(result.get('item', '')).encode()).hexdigest()[:6]}"
 
 
 def _label(result: dict[str, Any]) -> str:
@@ -301,7 +304,7 @@ def _answer_block(arm: str, task: dict[str, Any] | None) -> str:
         parts.append(f'<p class="muted">sample {esc(sample.get("sample_id", ""))}: stop {esc(stop)}; missed: '
                      f'<code>{esc(missed)}</code></p>')
         if answer is not None:
-            long = len(answer) > 600
+            long = len(answer) > FOLD_CHARS
             body = f"<pre>{esc(answer)}</pre>"
             parts.append(f"<details><summary>answer ({len(answer)} chars)</summary>{body}</details>" if long else body)
         for vote in sample.get("rubric", []) or []:
@@ -318,7 +321,7 @@ def task_matrix(result: dict[str, Any]) -> str:
     """Held-out task x arm, pass/fail and soft score, a CSS-only filter for tasks whose result differs,
     and per task the answers side by side with the checks each missed."""
     order, by_arm = _tasks_by_arm(result)
-    box = f"differs-{anchor(result)}"
+    box = f"{anchor(result)}-tasks"
     rows, drill = [], []
     for task_id in order:
         arms = by_arm[task_id]
