@@ -43,7 +43,7 @@ table{border-collapse:collapse;margin:4px 0}td,th{border:1px solid var(--line);p
 th{background:var(--bg)}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .chip{display:inline-block;padding:0 6px;border-radius:9px;font-size:12px;border:1px solid var(--line);white-space:nowrap}
 .o-transfers,.v-pass,.t-pass{background:#dafbe1;color:var(--ok)}.o-hurts,.v-fail,.t-fail{background:#ffebe9;color:var(--bad)}
-.o-none,.v-inconclusive,.v-none{background:#fff8c5;color:var(--mid)}.v-errored{background:#ffebe9;color:var(--bad)}
+.o-none,.v-inconclusive{background:#fff8c5;color:var(--mid)}.v-no-gate,.v-unchanged-vs-snapshot{background:#eaeef2;color:var(--muted)}.v-errored{background:#ffebe9;color:var(--bad)}
 .counts span{margin-right:10px}.muted{color:var(--muted)}
 details{border:1px solid var(--line);border-radius:6px;margin:6px 0;padding:2px 8px}
 details>summary{cursor:pointer;padding:2px 0}details[open]>summary{border-bottom:1px solid var(--line);margin-bottom:4px}
@@ -158,7 +158,7 @@ def headline(report: dict[str, Any]) -> str:
     dollars = "n/a (unpriced model)" if any(u is None for u in usd) else f"${sum(usd):.4f}"
     calls = sum(r["cost"].get("calls", 0) for r in results)
     outcome_chips = " ".join(_chip(f"{outcomes.get(o, 0)} {o}", _outcome_class(o)) for o in OUTCOMES)
-    verdict_chips = " ".join(_chip(f"{n} {v}", f"v-{v.replace(' ', '-') if v != 'no gate' else 'none'}")
+    verdict_chips = " ".join(_chip(f"{n} {v}", "v-" + v.replace(" ", "-"))
                              for v, n in sorted(verdicts.items()))
     return (f'<h1>Skill transfer: {len(results) + len(errors)} item(s)</h1>'
             f'<p class="counts"><b>Outcome</b> {outcome_chips}</p>'
@@ -240,7 +240,7 @@ def _items_table(results: list[dict[str, Any]]) -> str:
 
 
 def _filters() -> str:
-    buttons = ["all", *OUTCOMES, "fail", "inconclusive"]
+    buttons = ["all", *OUTCOMES, "fail", "inconclusive", "unchanged vs snapshot", "no gate"]
     return ('<p class="filters">Show: ' + " ".join(f'<button type="button" data-filter="{esc(b)}">{esc(b)}</button>'
                                                    for b in buttons)
             + ' <noscript><span class="muted">(filters need JavaScript; everything is shown)</span></noscript></p>')
