@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 
 from . import aliases
 from .aliases import Target
-from ..redaction import redact_json, redact_text, register_key_variables
+from ..redaction import redact_json, redact_text, register_key_variables, strip_userinfo
 from .base import Model, ModelCallError, ModelError, Reply, Request, ToolCall, Usage, register_family
 from .limiter import LIMITERS, observe_client
 from .sdk_common import bad_response, cached_client, call_failed, call_policy, client_settings, make_client
@@ -57,7 +57,7 @@ class ProviderModel:
         return LIMITERS.maximum(self.model_id, DEFAULT_CONCURRENCY, self.server_slots)
 
     def __repr__(self) -> str:
-        return f"ProviderModel({self.name!r} -> {self.target})"
+        return strip_userinfo(f"ProviderModel({self.name!r} -> {self.target})")
 
     def _client(self, wire: ModuleType) -> Any:
         s = client_settings(self.target)  # raises MissingAPIKey when recording without a key

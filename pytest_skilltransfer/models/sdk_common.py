@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
-from ..redaction import redact_text
+from ..redaction import redact_text, strip_userinfo
 from .aliases import Target
 from .base import ModelCallError
 
@@ -193,7 +193,7 @@ def _dispatch(event: str) -> HttpHook:
 
 def endpoint(target: Target) -> str:
     """Where calls go, for messages."""
-    return target.base_url or _DEFAULT_ENDPOINTS[target.provider]
+    return strip_userinfo(target.base_url) if target.base_url else _DEFAULT_ENDPOINTS[target.provider]
 
 
 def _status_message(exc: Any) -> str:

@@ -61,6 +61,7 @@ from .options import (Pair, Settings, add_options, apply_project_tables, plan_re
                       recording_plugin_loads)
 from .reporting import ERROR_ATTRIBUTE, REPORT_ATTRIBUTE, TransferReporting, is_worker, plain_nodeid
 from .runner import Runner
+from ..redaction import redact_text
 
 if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
@@ -453,7 +454,7 @@ def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapsho
     except (SeedError, ModelError, ModelCallError, NoJudgeConfigured, CalibrationFailed) as exc:
         if hasattr(exc, "with_command"):  # a cassette miss: the command that re-records this very item
             exc = exc.with_command(rerecord_command(item, spec))
-        problem = f"{spec.seed_path.name} ({spec.source} -> {spec.target}): {exc}"
+        problem = redact_text(f"{spec.seed_path.name} ({spec.source} -> {spec.target}): {exc}")
     else:
         problem = ""
     if problem:
