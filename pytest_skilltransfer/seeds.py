@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .judges import BOUND_OPS, EXTRA_OPS, JUDGE_KINDS, RUBRIC_OP, TEXT_OPS, Check, Judge, compile_pattern, has_rubric, rule_ops
+from .bounds import over_maximum
 from .confined import ConfinementError, read_confined
 from .tools import corpus_pages, decode_utf8, is_inside
 from .regex_portability import javascript_problems
@@ -423,8 +424,11 @@ def _judge_settings(table: dict[str, Any], where: str, problems: list[SeedProble
             else:
                 problems.append(SeedProblem(where, f"'model' must be a model name, got {value!r}"))
         elif key == "samples":
-            if _is_int(value) and value >= 1:
-                values[key] = value
+            too_many = over_maximum("judge_samples", value) if _is_int(value) else None
+            if _is_int(value) and value >= 1 and not too_many:
+                values[key] = int(value)
+            elif too_many:
+                problems.append(SeedProblem(where, f"'samples' {too_many}"))
             else:
                 problems.append(SeedProblem(where, f"'samples' must be a positive integer, got {value!r}"))
         elif key == "min_accuracy":

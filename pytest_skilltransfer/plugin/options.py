@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from ..bounds import MAXIMA, over_maximum
 from ..models.sdk_common import CallPolicy
 from ..protocol import ProtocolConfig
 from ..rubric import DEFAULT_MIN_ACCURACY
@@ -30,7 +31,7 @@ from ..seeds import LIMIT_OPTIONS, JudgeSettings, SeedLimits, Thresholds, split_
 
 Pair = tuple[str, str]
 
-INT_SETTINGS = {  # option -> (ProtocolConfig field, smallest allowed value, help)
+INT_SETTINGS = {  # option -> (ProtocolConfig field, smallest allowed value, help); maxima in `bounds.MAXIMA`
     "nights": ("nights", 1, "optimization nights"),
     "edit-budget": ("edit_budget", 1, "edits applied per night at most"),
     "limit-replay": ("limit_replay", 0, "training tasks replayed per night (0 = all)"),
@@ -91,11 +92,12 @@ def add_options(parser: Any, own_record_mode: bool = True) -> None:
     _add(group, parser, "optimizer", "model that proposes edits (default: the agent model itself)", metavar="MODEL")
     _add(group, parser, "judge", "judge model for rubric checks (a seed's [judge] model overrides the ini; the "
          "command line overrides both)", metavar="MODEL")
-    _add(group, parser, "judge-samples", "judge calls per rubric check, majority vote (default 1)", metavar="N")
+    _add(group, parser, "judge-samples", f"judge calls per rubric check, majority vote (default 1, at most {MAXIMA['judge_samples']})", metavar="N")
     _add(group, parser, "judge-min-accuracy", "least judge accuracy on a seed's judge-calibration.jsonl "
          f"(default {DEFAULT_MIN_ACCURACY})", metavar="X")
     for option, (name, _, text) in INT_SETTINGS.items():
-        _add(group, parser, option, f"{text} (default {getattr(ProtocolConfig(), name)})", metavar="N")
+        most = f", at most {MAXIMA[name]}" if name in MAXIMA else ""
+        _add(group, parser, option, f"{text} (default {getattr(ProtocolConfig(), name)}{most})", metavar="N")
     _add(group, parser, "min-delta", "the validation gate keeps a night's edits only when the val score beats the "
          "current one by more than X (default: the scoring profile's, 0 = any strict improvement; gbrain 0.05)",
          metavar="X")
@@ -256,13 +258,20 @@ def build_matrix(reader: _Reader) -> tuple[Pair, ...]:
     return tuple(sorted(matrix))
 
 
-def _int(value: Any, where: str, low: int) -> int:
+def _int(value: Any, where: str, low: int, bound: str | None = None) -> int:
+    """An integer of at least `low` and, with `bound` (a key of `bounds.MAXIMA`), at most its documented maximum."""
+    text = str(value).strip()
+    if len(text) > 40:  # int() of a huge digit string is slow; no setting needs one
+        raise pytest.UsageError(f"{where}: expected an integer, got a {len(text)}-character value")
     try:
-        number = int(str(value).strip())
+        number = int(text)
     except ValueError:
         raise pytest.UsageError(f"{where}: expected an integer, got {value!r}") from None
     if number < low:
         raise pytest.UsageError(f"{where}: must be at least {low}, got {number}")
+    too_many = over_maximum(bound, number) if bound else None
+    if too_many:
+        raise pytest.UsageError(f"{where}: {too_many}; use a smaller value (a run beyond it could not finish)")
     return number
 
 
@@ -308,7 +317,7 @@ def _judge_layers(reader: _Reader) -> tuple[JudgeSettings, JudgeSettings]:
             raise pytest.UsageError(f"{where('judge-min-accuracy')}: must be within [0, 1], got {number}")
         layers.append(JudgeSettings(
             model=str(model).strip() or None if model is not None else None,
-            samples=_int(samples, where("judge-samples"), 1) if samples is not None else None,
+            samples=_int(samples, where("judge-samples"), 1, "judge_samples") if samples is not None else None,
             min_accuracy=number,
         ))
     return layers[0], layers[1]
@@ -354,9 +363,9 @@ def _concurrency(reader: _Reader) -> tuple[int | None, dict[str, int]]:
         if equals and not name.strip():
             raise pytest.UsageError(f"{where}: expected N or MODEL=N, got {entry!r}")
         if equals:
-            per_model[name.strip()] = _int(number, f"{where} ({name.strip()})", 1)
+            per_model[name.strip()] = _int(number, f"{where} ({name.strip()})", 1, "max_concurrency")
         else:
-            overall = _int(number, where, 1)
+            overall = _int(number, where, 1, "max_concurrency")
     return overall, per_model
 
 
@@ -399,7 +408,7 @@ def _call_policy(reader: _Reader) -> CallPolicy:
     policy: dict[str, Any] = {}
     value, where = reader.get("provider-retries")
     if value is not None:
-        policy["max_retries"] = _int(value, where, 0)
+        policy["max_retries"] = _int(value, where, 0, "provider_retries")
     value, where = reader.get("provider-backoff")
     if value is not None:
         first, _, most = str(value).partition(":")
@@ -431,7 +440,7 @@ def read_settings(config: pytest.Config) -> Settings:
     for option, (name, low, _) in INT_SETTINGS.items():
         value, where = reader.get(option)
         if value is not None:
-            protocol[name] = _int(value, where, low)
+            protocol[name] = _int(value, where, low, name if name in MAXIMA else None)
     no_snapshots, snapshots_where = reader.get("no-snapshots")
     min_delta, where = reader.get("min-delta")
     if min_delta is not None:
