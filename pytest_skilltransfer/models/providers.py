@@ -21,7 +21,8 @@ from .aliases import Target
 from ..redaction import redact_json, redact_text, register_key_variables, strip_userinfo
 from .base import Model, ModelCallError, ModelError, Reply, Request, ToolCall, Usage, register_family
 from .limiter import LIMITERS, observe_client
-from .sdk_common import bad_response, cached_client, call_failed, call_policy, client_settings, make_client
+from .sdk_common import (CallDeadlineExceeded, bad_response, cached_client, call_deadline, call_failed, call_policy,
+                         client_settings, make_client)
 from .validity import excerpt, response_problem
 
 FAMILY = "providers"
@@ -74,18 +75,21 @@ class ProviderModel:
         """
         wire = _wire(self.target.provider)
         client = self._client(wire)
-        try:
-            with LIMITERS.get(self.model_id, DEFAULT_CONCURRENCY, self.server_slots).slot() as call:
-                raw = wire.send(client, self.target, request)
-            http = raw.http_response
-            problem = response_problem(http.url.path, http.status_code, http.content)
-            if problem is not None:
-                raise bad_response(self.target, http.status_code, problem, excerpt(http.content))
-            message = raw.parse()
-        except ModelCallError:
-            raise
-        except Exception as err:  # noqa: BLE001 - SDK and transport errors alike
-            raise call_failed(err, self.target, call_policy().timeout_s) from err
+        with call_deadline(call_policy()):  # one bound for the call, its retries and their waits
+            try:
+                with LIMITERS.get(self.model_id, DEFAULT_CONCURRENCY, self.server_slots).slot() as call:
+                    raw = wire.send(client, self.target, request)
+                http = raw.http_response
+                problem = response_problem(http.url.path, http.status_code, http.content)
+                if problem is not None:
+                    raise bad_response(self.target, http.status_code, problem, excerpt(http.content))
+                message = raw.parse()
+            except ModelCallError as err:
+                if isinstance(err, CallDeadlineExceeded):
+                    raise call_failed(err, self.target, call_policy().timeout_s) from err
+                raise
+            except Exception as err:  # noqa: BLE001 - SDK and transport errors alike
+                raise call_failed(err, self.target, call_policy().timeout_s) from err
         reply = redact_reply(wire.parse_reply(message, self.model_id))
         if call.live:
             for listener in list(_spend_listeners):

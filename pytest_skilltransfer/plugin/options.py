@@ -147,6 +147,9 @@ def add_options(parser: Any, own_record_mode: bool = True) -> None:
          f"(default {defaults.backoff_s:g}:{defaults.max_backoff_s:g})", metavar="FIRST[:MAX]")
     _add(group, parser, "provider-timeout", f"seconds one provider call may take (default {defaults.timeout_s:g})",
          metavar="S")
+    _add(group, parser, "transfer-call-deadline", "seconds one provider call may take in all, its retries and the "
+         f"waits between them included; then the item fails naming what was tried (default {defaults.deadline_s:g})",
+         metavar="S")
     _add(group, parser, "prompt-cache", "auto: mark the shared prefix of Anthropic requests (skill system prompt, "
          "tools) with cache_control when it reaches the model's minimum cacheable length; off: never (a prefix "
          "sent once is cheaper uncached; some proxies reject the field). Request bodies differ, so cassettes "
@@ -404,7 +407,8 @@ def _seconds(value: Any, where: str) -> float:
 
 
 def _call_policy(reader: _Reader) -> CallPolicy:
-    """--provider-retries, --provider-backoff FIRST[:MAX], --provider-timeout and --prompt-cache over the defaults."""
+    """--provider-retries, --provider-backoff FIRST[:MAX], --provider-timeout, --transfer-call-deadline and
+    --prompt-cache over the defaults."""
     policy: dict[str, Any] = {}
     value, where = reader.get("provider-retries")
     if value is not None:
@@ -420,6 +424,9 @@ def _call_policy(reader: _Reader) -> CallPolicy:
     value, where = reader.get("provider-timeout")
     if value is not None:
         policy["timeout_s"] = _seconds(value, where)
+    value, where = reader.get("transfer-call-deadline")
+    if value is not None:
+        policy["deadline_s"] = _seconds(value, where)
     policy["prompt_cache"] = _choice(reader, "prompt-cache", ("auto", "off")) == "auto"
     return CallPolicy(**policy)
 
