@@ -47,9 +47,9 @@ def _count_parses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls = [0]
     real = store._load_yaml
 
-    def counting(path: Path, text: str) -> object:
+    def counting(path: Path, text: str, *where: object) -> object:
         calls[0] += 1
-        return real(path, text)
+        return real(path, text, *where)
 
     monkeypatch.setattr(store, "_load_yaml", counting)
     return calls

@@ -138,6 +138,18 @@ def transport_failure(exc: BaseException) -> ModelCallError | None:
     return ModelCallError(str(blocked)) if blocked is not None else None
 
 
+class RecordingStopped(ModelCallError):
+    """A write failed (disk full, ...), so this recording sends nothing more; says what was kept."""
+
+    def __init__(self, store: Any, model: str) -> None:
+        err = store.write_error
+        super().__init__(
+            f"recording stopped for {store.folder}: writing its journal failed ({err.strerror or err}), so no "
+            f"further call is sent in this run (this one to {model} was not). The {len(store.unwritten)} answer(s) "
+            "received since are kept in memory and written when the seed closes if the disk allows; any that "
+            "cannot be are named then. Free disk space and run again with --record-mode=new_episodes.")
+
+
 @lru_cache(maxsize=1)
 def _seed_cassette_class() -> type:
     """A vcrpy Cassette over a `SeedStore`: an index, a lock, a journal, and per-model `once` semantics."""
@@ -147,6 +159,7 @@ def _seed_cassette_class() -> type:
 
     from .match import model_of, request_key
     from .store import from_plain, model_of_plain, plain_key, request_path, to_plain
+    from ..models import sdk_common
     from ..models.validity import response_problem
 
     class SeedCassette(Cassette):
@@ -159,6 +172,8 @@ def _seed_cassette_class() -> type:
             self.rejected: list[Any] = []
             self.unsaved: list[tuple[str, str]] = []  # (model, why) of answers that were not stored
             super().__init__(*args, **kwargs)
+            # a call that failed gives up its claim, so other recorders waiting on it send it themselves
+            self._end_claims = sdk_common.on_call_end(lambda: self.store.inflight.release())
 
         def append(self, request: Any, response: Any) -> None:
             with self._lock:
@@ -174,8 +189,41 @@ def _seed_cassette_class() -> type:
                         self.data.pop()
                         self.unsaved.append((model_of(stored_request.body), problem))
                         return
-                    self.store.record(to_plain(stored_request, stored_response))
+                    if self.store.record(to_plain(stored_request, stored_response)):
+                        self.store.inflight.release(request_key(stored_request), answered=True)
                 self._index.setdefault(request_key(stored_request), []).append(len(self.data) - 1)
+
+        def can_play_response_for(self, request: Any) -> bool:
+            """vcrpy's check, then (when recording) what other processes recorded or are sending: a request
+            another recorder answered is played from its journal; one it is sending is waited for."""
+            if super().can_play_response_for(request):
+                return True
+            if not self.store.writes or self.record_mode == RecordMode.ALL:
+                return False
+            filtered = self._before_record_request(request)
+            if not filtered or (self.record_mode == RecordMode.ONCE and model_of(filtered.body) in self.loaded_models):
+                return False  # a miss, as before
+            if self.store.write_error is not None:
+                stopped = RecordingStopped(self.store, model_of(filtered.body))
+                sdk_common.stop_retrying(stopped)
+                raise stopped
+            key = request_key(filtered)
+            if self._adopt(request):
+                return True
+            if not self.store.inflight.claim(key, sdk_common.call_policy().deadline_s):
+                return False  # waited a whole call deadline: send it (paying twice beats hanging)
+            if self._adopt(request):
+                self.store.inflight.release(key, answered=True)
+                return True
+            return False  # this thread holds the claim until its answer is journaled or its call ends
+
+        def _adopt(self, request: Any) -> bool:
+            """Take in what other processes journaled since the last look; whether `request` is now answered."""
+            with self._lock:
+                for entry in self.store.answers_from_others():
+                    self._add_loaded(plain_key(entry), from_plain(entry))
+                    self.rewound = True
+                return self._unplayed(request) is not None
 
         def _load(self) -> None:
             # Stored interactions were filtered and redacted when they were recorded (and every write
@@ -240,6 +288,7 @@ def _seed_cassette_class() -> type:
             return request
 
         def _save(self, force: bool = False) -> None:
+            self._end_claims()
             self.store.close()  # every recording is already in the journal; fold it into the files
 
     return SeedCassette

@@ -263,7 +263,7 @@ def _yaml_error(path: Path, err: yaml.YAMLError, first_line: int = 1, number: in
         number = sum(1 for start in item_lines if start <= line) or None
     where = f", interaction {number}" if number else ""
     at = f" at line {line}, column {mark.column + 1}" if mark is not None and line is not None else ""
-    return CassetteFileError(f"cassette file {path}{where}: YAML error{at}: {problem}. {_fix()}")
+    return CassetteFileError(f"cassette file {path}{where} cannot be read: YAML error{at}: {problem}. {_fix()}")
 
 
 def _load_yaml(path: Path, text: str, first_line: int = 1, number: int | None = None) -> Any:

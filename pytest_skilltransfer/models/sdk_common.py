@@ -117,26 +117,43 @@ class CallDeadlineExceeded(ModelCallError):
 
 
 class _CallState(threading.local):
-    """The call in progress in this thread: when it must end and what its attempts got."""
+    """The call in progress in this thread: when it must end, what its attempts got, why to stop retrying."""
 
     deadline: float | None = None
     limit_s: float = 0.0
     tried: list[str] | None = None
+    stop: BaseException | None = None
 
 
 _call = _CallState()
+_call_end_listeners: list[Callable[[], None]] = []
+
+
+def on_call_end(listener: Callable[[], None]) -> Callable[[], None]:
+    """Call `listener()` in the calling thread when an SDK call ends, however it ends; returns a remover."""
+    _call_end_listeners.append(listener)
+    return lambda: _call_end_listeners.remove(listener) if listener in _call_end_listeners else None
+
+
+def stop_retrying(reason: BaseException) -> None:
+    """Make the SDK call in progress in this thread end with `reason` instead of retrying (raised from
+    the SDK's wait before a retry, so no further attempt is sent)."""
+    _call.stop = reason
 
 
 @contextmanager
 def call_deadline(policy: CallPolicy) -> Iterator[None]:
     """Bound one SDK call (with the SDK's retries) by `policy.deadline_s`: each attempt's timeout is cut
     to the time left, and a retry that could not start before the deadline is not made."""
-    previous = (_call.deadline, _call.limit_s, _call.tried)
+    previous = (_call.deadline, _call.limit_s, _call.tried, _call.stop)
     _call.deadline, _call.limit_s, _call.tried = time.monotonic() + policy.deadline_s, policy.deadline_s, []
+    _call.stop = None
     try:
         yield
     finally:
-        _call.deadline, _call.limit_s, _call.tried = previous
+        _call.deadline, _call.limit_s, _call.tried, _call.stop = previous
+        for listener in list(_call_end_listeners):
+            listener()
 
 
 def _time_left() -> float | None:
@@ -338,6 +355,8 @@ def bad_response(target: Target, status: int, problem: str, body_excerpt: str) -
 def _retry_timeout(self: Any, remaining_retries: int, options: Any, response_headers: Any = None) -> float:
     """The SDK hook for the wait between attempts, following our `CallPolicy`; raises (so no retry is made)
     when the call's deadline would pass before the next attempt could start."""
+    if _call.stop is not None:
+        raise _call.stop
     attempt = max(0, options.get_max_retries(self.max_retries) - remaining_retries)
     wait = self._skilltransfer_policy.wait_before_retry(attempt, self._parse_retry_after_header(response_headers))
     if response_headers is None and _call.tried is not None:
