@@ -57,8 +57,8 @@ from .collect import (
     marker_spec,
     pair_id,
 )
-from .options import (Pair, Settings, add_options, apply_project_tables, plan_requested, read_settings,
-                      recording_plugin_loads)
+from .options import (Pair, Settings, add_options, add_short_spellings, apply_project_tables, flag,
+                      plan_requested, read_settings)
 from .reporting import ERROR_ATTRIBUTE, REPORT_ATTRIBUTE, TransferReporting, is_worker, plain_nodeid
 from .runner import Runner
 from ..redaction import redact_text
@@ -110,9 +110,19 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     from . import compare, shards
 
-    add_options(parser, own_record_mode=not recording_plugin_loads(pluginmanager))
+    add_options(parser)
     shards.add_options(parser)
     compare.add_options(parser)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser) -> Generator[None, Any, Any]:
+    """The short spellings (`--source`, `--shard-id`, ...) once every plugin and initial conftest has
+    registered its options: a flag another plugin owns stays its own (see `options`)."""
+    try:
+        return (yield)
+    finally:
+        add_short_spellings(early_config, parser)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -172,7 +182,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     registry = Registry(apply_project_tables(config))
     config.hook.pytest_skilltransfer_configure.call_historic(kwargs={"config": config, "registry": registry})
-    _check_models(settings)
+    _check_models(config, settings)
     config.stash[SETTINGS] = settings
     progress = _progress_writer(config)
     _configure_concurrency(settings, progress)
@@ -223,7 +233,7 @@ def _register_ci(config: pytest.Config, reporting: TransferReporting) -> None:
         reporting.run_fields.append(lambda: {"compare_to": base.as_dict()})
 
 
-def _check_models(settings: Settings) -> None:
+def _check_models(config: pytest.Config, settings: Settings) -> None:
     """Every model name must resolve; the error names the option and lists the known models."""
     from ..models.base import ModelError, resolve_model
 
@@ -233,8 +243,8 @@ def _check_models(settings: Settings) -> None:
         try:
             resolve_model(name)
         except ModelError as exc:
-            role = ("--optimizer" if name == settings.optimizer else "--judge" if name in judges
-                    else "--source/--target/--pair")
+            role = ("optimizer" if name == settings.optimizer else "judge" if name in judges else "")
+            role = flag(config, role) if role else "/".join(flag(config, o) for o in ("source", "target", "pair"))
             raise pytest.UsageError(f"{role}: {exc}") from None
 
 
@@ -479,16 +489,16 @@ def rerecord_command(item: pytest.Item, spec: TransferSpec) -> str:
     from .options import dest
 
     config = item.config
-    parts = ["pytest", item.nodeid, "--pair", f"{spec.source}->{spec.target}"]
+    parts = ["pytest", item.nodeid, flag(config, "pair"), f"{spec.source}->{spec.target}"]
     if item.nodeid.startswith("/") and config.inipath is not None:
         parts[1:1] = ["-c", str(config.inipath)]  # pytest finds the configuration from the paths it is given
     for option in REQUEST_SHAPING:
         value = getattr(config.option, dest(option), None)
         if value is True:
-            parts.append(f"--{option}")
+            parts.append(flag(config, option))
         elif value not in (None, False):
-            parts += [f"--{option}", str(value)]
-    return shlex.join([*parts, "--record-mode=new_episodes"])
+            parts += [flag(config, option), str(value)]
+    return shlex.join([*parts, f"{flag(config, 'record-mode')}=new_episodes"])
 
 
 def junit_properties(data: dict[str, Any]) -> list[tuple[str, object]]:

@@ -15,7 +15,7 @@ import pytest
 
 from ..redaction import redact_text
 from ..terminal import safe
-from .options import Settings
+from .options import SPELLINGS, Settings
 
 REPORT_ATTRIBUTE = "skilltransfer"
 ERROR_ATTRIBUTE = "skilltransfer_error"  # an item that errored before it had a result: why
@@ -95,6 +95,9 @@ class TransferReporting:
         if is_worker(self.config) or not (self.results or self.errors):
             return
         terminalreporter.write_sep("=", SECTION)
+        spellings = self.config.stash.get(SPELLINGS, None)
+        if spellings is not None and spellings.note():
+            terminalreporter.write_line(safe(f"note: {spellings.note()}"))
         for line in summary_lines(self.ordered(), verbose=self.config.option.verbose > 0) if self.results else []:
             terminalreporter.write_line(safe(line))
         if self.errors:  # (without errors the table counts every item; `merge` prints the same lines)
