@@ -34,7 +34,7 @@ def test_the_default_deadline_is_below_retries_times_timeout() -> None:
 @pytest.mark.parametrize("protocol", ["anthropic", "openai"])
 def test_a_provider_that_never_answers_costs_at_most_the_deadline(
         tmp_path: Path, faulty_provider: FaultyProvider, protocol: str) -> None:
-    faulty_provider.slow_s = 5.0
+    faulty_provider.slow_s = 30.0
     sdk_common.configure_calls(sdk_common.CallPolicy(backoff_s=0.05, max_backoff_s=0.1, timeout_s=600.0,
                                                      deadline_s=1.5))
     url = faulty_provider.anthropic_url if protocol == "anthropic" else faulty_provider.openai_url
@@ -46,7 +46,7 @@ def test_a_provider_that_never_answers_costs_at_most_the_deadline(
         with pytest.raises(ModelCallError) as caught:
             model.complete(ask("Are you there?"))
     took = time.monotonic() - started
-    assert took < 4.0, took
+    assert took < 10.0, took  # 1.5 s plus scheduling on a loaded machine; unbounded it would be 30 s
     message = str(caught.value)
     assert "call deadline of 1.5 s" in message and "--transfer-call-deadline" in message
     assert "1 attempt" in message or "attempts" in message
