@@ -147,3 +147,27 @@ def test_a_recording_run_writes_and_prints_no_secret(pytester: pytest.Pytester, 
     assert "transfer[toy-a->openai:fp-url@http://127.0.0.1:" in printed
     assert scan_for_secrets(pytester.path / "cassettes") == []
     assert any("uri: http://127.0.0.1:" in text for p, text in files.items() if p.suffix == ".yaml")
+
+
+def test_no_file_a_recording_writes_holds_a_secret_of_any_listed_kind(
+        pytester: pytest.Pytester, faulty_provider: FaultyProvider) -> None:
+    """A seed whose skill and tasks hold one secret of every family, recorded against a provider that
+    echoes its credential: a grep of every file the run wrote finds none of them."""
+    url = faulty_provider.openai_url.replace("http://", f"http://deploy:{PASSWORD}@")
+    project(pytester, ini="skilltransfer_nights = 1\nskilltransfer_no_direct = true\n", seeds=("alpha",))
+    skill = pytester.path / "seeds" / "alpha" / "SKILL.md"
+    leaked = [value.replace("\n", " ") for _, value in CASES if "PRIVATE KEY" not in value]
+    skill.write_text(skill.read_text() + "Credentials for the deploy:\n" + "\n".join(leaked) + "\n"
+                     + SAMPLES["private key"][0] + "\n")
+    inputs = {p: p.stat().st_mtime_ns for p in pytester.path.rglob("*") if p.is_file()}
+    faulty_provider.inject(*["echo-body"] * 400)
+    result = pytester.runpytest_subprocess("--pair", f"toy-a->openai:fp-url@{url}", "--record-mode=once",
+                                           "--snapshot-update", "--skilltransfer-json=r.json",
+                                           "--skilltransfer-md=r.md", "--junitxml=junit.xml")
+    written = [p for p in pytester.path.rglob("*") if p.is_file() and inputs.get(p) != p.stat().st_mtime_ns]
+    assert any(p.suffix == ".yaml" and "cassettes" in p.parts for p in written), result.stdout.str()
+    findings = {str(p.relative_to(pytester.path)): find_secrets(p.read_bytes().decode("utf-8", "replace"))
+                for p in written}
+    assert {p: f for p, f in findings.items() if f} == {}
+    printed = result.stdout.str() + result.stderr.str()
+    assert find_secrets(printed) == []
