@@ -187,3 +187,23 @@ def test_a_named_skill_may_live_in_the_repository_but_not_link_out_of_it(tmp_pat
     (repo / "skills" / "shared.md").symlink_to("/proc/self/environ")
     found = problems(seed)
     assert len(found) == 1 and "outside the repository" in found[0], found
+
+
+@pytest.mark.parametrize("pattern", ["(?:x{50000}){50000}", "(a{1000}){1000}", "x{1000000}"])
+def test_a_regex_that_would_take_long_to_compile_is_refused_at_once(tmp_path: Path, pattern: str) -> None:
+    seed = write_seed(tmp_path / "seed")
+    check = {"kind": "rule", "checks": [{"op": "regex", "arg": pattern}]}
+    with (seed / "held-out.jsonl").open("a") as handle:
+        handle.write(json.dumps({"task_id": "hd-slow", "task": "Answer", "judge": check}) + "\n")
+    started = time.monotonic()
+    found = problems(seed)
+    assert time.monotonic() - started < 2.0
+    assert any(p.startswith(f"{seed / 'held-out.jsonl'}:4: task 'hd-slow': check 1: regex") and "unroll to about" in p
+               for p in found), found
+
+
+def test_ordinary_regexes_are_far_below_the_compile_bound() -> None:
+    from pytest_skilltransfer.regex_size import MAX_EXPANDED_SIZE, expanded_size
+
+    for pattern in (r"^(\w+\s?)+[^\w\s]{2}Q$", r"\d{3}-\d{3}-\d{4}", r"(?i)^Owner: @\w+$", r"[a-z]{2,5}(?:, [a-z]+){0,9}"):
+        assert expanded_size(pattern) < MAX_EXPANDED_SIZE // 100
