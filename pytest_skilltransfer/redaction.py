@@ -228,10 +228,9 @@ def _matcher(values: tuple[tuple[str, str], ...]) -> _Matcher:
     return _Matcher(whole, labels, runs, windows, values)
 
 
-def _secret_spans(text: str, environ: dict[str, str] | None) -> list[tuple[int, int, str]]:
+def _secret_spans(text: str, values: tuple[tuple[str, str], ...]) -> list[tuple[int, int, str]]:
     """Every secret in `text` as (start, end, what), overlapping spans merged (the first label kept)."""
     spans: list[tuple[int, int, str]] = []
-    values = tuple(known_values(environ))
     if values:
         spans += _matcher(values).spans(text)
     lowered = text.lower()
@@ -249,10 +248,14 @@ def _secret_spans(text: str, environ: dict[str, str] | None) -> list[tuple[int, 
 
 def redact_text(text: str, environ: dict[str, str] | None = None) -> str:
     """`text` with URL userinfo stripped and every secret replaced by `[redacted: ...]`."""
+    return _redact(text, tuple(known_values(environ))) if text else text
+
+
+def _redact(text: str, values: tuple[tuple[str, str], ...]) -> str:
     if not text:
         return text
     text = strip_userinfo(text)
-    spans = _secret_spans(text, environ)
+    spans = _secret_spans(text, values)
     if not spans:
         return text
     parts, position = [], 0
@@ -263,24 +266,29 @@ def redact_text(text: str, environ: dict[str, str] | None = None) -> str:
 
 
 def redact_json(data: Any, environ: dict[str, str] | None = None) -> Any:
-    """A copy of parsed JSON with every string (keys too) redacted."""
+    """A copy of parsed JSON with every string (keys too) redacted (the key values looked up once)."""
+    return _redact_json(data, tuple(known_values(environ)))
+
+
+def _redact_json(data: Any, values: tuple[tuple[str, str], ...]) -> Any:
     if isinstance(data, str):
-        return redact_text(data, environ)
+        return _redact(data, values)
     if isinstance(data, list):
-        return [redact_json(item, environ) for item in data]
+        return [_redact_json(item, values) for item in data]
     if isinstance(data, dict):
-        return {redact_text(k, environ) if isinstance(k, str) else k: redact_json(v, environ) for k, v in data.items()}
+        return {_redact(k, values) if isinstance(k, str) else k: _redact_json(v, values) for k, v in data.items()}
     return data
 
 
 def find_secrets(text: str, environ: dict[str, str] | None = None) -> list[tuple[int, str]]:
     """(line number, what) for every secret left in `text`; empty when it is clean."""
     findings = []
+    values = tuple(known_values(environ))
     for number, line in enumerate(text.splitlines(), start=1):
         bare = _PLACEHOLDER.sub("", line)
         if strip_userinfo(bare) != bare:
             findings.append((number, "URL credentials"))
-        findings.extend((number, _describe(what)) for _, _, what in _secret_spans(bare, environ))
+        findings.extend((number, _describe(what)) for _, _, what in _secret_spans(bare, values))
     return findings
 
 

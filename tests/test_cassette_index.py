@@ -201,3 +201,21 @@ def test_check_reports_an_unfolded_journal_and_index_folds_it(
     assert "1 journal(s) folded" in capsys.readouterr().out
     assert journals(path.parent) == [] and "Question 99?" in path.read_text()
     assert reindex([path.parents[1]], check=True) == 0
+
+
+def test_the_index_written_from_the_rendered_entries_is_the_one_a_scan_finds(recorded: tuple[Path, list, object],
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Saving indexes a file from the entries it rendered (no parse); a scan of the file agrees, rejected rows too."""
+    path, _, _ = recorded
+    entries = yaml.safe_load(path.read_text())["interactions"]
+    entries[2]["response"]["status"] = {"code": 529, "message": "Overloaded"}
+    entries[3]["request"]["body"]["json"]["messages"][0]["content"] = "ünïcode\nlines: 'quoted' \"x\" # not a comment"
+    assert store.write_model_file(path, entries, tolerate_damage=True)
+    written = cassette_index.index_path(path).read_text()
+    ordered, text = store._render_sorted(yaml.safe_load(path.read_text())["interactions"])
+    assert text == path.read_text()
+    parses = _count_parses(monkeypatch)
+    store.write_index(path, text, ordered)
+    assert parses[0] == 0 and cassette_index.index_path(path).read_text() == written
+    store.write_index(path, path.read_text())  # the scanning way
+    assert cassette_index.index_path(path).read_text() == written

@@ -241,7 +241,10 @@ class SeedStore:
                 self.journal.discard()
                 clean_claims(self.folder)
         except BaseException as err:
-            self.journal.abandon()  # every journaled recording stays in the journal for the next open
+            try:
+                self.journal.abandon()  # every journaled recording stays in the journal for the next open
+            except OSError:
+                pass  # the disk is still full: what reached the journal file is folded by the next open
             if self.unwritten and isinstance(err, OSError):
                 raise CassetteWriteError(self.folder, self.unwritten, err) from err
             raise
