@@ -33,8 +33,8 @@ from ..models.sdk_common import CallPolicy
 from ..protocol import ProtocolConfig
 from ..rubric import DEFAULT_MIN_ACCURACY
 from ..scoring import PROFILES
-from .gating import CORRECTIONS, DEFAULT_REGRESSION_TOLERANCE
-from ..seeds import LIMIT_OPTIONS, JudgeSettings, SeedLimits, Thresholds, split_pair
+from .gating import CORRECTIONS, DEFAULT_HARM_TOLERANCE, DEFAULT_REGRESSION_TOLERANCE
+from ..seeds import GATE_NAMES, LIMIT_OPTIONS, JudgeSettings, SeedLimits, Thresholds, split_pair
 
 Pair = tuple[str, str]
 
@@ -53,6 +53,8 @@ THRESHOLD_OPTIONS = {  # option -> Thresholds field
     "transfer-min-score": "min_score",
     "transfer-min-efficiency": "min_efficiency",
     "transfer-regression-tolerance": "regression_tolerance",
+    "transfer-harm-tolerance": "harm_tolerance",
+    "transfer-noninferiority-margin": "noninferiority_margin",
 }
 OFF_WORDS = ("off", "none")
 INCONCLUSIVE_ACTIONS = ("fail", "xfail", "pass")  # what an inconclusive gate does to its pytest item
@@ -285,12 +287,13 @@ class Settings:
     def thresholds(self, seed: Thresholds, marker: dict[str, Any] | None = None) -> Thresholds:
         """default < seed.toml < ini < the test's marker < command line; None (`off`) turns a gate off.
 
-        The only default is the regression gate's tolerance (`DEFAULT_REGRESSION_TOLERANCE`).
+        The defaults are the regression gate's tolerance (`DEFAULT_REGRESSION_TOLERANCE`) and the harm
+        gate's (`DEFAULT_HARM_TOLERANCE`); every other gate is off until set.
         """
-        seed_values = {k: v for k, v in seed.__dict__.items() if v is not None}
-        values = {"regression_tolerance": DEFAULT_REGRESSION_TOLERANCE, **seed_values, **self.ini_thresholds,
+        values = {"regression_tolerance": DEFAULT_REGRESSION_TOLERANCE, "harm_tolerance": DEFAULT_HARM_TOLERANCE,
+                  **seed.values(), **self.ini_thresholds,
                   **(marker or {}), **self.cli_thresholds}
-        return Thresholds(**{k: v for k, v in values.items() if k in Thresholds.__dataclass_fields__})
+        return Thresholds(**{k: v for k, v in values.items() if k in GATE_NAMES})
 
 
 class _Reader:
