@@ -29,7 +29,7 @@ from typing import Any, Iterator
 import pytest
 
 from ..models.base import ModelError
-from ..seeds import CONFIG_FILE, SKILL_FILE, TEST_FILE, TRAIN_FILE, SeedError, is_seed_dir
+from ..seeds import CONFIG_FILE, GATE_NAMES, SKILL_FILE, TEST_FILE, TRAIN_FILE, SeedError, is_seed_dir
 from .options import Pair
 
 try:  # the id suffix `[src->tgt]` travels in a callspec, as for parametrized tests (structured ids, pytest 9.2)
@@ -40,7 +40,7 @@ except ImportError:  # pragma: no cover - pytest < 9.2
 MARKER = "skilltransfer"
 ITEM_PREFIX = "transfer["
 SPEC_KEYS = ("seed", "source", "target", "optimizer")
-THRESHOLD_KEYS = ("min_gain", "min_score", "min_efficiency", "regression_tolerance")
+THRESHOLD_KEYS = GATE_NAMES
 
 
 def is_collectable_seed(path: Path) -> bool:
