@@ -106,11 +106,12 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
-    from . import compare, shards
+    from . import batch, compare, shards
 
     add_options(parser, own_record_mode=not recording_plugin_loads(pluginmanager))
     shards.add_options(parser)
     compare.add_options(parser)
+    batch.add_options(parser)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -177,6 +178,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from ..models.sdk_common import configure_calls
 
     configure_calls(settings.calls)
+    from . import batch
+
+    batch.configure(config, settings.cassette_dir)
     runner = config.stash[RUNNER] = Runner(settings, progress)
     if settings.max_cost is not None:
         runner.budget = _budget(config, settings)
@@ -194,6 +198,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    from . import batch
+
+    batch.unconfigure()
     folder = config.stash.get(SCOPES_DIR, None)
     if folder:
         import shutil
