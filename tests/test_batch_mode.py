@@ -73,7 +73,9 @@ def test_a_batch_recording_replays_exactly_like_a_synchronous_one(pytester: pyte
     out = batch.stdout.str()
     assert "batch msgbatch_" in out and "batch batch_" in out and "requests" in out
     assert {b.provider for b in fake.created} == {"anthropic", "openai"}
-    print("BATCHES", len(fake.created), [len(b.items) for b in fake.created], "SYNC", sent_sync)
+    summary = [line for line in batch.stderr.lines if line.startswith("batch lane: ")]
+    assert summary and f"batch lane: {sent_sync} request(s) in " in summary[0], batch.stderr.str()
+    print(summary[0], f"({sent_sync} synchronous requests)")
 
     assert interactions(pytester.path / "cassettes") == interactions(pytester.path / "cassettes-sync")
     assert (pytester.path / "cassettes" / "batch-manifest.jsonl").is_file()

@@ -200,7 +200,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     from . import batch
 
-    batch.unconfigure()
+    batch.unconfigure(config)
     folder = config.stash.get(SCOPES_DIR, None)
     if folder:
         import shutil

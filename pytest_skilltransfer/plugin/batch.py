@@ -83,7 +83,15 @@ def configure(config: pytest.Config, cassette_dir: Any) -> None:
     configure_batch(settings, cassette_dir, _writer(config), _batch_dollars)
 
 
-def unconfigure() -> None:
+def unconfigure(config: pytest.Config) -> None:
+    """Print what the lane did (one line), then turn it off."""
+    from ..models.batch import active_lane
+
+    lane = active_lane()
+    summary = lane.summary() if lane is not None else None
+    if summary is not None:
+        worker = getattr(config, "workerinput", None)
+        sys.stderr.write(f"[{worker['workerid']}] {summary}\n" if worker else f"{summary}\n")
     configure_batch(None)
 
 

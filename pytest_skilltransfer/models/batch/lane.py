@@ -123,11 +123,13 @@ class BatchLane:
         self._stopped: str | None = None
         self._thread: threading.Thread | None = None
         self._closing = False
+        self.round_trips = 0  # flushes: steps of the run that waited for a batch answer
         self.batches_created = 0
         self.batches_adopted = 0
         self.batches_finished = 0
         self.requests_total = 0
-        self.requests_done = 0
+        self.requests_done = 0  # answered (a stored answer, or the provider's refusal of the request)
+        self.requests_failed = 0  # given up, or stopped by the wait ceiling
         self.dollars = 0.0
         self._shown: tuple[Any, ...] = ()
 
@@ -181,6 +183,14 @@ class BatchLane:
             self._thread = threading.Thread(target=self._run, name="skilltransfer-batches", daemon=True)
             self._thread.start()
 
+    def summary(self) -> str | None:
+        """What the lane did in this process, or None when nothing went through it."""
+        if not self.requests_total:
+            return None
+        return (f"batch lane: {self.requests_total} request(s) in {self.round_trips} round trip(s); "
+                f"{self.batches_created} batch(es) created, {self.batches_adopted} adopted; "
+                f"{self.requests_done} answered, {self.requests_failed} failed; ${self.dollars:.4f} at batch prices")
+
     def close(self) -> None:
         """Stop the collector (waiting calls fail; batches stay in the manifest)."""
         with self._cond:
@@ -201,6 +211,8 @@ class BatchLane:
                     self._cond.wait(timeout=self._tick())
                     continue
             flushes, polls, lookups = work
+            if flushes:
+                self.round_trips += 1
             for group, entries in flushes:
                 try:
                     self._submit(group, entries)
@@ -208,6 +220,8 @@ class BatchLane:
                     pass  # its requests wait for the look-up
                 except Exception as exc:  # noqa: BLE001 - SDK and transport errors alike
                     self._refused(group, entries, exc)
+            with self._cond:
+                self._show_locked()
             for flight in polls:
                 try:
                     self._poll(flight)
@@ -345,7 +359,7 @@ class BatchLane:
 
     def _fail_locked(self, parked: Parked, error: BaseException) -> None:
         parked.error = error
-        self.requests_done += 1
+        self.requests_failed += 1
         parked.done.set()
 
     def _waiting_locked(self) -> list[Parked]:
@@ -378,13 +392,16 @@ class BatchLane:
     def _show_locked(self) -> None:
         """One progress line whenever the counts change."""
         pending = len(self._in_flight) + len(self._uncertain)
-        state = (pending, self.batches_finished, self.requests_done, self.requests_total, round(self.dollars, 4))
+        state = (pending, self.batches_finished, self.requests_done, self.requests_failed, self.requests_total,
+                 round(self.dollars, 4))
         if state == self._shown or self._started is None:
             return
         self._shown = state
         waited = time.monotonic() - self._started
+        failed = f", {self.requests_failed} failed" if self.requests_failed else ""
         self.progress(f"batches: {pending} pending, {self.batches_finished} finished; requests {self.requests_done}/"
-                      f"{self.requests_total} done; ${self.dollars:.4f} so far at batch prices; waited {_clock(waited)}")
+                      f"{self.requests_total} done{failed}; ${self.dollars:.4f} so far at batch prices; "
+                      f"waited {_clock(waited)}")
 
 
 def _refusal(exc: Exception) -> bool:
