@@ -9,6 +9,9 @@ answering each item exactly as the synchronous fake answers the same request. Co
     fail_items(*kinds)   the next items processed get, in order: "errored" (a provider-side error, to
                    be retried), "invalid" (the request is refused), "canceled", "expired"
     expire_next    the next batch expires with every item unprocessed
+    fail_batch_calls(*faults)   the next batch API calls (create, status) get, in order: an HTTP status
+                   (429, 500, ...) with the provider's error body, or "reset-after-create" (the batch is
+                   created, then the connection is reset before any answer)
     kill_on(event, pid, nth)   SIGKILL the client process at the nth `event`: "create:before" (the create
                    request is dropped), "create:after" (created, no reply), "status" (a status check,
                    no reply), "results:after" (shortly after the results were sent)
@@ -25,6 +28,8 @@ import json
 import os
 import random
 import signal
+import socket
+import struct
 import threading
 import time
 from collections import Counter, deque
@@ -32,7 +37,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 import pytest
-from fake_provider import FakeProvider, _Handler, _Server, anthropic_reply, digest, openai_reply
+from fake_provider import FakeProvider, _error_body, _Handler, _Server, anthropic_reply, digest, openai_reply
 
 
 def _iso(epoch: float) -> str:
@@ -72,6 +77,9 @@ class _BatchHandler(_Handler):
         if path.startswith("/v1/messages/batches/") or path.startswith("/v1/batches/"):
             batch = fake.batch(parts[-1])
             fake.maybe_kill("status")
+            fault = fake.next_batch_fault()
+            if isinstance(fault, int):
+                return self._send(fault, _error_body(path, fault))
             return self._send(200, fake.describe(batch))
         if path.startswith("/v1/files/") and path.endswith("/content"):
             fake.maybe_kill("results:after", delay=0.3)
@@ -109,8 +117,16 @@ class _BatchHandler(_Handler):
             return self._send(400, {"type": "error", "error": {"type": "invalid_request_error",
                                                                "message": "custom_id values must be unique"}})
         fake.maybe_kill("create:before")
+        fault = fake.next_batch_fault()
+        if isinstance(fault, int):
+            return self._send(fault, _error_body(self.path, fault))
         batch = fake.add(provider, items, metadata, input_file)
         fake.maybe_kill("create:after")
+        if fault == "reset-after-create":
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            self.connection.close()
+            return None
         return self._send(200, fake.describe(batch))
 
     def _send_raw(self, status: int, data: bytes) -> None:
@@ -135,6 +151,7 @@ class BatchProvider(FakeProvider):
         self.served_sync = 0
         self.status_checks = 0
         self._faults: deque[str] = deque()
+        self._batch_faults: deque[int | str] = deque()
         self._kill: tuple[str, int, int] | None = None
         self._events: Counter[str] = Counter()
         self._random = random.Random(7)
@@ -152,6 +169,14 @@ class BatchProvider(FakeProvider):
     def fail_items(self, *kinds: str) -> None:
         with self._lock:
             self._faults.extend(kinds)
+
+    def fail_batch_calls(self, *faults: int | str) -> None:
+        with self._lock:
+            self._batch_faults.extend(faults)
+
+    def next_batch_fault(self) -> int | str | None:
+        with self._lock:
+            return self._batch_faults.popleft() if self._batch_faults else None
 
     def kill_on(self, event: str, pid: int, nth: int = 1) -> None:
         with self._lock:

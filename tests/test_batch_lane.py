@@ -165,3 +165,25 @@ def test_batch_traffic_is_never_recorded_and_replay_needs_no_lane(fake: BatchPro
     fake.stop()
     with recording(tmp_path, "seed", "none"):  # the lane stays on: replayed calls never reach it
         assert [r.text for r in _all(model, _asks(2))] == [r.text for r in first]
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_a_create_whose_answer_is_lost_is_never_retried_blindly_but_looked_up(fake: BatchProvider, tmp_path: Path,
+                                                                              wire: str) -> None:
+    lines: list[str] = []
+    configure_batch(FAST, tmp_path, lines.append)
+    fake.fail_batch_calls("reset-after-create")
+    with recording(tmp_path, "seed", "new_episodes"):
+        outcomes = _all(_model(fake, wire), _asks(3))
+    assert not [o for o in outcomes if isinstance(o, Exception)]
+    assert len(fake.created) == 1 and fake.total_paid == 3 and any("adopted" in line for line in lines)
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_provider_errors_on_create_and_status_are_survived(fake: BatchProvider, tmp_path: Path, wire: str) -> None:
+    configure_batch(FAST, tmp_path)
+    fake.fail_batch_calls(529 if wire == "anthropic" else 500, 429, 500)  # create twice refused, one status check
+    with recording(tmp_path, "seed", "new_episodes"):
+        outcomes = _all(_model(fake, wire), _asks(3))
+    assert not [o for o in outcomes if isinstance(o, Exception)]
+    assert len(fake.created) == 1 and fake.total_paid == 3 and _stored(tmp_path) == 3

@@ -80,7 +80,12 @@ def configure(config: pytest.Config, cassette_dir: Any) -> None:
     settings = read(config)
     if settings is None:
         return
-    configure_batch(settings, cassette_dir, _writer(config), _batch_dollars)
+    from ..models.batch.manifest import ManifestError
+
+    try:
+        configure_batch(settings, cassette_dir, _writer(config), _batch_dollars)
+    except ManifestError as exc:
+        raise pytest.UsageError(f"--transfer-batch: {exc}") from None
 
 
 def unconfigure(config: pytest.Config) -> None:

@@ -5,6 +5,9 @@ requests as a JSON-lines file (`client.files.create(purpose="batch")`), then `cl
 results are the batch's output and error files (`client.files.content`). Results are read as the
 raw JSON the provider sent, so a stored answer is the body a synchronous call would have received.
 
+A create call is made once (no SDK retry): had it reached the provider and only its answer been
+lost, a retry would create and bill the batch twice. A failed create is looked up instead (`find`).
+
 Each item's outcome is one of: `ok` (a complete answer, stored like a synchronous reply), `fail`
 (the request itself was refused, as a synchronous call would have been: never re-sent), `retry`
 (errored on the provider's side, canceled or expired: sent again).
@@ -88,7 +91,7 @@ class AnthropicBatches:
     def create(self, items: list[Item], submission: str) -> str:
         requests = [{"custom_id": i.custom_id, "params": {k: v for k, v in i.body.items() if k != "stream"}}
                     for i in items]
-        return self.client.messages.batches.create(requests=requests).id
+        return self.client.with_options(max_retries=0).messages.batches.create(requests=requests).id
 
     def status(self, batch_id: str) -> Status:
         batch = self.client.messages.batches.retrieve(batch_id)
@@ -147,7 +150,7 @@ class OpenAIBatches:
                  for i in items]
         upload = self.client.files.create(file=(f"skilltransfer-{submission}.jsonl", ("\n".join(lines) + "\n").encode(),
                                                 "application/jsonl"), purpose="batch")
-        batch = self.client.batches.create(input_file_id=upload.id, endpoint=self.endpoint, completion_window="24h",
+        batch = self.client.with_options(max_retries=0).batches.create(input_file_id=upload.id, endpoint=self.endpoint, completion_window="24h",
                                            metadata={OPENAI_SUBMISSION_KEY: submission})
         return batch.id
 
@@ -188,9 +191,11 @@ class OpenAIBatches:
 
     def find(self, submission: str, at: float, count: int, claimed: set[str]) -> str | None:
         """The batch an uncertain create made, by the submission id in its metadata."""
-        for batch in self.client.batches.list(limit=100):
+        for batch in self.client.batches.list(limit=100):  # newest first
             if (batch.metadata or {}).get(OPENAI_SUBMISSION_KEY) == submission and batch.id not in claimed:
                 return batch.id
+            if _epoch(batch.created_at) < at + CLAIM_WINDOW_S[0]:
+                break
         return None
 
     def cancel(self, batch_id: str) -> None:

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..base import ModelCallError
+
 FILE_NAME = "batch-manifest.jsonl"
 CUSTOM_ID_PREFIX = "st-"
 
@@ -64,13 +66,14 @@ class Manifest:
     def open(cls, folder: Path) -> "Manifest":
         manifest = cls(folder / FILE_NAME)
         if manifest.path.exists():
-            for number, line in enumerate(manifest.path.read_text(encoding="utf-8").splitlines(), 1):
+            lines = manifest.path.read_text(encoding="utf-8").splitlines()
+            for number, line in enumerate(lines, 1):
                 if not line.strip():
                     continue
                 try:
                     manifest._apply(json.loads(line))
                 except (ValueError, KeyError, TypeError):
-                    if number < len(manifest.path.read_text(encoding="utf-8").splitlines()):
+                    if number < len(lines):
                         raise ManifestError(f"{manifest.path}:{number}: not a manifest line; restore the file "
                                             "from version control or delete it (batches it named are then "
                                             "sent again)") from None
@@ -98,6 +101,7 @@ class Manifest:
         line = json.dumps(event, sort_keys=True) + "\n"
         with self._lock, FileLock(str(self.path) + ".lock"):
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            _drop_torn_tail(self.path)
             with open(self.path, "a", encoding="utf-8") as handle:
                 handle.write(line)
                 handle.flush()
@@ -131,5 +135,17 @@ class Manifest:
         return sub if sub is not None and not sub.abandoned else None
 
 
-class ManifestError(Exception):
+def _drop_torn_tail(path: Path) -> None:
+    """Cut a last line a killed writer left unfinished (its event never happened), so appends stay whole."""
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        with open(path, "r+b") as handle:
+            handle.truncate(data.rfind(b"\n") + 1)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+
+class ManifestError(ModelCallError):
     """The manifest file is damaged."""
