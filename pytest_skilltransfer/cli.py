@@ -48,6 +48,8 @@ class _Group:
 class _Parser:
     """pytest's `Parser` API (getgroup / addini) on an argparse parser; ini keys need no CLI flag."""
 
+    adds_short_spellings_now = True  # the CLI has no other plugins: both spellings at once
+
     def __init__(self, parser: argparse.ArgumentParser):
         self.parser = parser
 

@@ -1,5 +1,6 @@
 """The suite runs without the optional plugins that change how pytest runs (pytest-randomly reorders
-and reseeds, pytest-recording owns --record-mode); the coexistence tests turn each on with `-p`.
+and reseeds, pytest-recording owns --record-mode, pytest-shard shards by hash and owns --shard-id,
+pytest-split selects by durations); the coexistence tests turn each on with `-p`.
 Provider retries keep their default budget but wait milliseconds, so fault tests stay fast.
 
 Every module of the package is imported once here, in the main thread, before any test runs: an
@@ -24,7 +25,7 @@ for _module in pkgutil.walk_packages(pytest_skilltransfer.__path__, "pytest_skil
     if not _module.name.endswith("__main__"):
         importlib.import_module(_module.name)
 
-OPTIONAL_PLUGINS_OFF = "-p no:randomly -p no:recording"
+OPTIONAL_PLUGINS_OFF = "-p no:randomly -p no:recording -p no:pytest-shard -p no:pytest-split"
 
 
 @pytest.fixture

@@ -13,12 +13,13 @@ def test_help_lists_the_group_with_ini_keys(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--help")
     result.stdout.fnmatch_lines([
         "skill transfer: optimize a skill on SOURCE, measure it on TARGET:",
-        "*--source=MODEL*",
+        "*--transfer-source=MODEL*",
+        "*(also --source; ini: skilltransfer_source)*",
         "*--transfer-min-gain=X*",
         "*(ini: skilltransfer_min_gain)*",
         "*--skilltransfer-json=PATH*",
-        "*--record-mode=MODE*",
-        "*--cassette-dir=DIR*",
+        "*--transfer-record-mode=MODE*",
+        "*--transfer-cassette-dir=DIR*",
     ])
 
 

@@ -57,8 +57,8 @@ from .collect import (
     marker_spec,
     pair_id,
 )
-from .options import (Pair, Settings, add_options, apply_project_tables, plan_requested, read_settings,
-                      recording_plugin_loads)
+from .options import (Pair, Settings, add_options, add_short_spellings, apply_project_tables, flag,
+                      plan_requested, read_settings)
 from .reporting import ERROR_ATTRIBUTE, REPORT_ATTRIBUTE, TransferReporting, is_worker, plain_nodeid
 from .runner import Runner
 
@@ -108,10 +108,20 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     from . import batch, compare, shards
 
-    add_options(parser, own_record_mode=not recording_plugin_loads(pluginmanager))
+    add_options(parser)
     shards.add_options(parser)
     compare.add_options(parser)
     batch.add_options(parser)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser) -> Generator[None, Any, Any]:
+    """The short spellings (`--source`, `--shard-id`, ...) once every plugin and initial conftest has
+    registered its options: a flag another plugin owns stays its own (see `options`)."""
+    try:
+        return (yield)
+    finally:
+        add_short_spellings(early_config, parser)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -146,11 +156,7 @@ def pytest_configure_node(node: Any) -> None:
         node.workerinput[SCOPES_KEY] = folder
     runner = node.config.stash.get(RUNNER, None)
     if runner is not None and runner.budget is not None:
-        if runner.budget.folder is None:
-            import tempfile
-
-            runner.budget.folder = Path(tempfile.mkdtemp(prefix="skilltransfer-spend-"))
-        node.workerinput[SPEND_DIR] = str(runner.budget.folder)
+        node.workerinput[BUDGET_LEDGER] = str(runner.budget.path)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -171,7 +177,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     registry = Registry(apply_project_tables(config))
     config.hook.pytest_skilltransfer_configure.call_historic(kwargs={"config": config, "registry": registry})
-    _check_models(settings)
+    _check_models(config, settings)
     config.stash[SETTINGS] = settings
     progress = _progress_writer(config)
     _configure_concurrency(settings, progress)
@@ -184,11 +190,16 @@ def pytest_configure(config: pytest.Config) -> None:
     runner = config.stash[RUNNER] = Runner(settings, progress)
     if settings.max_cost is not None:
         runner.budget = _budget(config, settings)
+        from .budget import BudgetPlugin
+
+        config.pluginmanager.register(BudgetPlugin(runner.budget), "skilltransfer-budget")
     if settings.plan:
         config.option.disable_unused_snapshots = True  # no item runs, so no snapshot is "unused"
         config.pluginmanager.register(PlanMode(), "skilltransfer-plan")
     reporting = TransferReporting(config, settings)
     config.pluginmanager.register(reporting, "skilltransfer-reporting")
+    if runner.budget is not None:
+        reporting.run_fields.append(lambda: {"budget": runner.budget.as_dict()})
     _register_ci(config, reporting)
     _add_seed_dirs(config, settings)
     if config.stash.get(SEED_SCHEDULING, False):
@@ -228,7 +239,7 @@ def _register_ci(config: pytest.Config, reporting: TransferReporting) -> None:
         reporting.run_fields.append(lambda: {"compare_to": base.as_dict()})
 
 
-def _check_models(settings: Settings) -> None:
+def _check_models(config: pytest.Config, settings: Settings) -> None:
     """Every model name must resolve; the error names the option and lists the known models."""
     from ..models.base import ModelError, resolve_model
 
@@ -238,8 +249,8 @@ def _check_models(settings: Settings) -> None:
         try:
             resolve_model(name)
         except ModelError as exc:
-            role = ("--optimizer" if name == settings.optimizer else "--judge" if name in judges
-                    else "--source/--target/--pair")
+            role = ("optimizer" if name == settings.optimizer else "judge" if name in judges else "")
+            role = flag(config, role) if role else "/".join(flag(config, o) for o in ("source", "target", "pair"))
             raise pytest.UsageError(f"{role}: {exc}") from None
 
 
@@ -258,27 +269,29 @@ def _configure_concurrency(settings: Settings, progress: Callable[[str], None]) 
     LIMITERS.configure(lambda model_id: by_id.get(model_id, settings.concurrency), progress)
 
 
-SPEND_DIR = "skilltransfer_spend_dir"
+BUDGET_LEDGER = "skilltransfer_budget_ledger"
 
 
 def _budget(config: pytest.Config, settings: Settings) -> Any:
-    """The run's budget; xdist workers share spending through a folder the controller made."""
-    from ..models.providers import on_live_reply
-    from ..prices import price_of
+    """The run's budget (see `budget`): xdist workers use the ledger file the controller made."""
+    from ..models.base import resolve_model
+    from ..prices import lane_of, rates_of
     from .budget import Budget
 
     names = {m for pair in settings.pairs for m in pair} | ({settings.optimizer} if settings.optimizer else set())
-    unpriced = sorted(m for m in names if price_of(resolve_model_id(m)) is None)
+    names |= {j.model for j in (settings.ini_judge, settings.cli_judge) if j.model}
+    ids = {name: resolve_model(name).model_id for name in names}
+    unpriced = sorted(f"{name} ({ids[name]}, {lane_of(ids[name])} lane)" if lane_of(ids[name]) != "standard"
+                      else name for name in names if rates_of(ids[name], lane_of(ids[name])) is None)
     if unpriced:
-        raise pytest.UsageError(f"--max-cost: no price for {', '.join(unpriced)}, so spending cannot be counted; "
-                                "add it to [tool.skilltransfer.prices] in pyproject.toml")
+        raise pytest.UsageError(
+            f"--max-cost: no price for {', '.join(unpriced)}, so no call to it could be reserved; nothing was sent. "
+            'Price it in pyproject.toml: [tool.skilltransfer.prices] "<model id>" = { input = <$/Mtok>, '
+            "output = <$/Mtok> }")
     workerinput = getattr(config, "workerinput", None)
-    if workerinput is not None and workerinput.get(SPEND_DIR):
-        budget = Budget(settings.max_cost, Path(workerinput[SPEND_DIR]), workerinput["workerid"])
-    else:
-        budget = Budget(settings.max_cost)
-    on_live_reply(budget.charge)
-    return budget
+    if workerinput is not None and workerinput.get(BUDGET_LEDGER):
+        return Budget(settings.max_cost, Path(workerinput[BUDGET_LEDGER]))
+    return Budget(settings.max_cost, Path(settings.budget_ledger) if settings.budget_ledger else None)
 
 
 def resolve_model_id(name: str) -> str:
@@ -472,7 +485,7 @@ def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapsho
 
 
 REQUEST_SHAPING = ("optimizer", "nights", "edit-budget", "limit-replay", "limit-holdout", "samples", "no-direct",
-                   "prompt-cache")
+                   "prompt-cache", "transfer-service-tier")
 
 
 def rerecord_command(item: pytest.Item, spec: TransferSpec) -> str:
@@ -483,16 +496,16 @@ def rerecord_command(item: pytest.Item, spec: TransferSpec) -> str:
     from .options import dest
 
     config = item.config
-    parts = ["pytest", item.nodeid, "--pair", f"{spec.source}->{spec.target}"]
+    parts = ["pytest", item.nodeid, flag(config, "pair"), f"{spec.source}->{spec.target}"]
     if item.nodeid.startswith("/") and config.inipath is not None:
         parts[1:1] = ["-c", str(config.inipath)]  # pytest finds the configuration from the paths it is given
     for option in REQUEST_SHAPING:
         value = getattr(config.option, dest(option), None)
         if value is True:
-            parts.append(f"--{option}")
+            parts.append(flag(config, option))
         elif value not in (None, False):
-            parts += [f"--{option}", str(value)]
-    return shlex.join([*parts, "--record-mode=new_episodes"])
+            parts += [flag(config, option), str(value)]
+    return shlex.join([*parts, f"{flag(config, 'record-mode')}=new_episodes"])
 
 
 def junit_properties(data: dict[str, Any]) -> list[tuple[str, object]]:
@@ -587,10 +600,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     runner = runner_of(session.config)
     runner.stop_recording()
     runner.stop_local_server()
-    if runner.budget is not None and runner.budget.folder is not None and not is_worker(session.config):
-        import shutil
-
-        shutil.rmtree(runner.budget.folder, ignore_errors=True)
+    if runner.budget is not None and is_worker(session.config):
+        runner.budget.ledger.close()
 
 
 @pytest.hookimpl(wrapper=True)

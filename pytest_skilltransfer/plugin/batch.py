@@ -1,10 +1,11 @@
 """`--transfer-batch`: record through the providers' Batch APIs (sleep mode); the hooks delegate here.
 
-Options (each also an ini key): `--transfer-batch` (`skilltransfer_batch`), `--transfer-batch-fallback
-batch|sync` (a failed item goes into the next batch, or is sent synchronously), `--transfer-batch-poll S`
-(status checks per batch, default 30 s), `--transfer-batch-gather S` (quiet period before a flush,
-default 2 s) and `--transfer-batch-max-wait DURATION` (default 26h; `90m`, `8h`, seconds) after which
-the run stops cleanly, to be resumed by the same command. The manifest lives in the cassette folder.
+Options (each also an ini key, and a short `--batch…` spelling where no other plugin owns it):
+`--transfer-batch` (`skilltransfer_batch`), `--transfer-batch-fallback batch|sync` (a failed item goes
+into the next batch, or is sent synchronously), `--transfer-batch-poll S` (status checks per batch,
+default 30 s), `--transfer-batch-gather S` (quiet period before a flush, default 2 s) and
+`--transfer-batch-max-wait DURATION` (default 26h; `90m`, `8h`, seconds) after which the run stops
+cleanly, to be resumed by the same command. The manifest lives in the cassette folder.
 Progress lines are always printed in batch mode (a line per change): waiting is the whole run.
 """
 
@@ -20,7 +21,6 @@ import pytest
 from ..models.batch import BatchSettings, configure_batch
 
 FALLBACKS = ("batch", "sync")
-BATCH_DISCOUNT = 0.5  # both providers' Batch APIs bill half the synchronous price (2026-12-01)
 UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
@@ -29,18 +29,18 @@ def add_options(parser: pytest.Parser) -> None:
 
     group = parser.getgroup("skilltransfer")
     defaults = BatchSettings()
-    _add(group, parser, "transfer-batch", "record through the providers' Batch APIs at batch prices (about half): "
+    _add(group, parser, "batch", "record through the providers' Batch APIs at batch prices (about half): "
          "each protocol step's calls go out as one batch per model and the run waits for them; answers are stored "
          "in the same cassettes, replayed as usual, and a killed run resumes its batches without paying twice",
          "bool", action="store_true", default=None)
-    _add(group, parser, "transfer-batch-fallback", "what a batch item that errored, was canceled or expired does: "
+    _add(group, parser, "batch-fallback", "what a batch item that errored, was canceled or expired does: "
          "batch (go into the next batch; default) or sync (be sent synchronously at the full price)",
          metavar="MODE")
-    _add(group, parser, "transfer-batch-poll", f"seconds between status checks of a batch (default "
+    _add(group, parser, "batch-poll", f"seconds between status checks of a batch (default "
          f"{defaults.poll_s:g})", metavar="S")
-    _add(group, parser, "transfer-batch-gather", "seconds without a new request before the parked requests are "
+    _add(group, parser, "batch-gather", "seconds without a new request before the parked requests are "
          f"sent as a batch (default {defaults.gather_s:g})", metavar="S")
-    _add(group, parser, "transfer-batch-max-wait", "stop waiting for batches after this long (90m, 8h, seconds; "
+    _add(group, parser, "batch-max-wait", "stop waiting for batches after this long (90m, 8h, seconds; "
          "default 26h): the run stops cleanly, keeps every answer and resumes with the same command",
          metavar="DURATION")
 
@@ -63,12 +63,11 @@ def read(config: pytest.Config) -> BatchSettings | None:
     from .options import _bool, _choice, _Reader
 
     reader = _Reader(config)
-    value, where = reader.get("transfer-batch")
+    value, where = reader.get("batch")
     if value is None or not _bool(value, where):
         return None
-    settings: dict[str, Any] = {"fallback": _choice(reader, "transfer-batch-fallback", FALLBACKS)}
-    for option, name in (("transfer-batch-poll", "poll_s"), ("transfer-batch-gather", "gather_s"),
-                         ("transfer-batch-max-wait", "max_wait_s")):
+    settings: dict[str, Any] = {"fallback": _choice(reader, "batch-fallback", FALLBACKS)}
+    for option, name in (("batch-poll", "poll_s"), ("batch-gather", "gather_s"), ("batch-max-wait", "max_wait_s")):
         value, where = reader.get(option)
         if value is not None:
             settings[name] = duration(value, where)
@@ -101,7 +100,7 @@ def unconfigure(config: pytest.Config) -> None:
 
 
 def _batch_dollars(provider: str, model_id: str, body: bytes) -> float:
-    """One answer's dollars at batch prices (`BATCH_DISCOUNT` of the synchronous ones), from its usage."""
+    """One answer's dollars at batch prices (the dated batch lane of `prices.toml`), from its usage."""
     import json
 
     from ..models import anthropic_wire, openai_wire
@@ -112,7 +111,7 @@ def _batch_dollars(provider: str, model_id: str, body: bytes) -> float:
         usage = wire.parse_reply(_attrs(json.loads(body)), model_id).usage
     except Exception:  # noqa: BLE001 - a progress figure, never a reason to fail
         return 0.0
-    return (cost_usd(model_id, usage) or 0.0) * BATCH_DISCOUNT
+    return cost_usd(model_id, usage, "batch") or 0.0
 
 
 class _attrs(dict):  # type: ignore[type-arg]

@@ -68,14 +68,12 @@ class BaseRef:
 
 
 def add_options(parser: pytest.Parser) -> None:
-    from .options import ini_name
+    from .options import _add
 
     group = parser.getgroup("skilltransfer")
-    group.addoption("--compare-to", dest="skilltransfer_compare_to", metavar="REF", nargs="?", const=AUTO,
-                    help="regression gate against each snapshot committed at git REF; alone or 'auto': the pull "
-                         "request's base ($GITHUB_BASE_REF), else the merge base with the default branch "
-                         f"(ini: {ini_name('compare-to')})")
-    parser.addini(ini_name("compare-to"), "git ref whose committed snapshots the regression gate compares with")
+    _add(group, parser, "compare-to", "regression gate against each snapshot committed at git REF; alone or "
+         "'auto': the pull request's base ($GITHUB_BASE_REF), else the merge base with the default branch",
+         metavar="REF", nargs="?", const=AUTO)
 
 
 def _git(cwd: Path, *args: str) -> str:

@@ -8,13 +8,20 @@ The model matrix is `source x target` plus explicit `--pair SRC:TGT`s. When the 
 any of `--source`, `--target`, `--pair`, it replaces the ini matrix (a side it leaves out, such as
 the targets of `pytest --source=haiku`, comes from the ini). Bad values raise `pytest.UsageError`
 naming the option.
+
+Spellings: every option has a prefixed spelling that no other plugin uses (`--transfer-nights`; an
+option already named `transfer-…`/`skilltransfer-…` is its own), and the short design spelling
+(`--nights`, `--source`, `--shard-id`, ...) as well when no other plugin of this environment owns
+it. The prefixed options are registered in `pytest_addoption`; the short ones only once every
+plugin and initial conftest has registered its own (`add_short_spellings`), so pytest-shard keeps
+its `--shard-id` and this plugin answers to `--transfer-shard-id` there, saying so once.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import os
+import argparse
 import tomllib
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,26 +68,105 @@ def dest(option: str) -> str:
     return "skilltransfer_" + option.replace("-", "_")
 
 
-def _add(group: Any, parser: pytest.Parser, option: str, help_text: str, ini_type: str | None = None,
+PREFIX = "transfer-"
+SPELLINGS = pytest.StashKey["Spellings"]()
+
+
+@dataclass
+class Spellings:
+    """Which short spellings this run answers to, and which belong to another plugin here."""
+
+    short: dict[str, str] = field(default_factory=dict)  # option -> its short flag, where ours
+    yielded: dict[str, str] = field(default_factory=dict)  # option -> its short flag, owned by another plugin
+
+    def flag(self, option: str) -> str:
+        """The spelling to print for an option: the short one where it is ours, else the prefixed one."""
+        return self.short.get(option) or f"--{prefixed(option)}"
+
+    def note(self) -> str:
+        """The one line that says which short spellings another plugin owns (empty when none)."""
+        if not self.yielded:
+            return ""
+        theirs = ", ".join(self.yielded.values())
+        ours = ", ".join(f"--{prefixed(option)}" for option in self.yielded)
+        return f"{theirs} belong to another plugin in this environment; this plugin's spelling: {ours}"
+
+
+@dataclass(frozen=True)
+class _ShortSpelling:
+    option: str
+    kwargs: dict[str, Any]
+
+
+_PENDING: "weakref.WeakKeyDictionary[Any, list[_ShortSpelling]]" = weakref.WeakKeyDictionary()
+
+
+def prefixed(option: str) -> str:
+    """The spelling no other plugin uses: `nights` -> `transfer-nights`; `transfer-…`/`skilltransfer-…` stay."""
+    return option if option.startswith(("transfer-", "skilltransfer-")) else PREFIX + option
+
+
+def flag(config: pytest.Config, option: str) -> str:
+    """An option's flag as this run spells it (`--source`, or `--transfer-source` where another
+    plugin owns `--source`)."""
+    spellings = config.stash.get(SPELLINGS, None)
+    return spellings.flag(option) if spellings is not None else f"--{option}"
+
+
+def _add(group: Any, parser: Any, option: str, help_text: str, ini_type: str | None = None,
          **kwargs: Any) -> None:
+    """Register an option under its prefixed spelling and its ini key; its short spelling comes at
+    once on the CLI's parser (`adds_short_spellings_now`), later in pytest (`add_short_spellings`)."""
     key = ini_name(option)
-    group.addoption(f"--{option}", dest=dest(option), help=f"{help_text} (ini: {key})", **kwargs)
+    names = [f"--{prefixed(option)}"]
+    has_short = prefixed(option) != option
+    if has_short and getattr(parser, "adds_short_spellings_now", False):
+        names.append(f"--{option}")
+    elif has_short:
+        _PENDING.setdefault(parser, []).append(_ShortSpelling(option, kwargs))
+    group.addoption(*names, dest=dest(option), help=f"{help_text} (ini: {key})", **kwargs)
     parser.addini(key, help_text, type=ini_type)
 
 
-def recording_plugin_loads(pluginmanager: pytest.PytestPluginManager) -> bool:
-    """True when pytest-recording is (or is about to be) loaded: it then owns `--record-mode`."""
-    if pluginmanager.has_plugin("recording"):
-        return True
-    if pluginmanager.is_blocked("recording") or importlib.util.find_spec("pytest_recording") is None:
-        return False
-    return not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+def add_short_spellings(config: pytest.Config, parser: pytest.Parser) -> Spellings:
+    """Give each option its short spelling unless another plugin or initial conftest registered
+    that flag; the help of each option names its other spelling."""
+    spellings = Spellings()
+    taken = {name for group in parser._groups for opt in group.options for name in opt.names()}
+    group = parser.getgroup("skilltransfer")
+    by_dest = {opt.dest: opt for opt in group.options}
+    for pending in _PENDING.pop(parser, []):
+        short = f"--{pending.option}"
+        if short in taken:
+            spellings.yielded[pending.option] = short
+            continue
+        try:
+            group.addoption(short, dest=dest(pending.option), help=argparse.SUPPRESS, **pending.kwargs)
+        except (ValueError, argparse.ArgumentError):
+            spellings.yielded[pending.option] = short
+            continue
+        spellings.short[pending.option] = short
+    for option, short in [*spellings.short.items(), *spellings.yielded.items()]:
+        visible = by_dest.get(dest(option))
+        if visible is not None:
+            where = f"also {short}" if option in spellings.short else f"{short} is another plugin's here"
+            _set_help(visible, str(visible.attrs().get("help", "")).replace("(ini: ", f"({where}; ini: ", 1))
+    config.stash[SPELLINGS] = spellings
+    return spellings
 
 
-def add_options(parser: Any, own_record_mode: bool = True) -> None:
+def _set_help(option: Any, text: str) -> None:
+    """Change a registered option's help text (pytest >= 9.2 keeps the argparse action in `attrs()`)."""
+    option.attrs()["help"] = text
+    if hasattr(option, "help"):  # older pytest builds its argparse parser from the attribute
+        option.help = text
+
+
+def add_options(parser: Any) -> None:
     """Register the `skilltransfer` group and its ini keys (on pytest's parser, or the CLI's stand-in).
 
-    `own_record_mode` is False when pytest-recording is loaded: `--record-mode` is then its option.
+    `--record-mode` is pytest-recording's where it is loaded; this plugin then reads that value (see
+    `_record_mode`) and answers to `--transfer-record-mode`.
     """
     group = parser.getgroup("skilltransfer", "skill transfer: optimize a skill on SOURCE, measure it on TARGET")
     for role, text in (("source", "model the skill is optimized with"), ("target", "model the frozen skill is deployed on")):
@@ -118,11 +204,8 @@ def add_options(parser: Any, own_record_mode: bool = True) -> None:
     _add(group, parser, "skilltransfer-json", "write the JSON report (the CLI's --json shape) to PATH", metavar="PATH")
     _add(group, parser, "skilltransfer-md", "write a Markdown report with charts (for CI job summaries) to PATH",
          metavar="PATH")
-    if own_record_mode:
-        _add(group, parser, "record-mode", "cassettes for real providers: none|once|new_episodes|all "
-             "(default: none, replay only, when $CI is set; else once)", metavar="MODE")
-    else:
-        parser.addini(ini_name("record-mode"), "cassette mode for real providers")
+    _add(group, parser, "record-mode", "cassettes for real providers: none|once|new_episodes|all "
+         "(default: none, replay only, when $CI is set; else once)", metavar="MODE")
     _add(group, parser, "cassette-dir", "folder of recorded provider traffic (default: <rootdir>/cassettes)",
          metavar="DIR")
     _add(group, parser, "max-concurrency", "concurrent calls per model at most: N for every model, MODEL=N for "
@@ -131,8 +214,14 @@ def add_options(parser: Any, own_record_mode: bool = True) -> None:
     _add(group, parser, "plan", "print per item and in total the most calls, tokens and dollars the protocol can "
          "take and which calls the cassettes already hold, then stop without calling a model", "bool",
          action="store_true", default=None)
-    _add(group, parser, "max-cost", "stop recording once the dollars spent on provider calls (from their usage) "
-         "reach USD; what was recorded is kept and the remaining items fail", metavar="USD")
+    _add(group, parser, "max-cost", "a budget the run cannot cross: each live provider call reserves its worst-case "
+         "dollars before it is sent and is settled to its usage; a call that does not fit is not sent (what was "
+         "recorded is kept); unpriced models are refused", metavar="USD")
+    _add(group, parser, "transfer-budget-ledger", "the SQLite file that holds the --max-cost reservations; several "
+         "pytest processes given the same file share one budget (default: a temporary file per run)", metavar="PATH")
+    _add(group, parser, "transfer-service-tier", "OpenAI service tier for every OpenAI model of the run: flex (batch "
+         "prices on the synchronous API, slower, occasional 429 resource unavailable) or default; a model's own "
+         "service_tier in [tool.skilltransfer.models] wins", metavar="TIER")
     for name, option in LIMIT_OPTIONS.items():
         what = {"skill_bytes": "SKILL.md", "task_bytes": "each task's text", "corpus_bytes": "a seed's corpus pages in all"}
         _add(group, parser, option[2:], f"size limit of {what[name]} in bytes (default {getattr(SeedLimits(), name)})",
@@ -176,6 +265,7 @@ class Settings:
     model_concurrency: dict[str, int] = field(default_factory=dict)  # --max-concurrency MODEL=N
     plan: bool = False
     max_cost: float | None = None  # --max-cost USD (None: no budget)
+    budget_ledger: str | None = None  # --transfer-budget-ledger PATH (None: a temporary file)
     calls: CallPolicy = field(default_factory=CallPolicy)  # --provider-retries/-backoff/-timeout, --prompt-cache
     seed_limits: SeedLimits = field(default_factory=SeedLimits)  # --max-skill-bytes/-task-bytes/-corpus-bytes
     ini_judge: JudgeSettings = field(default_factory=JudgeSettings)
@@ -215,8 +305,11 @@ class _Reader:
         """(value, where it came from) with the command line first."""
         value = self.cli(option)
         if value is not None:
-            return value, f"--{option}"
+            return value, self.flag(option)
         return self.ini(option), ini_name(option)
+
+    def flag(self, option: str) -> str:
+        return flag(self.config, option)
 
 
 def split_names(values: list[str] | None) -> list[str]:
@@ -245,7 +338,8 @@ def build_matrix(reader: _Reader) -> tuple[Pair, ...]:
     if any(cli.values()):
         sources = cli["source"] or (ini["source"] if cli["target"] else [])
         targets = cli["target"] or (ini["target"] if cli["source"] else [])
-        pairs, pair_where, where = cli["pair"], "--pair", "--source/--target"
+        pairs, pair_where = cli["pair"], reader.flag("pair")
+        where = f"{reader.flag('source')}/{reader.flag('target')}"
     else:
         sources, targets, pairs = ini["source"], ini["target"], ini["pair"]
         pair_where, where = ini_name("pair"), f"{ini_name('source')}/{ini_name('target')}"
@@ -299,7 +393,7 @@ def _bool(value: Any, where: str) -> bool:
 def _judge_layers(reader: _Reader) -> tuple[JudgeSettings, JudgeSettings]:
     """(ini, command line) judge settings, each validated where it came from."""
     layers = []
-    for read, where in ((reader.ini, ini_name), (reader.cli, lambda o: f"--{o}")):
+    for read, where in ((reader.ini, ini_name), (reader.cli, reader.flag)):
         model, samples, accuracy = read("judge"), read("judge-samples"), read("judge-min-accuracy")
         number = _threshold(accuracy, where("judge-min-accuracy")) if accuracy is not None else None
         if accuracy is not None and number is None:  # `off`: calibration is reported but never fails a seed
@@ -373,6 +467,19 @@ def _max_cost(reader: _Reader) -> float | None:
     return number
 
 
+SERVICE_TIERS = ("flex", "default")
+
+
+def _service_tier(reader: _Reader) -> str | None:
+    value, where = reader.get("transfer-service-tier")
+    if value is None or not str(value).strip():
+        return None
+    tier = str(value).strip().lower()
+    if tier not in SERVICE_TIERS:
+        raise pytest.UsageError(f"{where}: unknown service tier {value!r}; use {' or '.join(SERVICE_TIERS)}")
+    return tier
+
+
 def plan_requested(config: pytest.Config) -> bool:
     """Whether --plan (or its ini key) is on."""
     value, where = _Reader(config).get("plan")
@@ -412,6 +519,7 @@ def _call_policy(reader: _Reader) -> CallPolicy:
     if value is not None:
         policy["timeout_s"] = _seconds(value, where)
     policy["prompt_cache"] = _choice(reader, "prompt-cache", ("auto", "off")) == "auto"
+    policy["service_tier"] = _service_tier(reader)
     return CallPolicy(**policy)
 
 
@@ -443,7 +551,7 @@ def read_settings(config: pytest.Config) -> Settings:
     protocol["direct"] = not _bool(no_direct, where) if no_direct is not None else True
     layers: dict[str, dict[str, float | None]] = {"ini": {}, "cli": {}}
     for option, name in THRESHOLD_OPTIONS.items():
-        for layer, value, where in (("ini", reader.ini(option), ini_name(option)), ("cli", reader.cli(option), f"--{option}")):
+        for layer, value, where in (("ini", reader.ini(option), ini_name(option)), ("cli", reader.cli(option), reader.flag(option))):
             if value is not None:
                 layers[layer][name] = _threshold(value, where)
     cwd = config.invocation_params.dir
@@ -451,7 +559,7 @@ def read_settings(config: pytest.Config) -> Settings:
     seeds_dirs += [Path(p) for p in reader.ini("seeds-dir") or [] if Path(p) not in seeds_dirs]
     for path in seeds_dirs:
         if not path.is_dir():
-            raise pytest.UsageError(f"--seeds-dir / {ini_name('seeds-dir')}: {path} is not a folder")
+            raise pytest.UsageError(f"{reader.flag('seeds-dir')} / {ini_name('seeds-dir')}: {path} is not a folder")
     optimizer, _ = reader.get("optimizer")
     json_path, _ = reader.get("skilltransfer-json")
     md_path, _ = reader.get("skilltransfer-md")
@@ -479,6 +587,7 @@ def read_settings(config: pytest.Config) -> Settings:
         model_concurrency=model_concurrency,
         plan=plan_requested(config),
         max_cost=_max_cost(reader),
+        budget_ledger=reader.get("transfer-budget-ledger")[0] or None,
         compare_snapshots=not _bool(no_snapshots, snapshots_where) if no_snapshots is not None else True,
         calls=_call_policy(reader),
         seed_limits=_seed_limits(reader),

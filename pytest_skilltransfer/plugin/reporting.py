@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import pytest
 
-from .options import Settings
+from .options import SPELLINGS, Settings
 
 REPORT_ATTRIBUTE = "skilltransfer"
 ERROR_ATTRIBUTE = "skilltransfer_error"  # an item that errored before it had a result: why
@@ -93,6 +93,9 @@ class TransferReporting:
         if is_worker(self.config) or not (self.results or self.errors):
             return
         terminalreporter.write_sep("=", SECTION)
+        spellings = self.config.stash.get(SPELLINGS, None)
+        if spellings is not None and spellings.note():
+            terminalreporter.write_line(f"note: {spellings.note()}")
         for line in summary_lines(self.ordered(), verbose=self.config.option.verbose > 0) if self.results else []:
             terminalreporter.write_line(line)
         if self.errors:  # (without errors the table counts every item; `merge` prints the same lines)
@@ -117,6 +120,7 @@ def summary_lines(results: list[dict[str, Any]], verbose: bool = False) -> list[
     difference = price_difference(results)
     if difference:
         lines.append(difference)
+    lines += spend_lines(results)
     for result in results:
         unfinished = unfinished_answers(result)
         if unfinished:
@@ -125,6 +129,16 @@ def summary_lines(results: list[dict[str, Any]], verbose: bool = False) -> list[
         for line in judge_lines([result]):
             lines += [line, *(f"  unstable: {text}" for text in (unstable_lines(result) if verbose else ()))]
     return lines + against_base(results)
+
+
+def spend_lines(results: list[dict[str, Any]]) -> list[str]:
+    """Cost per phase, role and lane, and the source frontier of every target tried with several sources."""
+    from ..cost_breakdown import breakdown, breakdown_lines
+    from ..frontier import frontier, frontier_lines
+    from ..summary import unique
+
+    items = unique(results)
+    return breakdown_lines(breakdown(items)) + frontier_lines(frontier(items))
 
 
 def errored(errors: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:

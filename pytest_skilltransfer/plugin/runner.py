@@ -113,11 +113,6 @@ class Runner:
         try:
             return session.transfer(models[0], models[1], models[2] if optimizer else None)
         except ModelCallError as exc:
-            if self.budget is not None and self.budget.spent and hasattr(exc, "with_phase"):
-                from .budget import BudgetSpent
-
-                what = f"{getattr(exc, 'model', 'a model')} (phase {session.phase or '?'})"
-                raise BudgetSpent(self.budget.message(what)) from None
             if session.phase and hasattr(exc, "with_phase") and getattr(exc, "phase", None) != "judge":
                 # a cassette miss: name the protocol phase (a judge call's miss already names `judge`)
                 raise exc.with_phase(session.phase) from exc.__cause__
@@ -162,9 +157,8 @@ class Runner:
         self.stop_recording()
         from ..cassettes import recording  # vcrpy is heavy: imported only when a provider runs
 
-        mode = "none" if self.budget is not None and self.budget.spent else self.settings.record_mode
         stack = ExitStack()
-        stack.enter_context(recording(self.settings.cassette_dir, seed, mode))
+        stack.enter_context(recording(self.settings.cassette_dir, seed, self.settings.record_mode))
         self._recording = (seed, stack)
 
     def stop_recording(self) -> None:

@@ -46,9 +46,9 @@ def add_options(parser: pytest.Parser) -> None:
     from .options import _add
 
     group = parser.getgroup("skilltransfer")
-    _add(group, parser, "shard-id", "run only shard I (0 to N-1) of --num-shards; a seed's items stay in one shard",
+    _add(group, parser, "shard-id", "run only shard I (0 to N-1) of N; a seed's items stay in one shard",
          metavar="I")
-    _add(group, parser, "num-shards", "split the items into N shards that keep seeds whole (with --shard-id)",
+    _add(group, parser, "num-shards", "split the items into N shards that keep seeds whole (with the shard id)",
          metavar="N")
     _add(group, parser, "shard-durations", f"JSON of node id -> seconds to balance shards by "
          f"(default: {DURATIONS_FILE} in the rootdir when it exists; else by item count)", metavar="PATH")
@@ -63,7 +63,8 @@ def read_plan(config: pytest.Config) -> ShardPlan | None:
     if shard_id is None and count is None:
         return None
     if shard_id is None or count is None:
-        raise pytest.UsageError("--shard-id and --num-shards go together: give both (e.g. --shard-id=0 --num-shards=3)")
+        shard, shards = reader.flag("shard-id"), reader.flag("num-shards")
+        raise pytest.UsageError(f"{shard} and {shards} go together: give both (e.g. {shard}=0 {shards}=3)")
     number, total = _int(shard_id, id_where, 0), _int(count, count_where, 1)
     if number >= total:
         raise pytest.UsageError(f"{id_where}: shard ids run from 0 to {total - 1} for {total} shard(s), got {number}")
