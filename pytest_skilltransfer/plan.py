@@ -319,6 +319,10 @@ def units_usd(units: list[Unit], kind: str = "bound", lane: str | None = None) -
 
 def lane_prices(units: list[Unit]) -> dict[str, dict[str, float | None]]:
     """Per lane (standard, flex, batch): dollars at most, expected, and expected without cache reads.
-    A lane some model of the units is not offered in is None throughout."""
-    return {lane: {kind: units_usd(units, kind, lane) for kind in ("bound", "expected", "expected-no-cache")}
+    A lane some model of the units is not offered in is None throughout. The batch lane expects no cache
+    reads: the requests of one batch do not read each other's prompt-cache writes."""
+    def kind_in(lane: str, kind: str) -> str:
+        return "expected-no-cache" if lane == "batch" and kind == "expected" else kind
+
+    return {lane: {kind: units_usd(units, kind_in(lane, kind), lane) for kind in ("bound", "expected", "expected-no-cache")}
             for lane in LANES}
