@@ -187,3 +187,50 @@ def test_provider_errors_on_create_and_status_are_survived(fake: BatchProvider, 
         outcomes = _all(_model(fake, wire), _asks(3))
     assert not [o for o in outcomes if isinstance(o, Exception)]
     assert len(fake.created) == 1 and fake.total_paid == 3 and _stored(tmp_path) == 3
+
+
+class _Ledger:
+    """A budget gate that records what it was asked."""
+
+    def __init__(self) -> None:
+        self.reserved: list[float] = []
+        self.settled: list[float] = []
+        self.released: list[int] = []
+
+    def reserve(self, model_id: str, worst_usd: float) -> int:
+        self.reserved.append(worst_usd)
+        return len(self.reserved)
+
+    def settle(self, token: int, actual_usd: float, flag: str = "") -> None:
+        self.settled.append(actual_usd)
+
+    def settle_in_full(self, token: int, flag: str) -> None:
+        self.settled.append(self.reserved[token - 1])
+
+    def release(self, token: int) -> None:
+        self.released.append(token)
+
+
+def test_under_a_budget_each_parked_request_reserves_at_batch_prices_and_settles(fake: BatchProvider,
+                                                                                 tmp_path: Path) -> None:
+    from pytest_skilltransfer import prices
+    from pytest_skilltransfer.models import spend_gate
+
+    prices.configure_prices({"lane-anthropic": {"input": 2.0, "output": 4.0, "batch": {"input": 1.0, "output": 2.0}}})
+    ledger = _Ledger()
+    spend_gate.install(ledger)
+    try:
+        configure_batch(FAST, tmp_path)
+        fake.shuffle = False
+        fake.fail_items("invalid")
+        with recording(tmp_path, "seed", "new_episodes"):
+            outcomes = _all(_model(fake, "anthropic"), _asks(3))
+    finally:
+        spend_gate.install(None)
+        prices.configure_prices({})
+    assert sum(isinstance(o, ModelCallError) for o in outcomes) == 1
+    assert len(ledger.reserved) == 3 and len(ledger.released) == 1 and len(ledger.settled) == 2
+    replies = [o for o in outcomes if not isinstance(o, Exception)]
+    expected = [(r.usage.input_tokens * 1.0 + r.usage.output_tokens * 2.0) / 1e6 for r in replies]
+    assert sorted(ledger.settled) == pytest.approx(sorted(expected))  # batch rates, not the synchronous ones
+    assert all(s <= r for s, r in zip(sorted(ledger.settled), sorted(ledger.reserved)))
