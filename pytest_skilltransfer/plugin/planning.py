@@ -77,7 +77,8 @@ def build_plans(runner: Runner, items: list[pytest.Item], spec_of: Callable[[pyt
         judge = runner.judge(seed)
         planner = Planner(seed, runner.settings.protocol, runner.settings.calls.prompt_cache,
                           (judge.model.model_id, judge.samples) if judge is not None else None)
-        session = SeedSession(seed, runner.settings.protocol, concurrency=concurrency)
+        # one phase after another: the plan counts the calls that replay before the first miss
+        session = SeedSession(seed, runner.settings.protocol, concurrency=concurrency, concurrent_phases=False)
         seed_plans = []
         for item, spec in members:
             models = [runner.model(n) for n in (spec.source, spec.target) + ((spec.optimizer,) if spec.optimizer else ())]

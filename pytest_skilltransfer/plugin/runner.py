@@ -60,6 +60,7 @@ class Runner:
     _recording: tuple[str, ExitStack] | None = None  # (seed name, its open cassette context)
     _local_server: ExitStack | None = None  # a local llama-server this process started
     budget: "Budget | None" = None  # --max-cost
+    concurrent_phases: bool = True  # a transfer's independent phases run at the same time (see `phases`)
 
     def seed(self, path: Path) -> Seed:
         """Load a seed once; raises the engine's SeedError (every problem, file:line) each time it is asked."""
@@ -98,7 +99,7 @@ class Runner:
         if key not in self._sessions:
             seed = self.seed(key)
             self._sessions[key] = SeedSession(seed, self.settings.protocol, self.progress, concurrency,
-                                              judge=self.judge(seed))
+                                              judge=self.judge(seed), concurrent_phases=self.concurrent_phases)
         return self._sessions[key]
 
     def transfer(self, path: Path, source: str, target: str, optimizer: str | None) -> TransferResult:
