@@ -1,4 +1,4 @@
-"""`python -m pytest_skilltransfer merge SHARD.json... [--md FILE] [--json FILE]`: one report from shards.
+"""`python -m pytest_skilltransfer merge SHARD.json... [--md FILE] [--json FILE] [--html FILE]`: one report from shards.
 
 The shards' JSON reports (`--skilltransfer-json` of runs with `--shard-id/--num-shards`) are checked
 to be one complete set: the same shard count, every id from 0 to N-1 exactly once, no item and no
@@ -17,6 +17,8 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from .terminal import safe
 
 SHARD_FIELD = "shard"
 
@@ -100,7 +102,7 @@ def failed_gates(results: list[dict[str, Any]]) -> list[str]:
     for result in results:
         gate = result.get("gate") or {}
         if gate_failed(result):
-            reasons = [*gate.get("failures", []), *([gate["snapshot"]] if gate.get("snapshot", "ok") != "ok" else [])]
+            reasons = [*gate.get("failures", []), *([gate["snapshot"]] if gate.get("snapshot", "ok") not in ("ok", "updated") else [])]
             name = result.get("item") or f"{result['seed']} ({result['source']} -> {result['target']})"
             lines.append(f"{name}: " + "; ".join(reasons))
     return lines
@@ -125,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("reports", nargs="+", type=Path, metavar="SHARD.json", help="every shard's JSON report")
     parser.add_argument("--md", type=Path, metavar="FILE", help="write the Markdown report (e.g. $GITHUB_STEP_SUMMARY)")
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the merged JSON report")
+    parser.add_argument("--html", type=Path, metavar="FILE", help="write the self-contained HTML page")
     return parser
 
 
@@ -137,29 +140,34 @@ def main(argv: list[str] | None = None) -> int:
         reports = [(path, load(path)) for path in args.reports]
         check_set(reports)
     except MergeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(safe(f"error: {exc}"), file=sys.stderr)
         return 2
     merged = merged_report([report for _, report in reports])
     results = merged["results"]
     shards = len(reports)
     print(f" {SECTION} (merged from {shards} report(s)) ".center(80, "="))
     for line in summary_lines(results) if results else ["no transfer items ran"]:
-        print(line)
+        print(safe(line))
     if args.json:
         write(args.json, json.dumps(merged, indent=2) + "\n")
         print(f"JSON report: {args.json}")
     if args.md:
         write(args.md, markdown_report.render(results, merged["errors"]))
         print(f"Markdown report: {args.md}")
+    if args.html:
+        from .plugin import html_report
+
+        write(args.html, html_report.render(merged))
+        print(f"HTML report: {args.html}")
     failed = failed_gates(results)
     if failed:
         print(f"{len(failed)} gate(s) failed:", file=sys.stderr)
         for line in failed:
-            print(f"  FAILED {line}", file=sys.stderr)
+            print(safe(f"  FAILED {line}"), file=sys.stderr)
     gated = {r.get("item", "") for r in results if gate_failed(r)}
     broken = failed_tests([report for _, report in reports], gated)
     if broken:
         print(f"{len(broken)} item(s) failed or errored in their shard:", file=sys.stderr)
         for line in broken:
-            print(f"  {line}", file=sys.stderr)
+            print(safe(f"  {line}"), file=sys.stderr)
     return 1 if failed or broken else 0

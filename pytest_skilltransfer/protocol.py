@@ -28,7 +28,8 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Callable, TypeVar
 
-from . import judges, phases, restarts
+from . import judges, phases, restarts, timed_regex
+from .bounds import over_maximum
 from .agent import AgentContext, run_task
 from .edits import Edit, apply_edits
 from .ledger import CallCache, Meter, Tally
@@ -77,6 +78,10 @@ class ProtocolConfig:
         for name in ("nights", "edit_budget", "samples", "workers", "restarts"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        for name in ("nights", "edit_budget", "samples", "restarts"):
+            too_many = over_maximum(name, getattr(self, name))
+            if too_many:
+                raise ValueError(f"{name} {too_many}")
         for name in ("limit_replay", "limit_holdout", "limit_test"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be 0 (no cap) or positive, got {getattr(self, name)}")
@@ -411,7 +416,8 @@ class SeedSession:
                 break
             request = build_reflect_request(skill, failures, successes, rejected, self.config.edit_budget,
                                             sample_id=restarts.optimizer_sample_id(number, restart))
-            edits, note = self._reflect(optimizer, request, meter)
+            with timed_regex.origins_of_patterns(lambda pattern: _pattern_origins(self.splits[train_split], pattern)):
+                edits, note = self._reflect(optimizer, request, meter)  # a model reads only the request: name files here
             outcome = apply_edits(skill, edits, self.config.edit_budget)
             if not outcome.applied:
                 nights.append(Night(number, val.gate_score, None, False, (), outcome.unmatched, note or "no edit applied"))
@@ -577,6 +583,11 @@ def seed_judge(seed: Seed) -> JudgeSetup | None:
     defaults = JudgeSetup(model=resolve_model(settings.model))
     return JudgeSetup(defaults.model, settings.samples or defaults.samples,
                       defaults.min_accuracy if settings.min_accuracy is None else settings.min_accuracy)
+
+
+def _pattern_origins(tasks: tuple[Task, ...], pattern: str) -> list[str]:
+    """The `file:line` of each task whose checks use `pattern`."""
+    return [t.origin for t in tasks if t.origin and any(c.arg == pattern for c in t.judge.checks)]
 
 
 def _observations(tasks: tuple[Task, ...], evaluation: Evaluation) -> tuple[list[Observation], list[Observation]]:

@@ -3,14 +3,15 @@
     <seed>/SKILL.md          the deficient skill (required)
     <seed>/benchmark.jsonl   training pool, split into train and val by a hash (required)
     <seed>/held-out.jsonl    test tasks (required, at least one)
-    <seed>/seed.toml         optional: description, skill, corpus, pairs, [split], [thresholds], [judge]
+    <seed>/seed.toml         optional: description, skill, corpus, pairs, expect, [split], [thresholds], [judge]
     <seed>/brain/            optional corpus for the `search` tool (Markdown pages, slug = path)
     <seed>/judge-calibration.jsonl  optional: answers with the verdict a person expects, for rubric judges
 
 Loading validates everything and reports every problem at once, each naming file and line (or byte
 offset, for a file that is not UTF-8). Inputs are bounded (`SeedLimits`, generous defaults the plugin
-exposes as options): SKILL.md, each task text, and the corpus in all. The corpus folder must resolve
-inside the seed folder (no `..`, absolute paths, or symlinks out), and so must each page.
+exposes as options): SKILL.md, each task text, and the corpus in all. Every file read must be a
+regular file resolving inside the seed folder (a `skill =` file: inside the repository), and so must
+the corpus folder and each page (`confined`: no `..`, absolute paths, symlinks out, FIFOs, devices, /proc).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .judges import BOUND_OPS, EXTRA_OPS, JUDGE_KINDS, RUBRIC_OP, TEXT_OPS, Check, Judge, compile_pattern, has_rubric, rule_ops
+from .bounds import over_maximum
+from .confined import ConfinementError, read_confined
 from .tools import corpus_pages, decode_utf8, is_inside
 from .regex_portability import javascript_problems
 from .rubric import CalibrationItem
@@ -60,15 +63,22 @@ def _over(size: int, limits: SeedLimits, name: str, what: str) -> str | None:
 
 
 def read_text_file(path: Path, problems: list[SeedProblem], limits: SeedLimits | None = None,
-                   limit: str | None = None) -> str | None:
-    """A seed file as text, or None after appending why not (unreadable, over a limit, not UTF-8)."""
+                   limit: str | None = None, inside: Path | None = None, what: str = "the seed folder") -> str | None:
+    """A seed file as text, or None after appending why not (confinement, unreadable, over a limit, not UTF-8).
+
+    The file must be a regular file resolving inside `inside` (default: the folder holding it).
+    """
+    cap = getattr(limits, limit) if limits is not None and limit is not None else None
     try:
-        data = path.read_bytes()
+        data = read_confined(path, inside if inside is not None else path.parent, what, cap)
+    except ConfinementError as exc:
+        problems.append(SeedProblem(str(path), str(exc)))
+        return None
     except OSError as exc:
         problems.append(SeedProblem(str(path), f"cannot be read ({exc.strerror or exc})"))
         return None
     if limits is not None and limit is not None:
-        over = _over(len(data), limits, limit, "the file")
+        over = _over(max(len(data), _size(path)), limits, limit, "the file")
         if over:
             problems.append(SeedProblem(str(path), over))
             return None
@@ -76,6 +86,18 @@ def read_text_file(path: Path, problems: list[SeedProblem], limits: SeedLimits |
     if text is None:
         problems.append(SeedProblem(str(path), why))
     return text
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _present(path: Path) -> bool:
+    """Whether anything is at `path` (a dangling symlink or a FIFO too): it is then read, and refused if it must be."""
+    return path.is_symlink() or path.exists()
 
 
 @dataclass(frozen=True)
@@ -96,6 +118,23 @@ class Thresholds:
     min_score: float | None = None
     min_efficiency: float | None = None
     regression_tolerance: float | None = None
+    harm_tolerance: float | None = None  # the harm gate: fail when the whole gain interval is below -tolerance
+    noninferiority_margin: float | None = None  # pass only when the whole gain interval is at or above -margin
+    off: tuple[str, ...] = ()  # gates seed.toml turns off (`harm_tolerance = "off"`), overriding their defaults
+
+    def values(self) -> dict[str, float | None]:
+        """{gate: threshold} of the gates this layer sets: numbers, and None for a gate it turns off."""
+        return {**{k: v for k, v in self.__dict__.items() if k in GATE_NAMES and v is not None},
+                **{k: None for k in self.off}}
+
+
+GATE_NAMES = ("min_gain", "min_score", "min_efficiency", "regression_tolerance", "harm_tolerance",
+              "noninferiority_margin")
+THRESHOLD_OFF_WORDS = ("off", "none")
+
+
+OUTCOMES = ("transfers", "hurts", "no effect shown")
+ANY_PAIR = "*"
 
 
 @dataclass(frozen=True)
@@ -132,6 +171,12 @@ class Seed:
     pairs: tuple[tuple[str, str], ...] = ()
     judge: JudgeSettings = field(default_factory=JudgeSettings)
     calibration: tuple[CalibrationItem, ...] = ()
+    expect: tuple[tuple[str, str], ...] = ()  # (pair `SRC->TGT` or `*`, declared outcome)
+
+    def expected_outcome(self, source: str, target: str) -> str | None:
+        """The outcome this seed declares for a pair (`expect` in seed.toml), or None when it declares none."""
+        declared = dict(self.expect)
+        return declared.get(f"{source}->{target}", declared.get(ANY_PAIR))
 
     @property
     def rubric_origin(self) -> str | None:
@@ -330,7 +375,7 @@ def read_tasks(path: Path, problems: list[SeedProblem], limits: SeedLimits | Non
 
 
 def _read_config(path: Path, problems: list[SeedProblem]) -> dict[str, Any]:
-    if not path.is_file():
+    if not _present(path):
         return {}
     text = read_text_file(path, problems)
     if text is None:
@@ -341,12 +386,13 @@ def _read_config(path: Path, problems: list[SeedProblem]) -> dict[str, Any]:
         problems.append(SeedProblem(str(path), f"invalid TOML: {exc}"))
         return {}
     allowed = {"description": str, "skill": str, "corpus": str, "split": dict, "thresholds": dict, "pairs": list,
-               "judge": dict}
+               "judge": dict, "expect": (str, dict)}
     for key, value in config.items():
         if key not in allowed:
             problems.append(SeedProblem(str(path), f"unknown key {key!r}; known keys: {', '.join(allowed)}"))
         elif not isinstance(value, allowed[key]):
-            problems.append(SeedProblem(str(path), f"{key!r} must be a {allowed[key].__name__}"))
+            kinds = allowed[key] if isinstance(allowed[key], tuple) else (allowed[key],)
+            problems.append(SeedProblem(str(path), f"{key!r} must be a {' or a '.join(k.__name__ for k in kinds)}"))
     return config
 
 
@@ -402,8 +448,11 @@ def _judge_settings(table: dict[str, Any], where: str, problems: list[SeedProble
             else:
                 problems.append(SeedProblem(where, f"'model' must be a model name, got {value!r}"))
         elif key == "samples":
-            if _is_int(value) and value >= 1:
-                values[key] = value
+            too_many = over_maximum("judge_samples", value) if _is_int(value) else None
+            if _is_int(value) and value >= 1 and not too_many:
+                values[key] = int(value)
+            elif too_many:
+                problems.append(SeedProblem(where, f"'samples' {too_many}"))
             else:
                 problems.append(SeedProblem(where, f"'samples' must be a positive integer, got {value!r}"))
         elif key == "min_accuracy":
@@ -470,6 +519,24 @@ def _corpus_dir(root: Path, config: dict[str, Any], config_path: Path, limits: S
     return folder
 
 
+def _parse_expect(raw: Any, where: str, problems: list[SeedProblem]) -> tuple[tuple[str, str], ...]:
+    """`expect = "hurts"` (every pair) or `[expect]` with `"SRC->TGT" = "<outcome>"` per pair (`"*"`: the rest)."""
+    if raw is None:
+        return ()
+    table = {ANY_PAIR: raw} if isinstance(raw, str) else raw if isinstance(raw, dict) else {}
+    declared = []
+    for key, value in table.items():
+        pair = None if key == ANY_PAIR else split_pair(key)
+        if key != ANY_PAIR and pair is None:
+            problems.append(SeedProblem(where, f"expected a pair SRC->TGT (or \"*\") as key, got {key!r}"))
+        elif value not in OUTCOMES:
+            problems.append(SeedProblem(where, f"{key!r}: the outcome must be one of "
+                                        f"{', '.join(repr(o) for o in OUTCOMES)}, got {value!r}"))
+        else:
+            declared.append((ANY_PAIR if pair is None else f"{pair[0]}->{pair[1]}", value))
+    return tuple(declared)
+
+
 def load_seed(path: str | Path, limits: SeedLimits | None = None) -> Seed:
     """Load and validate one seed folder. Raises SeedError listing every problem."""
     limits = limits or SeedLimits()
@@ -486,9 +553,13 @@ def load_seed(path: str | Path, limits: SeedLimits | None = None) -> Seed:
         problems.append(SeedProblem(f"{config_path} [split]", f"val_fraction must be between 0 and 1, got {split.val_fraction}"))
     if not _is_int(split.seed):
         problems.append(SeedProblem(f"{config_path} [split]", f"seed must be an integer, got {split.seed!r}"))
-    threshold_values = _number_table(
-        config.get("thresholds", {}) if isinstance(config.get("thresholds"), dict) else {},
-        tuple(Thresholds.__dataclass_fields__), f"{config_path} [thresholds]", problems)
+    threshold_table = dict(config.get("thresholds", {}) if isinstance(config.get("thresholds"), dict) else {})
+    thresholds_off = tuple(k for k, v in threshold_table.items()
+                           if k in GATE_NAMES and isinstance(v, str) and v.strip().lower() in THRESHOLD_OFF_WORDS)
+    threshold_values = _number_table({k: v for k, v in threshold_table.items() if k not in thresholds_off},
+                                     GATE_NAMES, f"{config_path} [thresholds]", problems)
+    expect = _parse_expect(config.get("expect") if isinstance(config.get("expect"), (str, dict)) else None,
+                           f"{config_path} expect", problems)
     pairs = []
     for text in config.get("pairs", []) if isinstance(config.get("pairs"), list) else []:
         pair = split_pair(text) if isinstance(text, str) else None
@@ -498,17 +569,20 @@ def load_seed(path: str | Path, limits: SeedLimits | None = None) -> Seed:
             pairs.append(pair)
     skill_path = skill_location(root, config, config_path, problems)
     skill = ""
-    if skill_path is not None and not skill_path.is_file():
+    if skill_path is not None and not _present(skill_path):
         problems.append(SeedProblem(str(skill_path), "missing: every seed needs its deficient skill, as SKILL.md in "
                                     "the seed folder or named by `skill = \"<path>\"` in seed.toml"))
     elif skill_path is not None:
-        skill = read_text_file(skill_path, problems, limits, "skill_bytes") or ""
+        named = isinstance(config.get("skill"), str)
+        skill = read_text_file(skill_path, problems, limits, "skill_bytes",
+                               inside=repository_root(root) if named else root,
+                               what="the repository" if named else "the seed folder") or ""
         if not skill.strip() and not any(p.where == str(skill_path) for p in problems):
             problems.append(SeedProblem(str(skill_path), "is empty"))
     pools: dict[str, list[Task]] = {}
     for name in (TRAIN_FILE, TEST_FILE):
         file = root / name
-        if not file.is_file():
+        if not _present(file):
             problems.append(SeedProblem(str(file), "missing: a seed needs both benchmark.jsonl and held-out.jsonl"))
             pools[name] = []
             continue
@@ -518,7 +592,7 @@ def load_seed(path: str | Path, limits: SeedLimits | None = None) -> Seed:
     judge = _judge_settings(config["judge"] if isinstance(config.get("judge"), dict) else {},
                             f"{config_path} [judge]", problems)
     calibration_path = root / CALIBRATION_FILE
-    calibration = read_calibration(calibration_path, problems) if calibration_path.is_file() else []
+    calibration = read_calibration(calibration_path, problems) if _present(calibration_path) else []
     corpus_dir = _corpus_dir(root, config, config_path, limits, problems)
     train, val = split_train_val(root.name, pools[TRAIN_FILE], split) if not problems else ((), ())
     if not problems and (not train or not val):
@@ -534,12 +608,13 @@ def load_seed(path: str | Path, limits: SeedLimits | None = None) -> Seed:
         val=val,
         test=tuple(pools[TEST_FILE]),
         description=str(config.get("description", "")),
-        thresholds=Thresholds(**threshold_values),
+        thresholds=Thresholds(**threshold_values, off=thresholds_off),
         split=split,
         corpus_dir=corpus_dir,
         pairs=tuple(pairs),
         judge=judge,
         calibration=tuple(calibration),
+        expect=expect,
     )
 
 

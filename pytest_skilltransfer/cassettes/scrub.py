@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..models.batch import is_batch_control
-from ..redaction import find_secrets, redact_json, redact_text
+from ..redaction import find_secrets, redact_json, redact_text, strip_userinfo
 from .match import body_bytes, parse_json
 
 SECRET_HEADERS = frozenset(
@@ -88,6 +88,7 @@ def filter_request(request: Any) -> Any:
     if request.method != "POST" or is_batch_control(request.path):
         return None
     request = copy.copy(request)
+    request.uri = strip_userinfo(request.uri)
     request.body = redact_body(request.body)
     request.headers = {
         name: value

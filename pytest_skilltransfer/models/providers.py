@@ -12,18 +12,20 @@ Concurrency: each call holds a slot of its model's adaptive limiter (`limiter`),
 from __future__ import annotations
 
 from dataclasses import replace
+from contextlib import nullcontext
 from types import ModuleType
 from typing import Any, Callable
 from urllib.parse import urlparse
 
 from . import aliases
 from .aliases import Target
-from ..redaction import redact_json, redact_text, register_key_variables
+from ..redaction import redact_json, redact_text, register_key_variables, strip_userinfo
 from .base import Model, ModelCallError, ModelError, Reply, Request, ToolCall, Usage, register_family
 from . import spend_gate
 from .batch import BATCH_ANSWER, BATCH_CONCURRENCY, BatchLaneError, SendSynchronously, active_lane, batch_client, group_for
 from .limiter import LIMITERS, observe_client
-from .sdk_common import bad_response, cached_client, call_failed, call_policy, client_settings, make_client
+from .sdk_common import (CallDeadlineExceeded, bad_response, cached_client, call_deadline, call_failed, call_policy,
+                         client_settings, make_client)
 from .validity import excerpt, response_problem
 
 FAMILY = "providers"
@@ -84,7 +86,7 @@ class ProviderModel:
         return lane
 
     def __repr__(self) -> str:
-        return f"ProviderModel({self.name!r} -> {self.target})"
+        return strip_userinfo(f"ProviderModel({self.name!r} -> {self.target})")
 
     def _client(self, wire: ModuleType) -> Any:
         s = client_settings(self.target)  # raises MissingAPIKey when recording without a key
@@ -105,7 +107,9 @@ class ProviderModel:
         client = self._client(wire)
         lane = self._batches()
         settings = client_settings(self.target) if lane is not None else None
-        with spend_gate.tracking() as spend:
+        batched = lane is not None and settings is not None and not settings.replay
+        # one bound for a call and its retries (a batched call waits for its batch instead)
+        with spend_gate.tracking() as spend, nullcontext() if batched else call_deadline(call_policy()):
             try:
                 raw, live = None, False
                 if lane is not None and settings is not None and not settings.replay:
@@ -122,7 +126,9 @@ class ProviderModel:
                 message = raw.parse()
             except spend_gate.Refused as refused:
                 raise refused.error from None
-            except ModelCallError:
+            except ModelCallError as err:
+                if isinstance(err, CallDeadlineExceeded):
+                    raise call_failed(err, self.target, call_policy().timeout_s) from err
                 raise
             except Exception as err:  # noqa: BLE001 - SDK and transport errors alike
                 raise call_failed(err, self.target, call_policy().timeout_s) from err

@@ -61,6 +61,8 @@ from .options import (Pair, Settings, add_options, add_short_spellings, apply_pr
                       plan_requested, read_settings)
 from .reporting import ERROR_ATTRIBUTE, REPORT_ATTRIBUTE, TransferReporting, is_worker, plain_nodeid
 from .runner import Runner
+from ..redaction import redact_text
+from ..terminal import safe
 
 if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
@@ -314,7 +316,7 @@ class PlanMode:
         if reporter is not None:
             reporter.write_sep("=", "skill transfer plan")
             for line in plan_lines(plans, shipped_table().effective):
-                reporter.write_line(line)
+                reporter.write_line(safe(line))
         return True
 
 
@@ -337,6 +339,7 @@ def _progress_writer(config: pytest.Config) -> Callable[[str], None]:
     lock = threading.Lock()  # the limiter reports from the threads that make the calls
 
     def write(line: str) -> None:
+        line = safe(line)
         capman = config.pluginmanager.getplugin("capturemanager")
         reporter = config.pluginmanager.getplugin("terminalreporter")
         with lock, capman.global_and_fixture_disabled() if capman else nullcontext():
@@ -473,12 +476,12 @@ def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapsho
     except (SeedError, ModelError, ModelCallError, NoJudgeConfigured, CalibrationFailed) as exc:
         if hasattr(exc, "with_command"):  # a cassette miss: the command that re-records this very item
             exc = exc.with_command(rerecord_command(item, spec))
-        problem = f"{spec.seed_path.name} ({spec.source} -> {spec.target}): {exc}"
+        problem = redact_text(f"{spec.seed_path.name} ({spec.source} -> {spec.target}): {exc}")
     else:
         problem = ""
     if problem:
-        pytest.fail(problem, pytrace=False)
-    data = result_to_json(result)
+        pytest.fail(safe(problem), pytrace=False)
+    data = result_to_json(result, request.config.stash[SETTINGS].answer_chars)
     item.stash[RUN] = ItemRun(result, data, seed, spec, snapshot.use_extension(TransferSnapshotExtension))
     item.user_properties.extend(junit_properties(data))
     return result
@@ -565,18 +568,22 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
     family = sum(1 for other in item.session.items if SPEC in other.stash)
     outcome = gating.evaluate(run.data, thresholds, committed, updating=updating,
                               correction=settings.correction, family=family,
-                              reference=base.reference if base is not None else None)
+                              reference=base.reference if base is not None else None,
+                              expected=run.seed.expected_outcome(run.spec.source, run.spec.target))
     if base is not None:
         run.data["compare"] = base.record(run.data, outcome.as_dict())
     mismatch = snapshots.compare(run.snapshot, run.data) if settings.compare_snapshots else []
     verdict = "fail" if mismatch else outcome.verdict
+    written = "updated" if run.snapshot.update_snapshots else "ok"
     run.data["gate"] = {**outcome.as_dict(), "verdict": verdict, "passed": verdict == "pass",
-                        "snapshot": mismatch[0] if mismatch else "ok" if settings.compare_snapshots else "not compared"}
+                        "snapshot": mismatch[0] if mismatch else written if settings.compare_snapshots else "not compared"}
+    run.data["gate"]["label"] = gating.verdict_label(run.data["gate"])
     for gate in outcome.gates:
         item.user_properties.append((f"skilltransfer_gate_{gate.name}", gate.verdict))
         if gate.tasks_for_power is not None:
             item.user_properties.append(("skilltransfer_tasks_for_min_gain", gate.tasks_for_power))
-    item.user_properties.append(("skilltransfer_verdict", verdict))
+    item.user_properties.append(("skilltransfer_outcome", run.data["outcome"]))
+    item.user_properties.append(("skilltransfer_verdict", run.data["gate"]["label"]))
     if verdict == "fail" or (verdict == "inconclusive" and settings.inconclusive == "fail"):
         texts = {task.id: task.text for task in run.seed.test}
         raise TransferFailed(diagnose(run.data, outcome, run.seed.skill, texts, mismatch),
@@ -584,8 +591,8 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
     if verdict == "inconclusive":
         reason = "inconclusive: " + "; ".join(outcome.inconclusive)
         if settings.inconclusive == "xfail":
-            pytest.xfail(reason)
-        warnings.warn(pytest.PytestWarning(f"{item.nodeid}: {reason}"), stacklevel=1)
+            pytest.xfail(safe(reason))
+        warnings.warn(pytest.PytestWarning(safe(f"{item.nodeid}: {reason}")), stacklevel=1)
 
 
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:

@@ -29,7 +29,8 @@ from typing import Any, Iterator
 import pytest
 
 from ..models.base import ModelError
-from ..seeds import CONFIG_FILE, SKILL_FILE, TEST_FILE, TRAIN_FILE, SeedError, is_seed_dir
+from ..redaction import strip_userinfo
+from ..seeds import CONFIG_FILE, GATE_NAMES, SKILL_FILE, TEST_FILE, TRAIN_FILE, SeedError, is_seed_dir
 from .options import Pair
 
 try:  # the id suffix `[src->tgt]` travels in a callspec, as for parametrized tests (structured ids, pytest 9.2)
@@ -40,7 +41,7 @@ except ImportError:  # pragma: no cover - pytest < 9.2
 MARKER = "skilltransfer"
 ITEM_PREFIX = "transfer["
 SPEC_KEYS = ("seed", "source", "target", "optimizer")
-THRESHOLD_KEYS = ("min_gain", "min_score", "min_efficiency", "regression_tolerance")
+THRESHOLD_KEYS = GATE_NAMES
 
 
 def is_collectable_seed(path: Path) -> bool:
@@ -71,7 +72,8 @@ def seed_nodeid(path: Path, config: pytest.Config) -> Any:
 
 
 def pair_id(pair: Pair) -> str:
-    return f"{pair[0]}->{pair[1]}"
+    """The pair as an item id shows it: `SRC->TGT`, without the credentials of any base URL in a name."""
+    return strip_userinfo(f"{pair[0]}->{pair[1]}")
 
 
 @dataclass(frozen=True)
