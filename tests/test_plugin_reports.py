@@ -114,7 +114,7 @@ def test_restarts_reach_every_report(pytester: pytest.Pytester) -> None:
     assert data["gain"]["restarts"] == {"count": 3, "gains": [0.5, 0.5, 0.5], "sd": 0.0, "min": 0.5, "max": 0.5}
     assert data["scores"]["transferred"]["hard"]["restart_means"] == [0.5, 0.5, 0.5]
     gate = data["gate"]["gates"][0]
-    assert gate["gate"] == "min_gain" and gate["tasks_for_power"] == stats.tasks_for_gain(0.1)
+    assert gate["gate"] == "min_gain" and gate["tasks_for_power"] == stats.tasks_to_pass(0.1)
     result.stdout.fnmatch_lines(["seed  base  transf.  gain ?95% CI?         restarts   p *",
                                  "toy-a -> toy-half:",
                                  "beta  0.00  0.50     +0.50 ?+0.*, +0.*?  3 sd 0.00  *"])
@@ -124,7 +124,7 @@ def test_restarts_reach_every_report(pytester: pytest.Pytester) -> None:
     case = ET.parse(pytester.path / "r.xml").find(".//testcase")
     properties = {p.get("name"): p.get("value") for p in case.iter("property")}
     assert (properties["skilltransfer_restarts"], properties["skilltransfer_restart_gain_sd"]) == ("3", "0.0")
-    assert properties["skilltransfer_tasks_for_min_gain"] == str(stats.tasks_for_gain(0.1))
+    assert properties["skilltransfer_tasks_for_min_gain"] == str(stats.tasks_to_pass(0.1))
     bad = pytester.runpytest_subprocess("--min-delta=2")
     bad.stderr.fnmatch_lines(["*--min-delta: must be within ?0, 1?, got 2.0*"])
 
