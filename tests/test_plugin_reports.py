@@ -56,7 +56,7 @@ def check_reports(pytester: pytest.Pytester, result: pytest.RunResult, raw_json:
     failed = [r for r in results if not r["gate"]["passed"]]
     assert [(r["seed"], r["target"]) for r in failed] == [("beta", "toy-half")]
     assert failed[0]["gate"]["verdict"] == "fail"
-    assert failed[0]["gate"]["failures"] == ["gain +0.500 [+0.176, +0.746] (95% CI, 40 task(s), p = 1.91e-06) "
+    assert failed[0]["gate"]["failures"] == ["gain +0.500 [+0.337, +0.669] (95% CI, 40 task(s), p = 2.53e-06) "
                                              "is below min_gain +0.800"]
     assert (first["gain"]["p_value"], first["gain"]["mdg"], first["gain"]["n"]) == (0.125, None, 4)
     summary = report["summary"]
@@ -111,7 +111,8 @@ def test_restarts_reach_every_report(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1)
     data = json.loads(raw_json)["results"][0]
     assert data["config"]["restarts"] == 3 and [r["restart"] for r in data["restarts"]] == [1, 2, 3]
-    assert data["gain"]["restarts"] == {"count": 3, "gains": [0.5, 0.5, 0.5], "sd": 0.0, "min": 0.5, "max": 0.5}
+    assert data["gain"]["restarts"] == {"count": 3, "gains": [0.5, 0.5, 0.5], "sd": 0.0, "min": 0.5, "max": 0.5,
+                                        "effect_se": 0.0}
     assert data["scores"]["transferred"]["hard"]["restart_means"] == [0.5, 0.5, 0.5]
     gate = data["gate"]["gates"][0]
     assert gate["gate"] == "min_gain" and gate["tasks_for_power"] == stats.tasks_to_pass(0.1)

