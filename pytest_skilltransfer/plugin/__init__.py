@@ -471,7 +471,7 @@ def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapsho
         problem = ""
     if problem:
         pytest.fail(problem, pytrace=False)
-    data = result_to_json(result)
+    data = result_to_json(result, request.config.stash[SETTINGS].answer_chars)
     item.stash[RUN] = ItemRun(result, data, seed, spec, snapshot.use_extension(TransferSnapshotExtension))
     item.user_properties.extend(junit_properties(data))
     return result
