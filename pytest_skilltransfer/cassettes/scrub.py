@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
-from ..redaction import find_secrets, redact_json, redact_text
+from ..redaction import find_secrets, redact_json, redact_text, strip_userinfo
 from .match import body_bytes, parse_json
 
 SECRET_HEADERS = frozenset(
@@ -86,6 +86,7 @@ def filter_request(request: Any) -> Any:
     if request.method != "POST":
         return None
     request = copy.copy(request)
+    request.uri = strip_userinfo(request.uri)
     request.body = redact_body(request.body)
     request.headers = {
         name: value

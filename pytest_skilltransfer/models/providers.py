@@ -18,11 +18,12 @@ from urllib.parse import urlparse
 
 from . import aliases
 from .aliases import Target
-from ..redaction import redact_json, redact_text, register_key_variables
+from ..redaction import redact_json, redact_text, register_key_variables, strip_userinfo
 from .base import Model, ModelCallError, ModelError, Reply, Request, ToolCall, Usage, register_family
 from . import spend_gate
 from .limiter import LIMITERS, observe_client
-from .sdk_common import bad_response, cached_client, call_failed, call_policy, client_settings, make_client
+from .sdk_common import (CallDeadlineExceeded, bad_response, cached_client, call_deadline, call_failed, call_policy,
+                         client_settings, make_client)
 from .validity import excerpt, response_problem
 
 FAMILY = "providers"
@@ -69,7 +70,7 @@ class ProviderModel:
         return LIMITERS.maximum(self.model_id, DEFAULT_CONCURRENCY, self.server_slots)
 
     def __repr__(self) -> str:
-        return f"ProviderModel({self.name!r} -> {self.target})"
+        return strip_userinfo(f"ProviderModel({self.name!r} -> {self.target})")
 
     def _client(self, wire: ModuleType) -> Any:
         s = client_settings(self.target)  # raises MissingAPIKey when recording without a key
@@ -88,7 +89,7 @@ class ProviderModel:
         """
         wire = _wire(self.target.provider)
         client = self._client(wire)
-        with spend_gate.tracking() as spend:
+        with spend_gate.tracking() as spend, call_deadline(call_policy()):  # one bound for a call and its retries
             try:
                 with LIMITERS.get(self.model_id, DEFAULT_CONCURRENCY, self.server_slots).slot() as call:
                     raw = wire.send(client, self.target, request)
@@ -99,7 +100,9 @@ class ProviderModel:
                 message = raw.parse()
             except spend_gate.Refused as refused:
                 raise refused.error from None
-            except ModelCallError:
+            except ModelCallError as err:
+                if isinstance(err, CallDeadlineExceeded):
+                    raise call_failed(err, self.target, call_policy().timeout_s) from err
                 raise
             except Exception as err:  # noqa: BLE001 - SDK and transport errors alike
                 raise call_failed(err, self.target, call_policy().timeout_s) from err

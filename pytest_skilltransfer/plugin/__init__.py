@@ -61,6 +61,8 @@ from .options import (Pair, Settings, add_options, add_short_spellings, apply_pr
                       plan_requested, read_settings)
 from .reporting import ERROR_ATTRIBUTE, REPORT_ATTRIBUTE, TransferReporting, is_worker, plain_nodeid
 from .runner import Runner
+from ..redaction import redact_text
+from ..terminal import safe
 
 if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
@@ -307,7 +309,7 @@ class PlanMode:
         if reporter is not None:
             reporter.write_sep("=", "skill transfer plan")
             for line in plan_lines(plans, shipped_table().effective):
-                reporter.write_line(line)
+                reporter.write_line(safe(line))
         return True
 
 
@@ -330,6 +332,7 @@ def _progress_writer(config: pytest.Config) -> Callable[[str], None]:
     lock = threading.Lock()  # the limiter reports from the threads that make the calls
 
     def write(line: str) -> None:
+        line = safe(line)
         capman = config.pluginmanager.getplugin("capturemanager")
         reporter = config.pluginmanager.getplugin("terminalreporter")
         with lock, capman.global_and_fixture_disabled() if capman else nullcontext():
@@ -466,11 +469,11 @@ def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapsho
     except (SeedError, ModelError, ModelCallError, NoJudgeConfigured, CalibrationFailed) as exc:
         if hasattr(exc, "with_command"):  # a cassette miss: the command that re-records this very item
             exc = exc.with_command(rerecord_command(item, spec))
-        problem = f"{spec.seed_path.name} ({spec.source} -> {spec.target}): {exc}"
+        problem = redact_text(f"{spec.seed_path.name} ({spec.source} -> {spec.target}): {exc}")
     else:
         problem = ""
     if problem:
-        pytest.fail(problem, pytrace=False)
+        pytest.fail(safe(problem), pytrace=False)
     data = result_to_json(result, request.config.stash[SETTINGS].answer_chars)
     item.stash[RUN] = ItemRun(result, data, seed, spec, snapshot.use_extension(TransferSnapshotExtension))
     item.user_properties.extend(junit_properties(data))
@@ -582,8 +585,8 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
     if verdict == "inconclusive":
         reason = "inconclusive: " + "; ".join(outcome.inconclusive)
         if settings.inconclusive == "xfail":
-            pytest.xfail(reason)
-        warnings.warn(pytest.PytestWarning(f"{item.nodeid}: {reason}"), stacklevel=1)
+            pytest.xfail(safe(reason))
+        warnings.warn(pytest.PytestWarning(safe(f"{item.nodeid}: {reason}")), stacklevel=1)
 
 
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from ..edits import Edit
+from ..terminal import safe
 from ..report import efficiency_text, gain_text, mdg_text, night_verdict, p_text, unfinished_answers
 from .gating import GateOutcome
 
@@ -24,8 +25,8 @@ class TransferFailed(pytest.fail.Exception):  # type: ignore[misc,name-defined]
     """A failed (or, by default, inconclusive) transfer item: the full diagnosis and its one-line summary."""
 
     def __init__(self, diagnosis: str, summary: str):
-        super().__init__(diagnosis, pytrace=False)
-        self.summary = summary
+        super().__init__(safe(diagnosis), pytrace=False)  # task texts and answers reach the terminal escaped
+        self.summary = safe(summary)
 
 
 def _estimate(evaluation: dict[str, Any] | None) -> tuple[str, str, str]:

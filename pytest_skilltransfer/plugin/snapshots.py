@@ -26,6 +26,7 @@ from syrupy.data import SnapshotCollections
 from syrupy.extensions.base import AbstractSyrupyExtension
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
+from ..redaction import redact_text
 from ..report import gain_text, mdg_text, method_text, night_verdict, outcome_text, p_text
 
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ def render(result: dict[str, Any]) -> str:
         *_night_lines(result["optimization"]["direct"], "Direct, on the target"),
         "## Learned skill", "", FENCE + "markdown", result["learned_skill"].rstrip("\n"), FENCE, "",
     ]
-    return "\n".join(lines)
+    return redact_text("\n".join(lines))  # a committed file: no secret from the skill or a model name
 
 
 def _restart_lines(result: dict[str, Any]) -> list[str]:
