@@ -581,7 +581,8 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
     for gate in outcome.gates:
         item.user_properties.append((f"skilltransfer_gate_{gate.name}", gate.verdict))
         if gate.tasks_for_power is not None:
-            item.user_properties.append(("skilltransfer_tasks_for_min_gain", gate.tasks_for_power))
+            name = "min_gain" if gate.name == "min_gain" else "harm"
+            item.user_properties.append((f"skilltransfer_tasks_for_{name}", gate.tasks_for_power))
     item.user_properties.append(("skilltransfer_outcome", run.data["outcome"]))
     item.user_properties.append(("skilltransfer_verdict", run.data["gate"]["label"]))
     if verdict == "fail" or (verdict == "inconclusive" and settings.inconclusive == "fail"):
