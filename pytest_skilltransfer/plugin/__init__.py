@@ -108,11 +108,12 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
-    from . import compare, shards
+    from . import batch, compare, shards
 
     add_options(parser)
     shards.add_options(parser)
     compare.add_options(parser)
+    batch.add_options(parser)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -185,6 +186,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from ..models.sdk_common import configure_calls
 
     configure_calls(settings.calls)
+    from . import batch
+
+    batch.configure(config, settings.cassette_dir)
     runner = config.stash[RUNNER] = Runner(settings, progress)
     if settings.max_cost is not None:
         runner.budget = _budget(config, settings)
@@ -207,6 +211,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    from . import batch
+
+    batch.unconfigure(config)
     folder = config.stash.get(SCOPES_DIR, None)
     if folder:
         import shutil
@@ -574,7 +581,8 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
     for gate in outcome.gates:
         item.user_properties.append((f"skilltransfer_gate_{gate.name}", gate.verdict))
         if gate.tasks_for_power is not None:
-            item.user_properties.append(("skilltransfer_tasks_for_min_gain", gate.tasks_for_power))
+            name = "min_gain" if gate.name == "min_gain" else "harm"
+            item.user_properties.append((f"skilltransfer_tasks_for_{name}", gate.tasks_for_power))
     item.user_properties.append(("skilltransfer_outcome", run.data["outcome"]))
     item.user_properties.append(("skilltransfer_verdict", run.data["gate"]["label"]))
     if verdict == "fail" or (verdict == "inconclusive" and settings.inconclusive == "fail"):

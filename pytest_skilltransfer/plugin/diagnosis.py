@@ -127,9 +127,10 @@ def diagnose(result: dict[str, Any], outcome: GateOutcome, seed_skill: str, task
     lines = [head, *(f"  FAILED {f}" for f in outcome.failures),
              *(f"  INCONCLUSIVE {m}" for m in outcome.inconclusive), *(f"  note: {n}" for n in outcome.notes)]
     for gate in outcome.gates:
-        if gate.tasks_for_power is not None and gate.verdict != "pass":
-            lines.append(f"  note: a true gain of {gate.threshold:+.2f} needs {gate.tasks_for_power} held-out tasks "
-                         "to be detected with 80% power (two-sided alpha 0.05)")
+        if gate.name == "min_gain" and gate.tasks_for_power is not None and gate.verdict != "pass":
+            lines.append(f"  note: at a true gain of {gate.threshold + 0.1:+.2f}, passing min_gain "
+                         f"{gate.threshold:+.2f} with 80% power needs {gate.tasks_for_power} held-out tasks "
+                         "(none getting worse; two-sided alpha 0.05)")
     if outcome.inconclusive and not outcome.failures:
         lines.append("  (an unproven claim is not a pass; --transfer-inconclusive=xfail|pass changes what it does)")
     if snapshot_diff:
