@@ -29,6 +29,7 @@ from typing import Any, Iterator
 import pytest
 
 from ..models.base import ModelError
+from ..redaction import strip_userinfo
 from ..seeds import CONFIG_FILE, GATE_NAMES, SKILL_FILE, TEST_FILE, TRAIN_FILE, SeedError, is_seed_dir
 from .options import Pair
 
@@ -71,7 +72,8 @@ def seed_nodeid(path: Path, config: pytest.Config) -> Any:
 
 
 def pair_id(pair: Pair) -> str:
-    return f"{pair[0]}->{pair[1]}"
+    """The pair as an item id shows it: `SRC->TGT`, without the credentials of any base URL in a name."""
+    return strip_userinfo(f"{pair[0]}->{pair[1]}")
 
 
 @dataclass(frozen=True)
