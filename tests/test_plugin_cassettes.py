@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 
 import pytest
 
@@ -77,10 +78,10 @@ def test_a_miss_prints_a_command_that_re_records_exactly_that_item(pytester: pyt
     assert markdown.startswith("# An earlier step\n") and "## Errored items (1)" in markdown and item in markdown
     assert 'errors="1"' in (pytester.path / "junit.xml").read_text()
     command = ("pytest 'seeds/alpha/SKILL.md::transfer[toy-a->large]' --pair 'toy-a->large' --nights 1 "
-               "--record-mode=new_episodes")
+               "--record-mode=new_episodes --snapshot-update")
     assert f"To record the missing calls, start the server at {fake.anthropic_url}, then run:\n      {command}\n" \
         in missed.stdout.str()
-    rerun = pytester.runpytest_subprocess(*command.replace("'", "").split()[1:], "--snapshot-update")
+    rerun = pytester.runpytest_subprocess(*shlex.split(command)[1:])  # the printed command, as printed
     rerun.assert_outcomes(passed=1)
     fake.stop()
     replayed = pytester.runpytest_subprocess(*pair, "--record-mode=none")

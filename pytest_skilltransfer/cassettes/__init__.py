@@ -303,7 +303,7 @@ def recording(
     if guard not in GUARDS:
         raise ModelError(f"unknown network guard {guard!r}; use one of {', '.join(GUARDS)}")
     folder = Path(cassette_dir) / seed
-    command = rerecord_command or f"pytest --record-mode=new_episodes -k {shlex.quote(seed)}"
+    command = rerecord_command or f"pytest --record-mode=new_episodes --snapshot-update -k {shlex.quote(seed)}"
     rec = Recording(seed=seed, folder=folder, mode=mode, command=command)
     with _state_lock:
         if _active is not None:

@@ -88,8 +88,8 @@ class Budget:
     def message(self, what: str) -> str:
         return (f"--max-cost {self.limit_usd:g}: the budget is spent (${self.spent_usd():.4f} on provider calls in "
                 f"this run), so {what} was not called. What was recorded is kept in the cassettes; to record the "
-                "rest, run again with --record-mode=new_episodes (recorded calls replay for free) and a budget "
-                "for what is left.")
+                "rest, run again with --record-mode=new_episodes --snapshot-update (recorded calls replay for free) "
+                "and a budget for what is left.")
 
 
 def shared_folder(run_id: str) -> Path:

@@ -28,8 +28,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from ..models.base import ModelError
-from ..seeds import CONFIG_FILE, SKILL_FILE, TEST_FILE, TRAIN_FILE, SeedError, is_seed_dir
+from ..seed_layout import CONFIG_FILE, is_collectable_seed, is_seed_dir, is_seed_file, seed_file
 from .options import Pair
 
 try:  # the id suffix `[src->tgt]` travels in a callspec, as for parametrized tests (structured ids, pytest 9.2)
@@ -41,22 +40,6 @@ MARKER = "skilltransfer"
 ITEM_PREFIX = "transfer["
 SPEC_KEYS = ("seed", "source", "target", "optimizer")
 THRESHOLD_KEYS = ("min_gain", "min_score", "min_efficiency", "regression_tolerance")
-
-
-def is_collectable_seed(path: Path) -> bool:
-    """A seed folder, not just any folder with a SKILL.md."""
-    return is_seed_dir(path) and any((path / name).is_file() for name in (TRAIN_FILE, TEST_FILE, CONFIG_FILE))
-
-
-def seed_file(seed_path: Path) -> Path:
-    """The seed's file node: its SKILL.md, or its seed.toml when the skill lives elsewhere."""
-    skill = seed_path / SKILL_FILE
-    return skill if skill.is_file() or not (seed_path / CONFIG_FILE).is_file() else seed_path / CONFIG_FILE
-
-
-def is_seed_file(path: Path) -> bool:
-    """True for the file node of a collectable seed (the file pytest is given in a rerun id)."""
-    return is_collectable_seed(path.parent) and seed_file(path.parent) == path
 
 
 def seed_nodeid(path: Path, config: pytest.Config) -> Any:
@@ -126,6 +109,8 @@ class SeedModule(pytest.Module):
         return module
 
     def collect(self) -> Iterator[pytest.Item]:  # type: ignore[override]
+        from ..models.base import ModelError
+        from ..seeds import SeedError
         from . import runner_of, settings_of  # the plugin owns per-config state
 
         seed_path = self.path.parent
