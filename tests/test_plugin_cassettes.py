@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from pathlib import Path
 
 import pytest
 
@@ -135,3 +136,35 @@ def test_an_edited_cassette_answer_shows_up_in_the_snapshot(pytester: pytest.Pyt
     replayed.assert_outcomes(failed=1)
     replayed.stdout.fnmatch_lines(["*snapshot mismatch*", "*-- scored from * distinct call(s), evidence digest *",
                                    "*+- scored from * distinct call(s), evidence digest *"])
+
+
+def _cassette_keys(folder: Path) -> dict[str, set[tuple[str, str, str]]]:
+    from pytest_skilltransfer.cassettes.store import _raw_entries, model_files, plain_key
+
+    return {path.name: {plain_key(entry) for entry in _raw_entries(path, False)} for path in model_files(folder)}
+
+
+def test_a_re_record_after_a_skill_edit_keeps_only_what_the_run_used(pytester: pytest.Pytester) -> None:
+    fake = _one_seed_project(pytester, "small:large large:small")
+    limits = ("--limit-replay=2", "--limit-holdout=2")
+    pytester.runpytest_subprocess(*limits, "--record-mode=once", "--snapshot-update").assert_outcomes(passed=2)
+    folder = pytester.path / "cassettes" / "alpha"
+    before = _cassette_keys(folder)
+    skill = pytester.path / "seeds" / "alpha" / "SKILL.md"
+    skill.write_text(skill.read_text() + "Answer in one line.\n")
+
+    partial = pytester.runpytest_subprocess(*limits, "--record-mode=new_episodes", "--snapshot-update",
+                                            "-k", "small_to_large")
+    partial.assert_outcomes(passed=1)
+    after_partial = _cassette_keys(folder)
+    assert all(before[name] <= after_partial[name] for name in before)  # an item not run keeps every recording
+
+    full = pytester.runpytest_subprocess(*limits, "--record-mode=new_episodes", "--snapshot-update")
+    full.assert_outcomes(passed=2)
+    fresh = pytester.runpytest_subprocess(*limits, "--record-mode=once", "--cassette-dir=fresh")
+    fresh.assert_outcomes(passed=2)
+    pruned, recorded = _cassette_keys(folder), _cassette_keys(pytester.path / "fresh" / "alpha")
+    assert pruned == recorded  # exactly what a recording from scratch holds: nothing stale
+    assert any(before[name] - pruned[name] for name in before)  # the stale interactions went
+    fake.stop()
+    pytester.runpytest_subprocess(*limits, "--record-mode=none").assert_outcomes(passed=2)

@@ -93,6 +93,13 @@ class Recording:
         """A clear error for a cassette miss or a network-guard block hidden in `exc`'s chain."""
         return transport_failure(exc)
 
+    def prune_unused(self) -> None:
+        """On close, keep only the interactions this context replayed or recorded (record modes
+        new_episodes and all). For a context in which every item of the seed ran to its result:
+        whatever it did not use is stale, e.g. the requests of a skill's previous text."""
+        if self.cassette is not None and self.mode in ("new_episodes", "all"):
+            self.cassette.prune_unused = True
+
 
 _state_lock = threading.Lock()
 _active: Recording | None = None
@@ -158,6 +165,9 @@ def _seed_cassette_class() -> type:
             self.loaded_models: frozenset[str] = frozenset()
             self.rejected: list[Any] = []
             self.unsaved: list[tuple[str, str]] = []  # (model, why) of answers that were not stored
+            self._keys: list[tuple[str, str, str]] = []  # the request key of each interaction in `data`
+            self._recorded: set[tuple[str, str, str]] = set()
+            self.prune_unused = False
             super().__init__(*args, **kwargs)
 
         def append(self, request: Any, response: Any) -> None:
@@ -175,7 +185,9 @@ def _seed_cassette_class() -> type:
                         self.unsaved.append((model_of(stored_request.body), problem))
                         return
                     self.store.record(to_plain(stored_request, stored_response))
-                self._index.setdefault(request_key(stored_request), []).append(len(self.data) - 1)
+                    self._recorded.add(request_key(stored_request))
+                self._keys.append(request_key(stored_request))
+                self._index.setdefault(self._keys[-1], []).append(len(self.data) - 1)
 
         def _load(self) -> None:
             # Stored interactions were filtered and redacted when they were recorded (and every write
@@ -198,6 +210,7 @@ def _seed_cassette_class() -> type:
 
         def _add_loaded(self, key: tuple[str, str, str], interaction: Any) -> None:
             self._index.setdefault(key, []).append(len(self.data))
+            self._keys.append(key)
             self.data.append(interaction)
             self._old_interactions.append(interaction)
 
@@ -239,8 +252,15 @@ def _seed_cassette_class() -> type:
                 return None  # `once`: a model without recordings for this seed may be recorded
             return request
 
+        def used_keys(self) -> set[tuple[str, str, str]]:
+            """The requests this context replayed or recorded."""
+            with self._lock:
+                played = {self._keys[index] for index, count in self.play_counts.items() if count}
+                return played | self._recorded
+
         def _save(self, force: bool = False) -> None:
-            self.store.close()  # every recording is already in the journal; fold it into the files
+            # every recording is already in the journal: fold it into the files (and prune, when asked)
+            self.store.close(self.used_keys() if self.prune_unused else None)
 
     return SeedCassette
 

@@ -191,7 +191,14 @@ def _engage(config: pytest.Config) -> None:
     settings = read_settings(config)
     from .extensions import Registry
 
-    registry = Registry(apply_project_tables(config))
+    project_models = apply_project_tables(config)
+    from ..inventory import apply_lock
+
+    try:
+        apply_lock(settings.cassette_dir, project_models)  # aliases pinned by earlier recordings
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    registry = Registry(project_models)
     config.hook.pytest_skilltransfer_configure.call_historic(kwargs={"config": config, "registry": registry})
     _check_models(config, settings)
     config.stash[SETTINGS] = settings
@@ -390,6 +397,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         pair: Pair | None = callspec.params.get(PAIR_ARG) if callspec else None
         spec = marker_spec(item, settings.seeds_dirs, pair, settings.optimizer)
         item.stash[SPEC] = spec
+        item.extra_keyword_matches.add(f"{spec.source}_to_{spec.target}")  # `-k` as for collected items
         _mark_model_kinds(item, spec)
         if grouped:
             item.add_marker(pytest.mark.xdist_group(spec.seed_path.name))
@@ -595,7 +603,20 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     spec = item.stash.get(SPEC, None)
     following = nextitem.stash.get(SPEC, None) if nextitem is not None else None
     if spec is not None and (following is None or following.seed_path != spec.seed_path):
-        runner_of(item.config).stop_recording()
+        from .pruning import may_prune, seed_key
+
+        prune = may_prune(item, seed_key(spec), settings_of(item.config).matrix_from_cli,
+                          lambda other: seed_key(other.stash.get(SPEC, None)), lambda other: RUN in other.stash)
+        runner_of(item.config).stop_recording(prune=prune)
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    """A seed with a deselected item is not re-recorded completely: its cassette is not pruned."""
+    specs = [item for item in items if SPEC in item.stash]
+    if specs:
+        from .pruning import note_deselected, seed_key
+
+        note_deselected(specs[0].config, specs, lambda item: seed_key(item.stash.get(SPEC, None)))
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -603,6 +624,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if runner is None:
         return
     runner.stop_recording()
+    if runner.recorded:
+        from ..inventory import pin
+
+        pin(runner.settings.cassette_dir, sorted(runner.models_used()))
     runner.stop_local_server()
     if runner.budget is not None and runner.budget.folder is not None and not is_worker(session.config):
         import shutil

@@ -22,6 +22,7 @@ hand-written tests use.
 from __future__ import annotations
 
 import types
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -120,6 +121,7 @@ class SeedModule(pytest.Module):
         except SeedError as exc:
             runner.broken_seeds.add(self.nodeid)
             raise self.CollectError(str(exc)) from None
+        _warn_if_undecidable(seed)
         settings = settings_of(self.config)
         pairs = settings.pairs if settings.matrix_from_cli else tuple(sorted(set(settings.pairs) | set(seed.pairs)))
         for name in sorted({name for pair in pairs for name in pair}):
@@ -140,6 +142,19 @@ class SeedModule(pytest.Module):
             item.add_marker(pytest.mark.skilltransfer(seed=str(seed_path), source=pair[0], target=pair[1]))
             item.extra_keyword_matches.add(f"{pair[0]}_to_{pair[1]}")  # `-k` cannot spell "->"
             yield item
+
+
+def _warn_if_undecidable(seed: Any) -> None:
+    """A seed whose held-out tasks are too few for the exact test to ever reach significance says so:
+    with n tasks the smallest two-sided sign-flip p-value is 2 / 2**n."""
+    from ..stats import LEVEL
+
+    n = len(seed.test)
+    if 2 / 2 ** n > 1 - LEVEL:
+        needed = next(k for k in range(n, 64) if 2 / 2 ** k <= 1 - LEVEL)
+        warnings.warn(pytest.PytestWarning(
+            f"seed {seed.name}: {n} held-out task(s) can never show a significant gain (the smallest possible "
+            f"p-value is {2 / 2 ** n:.3f}); add tasks to {seed.path / 'held-out.jsonl'} (at least {needed})"), stacklevel=1)
 
 
 def resolve_seed(value: str | Path, item: pytest.Item, seeds_dirs: tuple[Path, ...]) -> Path:

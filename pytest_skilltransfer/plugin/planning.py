@@ -132,6 +132,10 @@ def plan_lines(plans: list[ItemPlan], price_date: str) -> list[str]:
     lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     lines.insert(len(lines) - 1, lines[1])
+    unpriced = sorted({s.model_id for plan in plans for u in plan.units for s in u.shares if s.usd is None})
+    if unpriced:
+        lines.append(f"$ n/a: no price for {', '.join(unpriced)}; add it to pyproject.toml as [tool.skilltransfer.prices] "
+                     f'"{unpriced[0]}" = {{ input = USD_PER_MTOK, output = USD_PER_MTOK }}')
     return [
         f"skill-transfer plan: no model was called; upper bounds at prices.toml of {price_date}",
         *lines,

@@ -60,6 +60,7 @@ class Runner:
     _recording: tuple[str, ExitStack] | None = None  # (seed name, its open cassette context)
     _local_server: ExitStack | None = None  # a local llama-server this process started
     budget: "Budget | None" = None  # --max-cost
+    recorded: bool = False  # a recording context that may write was opened (models.lock pins its aliases)
 
     def seed(self, path: Path) -> Seed:
         """Load a seed once; raises the engine's SeedError (every problem, file:line) each time it is asked."""
@@ -73,6 +74,10 @@ class Runner:
         if isinstance(loaded, SeedError):
             raise loaded
         return loaded
+
+    def models_used(self) -> set[str]:
+        """The model names this process resolved."""
+        return set(self._models)
 
     def model(self, name: str) -> Model:
         """Resolve a model name once per process (raises ModelError listing the known names)."""
@@ -164,12 +169,20 @@ class Runner:
 
         mode = "none" if self.budget is not None and self.budget.spent else self.settings.record_mode
         stack = ExitStack()
-        stack.enter_context(recording(self.settings.cassette_dir, seed, mode))
+        rec = stack.enter_context(recording(self.settings.cassette_dir, seed, mode))
+        self.recorded = self.recorded or rec.mode != "none"
         self._recording = (seed, stack)
 
-    def stop_recording(self) -> None:
-        """Close (and save) the open recording, if any."""
+    def stop_recording(self, prune: bool = False) -> None:
+        """Close (and save) the open recording, if any; `prune`: keep only the interactions it used
+        (the caller knows every item of the seed ran, see `pruning`)."""
         if self._recording is not None:
+            if prune:
+                from ..cassettes import active_recording
+
+                recording = active_recording()
+                if recording is not None:
+                    recording.prune_unused()
             stack = self._recording[1]
             self._recording = None
             stack.close()
