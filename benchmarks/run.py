@@ -10,9 +10,11 @@ See benchmarks/README.md for what each figure means and the figures measured.
 from __future__ import annotations
 
 import argparse
+import contextvars
 import gc
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -22,6 +24,7 @@ import tracemalloc
 from collections import Counter
 from collections.abc import Callable
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -31,6 +34,11 @@ sys.path.insert(0, str(ROOT / "tests"))
 from fake_provider import FakeProvider  # noqa: E402
 
 from pytest_skilltransfer import cassettes  # noqa: E402
+
+try:
+    from pytest_skilltransfer import phases  # noqa: E402
+except ImportError:  # an older checkout: no critical path to report
+    phases = None  # type: ignore[assignment]
 from pytest_skilltransfer.cassettes import index as cassette_index, store  # noqa: E402
 from pytest_skilltransfer.models.base import Message, Request  # noqa: E402
 from pytest_skilltransfer.models.limiter import LIMITERS  # noqa: E402
@@ -42,7 +50,6 @@ from pytest_skilltransfer.result_json import result_to_json  # noqa: E402
 
 LATENCY_S = 0.3
 REPLAY_CALLS = 30
-RECORD_SEED = ROOT / "seeds" / "changelog-writer"
 Row = tuple[str, str, str]  # (measure, figures, ratio)
 
 
@@ -54,37 +61,147 @@ def fake_provider(delay: float = 0.0) -> Iterator[FakeProvider]:
         yield fake
 
 
+FAKE_SERVER = """
+import json, sys
+from collections import Counter
+sys.path.insert(0, sys.argv[1])
+from fake_provider import FakeProvider
+fake = FakeProvider()
+fake.delay, fake.require_key = float(sys.argv[2]), False
+fake.start()
+print(fake.port, flush=True)
+for line in sys.stdin:  # each line asks for the requests per model since the last one
+    with fake._lock:
+        seen, fake.received[:] = list(fake.received), []
+    print(json.dumps(Counter(r["body"].get("model", "?") for r in seen)), flush=True)
+"""
+
+
+class FakeProcess:
+    """The loopback fake in a process of its own, so its CPU is not the recorder's (recording sections)."""
+
+    def __init__(self, delay: float) -> None:
+        self._process = subprocess.Popen([sys.executable, "-c", FAKE_SERVER, str(ROOT / "tests"), str(delay)],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        port = int(self._process.stdout.readline())  # type: ignore[union-attr]
+        self.anthropic_url, self.openai_url = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{port}/v1"
+
+    def requests_per_model(self) -> Counter:
+        """Requests received per model since the last call."""
+        self._process.stdin.write("\n")  # type: ignore[union-attr]
+        self._process.stdin.flush()  # type: ignore[union-attr]
+        return Counter(json.loads(self._process.stdout.readline()))  # type: ignore[union-attr]
+
+    def __enter__(self) -> "FakeProcess":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._process.stdin.close()  # type: ignore[union-attr]
+        self._process.wait(timeout=30)
+
+
 def _files(folder: Path) -> dict[str, str]:
     return {p.name: p.read_text() for p in sorted(folder.rglob("*.yaml"))}
 
 
-# -- 1. recording concurrency --------------------------------------------------------------------
+# -- 1. recording: wall against the floor --------------------------------------------------------
+
+RECORD_SEEDS = (ROOT / "seeds" / "changelog-writer", ROOT / "seeds" / "ticket-router")
+RECORD_PAIRS = (("bench-small", "bench-large"), ("bench-large", "bench-small"))
+RECORD_CONFIG = ProtocolConfig(samples=3, limit_holdout=0)
 
 
-def _record(fake: FakeProvider, concurrency: int | None, folder: Path) -> tuple[float, int, dict[str, Any]]:
-    LIMITERS.configure(lambda _model_id: concurrency)
-    fake.received.clear()
-    settings = Settings(protocol=ProtocolConfig(samples=3, limit_holdout=0), record_mode="all", cassette_dir=folder)
-    runner = Runner(settings, lambda _line: None)
-    start = time.perf_counter()
-    result = runner.transfer(RECORD_SEED, "bench-small", "bench-large", None)
-    runner.stop_recording()
-    elapsed = time.perf_counter() - start
+@dataclass
+class Recorded:
+    """One recording of every seed and pair: wall, floor, calls, and what it produced."""
+
+    wall_s: float  # the items, from the first call to the last answer of each
+    save_s: float  # folding the journal into the readable files at the end
+    cpu_s: float  # this process's CPU over the items
+    floor_s: float
+    path_s: float  # the critical paths (calls on the longest dependency path x latency), item by item
+    throughput_s: float  # the busiest model's calls x latency / cap, item by item
+    calls: int
+    results: list[dict[str, Any]]
+    files: dict[str, str]
+
+
+def _record(fake: FakeProcess, cap: int, folder: Path, latency: float, together: bool = True) -> Recorded:
+    """Record every seed and pair with `cap` calls per model; the floor is summed item by item (the items
+    of one process run one after another): max(critical path, busiest model's calls x latency / cap)."""
+    LIMITERS.configure(lambda _model_id: cap)
+    settings = Settings(protocol=RECORD_CONFIG, record_mode="all", cassette_dir=folder)
+    try:
+        runner = Runner(settings, lambda _line: None, concurrent_phases=together)
+    except TypeError:  # a version without concurrent phases (figures of an older checkout)
+        runner = Runner(settings, lambda _line: None)
+    wall = floor = path = throughput = cpu = save = 0.0
+    calls, results = 0, []
+    for seed in RECORD_SEEDS:
+        runner.record(seed.name)  # opening the seed's cassette is not part of the items
+        for source, target in RECORD_PAIRS:
+            fake.requests_per_model()
+            context = contextvars.copy_context()  # its path clock starts at 0
+            start, start_cpu = time.perf_counter(), time.process_time()
+            result = context.run(runner.transfer, seed, source, target, None)
+            wall += time.perf_counter() - start
+            cpu += time.process_time() - start_cpu
+            per_model = fake.requests_per_model()
+            item_path = context.run(phases.calls_on_path) * latency if phases else 0.0
+            item_throughput = max(per_model.values(), default=0) * latency / cap
+            path, throughput = path + item_path, throughput + item_throughput
+            floor += max(item_path, item_throughput)
+            calls += sum(per_model.values())
+            results.append(result_to_json(result))
+        start = time.perf_counter()
+        runner.stop_recording()
+        save += time.perf_counter() - start
     LIMITERS.configure()
-    return elapsed, len(fake.received), result_to_json(result)
+    return Recorded(wall, save, cpu, floor, path, throughput, calls, results, _files(folder))
 
 
-def recording_concurrency(work: Path) -> list[Row]:
-    with fake_provider(LATENCY_S) as fake:
-        configure_aliases({"bench-small": f"anthropic:bench-small@{fake.anthropic_url}",
-                           "bench-large": f"openai:bench-large@{fake.openai_url}"})
-        seq_s, calls, seq_json = _record(fake, 1, work / "seq")
-        par_s, par_calls, par_json = _record(fake, None, work / "par")
-    same = seq_json == par_json and _files(work / "seq") == _files(work / "par") and calls == par_calls
-    return [(f"recording {RECORD_SEED.name}, {calls} calls at {LATENCY_S * 1000:.0f} ms latency",
-             f"sequential {seq_s:.1f} s vs default concurrency ({DEFAULT_CONCURRENCY}/model) {par_s:.1f} s; "
-             f"results and cassettes identical: {'yes' if same else 'NO'}",
-             f"{seq_s / par_s:.2f}x faster (goal >= 4x)")]
+def _aliases(fake: Any) -> None:
+    configure_aliases({"bench-small": f"anthropic:bench-small@{fake.anthropic_url}",
+                       "bench-large": f"openai:bench-large@{fake.openai_url}"})
+
+
+def recording_floor(work: Path, caps: tuple[int, ...]) -> list[Row]:
+    rows = []
+    runs: dict[str, Recorded] = {}
+    seeds = f"{len(RECORD_SEEDS)} seeds x {len(RECORD_PAIRS)} pairs"
+    with FakeProcess(LATENCY_S) as fake:
+        _aliases(fake)
+        for cap in caps:
+            for together in (False, True) if cap > 1 else (True,):
+                name = f"{cap}-{'together' if together else 'in order'}"
+                runs[name] = _record(fake, cap, work / f"rec-{name}", LATENCY_S, together)
+    reference = runs[f"{caps[0]}-together"]
+    for cap in caps:
+        run = runs[f"{cap}-together"]
+        same = all(r.results == reference.results and r.files == reference.files for r in runs.values())
+        before = runs.get(f"{cap}-in order")
+        before_text = f"; phases in order {before.wall_s:.1f} s = {before.wall_s / run.floor_s:.2f}x" if before else ""
+        rows.append((f"recording {seeds}, {run.calls} calls at {LATENCY_S * 1000:.0f} ms, cap {cap}/model",
+                     f"wall {run.wall_s:.1f} s vs floor {run.floor_s:.1f} s (critical path {run.path_s:.1f} s, "
+                     f"busiest model {run.throughput_s:.1f} s){before_text}; then saving {run.save_s:.1f} s; "
+                     f"identical results and cassettes: {'yes' if same else 'NO'}",
+                     f"{run.wall_s / run.floor_s:.2f}x the floor" + (" (goal <= 1.15x)" if cap > 1 else "")))
+    return rows
+
+
+def recording_rate(work: Path) -> list[Row]:
+    """Calls per second recording through the protocol against a fake that answers at once."""
+    with FakeProcess(0.0) as fake:
+        _aliases(fake)
+        run = _record(fake, DEFAULT_CONCURRENCY, work / "rec-rate", 0.0)
+    return [(f"recording at zero latency, {seeds_text()}, cap {DEFAULT_CONCURRENCY}/model",
+             f"{run.calls} calls in {run.wall_s:.2f} s ({run.cpu_s * 1000 / run.calls:.1f} ms CPU per call), "
+             f"then saving {run.save_s:.2f} s",
+             f"{run.calls / run.wall_s:.0f} calls/s (goal >= 200); {run.calls / (run.wall_s + run.save_s):.0f} with saving")]
+
+
+def seeds_text() -> str:
+    return f"{len(RECORD_SEEDS)} seeds x {len(RECORD_PAIRS)} pairs"
 
 
 # -- 2. replay cost per call ---------------------------------------------------------------------
@@ -137,7 +254,7 @@ def _per_call_ms(call: Callable[[int], Any], count: int) -> float:
 def _seed_interactions(work: Path) -> list[dict[str, Any]]:
     """Interactions of real sizes: the repo's committed recordings of the local model (real answers),
     else what the recording section stored."""
-    files = sorted((ROOT / "cassettes").rglob("*.yaml")) or store.model_files(work / "seq" / RECORD_SEED.name)
+    files = sorted((ROOT / "cassettes").rglob("*.yaml")) or store.model_files(work / "rec-8-together" / RECORD_SEEDS[0].name)
     return [e for p in files for e in store.read_file(p).entries]
 
 
@@ -160,6 +277,98 @@ def replay_cost(work: Path, sizes: tuple[int, ...]) -> list[Row]:
                          f"{replay_ms:.2f} ms/call vs {live_ms:.2f} ms/call for an instantly answering loopback SDK call",
                          f"{replay_ms / live_ms:.2f}x the loopback call"))
     return rows
+
+
+# -- 2b. replay of the committed recordings against its floors ------------------------------------
+
+
+def _sdk_client(wire: str, base_url: str, transport: Any = None) -> Any:
+    """An SDK client as the plugin builds it (`make_client`); `transport` replaces its HTTP transport."""
+    from pytest_skilltransfer.models.sdk_common import make_client
+
+    class_name = ("anthropic", "Anthropic") if wire == "anthropic" else ("openai", "OpenAI")
+    client = make_client(class_name, "bench-key", base_url, 0, 30.0)
+    if transport is not None:
+        client._client._transport = transport
+    return client
+
+
+def _create(client: Any, wire: str, body: dict[str, Any]) -> Any:
+    """The SDK call that sends `body` (the recorded request body as keyword arguments), parsed."""
+    api = client.messages if wire == "anthropic" else client.chat.completions
+    return api.with_raw_response.create(**body).parse()
+
+
+def _in_memory_transport(entries: list[dict[str, Any]]) -> Any:
+    """An httpx transport answering each recorded request with its recorded response, from memory."""
+    import httpx2
+
+    answers = {}
+    for entry in entries:
+        body = json.loads(store.decode_body(entry["request"]["body"]))
+        resp = entry["response"]
+        headers = [(k, v) for k, values in (resp.get("headers") or {}).items() for v in values]
+        answers[json.dumps(body, sort_keys=True)] = (resp["status"]["code"], headers, store.decode_body(resp["body"]))
+
+    def answer(request: Any) -> Any:
+        status, headers, content = answers[json.dumps(json.loads(request.content), sort_keys=True)]
+        return httpx2.Response(status, headers=headers, content=content)
+
+    return httpx2.MockTransport(answer)
+
+
+def replay_floor(work: Path) -> list[Row]:
+    """Replay of the committed recordings through the SDK, per call, against the same SDK calls answered
+    from memory (the floor) and by a loopback server answering at once."""
+    rows = []
+    source = ROOT / "cassettes"
+    folder = work / "committed"
+    shutil.copytree(source, folder)
+    with fake_provider(0.0) as fake:
+        for seed_folder in sorted(p for p in folder.iterdir() if p.is_dir()):
+            for path in store.model_files(seed_folder):
+                entries = store.read_file(path).entries
+                wire = "anthropic" if request_path_of(entries[0]).endswith("/messages") else "openai"
+                bodies = [json.loads(store.decode_body(e["request"]["body"])) for e in entries]
+                base = fake.anthropic_url if wire == "anthropic" else fake.openai_url
+                replay_ms = _replay_ms(folder, seed_folder.name, wire, base, bodies)
+                memory = _sdk_client(wire, base, _in_memory_transport(entries))
+                memory_ms = _best_ms(lambda: [_create(memory, wire, b) for b in bodies], len(bodies))
+                live = _sdk_client(wire, base)
+                live_ms = _best_ms(lambda: [_create(live, wire, b) for b in bodies], len(bodies))
+                rows.append((f"replay {seed_folder.name}/{path.name}, {len(bodies)} calls",
+                             f"{replay_ms:.2f} ms/call vs in memory {memory_ms:.2f} ms/call vs loopback "
+                             f"{live_ms:.2f} ms/call (the same SDK calls)",
+                             f"{replay_ms / memory_ms:.2f}x in memory (goal <= 3x), {replay_ms / live_ms:.2f}x loopback"))
+    return rows
+
+
+def request_path_of(entry: dict[str, Any]) -> str:
+    return entry["request"]["uri"].split("?")[0]
+
+
+def _best_ms(run: Callable[[], Any], count: int, repeats: int = 3) -> float:
+    run()  # warm up
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - start)
+    return best * 1000 / count
+
+
+def _replay_ms(folder: Path, seed: str, wire: str, base: str, bodies: list[dict[str, Any]]) -> float:
+    """ms per call replaying every body from the seed's cassette (best of 3 openings; each plays each once)."""
+    client = _sdk_client(wire, base)
+    best = float("inf")
+    for attempt in range(4):
+        with cassettes.recording(folder, seed, "none"):
+            start = time.perf_counter()
+            for body in bodies:
+                _create(client, wire, body)
+            if attempt:  # the first opening warms up
+                best = min(best, time.perf_counter() - start)
+    return best * 1000 / len(bodies)
 
 
 # -- 3. cassette open ----------------------------------------------------------------------------
@@ -249,22 +458,69 @@ def _pytest(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tu
     return time.perf_counter() - start, done
 
 
+def _pytest_cpu(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, subprocess.CompletedProcess]:
+    """CPU seconds (user + system) a pytest run used: steadier than wall time on a shared machine."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    _, done = _pytest(args, cwd, env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), done
+
+
+def _plain_tests(root: Path, count: int) -> None:
+    """`count` folders with two plain test functions each: what pytest itself costs per item."""
+    for n in range(count):
+        folder = root / f"case-{n:03d}"
+        folder.mkdir(parents=True)
+        (folder / f"test_case_{n:03d}.py").write_text("def test_a():\n    pass\n\n\ndef test_b():\n    pass\n")
+
+
 def collection(work: Path, counts: tuple[int, int]) -> list[Row]:
-    times = {}
+    """CPU per collected item: seeds (2 items each) against plain test files (2 tests each)."""
+    cpu: dict[tuple[str, int], float] = {}
     for count in counts:
         project = work / f"collect-{count}"
         _make_seeds(project / "seeds", count)
         (project / "pytest.ini").write_text("[pytest]\ntestpaths = seeds\n"
                                             "skilltransfer_pair = sim-small:sim-large sim-large:sim-small\n")
-        elapsed, done = _pytest(["--collect-only", "-q"], project)
-        if done.returncode != 0:
-            raise RuntimeError(done.stdout + done.stderr)
-        times[count] = elapsed
+        plain = work / f"plain-{count}"
+        _plain_tests(plain / "tests", count)
+        (plain / "pytest.ini").write_text("[pytest]\ntestpaths = tests\n")
+        for name, folder in (("seeds", project), ("plain", plain)):
+            best = float("inf")
+            for _ in range(3):
+                used, done = _pytest_cpu(["--collect-only", "-q", "-p", "no:randomly"], folder)
+                if done.returncode != 0:
+                    raise RuntimeError(done.stdout + done.stderr)
+                best = min(best, used)
+            cpu[(name, count)] = best
     small, large = counts
-    per_seed = (times[large] - times[small]) * 1000 / (large - small)
-    return [(f"collection, {small} vs {large} seeds (2 items each)",
-             f"{times[small]:.2f} s vs {times[large]:.2f} s ({per_seed:.1f} ms per extra seed)",
-             f"{times[large] / times[small]:.2f}x for {large // small}x the seeds")]
+    items = 2 * (large - small)
+    seeds_ms = (cpu[("seeds", large)] - cpu[("seeds", small)]) * 1000 / items
+    plain_ms = (cpu[("plain", large)] - cpu[("plain", small)]) * 1000 / items
+    return [(f"collection, {small} vs {large} seeds (2 items each) against plain test files",
+             f"{seeds_ms:.2f} ms CPU per item vs {plain_ms:.2f} ms for plain pytest items "
+             f"(whole runs {cpu[('seeds', small)]:.2f}/{cpu[('seeds', large)]:.2f} s vs "
+             f"{cpu[('plain', small)]:.2f}/{cpu[('plain', large)]:.2f} s)",
+             f"{seeds_ms / plain_ms:.2f}x plain pytest per item (goal <= 1.3x)")]
+
+
+def main_job_cpu(work: Path) -> list[Row]:
+    """CPU of the README's main job (replay only), against the same job without its SDK items."""
+    sdk_seeds = sorted(p.name for p in (ROOT / "cassettes").iterdir() if p.is_dir())
+    without = " and ".join(f"not {name}" for name in sdk_seeds)
+    cpu = {}
+    for name, extra in (("all", []), ("without", ["-k", without])):
+        best = float("inf")
+        for _ in range(2):
+            used, done = _pytest_cpu(["-q", "-n", "0", "-p", "no:randomly", *extra,
+                                      f"--skilltransfer-json={work / 'main-job.json'}"], ROOT, {"CI": "true"})
+            if done.returncode != 0:
+                raise RuntimeError(done.stdout[-3000:] + done.stderr[-3000:])
+            best = min(best, used)
+        cpu[name] = best
+    return [(f"main job (CI=true pytest), with vs without the SDK items ({', '.join(sdk_seeds)})",
+             f"{cpu['all']:.2f} s CPU vs {cpu['without']:.2f} s CPU",
+             f"{cpu['all'] / cpu['without']:.2f}x the job without SDK items")]
 
 
 # -- foreign project: a run without seeds, with and without the plugin -------------------------
@@ -398,8 +654,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run, figures not comparable)")
     parser.add_argument("--only", action="append", metavar="SECTION",
-                        help="run only these sections (recording, replay, cassette open, collection, duplicates, "
-                             "foreign project); "
+                        help="run only these sections (recording, recording rate, replay, replay floor, cassette open, "
+                             "collection, main job, duplicates, foreign project); "
                              "cassette open needs replay")
     args = parser.parse_args()
     for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
@@ -415,10 +671,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="skilltransfer-bench-") as tmp:
         work = Path(tmp)
         sections: list[tuple[str, Callable[[], list[Row]]]] = [
-            ("recording", lambda: recording_concurrency(work)),
+            ("recording", lambda: recording_floor(work, (1, 8, 64) if not args.quick else (8, 64))),
+            ("recording rate", lambda: recording_rate(work)),
             ("replay", lambda: replay_cost(work, sizes)),
+            ("replay floor", lambda: replay_floor(work)),
             ("cassette open", lambda: cassette_open(work, sizes, reference)),
-            ("collection", lambda: collection(work, (20, 200) if not args.quick else (5, 20))),
+            ("collection", lambda: collection(work, (20, 200) if not args.quick else (5, 50))),
+            ("main job", lambda: main_job_cpu(work)),
             ("duplicates", lambda: duplicates(work)),
             ("foreign project", lambda: foreign_project(work, 3 if args.quick else 11)),
         ]

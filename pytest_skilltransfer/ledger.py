@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import itertools
 import threading
 from concurrent.futures import Future
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
+from . import phases
 from .models.base import Model, Reply, Request, Usage
+from .slots import ModelSlots
 
 
 @dataclass
@@ -36,8 +39,18 @@ class Tally:
 
 
 def fingerprint(request_key: str, reply: Reply) -> str:
-    """A call's identity as evidence: its request key and every field of its reply."""
-    blob = json.dumps({"request": request_key, "reply": asdict(reply)}, sort_keys=True, default=str)
+    """A call's identity as evidence: its request key and every field of its reply (as
+    `dataclasses.asdict` gives them, built field by field)."""
+    u = reply.usage
+    plain = {
+        "text": reply.text,
+        "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls],
+        "usage": {"input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
+                  "cache_write_tokens": u.cache_write_tokens, "cache_read_tokens": u.cache_read_tokens,
+                  "unreported": u.unreported},
+        "model": reply.model, "stop_reason": reply.stop_reason, "refusal": reply.refusal,
+    }
+    blob = json.dumps({"request": request_key, "reply": plain}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
@@ -47,40 +60,87 @@ def evidence_digest(fingerprints: frozenset[str] | set[str]) -> str:
 
 
 class Meter:
-    """Tallies per (model id, role) for one phase; thread-safe."""
+    """Tallies per (model id, role) for one phase; thread-safe.
 
-    def __init__(self) -> None:
-        self._tallies: dict[tuple[str, str], Tally] = {}
+    A meter has a `rank`, the place of its phase in the protocol's sequential order. When several
+    phases use the same answer, the one ranked first is charged the call and the others count a
+    cache hit, whichever of them really sent it: phases that run at the same time get the same
+    tallies as phases run one after another (once every phase ranked before them is done).
+    """
+
+    _created = itertools.count()
+
+    def __init__(self, rank: tuple[int, ...] = (), priority: int = 0) -> None:
+        self.rank = (*rank, next(Meter._created))  # ties: the meter created first
+        self.priority = priority  # lower first when calls wait for a model's slot
+        self._uses: dict[tuple[str, str], dict[str, _Use]] = {}
         self._lock = threading.Lock()
 
-    def record(self, model_id: str, role: str, reply: Reply | None, evidence: str | None = None) -> None:
-        """Count one call (a reply) or one cache hit (None), with the call's fingerprint when known."""
+    def record(self, model_id: str, role: str, key: str, reply: Reply, evidence: str, users: list["Meter"]) -> None:
+        """Count one use of an answer; `users` is the cache's (shared) list of the meters that used it."""
         with self._lock:
-            tally = self._tallies.setdefault((model_id, role), Tally())
-            if evidence is not None:
-                tally.evidence = tally.evidence | {evidence}
-            if reply is None:
-                tally.cached += 1
+            uses = self._uses.setdefault((model_id, role), {})
+            use = uses.get(key)
+            if use is None:
+                uses[key] = _Use(1, reply.usage, evidence, users)
             else:
-                tally.calls += 1
-                tally.usage = tally.usage + reply.usage
+                use.count += 1
+
+    def rank_first(self, rank: tuple[int, ...]) -> None:
+        """Move the meter's phase earlier (a phase ranked before it shares its result)."""
+        with self._lock:
+            self.rank = min(self.rank, (*rank, self.rank[-1]))
 
     def snapshot(self) -> dict[tuple[str, str], Tally]:
+        """The tallies, charging each call to the first-ranked phase that used it."""
         with self._lock:
-            return {k: Tally(v.calls, v.cached, v.usage, v.evidence) for k, v in sorted(self._tallies.items())}
+            items = sorted((k, list(v.values())) for k, v in self._uses.items())
+        tallies = {}
+        for key, uses in items:
+            tally = Tally()
+            usage = Usage()
+            for use in uses:
+                if min(use.users, key=_rank) is self:
+                    tally.calls += 1
+                    tally.cached += use.count - 1
+                    usage = usage + use.usage
+                else:
+                    tally.cached += use.count
+            tally.usage = usage
+            tally.evidence = frozenset(use.evidence for use in uses)
+            tallies[key] = tally
+        return tallies
+
+
+@dataclass
+class _Use:
+    """One answer a meter used: how often, its tokens, its fingerprint, and every meter that used it."""
+
+    count: int
+    usage: Usage
+    evidence: str
+    users: list[Meter]
+
+
+def _rank(meter: Meter) -> tuple[int, ...]:
+    return meter.rank
 
 
 class CallCache:
     """Answers known requests from memory; shared by every phase of a seed's protocol runs.
 
     Thread-safe: when several threads ask the same request at once, one sends it and the others
-    wait for its reply (counted as cache hits), so no request is ever sent twice.
+    wait for its reply (counted as cache hits), so no request is ever sent twice. A sent call holds
+    one of its model's slots (`slots`, by the meter's priority) while it is answered.
     """
 
-    def __init__(self) -> None:
-        self._replies: dict[str, Reply] = {}
-        self._pending: dict[str, Future[Reply]] = {}
+    def __init__(self, slots: ModelSlots | None = None) -> None:
+        self._replies: dict[str, tuple[Reply, int]] = {}  # key -> (reply, its place on the path clock)
+        self._fingerprints: dict[str, str] = {}
+        self._pending: dict[str, Future[tuple[Reply, int]]] = {}
+        self._users: dict[str, list[Meter]] = {}
         self._lock = threading.Lock()
+        self.slots = slots
 
     def call(self, model: Model, request: Request, meter: Meter, role: str) -> Reply:
         """Answer `request` through `model` unless the answer is known; meter it either way."""
@@ -91,19 +151,43 @@ class CallCache:
             if known is None and waiting is None:
                 mine = self._pending[key] = Future()
         if known is not None or waiting is not None:
-            reply = known if known is not None else waiting.result()  # type: ignore[union-attr]
-            meter.record(model.model_id, role, None, fingerprint(key, reply))
+            if known is not None:
+                reply = known[0]  # answered before: costs no time on the path
+            else:
+                reply, place = waiting.result()  # type: ignore[union-attr]
+                phases.advance_path(place)  # in flight: this path waits for it
+            self._record(meter, model.model_id, role, key, reply)
             return reply
         try:
-            reply = model.complete(request)
+            phases.check_halted()
+            if self.slots is None:
+                reply = model.complete(request)
+            else:
+                with self.slots.of(model).hold(meter.priority):
+                    phases.check_halted()
+                    reply = model.complete(request)
         except BaseException as exc:
             with self._lock:
                 del self._pending[key]
             mine.set_exception(exc)
             raise
+        place = phases.calls_on_path() + 1
+        phases.advance_path(place)
         with self._lock:
-            self._replies[key] = reply
+            self._replies[key] = (reply, place)
             del self._pending[key]
-        mine.set_result(reply)
-        meter.record(model.model_id, role, reply, fingerprint(key, reply))
+        mine.set_result((reply, place))
+        self._record(meter, model.model_id, role, key, reply)
         return reply
+
+    def _record(self, meter: Meter, model_id: str, role: str, key: str, reply: Reply) -> None:
+        with self._lock:
+            users = self._users.setdefault(key, [])
+            if meter not in users:
+                users.append(meter)
+            evidence = self._fingerprints.get(key)
+        if evidence is None:
+            evidence = fingerprint(key, reply)
+            with self._lock:
+                self._fingerprints[key] = evidence
+        meter.record(model_id, role, key, reply, evidence, users)

@@ -1,58 +1,131 @@
-"""What a protocol run can cost at most, before any model is called.
+"""What a protocol run can cost at most, and what it is expected to cost, before any model is called.
 
-The bound follows the protocol (`protocol`): an evaluation of a split makes tasks x samples x
-steps calls (steps = `MAX_TOOL_STEPS` when the seed has a corpus, else 1); an optimization makes
-one validation evaluation, then per night a training evaluation, at most two optimizer calls (the
-reflection and its one retry) and one validation evaluation of the candidate (later nights reuse the
-validation score they start from). An item is the baseline and transferred evaluations on the
-target, the optimization on the source and, unless `--no-direct`, the direct optimization and
-evaluation on the target. Phases that items of a seed share (a target's baseline, an optimization)
-are `Unit`s with the same key, so a total counts them once.
+Calls follow the protocol (`protocol`) at its longest. An evaluation of a split makes, per task and
+sample, `MAX_TOOL_STEPS` agent calls when the seed has a corpus (else 1) and, per rubric check of the
+task, `judge samples` votes of at most two judge calls each (a verdict and its one retry). An
+optimization (per restart, on that restart's own train/val split) scores val once, then per night
+the training split, at most two optimizer calls (the reflection and its one retry) and the
+candidate on val. An item is the target's baseline, and per restart the optimization on the source,
+the transferred evaluation and, unless `--no-direct`, the direct optimization and evaluation on the
+target; a seed with a calibration file has its judge measured once. Phases that items share (a
+target's baseline, an optimization, the calibration) are `Unit`s with the same key, counted once in
+a total. Held-out splits are capped as the protocol caps them (`--limit-holdout` for val,
+`--limit-test` for test, `--limit-replay` for train).
 
-Tokens are estimated from characters at `CHARS_PER_TOKEN`: an agent call's input is the seed's skill,
-the task and the tool definitions, plus for each further tool step the previous reply and a tool
-result at its largest; its output is the call's `max_tokens`. An optimizer call's input is the
-reflection prompt built from every training task as a failure with a reply of `max_tokens`; its
-output is its `max_tokens`. The learned skill is taken as long as the seed's. Prompt caching: when the
-Anthropic wire would mark a call's shared prefix (`anthropic_wire.caches_prefix`; never with
-`prompt_cache` off), that prefix is priced at the cache-write rate on every call, reads never assumed.
-So calls, tokens and dollars are upper bounds.
+Token bounds: a prompt's tokens are at most its UTF-8 bytes (each token of the providers' byte-level
+tokenizers covers at least one byte), plus `REQUEST_OVERHEAD` per call, `MESSAGE_OVERHEAD` per turn
+and `TOOL_PROMPT` when tools or a reply schema are offered (the providers' own tool prompt; Anthropic
+documents at most 346 tokens). Text a model wrote that is sent back (a reply in the tool loop, an
+answer shown to the judge, rejected edits, learned rules) counts as its `max_tokens` plus 10% and,
+for learned rules, twice that (continuation lines are indented). Replies count at their `max_tokens`.
+Every prompt token is priced at the model's highest prompt rate (a cache write may cost more than an
+uncached input token). So calls, tokens and dollars are upper bounds.
+
+Expected figures assume what typically happens: a corpus seed's attempt takes `EXPECTED_STEPS` calls,
+no reply needs a retry, replies are `EXPECTED_REPLY` of their `max_tokens`, a prompt has a token per
+`CHARS_PER_TOKEN` characters, and when the model caches prompts (an Anthropic prefix marked by the
+wire, with `--prompt-cache` on; an OpenAI prefix of at least `OPENAI_CACHE_MIN_TOKENS`) the first call
+of an evaluation writes its shared prefix and every later call reads it.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass
 
 from .agent import ATTEMPT_MAX_TOKENS, MAX_TOOL_STEPS
-from .models.anthropic_wire import caches_prefix
+from .judges import has_rubric
+from .models.anthropic_wire import cache_min_tokens, caches_prefix
 from .models.base import Usage
-from .prices import cost_usd
+from .prices import LANES, cost_usd, lane_of, rates_of
 from .protocol import ProtocolConfig, capped
-from .reflect import Observation, build_reflect_request
+from .reflect import EXCERPT_CHARS, MAX_FAILURES_SHOWN, MAX_SUCCESSES_SHOWN, REFLECT_SYSTEM, RETRY_NOTE
+from .restarts import split_seed, train_val
+from .rubric import JUDGE_MAX_TOKENS, JUDGE_SYSTEM, REASON_CHARS, VERDICT_SCHEMA
+from .rubric import RETRY_NOTE as JUDGE_RETRY_NOTE
 from .seeds import Seed, Task
 from .tools import MAX_RESULTS, SEARCH_TOOL
 
 CHARS_PER_TOKEN = 4
 TOOL_RESULT_CHARS = MAX_RESULTS * 320  # a search result at its largest: rows of slug, title and a 200-character snippet
 REFLECT_CALLS = 2  # the reflection, and one retry when its edits do not parse
+JUDGE_CALLS = 2  # a verdict, and one retry when it cannot be read
+REFLECT_MAX_TOKENS = 1024
+REQUEST_OVERHEAD = 64
+MESSAGE_OVERHEAD = 8
+TOOL_PROMPT = 512
+EXPECTED_STEPS = 2
+EXPECTED_REPLY = {"agent": 0.4, "optimizer": 0.5, "judge": 0.25}
+OPENAI_CACHE_MIN_TOKENS = 1024
+
+
+def _bytes(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def _chars_tokens(chars: int) -> int:
+    return -(-chars // CHARS_PER_TOKEN)
+
+
+def model_text(max_tokens: int) -> int:
+    """Tokens at most of a model's reply when it is sent back in a prompt."""
+    return math.ceil(max_tokens * 1.1) + 16
+
+
+def expected_reply(role: str, max_tokens: int) -> int:
+    return math.ceil(max_tokens * EXPECTED_REPLY[role])
+
+
+def caches(model_id: str, prefix_tokens: int, prompt_cache: bool) -> bool:
+    """Whether the model is expected to read a shared prefix of this size from its prompt cache."""
+    if cache_min_tokens(model_id) is not None:
+        return prompt_cache and caches_prefix(model_id, prefix_tokens * CHARS_PER_TOKEN)
+    return model_id.startswith(("gpt-", "o1", "o3", "o4")) and prefix_tokens >= OPENAI_CACHE_MIN_TOKENS
 
 
 @dataclass(frozen=True)
 class Share:
-    """Calls and tokens one model makes in one role within a unit."""
+    """Calls and tokens one model makes in one role within a unit: bounds, and expected figures."""
 
     model_id: str
     role: str
     calls: int
     input_tokens: int
     output_tokens: int
-    cache_write_tokens: int = 0  # of input_tokens: a marked prefix, priced as written on every call
+    expected_calls: int = 0
+    expected_input: int = 0
+    expected_output: int = 0
+    expected_cache_write: int = 0  # of expected_input
+    expected_cache_read: int = 0  # of expected_input
+
+    def __add__(self, other: "Share") -> "Share":
+        fields = ("calls", "input_tokens", "output_tokens", "expected_calls", "expected_input", "expected_output",
+                  "expected_cache_write", "expected_cache_read")
+        return Share(self.model_id, self.role, *(getattr(self, f) + getattr(other, f) for f in fields))
+
+    def times(self, n: int) -> "Share":
+        fields = ("calls", "input_tokens", "output_tokens", "expected_calls", "expected_input", "expected_output",
+                  "expected_cache_write", "expected_cache_read")
+        return Share(self.model_id, self.role, *(getattr(self, f) * n for f in fields))
+
+    def bound_usd(self, lane: str | None = None) -> float | None:
+        """Dollars at most (every prompt token at the highest prompt rate)."""
+        rates = rates_of(self.model_id, lane or lane_of(self.model_id))
+        if rates is None:
+            return None
+        return (self.input_tokens * rates.worst_input + self.output_tokens * rates.output) / 1_000_000
+
+    def expected_usd(self, lane: str | None = None, cache_reads: bool = True) -> float | None:
+        """Expected dollars, with or without the expected prompt-cache writes and reads."""
+        usage = Usage(self.expected_input, self.expected_output,
+                      cache_write_tokens=self.expected_cache_write if cache_reads else 0,
+                      cache_read_tokens=self.expected_cache_read if cache_reads else 0)
+        return cost_usd(self.model_id, usage, lane or lane_of(self.model_id))
 
     @property
     def usd(self) -> float | None:
-        usage = Usage(self.input_tokens, self.output_tokens, cache_write_tokens=self.cache_write_tokens)
-        return cost_usd(self.model_id, usage)
+        return self.bound_usd()
 
 
 @dataclass(frozen=True)
@@ -68,84 +141,184 @@ class Unit:
         return sum(s.calls for s in self.shares)
 
 
-def _tokens(chars: int) -> int:
-    return -(-chars // CHARS_PER_TOKEN)
+@dataclass(frozen=True)
+class Skill:
+    """A skill's size in a prompt: tokens at most, expected tokens."""
+
+    bound: int
+    expected: int
+
+
+def _merge(shares: list[Share]) -> tuple[Share, ...]:
+    merged: dict[tuple[str, str], Share] = {}
+    for share in shares:
+        key = (share.model_id, share.role)
+        merged[key] = merged[key] + share if key in merged else share
+    return tuple(merged.values())
+
+
+def _rubric_checks(task: Task) -> int:
+    return sum(1 for c in task.judge.checks if c.op == "rubric") if has_rubric(task.judge) else 0
 
 
 class Planner:
-    """Bounds for one seed under one protocol configuration."""
+    """Bounds for one seed under one protocol configuration (see module docstring)."""
 
-    def __init__(self, seed: Seed, config: ProtocolConfig, prompt_cache: bool = True) -> None:
-        self.seed, self.config, self.prompt_cache = seed, config, prompt_cache
-        split_seed = seed.split.seed
-        self.splits = {
-            "train": capped(seed.train, config.limit_replay, split_seed),
-            "val": capped(seed.val, config.limit_holdout, split_seed),
-            "test": capped(seed.test, config.limit_holdout, split_seed),
-        }
+    def __init__(self, seed: Seed, config: ProtocolConfig, prompt_cache: bool = True,
+                 judge: tuple[str, int] | None = None) -> None:
+        """`judge`: the judge's (model id, samples per rubric check), when the seed has one."""
+        self.seed, self.config, self.prompt_cache, self.judge = seed, config, prompt_cache, judge
+        self.test = capped(seed.test, config.limit_test, seed.split.seed)
         self.tools = (SEARCH_TOOL,) if seed.corpus_dir else ()
         self.steps = MAX_TOOL_STEPS if self.tools else 1
+        self.expected_steps = min(EXPECTED_STEPS, self.steps)
+        tools_json = json.dumps([asdict(t) for t in self.tools])
+        self.tools_bound = _bytes(tools_json) + (TOOL_PROMPT if self.tools else 0)
+        self.tools_expected = _chars_tokens(len(tools_json))
+        self.seed_skill = Skill(_bytes(seed.skill), _chars_tokens(len(seed.skill)))
+        growth = 2 * model_text(REFLECT_MAX_TOKENS) + 64
+        nights = config.nights
+        self.learned_skill = Skill(self.seed_skill.bound + nights * growth,
+                                   self.seed_skill.expected + nights * expected_reply("optimizer", REFLECT_MAX_TOKENS))
 
-    def _prefix_chars(self) -> int:
-        return len(self.seed.skill) + len(json.dumps([asdict(t) for t in self.tools]))
+    def splits(self, restart: int) -> tuple[tuple[Task, ...], tuple[Task, ...]]:
+        """Restart `restart`'s (train, val), capped as the protocol caps them."""
+        train, val = train_val(self.seed, restart)
+        seed = split_seed(self.seed, restart)
+        return capped(train, self.config.limit_replay, seed), capped(val, self.config.limit_holdout, seed)
 
-    def _attempt_input(self, task: Task) -> int:
-        first = self._prefix_chars() + len(task.text)
-        growth = ATTEMPT_MAX_TOKENS * CHARS_PER_TOKEN + TOOL_RESULT_CHARS
-        return sum(_tokens(first + step * growth) for step in range(self.steps))
+    # -- one evaluation -------------------------------------------------------------------------
 
-    def _written(self, model_id: str, prefix_chars: int) -> int:
-        """Tokens of a call's prefix priced as a cache write (0 when it is not marked)."""
-        return _tokens(prefix_chars) if self.prompt_cache and caches_prefix(model_id, prefix_chars) else 0
+    def _attempt(self, model_id: str, skill: Skill, task: Task) -> Share:
+        """One attempt (one sample of one task): its agent calls."""
+        first = REQUEST_OVERHEAD + MESSAGE_OVERHEAD + skill.bound + self.tools_bound + _bytes(task.text)
+        growth = model_text(ATTEMPT_MAX_TOKENS) + _bytes("x" * TOOL_RESULT_CHARS) + 2 * MESSAGE_OVERHEAD
+        bound_input = sum(first + step * growth for step in range(self.steps))
+        prefix = skill.expected + self.tools_expected
+        first_expected = prefix + _chars_tokens(len(task.text))
+        step_expected = expected_reply("agent", ATTEMPT_MAX_TOKENS) + _chars_tokens(TOOL_RESULT_CHARS // 2)
+        expected_input = sum(first_expected + step * step_expected for step in range(self.expected_steps))
+        return Share(model_id, "agent", self.steps, bound_input, self.steps * ATTEMPT_MAX_TOKENS,
+                     self.expected_steps, expected_input,
+                     self.expected_steps * expected_reply("agent", ATTEMPT_MAX_TOKENS))
 
-    def evaluation(self, model_id: str, split: str) -> Share:
-        """An evaluation of a split: every task, sample and tool step."""
-        tasks = self.splits[split]
+    def _verdicts(self, task_text: str, answer: Skill, criterion: str, votes: int) -> Share:
+        """`votes` judge votes on one criterion, each a verdict and its retry at most."""
+        assert self.judge is not None
+        schema = _bytes(json.dumps(VERDICT_SCHEMA.schema))
+        first = (REQUEST_OVERHEAD + 2 * MESSAGE_OVERHEAD + TOOL_PROMPT + schema + _bytes(JUDGE_SYSTEM)
+                 + _bytes(task_text) + answer.bound + _bytes(criterion) + 32)
+        retry = first + model_text(JUDGE_MAX_TOKENS) + _bytes(JUDGE_RETRY_NOTE) + 2 * MESSAGE_OVERHEAD
+        expected_input = (_chars_tokens(len(JUDGE_SYSTEM) + len(task_text) + len(criterion) + 200)
+                          + _chars_tokens(len(json.dumps(VERDICT_SCHEMA.schema))) + answer.expected)
+        one = Share(self.judge[0], "judge", JUDGE_CALLS, first + retry, JUDGE_CALLS * JUDGE_MAX_TOKENS,
+                    1, expected_input, expected_reply("judge", JUDGE_MAX_TOKENS))
+        return one.times(votes)
+
+    def evaluation(self, model_id: str, tasks: tuple[Task, ...], skill: Skill) -> tuple[Share, ...]:
+        """An evaluation of a split: every task, sample and tool step, and the judge's votes."""
         samples = self.config.samples
-        calls = len(tasks) * samples * self.steps
-        return Share(model_id, "agent", calls, sum(self._attempt_input(t) for t in tasks) * samples,
-                     calls * ATTEMPT_MAX_TOKENS, calls * self._written(model_id, self._prefix_chars()))
+        shares = [self._attempt(model_id, skill, task).times(samples) for task in tasks]
+        if self.judge is not None:
+            answer = Skill(self.steps * model_text(ATTEMPT_MAX_TOKENS), expected_reply("agent", ATTEMPT_MAX_TOKENS))
+            for task in tasks:
+                for check in (c for c in task.judge.checks if c.op == "rubric"):
+                    shares.append(self._verdicts(task.text, answer, str(check.arg), samples * self.judge[1]))
+        merged = _merge(shares)
+        return tuple(self._with_cache_reads(s, skill) for s in merged)
 
-    def reflection(self, model_id: str) -> Share:
-        """The optimizer calls of one night, every training attempt shown as a failure."""
-        answer = "x" * (ATTEMPT_MAX_TOKENS * CHARS_PER_TOKEN)
-        failures = [Observation(t.id, t.text, answer, t.judge, ("criterion",)) for t in self.splits["train"]]
-        request = build_reflect_request(self.seed.skill, failures * self.config.samples, [], [],
-                                        self.config.edit_budget, sample_id=1)
-        chars = len(request.system) + sum(len(m.content) for m in request.messages)
-        return Share(model_id, "optimizer", REFLECT_CALLS, REFLECT_CALLS * _tokens(chars),
-                     REFLECT_CALLS * request.max_tokens, REFLECT_CALLS * self._written(model_id, len(request.system)))
+    def _with_cache_reads(self, share: Share, skill: Skill) -> Share:
+        """The expected cache writes and reads of an evaluation's calls (first writes, the others read)."""
+        prefix = (skill.expected + self.tools_expected if share.role == "agent"
+                  else _chars_tokens(len(JUDGE_SYSTEM)) if share.role == "judge"
+                  else _chars_tokens(len(REFLECT_SYSTEM)))
+        if share.expected_calls == 0 or not caches(share.model_id, prefix, self.prompt_cache):
+            return share
+        return Share(share.model_id, share.role, share.calls, share.input_tokens, share.output_tokens,
+                     share.expected_calls, share.expected_input, share.expected_output, prefix,
+                     prefix * (share.expected_calls - 1))
 
-    def optimization(self, agent: str, optimizer: str, phase: str) -> Unit:
+    # -- phases ---------------------------------------------------------------------------------
+
+    def reflection(self, model_id: str, train: tuple[Task, ...]) -> Share:
+        """The optimizer calls of one night: the reflection and its retry, every attempt shown as failing."""
+        shown = min(len(train) * self.config.samples, MAX_FAILURES_SHOWN + MAX_SUCCESSES_SHOWN)
+        rubric = max((_rubric_checks(t) for t in train), default=0)
+        excerpt = min(4 * EXCERPT_CHARS, self.steps * model_text(ATTEMPT_MAX_TOKENS))  # model text, cut at 400 chars
+        per_obs = max((_bytes(t.text) for t in train), default=0) + excerpt + 200 + MAX_TOOL_STEPS * 16
+        per_obs += rubric * (4 * REASON_CHARS + 200)
+        criteria = sum(len(t.judge.checks) for t in train) * 300 + 200
+        rejected = max(0, self.config.nights - 1) * model_text(REFLECT_MAX_TOKENS)
+        first = (REQUEST_OVERHEAD + 2 * MESSAGE_OVERHEAD + _bytes(REFLECT_SYSTEM) + self.learned_skill.bound
+                 + shown * per_obs + criteria + rejected + 400)
+        retry = first + model_text(REFLECT_MAX_TOKENS) + _bytes(RETRY_NOTE) + 2 * MESSAGE_OVERHEAD
+        shown_expected = min(len(train) * self.config.samples, MAX_FAILURES_SHOWN)
+        expected_input = (_chars_tokens(len(REFLECT_SYSTEM)) + self.seed_skill.expected
+                          + shown_expected * _chars_tokens(EXCERPT_CHARS + 200 + max((len(t.text) for t in train),
+                                                                                     default=0)))
+        share = Share(model_id, "optimizer", REFLECT_CALLS, first + retry, REFLECT_CALLS * REFLECT_MAX_TOKENS,
+                      1, expected_input, expected_reply("optimizer", REFLECT_MAX_TOKENS))
+        return self._with_cache_reads(share, self.seed_skill)
+
+    def optimization(self, agent: str, optimizer: str, phase: str, restart: int = 1) -> Unit:
         nights = self.config.nights
-        val, train, reflect = self.evaluation(agent, "val"), self.evaluation(agent, "train"), self.reflection(optimizer)
-        agent_share = Share(agent, "agent", val.calls + nights * (train.calls + val.calls),
-                            val.input_tokens + nights * (train.input_tokens + val.input_tokens),
-                            val.output_tokens + nights * (train.output_tokens + val.output_tokens),
-                            val.cache_write_tokens + nights * (train.cache_write_tokens + val.cache_write_tokens))
-        optimizer_share = Share(optimizer, "optimizer", nights * reflect.calls, nights * reflect.input_tokens,
-                                nights * reflect.output_tokens, nights * reflect.cache_write_tokens)
-        return Unit((self.seed.name, "optimize", agent, optimizer), phase, (agent_share, optimizer_share))
+        train, val = self.splits(restart)
+        skill = self.learned_skill
+        shares = [s.times(1 + nights) for s in self.evaluation(agent, val, skill)]
+        shares += [s.times(nights) for s in self.evaluation(agent, train, skill)]
+        shares.append(self.reflection(optimizer, train).times(nights))
+        return Unit((self.seed.name, "optimize", agent, optimizer, str(restart)), phase, _merge(shares))
+
+    def calibration(self) -> Unit | None:
+        """The judge's calibration, once per seed (None without a judge or a calibration file)."""
+        if self.judge is None or not self.seed.calibration:
+            return None
+        shares = [self._verdicts(item.task, Skill(_bytes(item.answer), _chars_tokens(len(item.answer))),
+                                 item.criterion, self.judge[1]) for item in self.seed.calibration]
+        return Unit((self.seed.name, "calibration", self.judge[0]), "judge-calibration", _merge(shares))
 
     def item(self, source: str, target: str, source_optimizer: str, target_optimizer: str) -> list[Unit]:
         """The units of one (source, target) item, in protocol order (model ids, not names)."""
-        units = [
-            Unit((self.seed.name, "baseline", target), "baseline", (self.evaluation(target, "test"),)),
-            self.optimization(source, source_optimizer, "optimize-source"),
-            Unit((self.seed.name, "transferred", source, source_optimizer, target), "transferred", (self.evaluation(target, "test"),)),
-        ]
-        if self.config.direct:
-            direct = self.optimization(target, target_optimizer, "optimize-direct")
-            units += [direct, Unit((self.seed.name, "direct", target, target_optimizer), "direct", (self.evaluation(target, "test"),))]
+        name = self.seed.name
+        calibration = self.calibration()
+        units = [calibration] if calibration is not None else []
+        units.append(Unit((name, "baseline", target), "baseline", self.evaluation(target, self.test, self.seed_skill)))
+        for restart in range(1, self.config.restarts + 1):
+            units += [
+                self.optimization(source, source_optimizer, "optimize-source", restart),
+                Unit((name, "transferred", source, source_optimizer, target, str(restart)), "transferred",
+                     self.evaluation(target, self.test, self.learned_skill)),
+            ]
+            if self.config.direct:
+                units += [self.optimization(target, target_optimizer, "optimize-direct", restart),
+                          Unit((name, "direct", target, target_optimizer, str(restart)), "direct",
+                               self.evaluation(target, self.test, self.learned_skill))]
         return units
 
 
-def unit_usd(unit: Unit) -> float | None:
-    """Dollars at most for a unit; None when a model in it has no price."""
-    total = 0.0
-    for share in unit.shares:
-        usd = share.usd
-        if usd is None:
-            return None
-        total += usd
-    return total
+def _sum(values: list[float | None]) -> float | None:
+    return None if any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
+
+
+def unit_usd(unit: Unit, lane: str | None = None) -> float | None:
+    """Dollars at most for a unit; None when a model in it has no price (in that lane)."""
+    return _sum([share.bound_usd(lane) for share in unit.shares])
+
+
+def units_usd(units: list[Unit], kind: str = "bound", lane: str | None = None) -> float | None:
+    """Dollars of several units: `bound`, `expected` (with cache reads) or `expected-no-cache`."""
+    values: list[float | None] = []
+    for unit in units:
+        for share in unit.shares:
+            if kind == "bound":
+                values.append(share.bound_usd(lane))
+            else:
+                values.append(share.expected_usd(lane, cache_reads=kind == "expected"))
+    return _sum(values)
+
+
+def lane_prices(units: list[Unit]) -> dict[str, dict[str, float | None]]:
+    """Per lane (standard, flex, batch): dollars at most, expected, and expected without cache reads.
+    A lane some model of the units is not offered in is None throughout."""
+    return {lane: {kind: units_usd(units, kind, lane) for kind in ("bound", "expected", "expected-no-cache")}
+            for lane in LANES}

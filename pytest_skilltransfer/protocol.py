@@ -24,12 +24,11 @@ once, before its first pair runs; a judge below the seed's threshold fails every
 from __future__ import annotations
 
 import hashlib
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Callable
+from typing import Callable, TypeVar
 
-from . import judges, restarts
+from . import judges, phases, restarts
 from .agent import AgentContext, run_task
 from .edits import Edit, apply_edits
 from .ledger import CallCache, Meter, Tally
@@ -39,12 +38,20 @@ from .reflect import RETRY_NOTE, EditParseError, Observation, RejectedEdit, buil
 from .rubric import Calibration, JudgeSetup, RubricJudge, calibrate, family_warning
 from .scoring import ScoringProfile, scoring_profile
 from .seeds import Seed, Task
+from .slots import ModelSlots
 from .stats import Estimate, Gain, Ratio, efficiency_ratio, restart_gain, score
 from .tools import load_corpus
 
 Progress = Callable[[str], None]
 Costs = dict[tuple[str, str], Tally]
 Concurrency = Callable[[Model], int]
+T = TypeVar("T")
+
+# A phase's rank within a transfer: its place in the sequential order (calibration, baseline, then per
+# restart: optimize on the source, transferred, optimize on the target, direct).
+CALIBRATION_PHASE, BASELINE_PHASE, RESTART_PHASES = 0, 1, 4
+# Calls of the optimizations (long chains of nights) get a model's free slot before the final evaluations.
+OPTIMIZE_PRIORITY, FINAL_PRIORITY = 0, 1
 
 
 @dataclass(frozen=True)
@@ -295,9 +302,11 @@ class SeedSession:
     """Runs the protocol for one seed, sharing evaluations, optimizations and answers between pairs."""
 
     def __init__(self, seed: Seed, config: ProtocolConfig, progress: Progress | None = None,
-                 concurrency: Concurrency | None = None, judge: JudgeSetup | None = None):
-        """`concurrency(model)`: how many of an evaluation's attempts run at once (default `config.workers`);
-        `judge`: the rubric judge (default: the seed's `[judge]` table)."""
+                 concurrency: Concurrency | None = None, judge: JudgeSetup | None = None,
+                 concurrent_phases: bool = True):
+        """`concurrency(model)`: how many calls to a model are in flight at once, over every phase (default
+        `config.workers`); `judge`: the rubric judge (default: the seed's `[judge]` table);
+        `concurrent_phases`: run a transfer's independent phases at the same time (see `phases`)."""
         config.validate()
         judge = judge or seed_judge(seed)
         if judge is None and seed.rubric_origin is not None:
@@ -308,8 +317,9 @@ class SeedSession:
         self.judge = judge
         self.config = config
         self.concurrency = concurrency or (lambda _model: config.workers)
-        self.cache = CallCache()
-        self.rubric = RubricJudge(judge, self.cache, self.concurrency(judge.model)) if judge is not None else None
+        self.concurrent_phases = concurrent_phases
+        self.cache = CallCache(ModelSlots(self.concurrency))
+        self.rubric = RubricJudge(judge, self.cache) if judge is not None else None
         self._calibration: tuple[Calibration | None, Costs] | None = None
         self.progress = progress or (lambda _line: None)
         self.corpus = load_corpus(seed.corpus_dir) if seed.corpus_dir else None
@@ -319,42 +329,42 @@ class SeedSession:
             "val": capped(seed.val, config.limit_holdout, split_seed),
             "test": capped(seed.test, config.limit_test, split_seed),
         }
-        self._evaluations: dict[tuple[str, str, str], Evaluation] = {}
-        self._optimizations: dict[tuple[str, str, int], Optimization] = {}
-        self.phase = ""  # the protocol phase running now, for error messages
+        self._evaluations: phases.Memo[tuple[str, str, str], tuple[Evaluation, Meter]] = phases.Memo()
+        self._optimizations: phases.Memo[tuple[str, str, int], tuple[Optimization, Meter]] = phases.Memo()
+        self._transfers = 0  # transfers started: the first part of every phase's rank
+        self.phase = ""  # the protocol phase that failed (or runs, when one runs), for error messages
 
-    def evaluate(self, model: Model, skill: str, split: str, meter: Meter | None = None) -> Evaluation:
-        """Score `skill` on a split with `model` (memoized; the meter sees cache hits as such)."""
+    def evaluate(self, model: Model, skill: str, split: str, meter: Meter | None = None,
+                 rank: tuple[int, ...] = ()) -> Evaluation:
+        """Score `skill` on a split with `model`: memoized (with its own meter ranked `rank`) unless a
+        phase's `meter` is given (the meter then sees cache hits as such)."""
+        if meter is not None:
+            return self._evaluate(model, skill, split, meter)
         key = (model.model_id, hashlib.sha256(skill.encode()).hexdigest(), split)
-        own_meter = meter or Meter()
-        if key in self._evaluations and meter is None:
-            return self._evaluations[key]
-        ctx = AgentContext(model=model, cache=self.cache, meter=own_meter, role="agent", corpus=self.corpus)
+        own = Meter(rank, priority=FINAL_PRIORITY)
+        compute = lambda: (self._evaluate(model, skill, split, own), own)  # noqa: E731
+        return self._evaluations.get(key, compute, own, _ranked_first(rank))[0]
+
+    def _evaluate(self, model: Model, skill: str, split: str, meter: Meter) -> Evaluation:
+        ctx = AgentContext(model=model, cache=self.cache, meter=meter, role="agent", corpus=self.corpus)
         tasks = self.splits[split]
         jobs = [(task, sample) for task in tasks for sample in range(self.config.samples)]
 
         def judge(job: tuple[Task, int]) -> SampleResult:
             task, sample = job
             attempt = run_task(ctx, skill, task, sample)
-            grade = self.rubric.grader(task.text, attempt.text, own_meter) if self.rubric else None
+            grade = self.rubric.grader(task.text, attempt.text, meter) if self.rubric else None
             verdict = judges.score(task.judge, attempt, grade, task.origin)
             return SampleResult(sample, verdict.hard, verdict.soft, verdict.failed, attempt.text, attempt.tools_called,
                                 verdict.rubric, attempt.stop_reason)
 
-        workers = min(self.concurrency(model), len(jobs))
-        if workers > 1:  # results keep the jobs' order, so any concurrency gives the same evaluation
-            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"{model.model_id}-call") as pool:
-                results = list(pool.map(judge, jobs))
-        else:
-            results = [judge(job) for job in jobs]
+        # results keep the jobs' order, so any concurrency gives the same evaluation
+        results = phases.fan_out(judge, jobs, self.concurrency(model), f"{model.model_id}-call")
         per_task = tuple(
             TaskResult(task.id, tuple(r for (t, _), r in zip(jobs, results) if t is task)) for task in tasks
         )
-        evaluation = Evaluation(model.model_id, split, per_task, own_meter.snapshot(), self.config.gate_weight,
-                                self.config.scoring)
-        if meter is None:
-            self._evaluations[key] = evaluation
-        return evaluation
+        return Evaluation(model.model_id, split, per_task, meter.snapshot(), self.config.gate_weight,
+                          self.config.scoring)
 
     @property
     def gate_profile(self) -> ScoringProfile:
@@ -362,12 +372,13 @@ class SeedSession:
         profile = scoring_profile(self.config.scoring)
         return profile if self.config.min_delta is None else replace(profile, min_delta=self.config.min_delta)
 
-    def optimize(self, agent: Model, optimizer: Model, restart: int = 1) -> Optimization:
-        """Optimize the seed's skill for up to N nights (memoized per agent, optimizer and restart)."""
+    def optimize(self, agent: Model, optimizer: Model, restart: int = 1, rank: tuple[int, ...] = ()) -> Optimization:
+        """Optimize the seed's skill for up to N nights (memoized per agent, optimizer and restart; its
+        meter ranked `rank`)."""
         key = (agent.model_id, optimizer.model_id, restart)
-        if key not in self._optimizations:
-            self._optimizations[key] = self._optimize(agent, optimizer, restart)
-        return self._optimizations[key]
+        meter = Meter(rank, priority=OPTIMIZE_PRIORITY)
+        compute = lambda: (self._optimize(agent, optimizer, restart, meter), meter)  # noqa: E731
+        return self._optimizations.get(key, compute, meter, _ranked_first(rank))[0]
 
     def _restart_splits(self, restart: int) -> tuple[str, str]:
         """The session's names of restart `restart`'s train and val splits (created on first use)."""
@@ -379,8 +390,7 @@ class SeedSession:
             self.splits[val_name] = capped(val, self.config.limit_holdout, split_seed)
         return train_name, val_name
 
-    def _optimize(self, agent: Model, optimizer: Model, restart: int = 1) -> Optimization:
-        meter = Meter()
+    def _optimize(self, agent: Model, optimizer: Model, restart: int, meter: Meter) -> Optimization:
         skill = self.seed.skill
         nights: list[Night] = []
         rejected: list[RejectedEdit] = []
@@ -445,7 +455,7 @@ class SeedSession:
             if self.rubric is None or not self.seed.calibration:
                 self._calibration = (None, {})
             else:
-                meter = Meter()
+                meter = Meter((self._transfers, CALIBRATION_PHASE))
                 self.progress(f"{self.seed.name}: judge calibration on {len(self.seed.calibration)} answers")
                 result = calibrate(self.rubric, self.seed.calibration, meter)
                 self.progress(f"{self.seed.name}: judge calibration {result.summary()}")
@@ -464,16 +474,43 @@ class SeedSession:
                             family_warning(self.judge.model, graded))
 
     def transfer(self, source: Model, target: Model, optimizer: Model | None = None) -> TransferResult:
-        """Run the whole protocol for one (source, target) pair (after the judge's calibration)."""
+        """Run the whole protocol for one (source, target) pair (after the judge's calibration).
+
+        The baseline, each restart's optimization on the source (then its transferred score) and each
+        restart's direct optimization (then its score) run at the same time unless the session was made
+        with `concurrent_phases=False`; the result is the same either way (see `phases`).
+        """
+        self._transfers += 1
+        number = self._transfers
         judge = self.judge_summary([source, target])
-        source_optimizer = optimizer or source
+        source_optimizer, direct_optimizer = optimizer or source, optimizer or target
+        for restart in range(2, self.config.restarts + 1):
+            self._restart_splits(restart)
+        chains: list[Callable[[], object]] = [lambda: self._baseline(target, (number, BASELINE_PHASE))]
+        for restart in range(1, self.config.restarts + 1):
+            first = BASELINE_PHASE + 1 + RESTART_PHASES * (restart - 1)
+            chains.append(lambda r=restart, f=first: self._learn_and_transfer(source, target, source_optimizer, r,
+                                                                             (number, f)))
+            if self.config.direct:
+                chains.append(lambda r=restart, f=first: self._direct(target, direct_optimizer, r, (number, f + 2)))
         self.phase = "baseline"
-        self.progress(f"{self.seed.name}: baseline on {target.model_id}")
-        baseline = self.evaluate(target, self.seed.skill, "test")
-        runs = [self._run(source, target, source_optimizer, optimizer or target, restart)
-                for restart in range(1, self.config.restarts + 1)]
-        first = runs[0]
+        self.progress(f"{self.seed.name}: baseline on {target.model_id}")  # first, whatever finishes first
+        try:
+            done = phases.run_chains(chains, self.concurrent_phases, f"{self.seed.name}-phase")
+        except phases.ChainFailed as failed:
+            self.phase = failed.phase
+            raise failed.error from failed.error.__cause__
         self.phase = ""
+        settled = self._settle_costs(number)
+        baseline = settled(done[0])
+        runs = []
+        results = iter(done[1:])
+        for restart in range(1, self.config.restarts + 1):
+            learned, transferred = next(results)
+            direct_opt, direct = next(results) if self.config.direct else (None, None)
+            runs.append(RestartRun(restart, restarts.split_seed(self.seed, restart), settled(learned),
+                                   settled(transferred), settled(direct_opt), settled(direct)))
+        first = runs[0]
         return TransferResult(
             seed=self.seed.name,
             source=source.model_id,
@@ -490,22 +527,46 @@ class SeedSession:
             judge=judge,
         )
 
-    def _run(self, source: Model, target: Model, source_optimizer: Model, direct_optimizer: Model,
-             restart: int) -> RestartRun:
-        """One restart: optimize on the source, score on the target, and the direct reference."""
+    def _baseline(self, target: Model, rank: tuple[int, ...]) -> Evaluation:
+        phases.enter_phase("baseline")
+        return self.evaluate(target, self.seed.skill, "test", rank=rank)
+
+    def _learn_and_transfer(self, source: Model, target: Model, optimizer: Model, restart: int,
+                            rank: tuple[int, int]) -> tuple[Optimization, Evaluation]:
+        """Optimize on the source, then score the learned skill on the target."""
+        phases.enter_phase("optimize-source")
+        learned = self.optimize(source, optimizer, restart, rank)
+        phases.enter_phase("transferred")
         suffix = f" (restart {restart})" if restart > 1 else ""
-        self.phase = "optimize-source"
-        learned = self.optimize(source, source_optimizer, restart)
-        self.phase = "transferred"
         self.progress(f"{self.seed.name}: transferred skill on {target.model_id}{suffix}")
-        transferred = self.evaluate(target, learned.learned_skill, "test")
-        direct_opt = direct = None
-        if self.config.direct:
-            self.phase = "optimize-direct"
-            direct_opt = self.optimize(target, direct_optimizer, restart)
-            self.phase = "direct"
-            direct = self.evaluate(target, direct_opt.learned_skill, "test")
-        return RestartRun(restart, restarts.split_seed(self.seed, restart), learned, transferred, direct_opt, direct)
+        return learned, self.evaluate(target, learned.learned_skill, "test", rank=(rank[0], rank[1] + 1))
+
+    def _direct(self, target: Model, optimizer: Model, restart: int,
+                rank: tuple[int, int]) -> tuple[Optimization, Evaluation]:
+        """The direct reference: optimize on the target, then score that skill on the target."""
+        phases.enter_phase("optimize-direct")
+        direct_opt = self.optimize(target, optimizer, restart, rank)
+        phases.enter_phase("direct")
+        return direct_opt, self.evaluate(target, direct_opt.learned_skill, "test", rank=(rank[0], rank[1] + 1))
+
+    def _settle_costs(self, number: int) -> Callable[[T], T]:
+        """Recount the costs of the phases transfer `number` computed, now that every phase ranked before
+        them is done; returns the map from a phase's result to its settled copy (others unchanged)."""
+        settled: dict[int, object] = {}
+        for memo in (self._evaluations, self._optimizations):
+            for key, (value, meter) in memo.items():
+                if meter.rank[0] == number:
+                    fresh = replace(value, costs=meter.snapshot())
+                    memo.replace(key, (fresh, meter))
+                    settled[id(value)] = fresh
+        return lambda value: settled.get(id(value), value)  # type: ignore[return-value]
+
+
+def _ranked_first(rank: tuple[int, ...]) -> Callable[[object], None]:
+    """What a phase ranked `rank` does when it shares a phase (being computed, or computed by a phase that
+    ran ahead of it): rank that phase's meter first of the two. A phase of an earlier transfer ranks
+    first anyway; its costs are settled and stay."""
+    return lambda meter: meter.rank_first(rank)  # type: ignore[attr-defined]
 
 
 def seed_judge(seed: Seed) -> JudgeSetup | None:

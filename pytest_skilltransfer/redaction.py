@@ -53,9 +53,13 @@ def known_values(environ: dict[str, str] | None = None) -> list[tuple[str, str]]
 
 def redact_text(text: str, environ: dict[str, str] | None = None) -> str:
     """`text` with every known key value and token-shaped string replaced by `[redacted: ...]`."""
+    return _redact(text, known_values(environ)) if text else text
+
+
+def _redact(text: str, values: list[tuple[str, str]]) -> str:
     if not text:
         return text
-    for variable, value in known_values(environ):
+    for variable, value in values:
         if value in text:
             text = text.replace(value, f"[redacted: {variable}]")
     for label, pattern in TOKEN_PATTERNS:
@@ -65,13 +69,17 @@ def redact_text(text: str, environ: dict[str, str] | None = None) -> str:
 
 
 def redact_json(data: Any, environ: dict[str, str] | None = None) -> Any:
-    """A copy of parsed JSON with every string (keys too) redacted."""
+    """A copy of parsed JSON with every string (keys too) redacted (the key values looked up once)."""
+    return _redact_json(data, known_values(environ))
+
+
+def _redact_json(data: Any, values: list[tuple[str, str]]) -> Any:
     if isinstance(data, str):
-        return redact_text(data, environ)
+        return _redact(data, values)
     if isinstance(data, list):
-        return [redact_json(item, environ) for item in data]
+        return [_redact_json(item, values) for item in data]
     if isinstance(data, dict):
-        return {redact_text(k, environ) if isinstance(k, str) else k: redact_json(v, environ) for k, v in data.items()}
+        return {_redact(k, values) if isinstance(k, str) else k: _redact_json(v, values) for k, v in data.items()}
     return data
 
 

@@ -13,7 +13,7 @@ from typing import Any, Iterable
 
 from .judge_report import judge_json, verdict_json
 from .ledger import evidence_digest
-from .prices import cache_saving_usd, cost_usd
+from .prices import cache_saving_usd, cost_usd, lane_of
 from .protocol import Costs, Evaluation, Night, Optimization, TaskResult, TransferResult, total_costs
 from .stats import mean, restart_score
 from .summary import summarize
@@ -34,7 +34,7 @@ def cost_rows(costs: Costs) -> list[dict[str, Any]]:
         usd = cost_usd(model_id, tally.usage)
         saved = cache_saving_usd(model_id, tally.usage)
         rows.append({
-            "model": model_id, "role": role, "calls": tally.calls, "cached": tally.cached,
+            "model": model_id, "role": role, "lane": lane_of(model_id), "calls": tally.calls, "cached": tally.cached,
             "input_tokens": tally.usage.input_tokens, "output_tokens": tally.usage.output_tokens,
             "cache_write_tokens": tally.usage.cache_write_tokens, "cache_read_tokens": tally.usage.cache_read_tokens,
             "usage_unreported": tally.usage.unreported,

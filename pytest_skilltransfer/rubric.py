@@ -20,7 +20,6 @@ the judge's accuracy on it is measured before the seed's items run and reported 
 from __future__ import annotations
 
 import re
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,18 +115,16 @@ class JudgeSetup:
 class RubricJudge:
     """Asks a judge model about rubric criteria through the seed's call cache, metered as `judge`.
 
-    At most `concurrency` judge calls are in flight at once (the judge model's own limit), whatever
-    the number of agent threads that ask for verdicts.
+    The cache's slots keep the judge model's calls within its concurrency, whatever the number of
+    agent threads that ask for verdicts.
     """
 
-    def __init__(self, setup: JudgeSetup, cache: CallCache, concurrency: int = 1):
+    def __init__(self, setup: JudgeSetup, cache: CallCache):
         self.setup = setup
         self.cache = cache
-        self._slots = threading.BoundedSemaphore(max(1, concurrency))
 
     def _call(self, request: Request, meter: Meter) -> Reply:
-        with self._slots:
-            return self.cache.call(self.setup.model, request, meter, JUDGE_ROLE)
+        return self.cache.call(self.setup.model, request, meter, JUDGE_ROLE)
 
     def _vote(self, request: Request, meter: Meter) -> tuple[str, str]:
         reply = self._call(request, meter)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .cost_breakdown import breakdown
+from .frontier import frontier
 from .stats import LEVEL, difference_interval, holm, mean
 
 CORRECTION = "holm"
@@ -64,4 +66,5 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
         "significant_gains": sum(1 for i in per_item if i["significant"] and i["gain"] > 0),
         "significant_losses": sum(1 for i in per_item if i["significant"] and i["gain"] < 0),
         "verdicts": verdicts, "pairs": pairs, "items": per_item,
+        "cost": breakdown(items), "frontier": frontier(items),
     }

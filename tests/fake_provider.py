@@ -92,6 +92,13 @@ def _anthropic_prefix(body: dict[str, Any]) -> str | None:
     return None
 
 
+def _output_tokens(body: dict[str, Any], text: str) -> int:
+    """Output tokens reported: the text's, or the request's whole `max_tokens` when the fake is told to."""
+    if body.get("_report_max_output"):
+        return int(body.get("max_tokens") or body.get("max_completion_tokens") or 1)
+    return max(1, len(text) // 4)
+
+
 def anthropic_reply(body: dict[str, Any], cache: set[str] | None = None) -> dict[str, Any]:
     """A Messages API response for `body` (`cache`: prefixes written so far, when caching is on)."""
     text, call, tag = _answer(body)
@@ -118,7 +125,7 @@ def anthropic_reply(body: dict[str, Any], cache: set[str] | None = None) -> dict
 
 
 def _anthropic_usage(body: dict[str, Any], text: str, cache: set[str] | None) -> dict[str, Any]:
-    usage = {"input_tokens": len(json.dumps(body)) // 4, "output_tokens": max(1, len(text) // 4)}
+    usage = {"input_tokens": len(json.dumps(body)) // 4, "output_tokens": _output_tokens(body, text)}
     prefix = _anthropic_prefix(body) if cache is not None else None
     if prefix is not None:
         tokens = len(prefix) // 4
@@ -146,10 +153,11 @@ def openai_reply(body: dict[str, Any], cache: set[str] | None = None) -> dict[st
         "created": 1767225600,
         "model": body.get("model", ""),
         "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if call else "stop"}],
+        "service_tier": body.get("service_tier") or "default",
         "usage": {
             "prompt_tokens": len(json.dumps(body)) // 4,
-            "completion_tokens": max(1, len(text) // 4),
-            "total_tokens": len(json.dumps(body)) // 4 + max(1, len(text) // 4),
+            "completion_tokens": _output_tokens(body, text),
+            "total_tokens": len(json.dumps(body)) // 4 + _output_tokens(body, text),
             **_openai_cache_details(body, cache),
         },
     }
@@ -198,18 +206,28 @@ class _Handler(BaseHTTPRequestHandler):
         key = self.headers.get("x-api-key") or (self.headers.get("authorization") or "").removeprefix("Bearer ")
         if (fake.require_key and not key) or (fake.accepted_keys is not None and key not in fake.accepted_keys):
             return self._send(401, _error_body(self.path, 401))
+        if fake.require_service_tier and body.get("service_tier") != fake.require_service_tier:
+            return self._send(400, {"error": {"message": f"expected service_tier {fake.require_service_tier!r}, "
+                                                         f"got {body.get('service_tier')!r}", "type": "invalid_request"}})
+        if body.get("service_tier") == "flex" and fake.take_flex_unavailable():
+            return self._send(429, {"error": {"message": "Resource unavailable: flex processing has no capacity "
+                                                         "right now; retry later.", "type": "rate_limit_error",
+                                              "code": "resource_unavailable"}})
         failure = fake.next_failure()
         if failure is not None:
             extra = {"retry-after-ms": str(failure.retry_after_ms), "retry-after": "0", "x-should-retry": "true"}
             return self._send(failure.status, _error_body(self.path, failure.status), extra)
         cache = fake.cache if fake.prompt_cache else None
+        shaped = {**body, "_report_max_output": True} if fake.report_max_output else body
         with fake._lock:  # the prompt cache is shared by concurrent requests
             if self.path.endswith("/v1/messages"):
-                reply = anthropic_reply(body, cache)
+                reply = anthropic_reply(shaped, cache)
             elif self.path.endswith("/chat/completions"):
-                reply = openai_reply(body, cache)
+                reply = openai_reply(shaped, cache)
             else:
                 reply = None
+        if reply is not None and fake.omit_usage:
+            reply.pop("usage", None)
         if reply is not None:
             return self._send(200, reply)
         return self._send(404, {"error": {"message": f"no route {self.path}"}})
@@ -250,6 +268,10 @@ class FakeProvider:
         self.accepted_keys: set[str] | None = None  # None: any non-empty key is accepted
         self.gzip_bodies = False
         self.prompt_cache = False  # report prompt-cache usage fields (see module docstring)
+        self.report_max_output = False  # report every reply as its whole max_tokens of output
+        self.omit_usage = False  # answer without a usage object (as some compatible servers do)
+        self.require_service_tier: str | None = None  # answer 400 to a request without this service_tier
+        self.flex_unavailable = 0  # answer this many flex requests 429 "resource unavailable" first
         self.cache: set[str] = set()
         self.received: list[dict[str, Any]] = []
         self.connections: set[socket.socket] = set()
@@ -277,6 +299,13 @@ class FakeProvider:
         """Answer the next requests with these error statuses, in order."""
         with self._lock:
             self._failures.extend(Failure(s, retry_after_ms) for s in statuses)
+
+    def take_flex_unavailable(self) -> bool:
+        with self._lock:
+            if self.flex_unavailable > 0:
+                self.flex_unavailable -= 1
+                return True
+            return False
 
     def next_failure(self) -> Failure | None:
         with self._lock:

@@ -167,3 +167,47 @@ def test_a_cassette_with_a_wrong_count_is_refused(recorded: Path) -> None:
     with pytest.raises(CassetteFileError, match="says it holds 7 interactions but holds 6"):
         with recording(recorded.parents[1], "seed", "none"):
             pass
+
+
+def test_answers_that_arrive_together_share_an_fsync_and_each_returns_on_disk(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Group commit: every append returns only after an fsync that began after its line was written."""
+    import threading
+    import time
+
+    from pytest_skilltransfer.cassettes import journal as journal_module
+    from pytest_skilltransfer.cassettes.journal import Journal, read_journal
+
+    real_fsync, synced, lock = os.fsync, [], threading.Lock()
+
+    def slow_fsync(fd: int) -> None:
+        size = os.fstat(fd).st_size
+        time.sleep(0.01)  # a disk that takes its time: lines written meanwhile wait for the next fsync
+        real_fsync(fd)
+        with lock:
+            synced.append(size)
+
+    monkeypatch.setattr(journal_module.os, "fsync", slow_fsync)
+    journal = Journal(tmp_path / "seed")
+    returned: list[tuple[str, int]] = []
+
+    def writer(name: str) -> None:
+        for i in range(10):
+            entry = {"request": {"method": "POST", "uri": "http://x/v1/messages", "body": {"json": {"n": f"{name}{i}"}}},
+                     "response": {"status": {"code": 200}, "body": {"json": {}}}}
+            journal.append(entry)
+            with lock:  # the file is durable at least up to this line
+                returned.append((f"{name}{i}", max(synced, default=0)))
+
+    threads = [threading.Thread(target=writer, args=(f"t{n}-",)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    text = journal.path.read_text()
+    for name, durable in returned:
+        end = text.index("\n", text.index(f'"{name}"')) + 1
+        assert durable >= len(text[:end].encode()), f"{name} returned before its line was fsync'd"
+    assert len(read_journal(journal.path)) == 80
+    assert len(synced) < 80 / 2, f"{len(synced)} fsyncs for 80 answers"
+    journal.discard()

@@ -160,3 +160,21 @@ def test_the_index_command_writes_checks_and_names_damaged_files(recorded: tuple
 
 def test_the_committed_cassettes_have_current_indexes() -> None:
     assert reindex([ROOT / "cassettes"], check=True) == 0, "run: python -m pytest_skilltransfer index cassettes"
+
+
+def test_the_index_written_from_the_rendered_entries_is_the_one_a_scan_finds(recorded: tuple[Path, list, object],
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Saving indexes a file from the entries it rendered (no parse); a scan of the file agrees, rejected rows too."""
+    path, _, _ = recorded
+    entries = yaml.safe_load(path.read_text())["interactions"]
+    entries[2]["response"]["status"] = {"code": 529, "message": "Overloaded"}
+    entries[3]["request"]["body"]["json"]["messages"][0]["content"] = "ünïcode\nlines: 'quoted' \"x\" # not a comment"
+    assert store.write_model_file(path, entries, tolerate_damage=True)
+    written = cassette_index.index_path(path).read_text()
+    ordered, text = store._render_sorted(yaml.safe_load(path.read_text())["interactions"])
+    assert text == path.read_text()
+    parses = _count_parses(monkeypatch)
+    store.write_index(path, text, ordered)
+    assert parses[0] == 0 and cassette_index.index_path(path).read_text() == written
+    store.write_index(path, path.read_text())  # the scanning way
+    assert cassette_index.index_path(path).read_text() == written

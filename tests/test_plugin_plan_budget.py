@@ -46,8 +46,9 @@ def test_plan_calls_nothing_and_tells_what_the_cassettes_hold(pytester: pytest.P
     item = _row(before, "seeds/alpha")
     calls_bound, dollars = int(item[1]), float(item[4])
     assert dollars > 0
-    assert item[5] == f"0 call(s) replay, then a miss in baseline: up to {calls_bound} to record"
-    before.stdout.fnmatch_lines(["*skill transfer plan*", "total (shared phases once)*", "How: *characters / 4*"])
+    assert item[6] == f"0 call(s) replay, then a miss in baseline: up to {calls_bound} to record"
+    before.stdout.fnmatch_lines(["*skill transfer plan*", "total (shared phases once)*", "lane (whole run)*", "standard *",
+                                 "How: *one token per UTF-8 byte*"])
 
     recorded = pytester.runpytest_subprocess("--record-mode=once", "--snapshot-update", "--skilltransfer-json=r.json")
     recorded.assert_outcomes(passed=1)
@@ -58,21 +59,22 @@ def test_plan_calls_nothing_and_tells_what_the_cassettes_hold(pytester: pytest.P
     after = pytester.runpytest_subprocess("--plan", "-n", "2")
     assert after.ret == 0
     assert len(fake.received) == sent
-    assert _row(after, "seeds/alpha")[5] == f"all recorded: {sent} call(s) replay"
+    assert _row(after, "seeds/alpha")[6] == f"all recorded: {sent} call(s) replay"
     after.stdout.fnmatch_lines([f"total (shared phases once)*{sent} call(s) recorded; to record: ≤ $0.0000"])
 
 
-def test_the_budget_stops_recording_keeps_what_was_recorded_and_fails_the_rest(
+def test_the_budget_refuses_what_does_not_fit_keeps_what_was_recorded_and_fails_the_rest(
         pytester: pytest.Pytester, fake: FakeProvider) -> None:
     _setup(pytester, fake, seeds=("alpha", "beta"), price='"fake-*" = { input = 1000.0, output = 1000.0 }')
-    result = pytester.runpytest_subprocess("--record-mode=once", "--snapshot-update", "--max-cost=0.5", "-p",
+    result = pytester.runpytest_subprocess("--record-mode=once", "--snapshot-update", "--max-cost=4", "-p",
                                            "no:randomly")
     outcome = result.parseoutcomes()
     assert outcome.get("errors") == 2  # a call that cannot be made fails the item's setup, as any call error does
-    result.stdout.fnmatch_lines(["*--max-cost 0.5: the budget is spent ($*), so fake-* (phase *) was not called. "
+    result.stdout.fnmatch_lines(["*--max-cost 4: a call to fake-* was not sent: it may cost up to $*, and $* is "
+                                 "spent and $* reserved for calls in flight, so it does not fit in the budget of $4. "
                                  "What was recorded is kept*"])
     spent = len(fake.received)
-    assert 0 < spent < 20  # stopped early: each call costs about $0.1, and up to 8 may be in flight
+    assert 0 < spent < 60  # each call costs about $0.1 and reserves about $1.7
     kept = list((pytester.path / "cassettes").rglob("*.yaml"))
     assert kept, "what was recorded before the budget ran out is kept"
 
@@ -89,7 +91,8 @@ def test_a_budget_needs_prices(pytester: pytest.Pytester, fake: FakeProvider) ->
     ''')
     result = pytester.runpytest_subprocess("--max-cost=1")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--max-cost: no price for mystery*"])
+    result.stderr.fnmatch_lines(["*--max-cost: no price for mystery, so no call to it could be reserved; nothing was "
+                                 "sent*[tool.skilltransfer.prices]*"])
 
 
 @pytest.mark.parametrize("bad", ["free", "0", "-1"])

@@ -35,8 +35,9 @@ def obeys_owner_rule(skill: str, task: str, sample: int) -> str:
     return text
 
 
-def session(seed, **config):
-    return SeedSession(seed, ProtocolConfig(**{"limit_replay": 0, "limit_holdout": 0, **config}))
+def session(seed, concurrent_phases=True, **config):
+    return SeedSession(seed, ProtocolConfig(**{"limit_replay": 0, "limit_holdout": 0, **config}),
+                       concurrent_phases=concurrent_phases)
 
 
 def test_improving_edit_is_accepted_and_transfers(seed):
@@ -137,7 +138,8 @@ def test_restart_one_is_the_optimization_without_restarts(seed):
     single = session(seed, direct=False).transfer(ScriptedModel("src", obeys_owner_rule, [reply]),
                                                  ScriptedModel("tgt", obeys_owner_rule))
     source = ScriptedModel("src", obeys_owner_rule, [reply, edits("Be brief."), edits("Be kind.")])
-    many = session(seed, direct=False, restarts=3).transfer(source, ScriptedModel("tgt", obeys_owner_rule))
+    # the scripted optimizer answers in call order, so the restarts run one after another here
+    many = session(seed, direct=False, restarts=3, concurrent_phases=False).transfer(source, ScriptedModel("tgt", obeys_owner_rule))
     assert many.learned == single.learned and many.transferred == single.transferred
     assert [run.split_seed for run in many.runs] == [42, 43, 44]
     reflections = [r for r in source.requests if "# Failing criteria" in r.messages[0].content]

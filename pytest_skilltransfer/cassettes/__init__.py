@@ -153,6 +153,7 @@ def _seed_cassette_class() -> type:
     from vcr.record_mode import RecordMode
 
     from .match import model_of, request_key
+    from .scrub import filter_recorded_response, filter_request_once
     from .store import from_plain, model_of_plain, plain_key, request_path, to_plain
     from ..models.validity import response_problem
 
@@ -169,25 +170,35 @@ def _seed_cassette_class() -> type:
             self._recorded: set[tuple[str, str, str]] = set()
             self.prune_unused = False
             super().__init__(*args, **kwargs)
+            # one redaction pass per request and no deep copies (see `scrub`); they replace vcrpy's
+            # composed filters, which deep-copy first and then run the same filters
+            self._before_record_request = filter_request_once
+            self._before_record_response = filter_recorded_response
 
         def append(self, request: Any, response: Any) -> None:
+            # vcrpy's append deep-copies the response and filters the request again; here the request
+            # is filtered once per call and the response (a fresh dict vcrpy built) is filtered as is
             with self._lock:
-                before = len(self.data)
-                super().append(request, response)
-                if len(self.data) == before:
+                request = self._before_record_request(request)
+                if not request:
                     return
-                stored_request, stored_response = self.data[-1]
+                response = self._before_record_response(response)
+                if response is None:
+                    return
                 if not self._loading:
-                    problem = response_problem(request_path(stored_request.uri), stored_response["status"]["code"],
-                                               stored_response["body"].get("string"))
+                    problem = response_problem(request_path(request.uri), response["status"]["code"],
+                                               response["body"].get("string"))
                     if problem is not None:  # never stored, never replayed
-                        self.data.pop()
-                        self.unsaved.append((model_of(stored_request.body), problem))
+                        self.unsaved.append((model_of(request.body), problem))
                         return
-                    self.store.record(to_plain(stored_request, stored_response))
-                    self._recorded.add(request_key(stored_request))
-                self._keys.append(request_key(stored_request))
-                self._index.setdefault(self._keys[-1], []).append(len(self.data) - 1)
+                self.data.append((request, response))
+                self.dirty = True
+                key = request_key(request)
+                if not self._loading:
+                    self.store.record(to_plain(request, response))
+                    self._recorded.add(key)
+                self._keys.append(key)
+                self._index.setdefault(key, []).append(len(self.data) - 1)
 
         def _load(self) -> None:
             # Stored interactions were filtered and redacted when they were recorded (and every write
@@ -276,17 +287,10 @@ def _open_cassette(folder: Path, mode: str) -> Iterator[Any]:
     from vcr.patch import CassettePatcherBuilder
 
     from .match import canonical_body
-    from .scrub import SECRET_HEADERS, filter_request, filter_response
     from .seedstore import SeedStore
 
-    config = vcr.VCR(
-        record_mode=mode,
-        match_on=("method", "path", "canonical_body"),
-        decode_compressed_response=True,
-        filter_headers=sorted(SECRET_HEADERS),
-        before_record_request=filter_request,
-        before_record_response=filter_response,
-    )
+    # the filters (headers, redaction, decompression) are the cassette's own: see SeedCassette.__init__
+    config = vcr.VCR(record_mode=mode, match_on=("method", "path", "canonical_body"))
     config.register_matcher("canonical_body", canonical_body)
     merged = config.get_merged_config(path=str(folder), allow_playback_repeats=False)
     for option in ("path_transformer", "func_path_generator", "record_on_exception"):

@@ -1,5 +1,11 @@
 """An append-only journal: every recorded call is on disk (fsync'd) before the SDK call returns.
 
+Group commit: answers that arrive together are made durable together. Each call writes its line
+(under the journal's lock) and then waits until an fsync that began after its write has finished;
+one of the waiting calls runs that fsync for all of them, while others go on writing lines for the
+next one. So a call still returns only once its line is on disk, at one fsync per group of calls in
+flight instead of one per call.
+
 A recording process writes `<seed folder>/.journal-<pid>-<random>.jsonl`, one JSON interaction per
 line, and holds `<same name>.lock` (filelock) for as long as it records. Closing folds the journal
 into the readable model files and removes both. A process killed with `kill -9` leaves its journal
@@ -42,10 +48,15 @@ class Journal:
         self.entries: list[dict[str, Any]] = []
         self._handle: Any = None
         self._owner: Any = None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the file: opening, writing, closing
+        self._synced = threading.Condition()  # the fsync in progress and how far the file is durable
+        self._written = 0  # lines written so far
+        self._durable = 0  # lines known to be on disk
+        self._syncing = False
 
     def append(self, entry: dict[str, Any]) -> None:
-        """Write one interaction and fsync it; refuses (SecretInCassette) a line holding a secret."""
+        """Write one interaction and return once it is on disk; refuses (SecretInCassette) a line holding a
+        secret."""
         line = json.dumps(entry, ensure_ascii=False) + "\n"
         refuse_secrets(self.path, line)
         with self._lock:
@@ -58,15 +69,47 @@ class Journal:
                 fsync_folder(self.folder)
             self._handle.write(line)
             self._handle.flush()
-            os.fsync(self._handle.fileno())
+            self._written += 1
+            mine = self._written
             self.entries.append(entry)
+        self._wait_durable(mine)
+
+    def _wait_durable(self, line: int) -> None:
+        """Return once line number `line` is on disk, running the group's fsync when none is under way."""
+        with self._synced:
+            while self._durable < line:
+                if self._syncing:
+                    self._synced.wait()
+                    continue
+                self._syncing = True  # from here until it is False again, nobody closes the file
+                upto, handle = self._written, self._handle
+                self._synced.release()
+                try:
+                    if handle is not None:
+                        os.fsync(handle.fileno())
+                finally:
+                    self._synced.acquire()
+                    self._syncing = False
+                    self._synced.notify_all()
+                self._durable = max(self._durable, upto)
+
+    def _close(self) -> None:
+        """Close the file once no fsync is under way, every written line on disk (call with `_lock` held)."""
+        with self._synced:
+            while self._syncing:
+                self._synced.wait()
+            if self._durable < self._written:
+                os.fsync(self._handle.fileno())
+                self._durable = self._written
+            self._handle.close()
+            self._handle = None
+            self._synced.notify_all()
 
     def abandon(self) -> None:
         """Close the journal and give up its lock, keeping the file: the next open folds it in."""
         with self._lock:
             if self._handle is not None:
-                self._handle.close()
-                self._handle = None
+                self._close()
             if self._owner is not None:
                 self._owner.release()
                 self._owner = None
@@ -75,8 +118,7 @@ class Journal:
         """Close and remove the journal (after its entries were folded into the model files)."""
         with self._lock:
             if self._handle is not None:
-                self._handle.close()
-                self._handle = None
+                self._close()
                 self.path.unlink(missing_ok=True)
             if self._owner is not None:
                 _lock_path(self.path).unlink(missing_ok=True)

@@ -95,6 +95,34 @@ def filter_request(request: Any) -> Any:
     return _user_scrubbed("request", request)
 
 
+_FILTERED = "_skilltransfer_filtered"
+_UNSEEN = object()
+
+
+def filter_request_once(request: Any) -> Any:
+    """`filter_request`, run once per request: vcrpy asks for the filtered request up to three times per
+    call (can it play, may it record, record), and a filtered request filters to itself."""
+    done = request.__dict__.get(_FILTERED, _UNSEEN)
+    if done is not _UNSEEN:
+        return done
+    filtered = filter_request(request)
+    request.__dict__[_FILTERED] = filtered
+    if filtered is not None:
+        filtered.__dict__[_FILTERED] = filtered
+    return filtered
+
+
+def filter_recorded_response(response: dict[str, Any]) -> dict[str, Any] | None:
+    """The response as stored: decompressed when the provider compressed it (vcrpy's
+    `decode_response`), then `filter_response`. `response` is vcrpy's fresh copy of the real response,
+    used for nothing else, so no deep copy is made."""
+    if any(name.lower() == "content-encoding" for name in response.get("headers") or {}):
+        from vcr.filters import decode_response
+
+        response = decode_response(response)
+    return filter_response(response)
+
+
 def filter_response(response: dict[str, Any]) -> dict[str, Any] | None:
     """vcrpy before_record_response: keep only allowlisted headers; redact the body."""
     body = response.get("body") or {}

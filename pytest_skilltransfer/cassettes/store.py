@@ -173,8 +173,13 @@ def _sort_key(entry: dict[str, Any]) -> tuple[Any, ...]:
 
 def render(entries: list[dict[str, Any]]) -> str:
     """A model file's text: sorted interactions and the closing count."""
+    return _render_sorted(entries)[1]
+
+
+def _render_sorted(entries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+    """The interactions in file order, and the file's text."""
     ordered = sorted(entries, key=_sort_key)
-    return readable_yaml({"version": FORMAT_VERSION, "interactions": ordered, "count": len(ordered)})
+    return ordered, readable_yaml({"version": FORMAT_VERSION, "interactions": ordered, "count": len(ordered)})
 
 
 def _body_ok(body: Any) -> bool:
@@ -437,20 +442,42 @@ def write_model_file(path: Path, recorded: list[dict[str, Any]], tolerate_damage
 
     Call with the folder lock held. `tolerate_damage` (record mode `all`) replaces a damaged file.
     """
-    text = render(merge(_raw_entries(path, tolerate_damage), recorded))
+    ordered, text = _render_sorted(merge(_raw_entries(path, tolerate_damage), recorded))
     try:
         if path.read_text(encoding="utf-8") == text:
             return False
     except (OSError, UnicodeDecodeError):
         pass
     write_atomically(path, text)
-    write_index(path, text)
+    write_index(path, text, ordered)
     return True
 
 
-def write_index(path: Path, text: str) -> None:
-    """Write the index of the model file at `path`, whose text is `text` (see `index`)."""
-    slots = scan_text(path, text, lambda entry: None).slots
+def write_index(path: Path, text: str, entries: list[dict[str, Any]] | None = None) -> None:
+    """Write the index of the model file at `path`, whose text is `text` (see `index`); `entries`, when
+    given, are the interactions `text` was rendered from, in file order (nothing is parsed again)."""
+    slots = _slots_of_rendered(text, entries) if entries is not None else None
+    if slots is None:
+        slots = scan_text(path, text, lambda entry: None).slots
     if slots is not None:
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
         write_atomically(index_path(path), render_index(path, digest, slots))
+
+
+def _slots_of_rendered(text: str, entries: list[dict[str, Any]]) -> list[Slot] | None:
+    """The slots `scan_text` would find in `text`, taken from the entries it was rendered from (YAML
+    gives plain JSON data back as it was dumped); None when the layout or an entry is unexpected."""
+    split = _split(text)
+    if split is None or len(split[1]) != len(entries):
+        return None
+    slots, offset, position = [], 0, 0
+    for number, ((line, start, stop), entry) in enumerate(zip(split[1], entries), start=1):
+        if structure_problem(entry) is not None:
+            return None
+        offset += len(text[position:start].encode("utf-8"))
+        length = len(text[start:stop].encode("utf-8"))
+        resp = entry["response"]
+        why = response_problem(request_path(entry["request"]["uri"]), resp["status"]["code"], decode_body(resp["body"]))
+        slots.append(Slot(number, line, offset, length, plain_key(entry), model_of_plain(entry), why))
+        offset, position = offset + length, stop
+    return slots

@@ -47,6 +47,7 @@ class Target:
     model_id: str
     base_url: str | None = None
     api_key_env: str | None = None
+    service_tier: str | None = None  # OpenAI only: "flex" or "default" (None: the run's --transfer-service-tier)
 
     @property
     def key_variable(self) -> str:
@@ -133,6 +134,7 @@ def sdk_aliases() -> dict[str, str]:
     return table
 
 
+SERVICE_TIERS = ("flex", "default")
 _lock = threading.Lock()
 _user_aliases: dict[str, str | dict[str, Any]] = {}
 
@@ -150,6 +152,11 @@ def set_user_aliases(table: dict[str, Any]) -> None:
                 raise ModelError(
                     f"[tool.skilltransfer.models] {alias}: provider must be one of {', '.join(PROVIDERS)}"
                 )
+            tier = value.get("service_tier")
+            if tier is not None and (value.get("provider", "openai") != "openai" or tier not in SERVICE_TIERS):
+                raise ModelError(
+                    f"[tool.skilltransfer.models] {alias}: service_tier = {tier!r} is not offered; OpenAI models "
+                    f"take one of {', '.join(SERVICE_TIERS)}")
             checked[alias] = dict(value)
         else:
             raise ModelError(
@@ -211,7 +218,8 @@ def lookup(name: str) -> Target | str | None:
     if isinstance(entry, dict):
         base = parse_explicit(f"{entry.get('provider', 'openai')}:{entry['model']}")
         assert base is not None
-        return Target(base.provider, base.model_id, entry.get("base_url") or None, entry.get("api_key_env"))
+        return Target(base.provider, base.model_id, entry.get("base_url") or None, entry.get("api_key_env"),
+                      entry.get("service_tier"))
     if isinstance(entry, str):
         return parse_explicit(entry) or entry
     explicit = parse_explicit(name)

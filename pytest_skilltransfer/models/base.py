@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Callable, Literal, Protocol
 
 Role = Literal["user", "assistant", "tool"]
@@ -66,15 +67,31 @@ class Request:
     response_schema: ResponseSchema | None = None
 
     def canonical(self) -> dict[str, Any]:
-        """A JSON-able form with stable key order, used for cache keys and diffs (no schema: key left out)."""
-        data = asdict(self)
-        if data["response_schema"] is None:
-            del data["response_schema"]
+        """A JSON-able form with stable key order, used for cache keys and diffs (no schema: key left out).
+
+        Field by field (as `dataclasses.asdict` gives it, without its deep copies)."""
+        data: dict[str, Any] = {
+            "system": self.system,
+            "messages": [{"role": m.role, "content": m.content,
+                          "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls],
+                          "tool_call_id": m.tool_call_id} for m in self.messages],
+            "tools": [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in self.tools],
+            "max_tokens": self.max_tokens,
+            "sample_id": self.sample_id,
+        }
+        schema = self.response_schema
+        if schema is not None:
+            data["response_schema"] = {"name": schema.name, "description": schema.description, "schema": schema.schema}
         return data
 
+    @cached_property
+    def _canonical_json(self) -> str:
+        return json.dumps(self.canonical(), sort_keys=True)
+
     def key(self, model: str) -> str:
-        """Cache key: the same model, request and sample id give the same key."""
-        blob = json.dumps({"model": model, "request": self.canonical()}, sort_keys=True)
+        """Cache key: the same model, request and sample id give the same key (the SHA-256 of
+        `{"model": ..., "request": canonical}` as sorted JSON; the request's part is built once)."""
+        blob = '{"model": ' + json.dumps(model) + ', "request": ' + self._canonical_json + "}"
         return hashlib.sha256(blob.encode()).hexdigest()
 
 

@@ -10,6 +10,10 @@ current limit it admits one more call, up to the configured maximum (additive in
 multiplicative decrease). Each change is reported through the `notify` callback (the plugin prints
 it with `-v`).
 
+OpenAI's flex tier answers 429 "resource unavailable" when it has no capacity for the moment: that
+is not a rate limit on this client, so it does not lower the limit; the SDK retries it after our
+backoff (`sdk_common.CallPolicy`) and the provider does not charge it.
+
 The same hook tells whether a call's answer came over the network (a response from the real HTTP
 transport carries `http_version`; one replayed from a cassette does not), so what was really spent
 can be charged (`Call.live`).
@@ -18,6 +22,7 @@ can be charged (`Call.live`).
 from __future__ import annotations
 
 import contextvars
+import json
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -132,10 +137,29 @@ class AdaptiveLimiter:
 _current: contextvars.ContextVar[Call | None] = contextvars.ContextVar("skilltransfer_call", default=None)
 
 
+def flex_unavailable(response: Any) -> bool:
+    """Whether a response is OpenAI flex's 429 "resource unavailable" (capacity, not a rate limit)."""
+    if response.status_code != 429:
+        return False
+    try:
+        sent = json.loads(response.request.content or b"{}")
+        if not isinstance(sent, dict) or sent.get("service_tier") != "flex":
+            return False
+        error = json.loads(response.read() or b"{}").get("error") or {}
+    except (ValueError, AttributeError, RuntimeError):
+        return False
+    text = f"{error.get('code') or ''} {error.get('type') or ''} {error.get('message') or ''}".lower()
+    return "resource_unavailable" in text or "resource unavailable" in text
+
+
 def response_hook(response: Any) -> None:
     """httpx response event hook: report the response to the limiter of the call in this thread."""
     call = _current.get()
     if call is not None:
+        if flex_unavailable(response):
+            call.limiter.notify(f"{call.limiter.model_id}: HTTP 429 flex resource unavailable; retried after "
+                                "backoff, concurrency unchanged")
+            return
         call.limiter.observe(response.status_code, response.headers)
         if 200 <= response.status_code < 300 and "http_version" in (getattr(response, "extensions", None) or {}):
             call.live = True

@@ -7,6 +7,8 @@ compatible servers get `max_tokens`, which they all understand. No temperature o
 Prompt caching is automatic on OpenAI's side; `prompt_tokens_details.cached_tokens` (and
 `cache_write_tokens` where reported) are metered.
 A request's `response_schema` becomes a strict `json_schema` response format (structured output).
+A service tier (the model's `service_tier`, else the run's) is sent as `service_tier`, so a flex
+recording and a standard one are different requests; flex calls get the longer flex timeout.
 """
 
 from __future__ import annotations
@@ -45,13 +47,21 @@ def wire_messages(system: str, messages: tuple[Message, ...]) -> list[dict[str, 
     return head + [_wire_message(m) for m in messages]
 
 
-def request_params(target: Target, request: Request) -> dict[str, Any]:
+def service_tier(target: Target, run_tier: str | None) -> str | None:
+    """The service tier a call to `target` asks for: the model's own, else the run's."""
+    return target.service_tier or run_tier
+
+
+def request_params(target: Target, request: Request, run_tier: str | None = None) -> dict[str, Any]:
     """Keyword arguments for `chat.completions.create`."""
     params: dict[str, Any] = {
         "model": target.model_id,
         "messages": wire_messages(request.system, request.messages),
         "seed": request.sample_id,
     }
+    tier = service_tier(target, run_tier)
+    if tier:
+        params["service_tier"] = tier
     params["max_tokens" if target.base_url else "max_completion_tokens"] = request.max_tokens
     if request.tools:
         params["tools"] = [
@@ -111,4 +121,10 @@ def parse_reply(completion: Any, model_id: str) -> Reply:
 
 def send(client: Any, target: Target, request: Request) -> Any:
     """One call; returns the SDK's raw response (`.http_response`, `.parse()`), checked before parsing."""
-    return client.chat.completions.with_raw_response.create(**request_params(target, request))
+    from .sdk_common import call_policy
+
+    policy = call_policy()
+    params = request_params(target, request, policy.service_tier)
+    timeout = policy.timeout_for(params.get("service_tier"))
+    extra = {"timeout": timeout} if timeout != policy.timeout_s else {}
+    return client.chat.completions.with_raw_response.create(**params, **extra)

@@ -20,6 +20,7 @@ from . import aliases
 from .aliases import Target
 from ..redaction import redact_json, redact_text, register_key_variables
 from .base import Model, ModelCallError, ModelError, Reply, Request, ToolCall, Usage, register_family
+from . import spend_gate
 from .limiter import LIMITERS, observe_client
 from .sdk_common import bad_response, cached_client, call_failed, call_policy, client_settings, make_client
 from .validity import excerpt, response_problem
@@ -50,6 +51,17 @@ class ProviderModel:
         self.model_id = target.model_id
         self.target = target
         self.server_slots = server_slots  # how many calls the server can serve at once, when known
+        if self.service_tier == "flex":
+            from ..prices import mark_lane
+
+            mark_lane(self.model_id, "flex")
+
+    @property
+    def service_tier(self) -> str | None:
+        """The OpenAI service tier of this model's calls (its own, else the run's); None for Anthropic."""
+        if self.target.provider != "openai":
+            return None
+        return self.target.service_tier or call_policy().service_tier
 
     @property
     def max_concurrency(self) -> int:
@@ -63,30 +75,37 @@ class ProviderModel:
         s = client_settings(self.target)  # raises MissingAPIKey when recording without a key
         policy = call_policy()
         key = (self.target.provider, self.target.base_url, s.api_key, s.max_retries, policy)
-        return cached_client(key, lambda: observe_client(make_client(
-            wire.CLIENT_CLASS, s.api_key, self.target.base_url, s.max_retries, policy.timeout_s, policy)))
+        return cached_client(key, lambda: spend_gate.gate_client(observe_client(make_client(
+            wire.CLIENT_CLASS, s.api_key, self.target.base_url, s.max_retries, policy.timeout_s, policy))))
 
     def complete(self, request: Request) -> Reply:
         """One API call; every failure is a ModelCallError that says what to do.
 
         The raw response is checked first: a 2xx body that is not a complete provider answer
         is an error here (the cassettes never store it either). The reply's texts are redacted.
+        Under a budget every request sent reserves its worst case first (`spend_gate`) and the
+        answered one is settled to its usage here.
         """
         wire = _wire(self.target.provider)
         client = self._client(wire)
-        try:
-            with LIMITERS.get(self.model_id, DEFAULT_CONCURRENCY, self.server_slots).slot() as call:
-                raw = wire.send(client, self.target, request)
-            http = raw.http_response
-            problem = response_problem(http.url.path, http.status_code, http.content)
-            if problem is not None:
-                raise bad_response(self.target, http.status_code, problem, excerpt(http.content))
-            message = raw.parse()
-        except ModelCallError:
-            raise
-        except Exception as err:  # noqa: BLE001 - SDK and transport errors alike
-            raise call_failed(err, self.target, call_policy().timeout_s) from err
-        reply = redact_reply(wire.parse_reply(message, self.model_id))
+        with spend_gate.tracking() as spend:
+            try:
+                with LIMITERS.get(self.model_id, DEFAULT_CONCURRENCY, self.server_slots).slot() as call:
+                    raw = wire.send(client, self.target, request)
+                http = raw.http_response
+                problem = response_problem(http.url.path, http.status_code, http.content)
+                if problem is not None:
+                    raise bad_response(self.target, http.status_code, problem, excerpt(http.content))
+                message = raw.parse()
+            except spend_gate.Refused as refused:
+                raise refused.error from None
+            except ModelCallError:
+                raise
+            except Exception as err:  # noqa: BLE001 - SDK and transport errors alike
+                raise call_failed(err, self.target, call_policy().timeout_s) from err
+            reply = redact_reply(wire.parse_reply(message, self.model_id))
+            if spend is not None:
+                spend.settle(reply.usage)
         if call.live:
             for listener in list(_spend_listeners):
                 listener(self.model_id, reply.usage)

@@ -11,6 +11,8 @@ retrying (max_retries, their retry-after parsing, timeouts); the backoff between
 ours: exponential from `backoff_s`, capped at `max_backoff_s`, and a `retry-after` the provider
 sends is waited for (up to `MAX_RETRY_AFTER_S`). `prompt_cache` off keeps the Anthropic wire from
 marking a prefix for caching (so no `cache_control` is sent, and recorded bodies differ accordingly).
+`service_tier` is the OpenAI service tier of every OpenAI model that does not set its own (`flex`:
+batch prices, slower; its calls get `FLEX_TIMEOUT_S` unless the timeout was raised above it).
 
 HTTP hooks: every client is built by `make_client` on an SDK `DefaultHttpxClient` whose event
 hooks dispatch to `add_http_hook` registrations at call time, so a hook added later (say, a
@@ -35,6 +37,7 @@ from .base import ModelCallError
 REPLAY_KEY = "skilltransfer-replay-placeholder"
 LOCAL_KEY = "skilltransfer-local-placeholder"
 MAX_RETRY_AFTER_S = 120.0  # a longer retry-after is capped at this wait
+FLEX_TIMEOUT_S = 900.0  # OpenAI advises a 15-minute timeout for flex processing
 # Pinned so cassettes hold plain bodies (httpx2 would otherwise offer br/zstd when installed).
 DEFAULT_HEADERS = {"Accept-Encoding": "identity"}
 _DEFAULT_ENDPOINTS = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com/v1"}
@@ -49,6 +52,11 @@ class CallPolicy:
     max_backoff_s: float = 8.0
     timeout_s: float = 600.0
     prompt_cache: bool = True  # mark a long enough shared prefix with `cache_control` (Anthropic)
+    service_tier: str | None = None  # OpenAI `service_tier` for models without their own ("flex", "default")
+
+    def timeout_for(self, service_tier: str | None) -> float:
+        """Seconds one call may take: flex answers slowly, so its calls get at least `FLEX_TIMEOUT_S`."""
+        return max(self.timeout_s, FLEX_TIMEOUT_S) if service_tier == "flex" else self.timeout_s
 
     def wait_before_retry(self, attempt: int, retry_after: float | None) -> float:
         """Seconds to wait before retry number `attempt` (0-based): the provider's retry-after, else backoff."""

@@ -155,11 +155,7 @@ def pytest_configure_node(node: Any) -> None:
         node.workerinput[SCOPES_KEY] = folder
     runner = node.config.stash.get(RUNNER, None)
     if runner is not None and runner.budget is not None:
-        if runner.budget.folder is None:
-            import tempfile
-
-            runner.budget.folder = Path(tempfile.mkdtemp(prefix="skilltransfer-spend-"))
-        node.workerinput[SPEND_DIR] = str(runner.budget.folder)
+        node.workerinput[BUDGET_LEDGER] = str(runner.budget.path)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -210,11 +206,16 @@ def _engage(config: pytest.Config) -> None:
     runner = config.stash[RUNNER] = Runner(settings, progress)
     if settings.max_cost is not None:
         runner.budget = _budget(config, settings)
+        from .budget import BudgetPlugin
+
+        config.pluginmanager.register(BudgetPlugin(runner.budget), "skilltransfer-budget")
     if settings.plan:
         config.option.disable_unused_snapshots = True  # no item runs, so no snapshot is "unused"
         config.pluginmanager.register(PlanMode(), "skilltransfer-plan")
     reporting = TransferReporting(config, settings)
     config.pluginmanager.register(reporting, "skilltransfer-reporting")
+    if runner.budget is not None:
+        reporting.run_fields.append(lambda: {"budget": runner.budget.as_dict()})
     _register_ci(config, reporting)
     _add_seed_dirs(config, settings)
 
@@ -277,27 +278,29 @@ def _configure_concurrency(settings: Settings, progress: Callable[[str], None]) 
     LIMITERS.configure(lambda model_id: by_id.get(model_id, settings.concurrency), progress)
 
 
-SPEND_DIR = "skilltransfer_spend_dir"
+BUDGET_LEDGER = "skilltransfer_budget_ledger"
 
 
 def _budget(config: pytest.Config, settings: Settings) -> Any:
-    """The run's budget; xdist workers share spending through a folder the controller made."""
-    from ..models.providers import on_live_reply
-    from ..prices import price_of
+    """The run's budget (see `budget`): xdist workers use the ledger file the controller made."""
+    from ..models.base import resolve_model
+    from ..prices import lane_of, rates_of
     from .budget import Budget
 
     names = {m for pair in settings.pairs for m in pair} | ({settings.optimizer} if settings.optimizer else set())
-    unpriced = sorted(m for m in names if price_of(resolve_model_id(m)) is None)
+    names |= {j.model for j in (settings.ini_judge, settings.cli_judge) if j.model}
+    ids = {name: resolve_model(name).model_id for name in names}
+    unpriced = sorted(f"{name} ({ids[name]}, {lane_of(ids[name])} lane)" if lane_of(ids[name]) != "standard"
+                      else name for name in names if rates_of(ids[name], lane_of(ids[name])) is None)
     if unpriced:
-        raise pytest.UsageError(f"--max-cost: no price for {', '.join(unpriced)}, so spending cannot be counted; "
-                                "add it to [tool.skilltransfer.prices] in pyproject.toml")
+        raise pytest.UsageError(
+            f"--max-cost: no price for {', '.join(unpriced)}, so no call to it could be reserved; nothing was sent. "
+            'Price it in pyproject.toml: [tool.skilltransfer.prices] "<model id>" = { input = <$/Mtok>, '
+            "output = <$/Mtok> }")
     workerinput = getattr(config, "workerinput", None)
-    if workerinput is not None and workerinput.get(SPEND_DIR):
-        budget = Budget(settings.max_cost, Path(workerinput[SPEND_DIR]), workerinput["workerid"])
-    else:
-        budget = Budget(settings.max_cost)
-    on_live_reply(budget.charge)
-    return budget
+    if workerinput is not None and workerinput.get(BUDGET_LEDGER):
+        return Budget(settings.max_cost, Path(workerinput[BUDGET_LEDGER]))
+    return Budget(settings.max_cost, Path(settings.budget_ledger) if settings.budget_ledger else None)
 
 
 def resolve_model_id(name: str) -> str:
@@ -494,7 +497,7 @@ def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapsho
 
 
 REQUEST_SHAPING = ("optimizer", "nights", "edit-budget", "limit-replay", "limit-holdout", "samples", "no-direct",
-                   "prompt-cache")
+                   "prompt-cache", "transfer-service-tier")
 
 
 def rerecord_command(item: pytest.Item, spec: TransferSpec) -> str:
@@ -629,10 +632,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
         pin(runner.settings.cassette_dir, sorted(runner.models_used()))
     runner.stop_local_server()
-    if runner.budget is not None and runner.budget.folder is not None and not is_worker(session.config):
-        import shutil
-
-        shutil.rmtree(runner.budget.folder, ignore_errors=True)
+    if runner.budget is not None and is_worker(session.config):
+        runner.budget.ledger.close()
 
 
 @pytest.hookimpl(wrapper=True)

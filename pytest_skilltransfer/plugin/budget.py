@@ -1,97 +1,87 @@
-"""`--max-cost USD`: stop recording once the dollars really spent on provider calls reach the budget.
+"""`--max-cost USD`: a budget the run cannot cross.
 
-Spending is charged from each reply that came over the network (`providers.on_live_reply`), priced
-from its usage (`prices.cost_usd`, prompt-cache rates included); replayed calls cost nothing. Once
-the budget is reached the open cassette stops recording (its record mode becomes `none`, so the
-calls already answered stay recorded and replays keep working), later seeds open replay-only, and
-a call that would need the network fails with `BudgetSpent`, which names the budget and what was
-spent. Calls in flight when the budget is reached still finish and are kept: a run can overshoot by
-at most the calls in flight (`--max-concurrency`) at that moment.
+Every request that leaves for a provider first reserves its worst-case dollars in the run's
+reservation ledger (`pytest_skilltransfer.reservations`, through the network gate
+`models.spend_gate`); the reservation is settled to the reply's usage when it arrives. A call whose
+worst case does not fit is not sent: it fails with `BudgetExceeded`, naming the budget, what was
+spent and what is reserved for calls in flight. Replayed calls never reach the gate and cost nothing.
 
-Under xdist each worker writes what it spent to its own file in a folder named after the run
-(`testrunuid`), and every worker sums all files, so the budget holds for the whole run.
+The budget fails closed: a model without a price is refused before any call (at configuration for
+the models named on the command line, at its first call for any other), and a reply without usage
+is charged its whole reservation and flagged in the summary.
+
+The ledger is one SQLite file: the controller of an xdist run creates it in a temporary folder and
+hands its path to the workers, so they share one budget; `--transfer-budget-ledger PATH` (ini
+`skilltransfer_budget_ledger`) names a file that several pytest processes share (kept after the run,
+so a later run against it continues the same budget).
 """
 
 from __future__ import annotations
 
-import os
+import shutil
 import tempfile
-import threading
 from pathlib import Path
+from typing import Any
 
-from ..models.base import ModelCallError, Usage
-from ..prices import cost_usd
+from ..models import spend_gate
+from ..reservations import BudgetExceeded, LedgerState, ReservationLedger
 
-
-class BudgetSpent(ModelCallError):
-    """A call needed the network after the budget was spent."""
+__all__ = ["Budget", "BudgetExceeded", "LEDGER_NAME"]
+LEDGER_NAME = "budget.sqlite3"
 
 
 class Budget:
-    """Dollars spent by this run against a limit (see module docstring)."""
+    """The run's budget: a reservation ledger, and the gate installed on this process's network calls."""
 
-    def __init__(self, limit_usd: float, folder: Path | None = None, worker: str = "main") -> None:
+    def __init__(self, limit_usd: float, path: Path | None = None) -> None:
         self.limit_usd = limit_usd
-        self.folder = folder
-        self.worker = worker
-        self.own_usd = 0.0
-        self._lock = threading.Lock()
-        self._spent = False
+        self.owned_dir: Path | None = None  # a folder this process made and removes at the end
+        if path is None:
+            self.owned_dir = Path(tempfile.mkdtemp(prefix="skilltransfer-budget-"))
+            path = self.owned_dir / LEDGER_NAME
+        self.path = Path(path)
+        self.ledger = ReservationLedger(self.path, limit_usd)
+        spend_gate.install(self.ledger)
 
-    def charge(self, model_id: str, usage: Usage) -> None:
-        """Add one live reply's cost; stop recording when the budget is reached."""
-        usd = cost_usd(model_id, usage) or 0.0
-        with self._lock:
-            self.own_usd += usd
-            if self.folder is not None:
-                self.folder.mkdir(parents=True, exist_ok=True)
-                path = self.folder / f"{self.worker}.usd"
-                tmp = path.with_suffix(".tmp")
-                tmp.write_text(repr(self.own_usd), encoding="utf-8")
-                os.replace(tmp, path)
-        if self.spent_usd() >= self.limit_usd:
-            self.stop_recording()
+    def state(self) -> LedgerState:
+        return self.ledger.state()
 
-    def spent_usd(self) -> float:
-        """Dollars spent by every process of this run."""
-        if self.folder is None or not self.folder.is_dir():
-            return self.own_usd
-        total = 0.0
-        for path in self.folder.glob("*.usd"):
-            try:
-                total += float(path.read_text(encoding="utf-8") or 0)
-            except (OSError, ValueError):
-                continue
-        return max(total, self.own_usd)
+    def summary_lines(self) -> list[str]:
+        """What the terminal summary says about the budget."""
+        state = self.state()
+        lines = [f"--max-cost {self.limit_usd:g}: ${state.committed_usd:.6f} charged on {state.calls} live call(s)"
+                 + (f", ${state.open_usd:.6f} of it reserved for calls that never settled" if state.open_usd else "")
+                 + (f"; {state.refused} call(s) refused (would not fit)" if state.refused else "")]
+        flags = self.ledger.flags()
+        if flags:
+            lines.append(f"  {len(flags)} call(s) charged their whole reservation because their cost was unknown:")
+            lines += sorted({f"    {model}: {flag}" for model, flag in flags})
+        return lines
 
-    @property
-    def spent(self) -> bool:
-        """Whether the budget is reached (checks the other workers' spending too)."""
-        if not self._spent and self.spent_usd() >= self.limit_usd:
-            self.stop_recording()
-        return self._spent
+    def as_dict(self) -> dict[str, float | int]:
+        state = self.state()
+        return {"limit_usd": self.limit_usd, "charged_usd": round(state.committed_usd, 9),
+                "in_flight_usd": round(state.open_usd, 9), "live_calls": state.calls,
+                "charged_in_full": state.flagged, "refused": state.refused}
 
-    def stop_recording(self) -> None:
-        """From now on, replay only: the open cassette keeps what it recorded and records nothing more."""
-        from .. import cassettes
-
-        with self._lock:
-            self._spent = True
-        rec = cassettes.active_recording()
-        if rec is not None and rec.mode != "none":
-            rec.mode = "none"
-            if rec.cassette is not None:
-                from vcr.record_mode import RecordMode
-
-                rec.cassette.record_mode = RecordMode.NONE
-
-    def message(self, what: str) -> str:
-        return (f"--max-cost {self.limit_usd:g}: the budget is spent (${self.spent_usd():.4f} on provider calls in "
-                f"this run), so {what} was not called. What was recorded is kept in the cassettes; to record the "
-                "rest, run again with --record-mode=new_episodes --snapshot-update (recorded calls replay for free) "
-                "and a budget for what is left.")
+    def close(self) -> None:
+        """Stop gating and remove a ledger this process created."""
+        spend_gate.install(None)
+        self.ledger.close()
+        if self.owned_dir is not None:
+            shutil.rmtree(self.owned_dir, ignore_errors=True)
 
 
-def shared_folder(run_id: str) -> Path:
-    """Where the workers of one xdist run share their spending."""
-    return Path(tempfile.gettempdir()) / f"skilltransfer-spend-{run_id}"
+class BudgetPlugin:
+    """Prints the budget's account at the end of the run and closes the ledger (controller only)."""
+
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not hasattr(terminalreporter.config, "workerinput"):
+            for line in self.budget.summary_lines():
+                terminalreporter.write_line(line)
+
+    def pytest_unconfigure(self, config: Any) -> None:
+        self.budget.close()

@@ -160,6 +160,20 @@ def _code(text: str) -> str:
     return f"`` {text} ``" if "`" in text else f"`{text}`"
 
 
+def _spend(ordered: list[dict[str, Any]]) -> list[str]:
+    """Cost per phase, role and lane; the source frontier as a code block (it is a fixed-width table)."""
+    from ..cost_breakdown import breakdown, breakdown_lines
+    from ..frontier import frontier, frontier_lines
+    from ..summary import unique
+
+    items = unique(ordered)
+    lines = [f"- {line}" for line in breakdown_lines(breakdown(items))]
+    table = frontier_lines(frontier(items))
+    if table:
+        lines += ["", "## Source frontier", "", "```", *table, "```"]
+    return lines + ([""] if lines else [])
+
+
 def render(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None = None) -> str:
     """The whole report."""
     errors = list(errors or [])
@@ -180,6 +194,7 @@ def render(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None = 
     difference = price_difference(ordered)
     if difference:
         lines += [difference, ""]
+    lines += _spend(ordered)
     unfinished = [(r, text) for r in ordered if (text := unfinished_answers(r))]
     if unfinished:
         lines += ["## Unfinished answers", ""]

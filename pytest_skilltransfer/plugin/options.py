@@ -236,8 +236,14 @@ def add_options(parser: Any) -> None:
     _add(group, parser, "plan", "print per item and in total the most calls, tokens and dollars the protocol can "
          "take and which calls the cassettes already hold, then stop without calling a model", "bool",
          action="store_true", default=None)
-    _add(group, parser, "max-cost", "stop recording once the dollars spent on provider calls (from their usage) "
-         "reach USD; what was recorded is kept and the remaining items fail", metavar="USD")
+    _add(group, parser, "max-cost", "a budget the run cannot cross: each live provider call reserves its worst-case "
+         "dollars before it is sent and is settled to its usage; a call that does not fit is not sent (what was "
+         "recorded is kept); unpriced models are refused", metavar="USD")
+    _add(group, parser, "transfer-budget-ledger", "the SQLite file that holds the --max-cost reservations; several "
+         "pytest processes given the same file share one budget (default: a temporary file per run)", metavar="PATH")
+    _add(group, parser, "transfer-service-tier", "OpenAI service tier for every OpenAI model of the run: flex (batch "
+         "prices on the synchronous API, slower, occasional 429 resource unavailable) or default; a model's own "
+         "service_tier in [tool.skilltransfer.models] wins", metavar="TIER")
     for name, option in LIMIT_OPTIONS.items():
         what = {"skill_bytes": "SKILL.md", "task_bytes": "each task's text", "corpus_bytes": "a seed's corpus pages in all"}
         _add(group, parser, option[2:], lambda text=what[name], name=name: f"size limit of {text} in bytes "
@@ -303,6 +309,7 @@ class Settings:
     model_concurrency: dict[str, int] = field(default_factory=dict)  # --max-concurrency MODEL=N
     plan: bool = False
     max_cost: float | None = None  # --max-cost USD (None: no budget)
+    budget_ledger: str | None = None  # --transfer-budget-ledger PATH (None: a temporary file)
     calls: CallPolicy = field(default_factory=lambda: _defaults("calls"))  # --provider-retries/-backoff/-timeout, --prompt-cache
     seed_limits: SeedLimits = field(default_factory=lambda: _defaults("limits"))  # --max-skill-bytes/-task-bytes/-corpus-bytes
     ini_judge: JudgeSettings = field(default_factory=lambda: _defaults("judge"))
@@ -514,6 +521,19 @@ def _max_cost(reader: _Reader) -> float | None:
     return number
 
 
+SERVICE_TIERS = ("flex", "default")
+
+
+def _service_tier(reader: _Reader) -> str | None:
+    value, where = reader.get("transfer-service-tier")
+    if value is None or not str(value).strip():
+        return None
+    tier = str(value).strip().lower()
+    if tier not in SERVICE_TIERS:
+        raise pytest.UsageError(f"{where}: unknown service tier {value!r}; use {' or '.join(SERVICE_TIERS)}")
+    return tier
+
+
 def plan_requested(config: pytest.Config) -> bool:
     """Whether --plan (or its ini key) is on."""
     value, where = _Reader(config).get("plan")
@@ -555,6 +575,7 @@ def _call_policy(reader: _Reader) -> CallPolicy:
     if value is not None:
         policy["timeout_s"] = _seconds(value, where)
     policy["prompt_cache"] = _choice(reader, "prompt-cache", ("auto", "off")) == "auto"
+    policy["service_tier"] = _service_tier(reader)
     return CallPolicy(**policy)
 
 
@@ -628,6 +649,7 @@ def read_settings(config: pytest.Config) -> Settings:
         model_concurrency=model_concurrency,
         plan=plan_requested(config),
         max_cost=_max_cost(reader),
+        budget_ledger=reader.get("transfer-budget-ledger")[0] or None,
         compare_snapshots=not _bool(no_snapshots, snapshots_where) if no_snapshots is not None else True,
         calls=_call_policy(reader),
         seed_limits=_seed_limits(reader),

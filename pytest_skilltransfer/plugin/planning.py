@@ -14,7 +14,7 @@ from typing import Any, Callable
 import pytest
 
 from ..models.base import Model, ModelCallError, Reply, Request
-from ..plan import CHARS_PER_TOKEN, Planner, Unit, unit_usd
+from ..plan import Planner, Unit, lane_prices, units_usd
 from ..protocol import SeedSession
 from .runner import Runner, concurrency, needs_recording
 
@@ -56,9 +56,8 @@ def _sum(units: list[Unit], attribute: str) -> int:
     return sum(getattr(s, attribute) for u in units for s in u.shares)
 
 
-def _usd(units: list[Unit]) -> float | None:
-    values = [unit_usd(u) for u in units]
-    return None if any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
+def _usd(units: list[Unit], kind: str = "bound") -> float | None:
+    return units_usd(units, kind)
 
 
 def _money(value: float | None) -> str:
@@ -75,8 +74,11 @@ def build_plans(runner: Runner, items: list[pytest.Item], spec_of: Callable[[pyt
             by_seed.setdefault(spec.seed_path, []).append((item, spec))
     for seed_path, members in by_seed.items():
         seed = runner.seed(seed_path)
-        planner = Planner(seed, runner.settings.protocol, runner.settings.calls.prompt_cache)
-        session = SeedSession(seed, runner.settings.protocol, concurrency=concurrency)
+        judge = runner.judge(seed)
+        planner = Planner(seed, runner.settings.protocol, runner.settings.calls.prompt_cache,
+                          (judge.model.model_id, judge.samples) if judge is not None else None)
+        # one phase after another: the plan counts the calls that replay before the first miss
+        session = SeedSession(seed, runner.settings.protocol, concurrency=concurrency, concurrent_phases=False)
         seed_plans = []
         for item, spec in members:
             models = [runner.model(n) for n in (spec.source, spec.target) + ((spec.optimizer,) if spec.optimizer else ())]
@@ -115,33 +117,53 @@ def _cassette_text(plan: ItemPlan) -> str:
             f"up to {max(0, plan.calls - plan.replayed)} to record")
 
 
+def _table(rows: list[tuple[str, ...]], rule_before_last: bool = False) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    if rule_before_last:
+        lines.insert(len(lines) - 1, lines[1])
+    return lines
+
+
+def lane_lines(units: list[Unit]) -> list[str]:
+    """The planned run priced in every lane: at most, expected, and expected without cache reads."""
+    rows = [("lane (whole run)", "$ ≤", "$ expected", "$ expected, no cache reads")]
+    for lane, figures in lane_prices(units).items():
+        rows.append((lane, *(_money(figures[k]) for k in ("bound", "expected", "expected-no-cache"))))
+    return _table(rows)
+
+
 def plan_lines(plans: list[ItemPlan], price_date: str) -> list[str]:
     """The table the plan option prints."""
-    header = ("item", "calls ≤", "input tok ≤", "output tok ≤", "$ ≤", "cassettes")
+    header = ("item", "calls ≤", "input tok ≤", "output tok ≤", "$ ≤", "$ expected", "cassettes")
     rows = [header]
     for plan in plans:
         rows.append((plan.nodeid, str(plan.calls), str(_sum(plan.units, "input_tokens")),
-                     str(_sum(plan.units, "output_tokens")), _money(_usd(plan.units)), _cassette_text(plan)))
+                     str(_sum(plan.units, "output_tokens")), _money(_usd(plan.units)),
+                     _money(_usd(plan.units, "expected")), _cassette_text(plan)))
     unique = list({u.key: u for plan in plans for u in plan.units}.values())
     pending = list({u.key: u for plan in plans if plan.needs_cassette and plan.miss_phase for u in plan.units}.values())
     recorded = sum(plan.replayed for plan in plans)
     rows.append(("total (shared phases once)", str(sum(u.calls for u in unique)), str(_sum(unique, "input_tokens")),
-                 str(_sum(unique, "output_tokens")), _money(_usd(unique)),
+                 str(_sum(unique, "output_tokens")), _money(_usd(unique)), _money(_usd(unique, "expected")),
                  f"{recorded} call(s) recorded; to record: ≤ ${_money(_usd(pending))}"))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    lines.insert(len(lines) - 1, lines[1])
     unpriced = sorted({s.model_id for plan in plans for u in plan.units for s in u.shares if s.usd is None})
-    if unpriced:
-        lines.append(f"$ n/a: no price for {', '.join(unpriced)}; add it to pyproject.toml as [tool.skilltransfer.prices] "
-                     f'"{unpriced[0]}" = {{ input = USD_PER_MTOK, output = USD_PER_MTOK }}')
+    priced = ([f"$ n/a: no price for {', '.join(unpriced)}; add it to pyproject.toml as [tool.skilltransfer.prices] "
+               f'"{unpriced[0]}" = {{ input = USD_PER_MTOK, output = USD_PER_MTOK }}'] if unpriced else [])
     return [
         f"skill-transfer plan: no model was called; upper bounds at prices.toml of {price_date}",
-        *lines,
-        f"How: calls follow the protocol at its longest (every night runs, every tool step is taken, the optimizer "
-        f"retries once); tokens are characters / {CHARS_PER_TOKEN} of the skill, task, tools and tool results, "
-        "with every reply at its max_tokens; a prefix marked for prompt caching is priced as a cache write on every "
-        "call (no reads assumed; none with --prompt-cache=off). Recorded calls were found by replaying "
-        "the cassettes with the network blocked.",
+        *_table(rows, rule_before_last=True),
+        *priced,
+        "",
+        *lane_lines(unique),
+        "",
+        "How: calls follow the protocol at its longest (all held-out tasks unless --limit-* caps them, every "
+        "sample, restart, night and tool step, every rubric vote with its retry, the optimizer's retry, the judge's "
+        "calibration); a prompt counts at most one token per UTF-8 byte plus the providers' overheads, text a model "
+        "wrote at its max_tokens + 10%, every reply at its max_tokens, every prompt token at the highest prompt "
+        "rate. Expected: typical reply lengths, 4 characters a token, no retries, and prompt-cache reads after the "
+        "first call of a shared prefix where the model caches. Lanes: batch and flex at the dated [lanes] rates of "
+        "prices.toml (n/a where a model is not offered). Recorded calls were found by replaying the cassettes with "
+        "the network blocked.",
     ]

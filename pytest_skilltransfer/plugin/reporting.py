@@ -120,6 +120,7 @@ def summary_lines(results: list[dict[str, Any]], verbose: bool = False) -> list[
     difference = price_difference(results)
     if difference:
         lines.append(difference)
+    lines += spend_lines(results)
     for result in results:
         unfinished = unfinished_answers(result)
         if unfinished:
@@ -128,6 +129,16 @@ def summary_lines(results: list[dict[str, Any]], verbose: bool = False) -> list[
         for line in judge_lines([result]):
             lines += [line, *(f"  unstable: {text}" for text in (unstable_lines(result) if verbose else ()))]
     return lines + against_base(results)
+
+
+def spend_lines(results: list[dict[str, Any]]) -> list[str]:
+    """Cost per phase, role and lane, and the source frontier of every target tried with several sources."""
+    from ..cost_breakdown import breakdown, breakdown_lines
+    from ..frontier import frontier, frontier_lines
+    from ..summary import unique
+
+    items = unique(results)
+    return breakdown_lines(breakdown(items)) + frontier_lines(frontier(items))
 
 
 def errored(errors: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:

@@ -60,6 +60,7 @@ class Runner:
     _recording: tuple[str, ExitStack] | None = None  # (seed name, its open cassette context)
     _local_server: ExitStack | None = None  # a local llama-server this process started
     budget: "Budget | None" = None  # --max-cost
+    concurrent_phases: bool = True  # a transfer's independent phases run at the same time (see `phases`)
     recorded: bool = False  # a recording context that may write was opened (models.lock pins its aliases)
 
     def seed(self, path: Path) -> Seed:
@@ -103,7 +104,7 @@ class Runner:
         if key not in self._sessions:
             seed = self.seed(key)
             self._sessions[key] = SeedSession(seed, self.settings.protocol, self.progress, concurrency,
-                                              judge=self.judge(seed))
+                                              judge=self.judge(seed), concurrent_phases=self.concurrent_phases)
         return self._sessions[key]
 
     def transfer(self, path: Path, source: str, target: str, optimizer: str | None) -> TransferResult:
@@ -118,11 +119,6 @@ class Runner:
         try:
             return session.transfer(models[0], models[1], models[2] if optimizer else None)
         except ModelCallError as exc:
-            if self.budget is not None and self.budget.spent and hasattr(exc, "with_phase"):
-                from .budget import BudgetSpent
-
-                what = f"{getattr(exc, 'model', 'a model')} (phase {session.phase or '?'})"
-                raise BudgetSpent(self.budget.message(what)) from None
             if session.phase and hasattr(exc, "with_phase") and getattr(exc, "phase", None) != "judge":
                 # a cassette miss: name the protocol phase (a judge call's miss already names `judge`)
                 raise exc.with_phase(session.phase) from exc.__cause__
@@ -167,9 +163,8 @@ class Runner:
         self.stop_recording()
         from ..cassettes import recording  # vcrpy is heavy: imported only when a provider runs
 
-        mode = "none" if self.budget is not None and self.budget.spent else self.settings.record_mode
         stack = ExitStack()
-        rec = stack.enter_context(recording(self.settings.cassette_dir, seed, mode))
+        rec = stack.enter_context(recording(self.settings.cassette_dir, seed, self.settings.record_mode))
         self.recorded = self.recorded or rec.mode != "none"
         self._recording = (seed, stack)
 

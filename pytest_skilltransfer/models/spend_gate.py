@@ -1,0 +1,205 @@
+"""The budget's gate on the network: every request that really leaves reserves its worst case first.
+
+The gate sits in each SDK client's HTTP connection pool (`gate_client`), below the SDK's retries and
+below the cassettes: vcrpy answers a recorded request without reaching the pool, so replayed calls
+never touch the budget, and every attempt that does go out (retries too) reserves before it is sent.
+
+Worst case of one request, from its JSON body: input tokens at most the body's UTF-8 byte count (a
+token of the providers' byte-level tokenizers covers at least one byte; the body holds every text
+and tool definition of the prompt, with JSON punctuation to spare) plus `OVERHEAD_TOKENS` for the
+prompt the provider adds around tools and structured output, each at the highest prompt rate (a
+cache write may cost more than input); output tokens at most the request's `max_tokens`.
+
+After the response: an error status (429, 5xx, 4xx) is not charged by the providers, so its
+reservation is released; a connection that could not be opened sent nothing, released too; any
+other failure after sending keeps the whole reservation. A complete answer's reservation stays open
+until `Spend.settle` prices its usage (at the lane the request went through); a reply without
+usage, or one that could not be read, is charged its whole reservation and flagged.
+
+A refused reservation raises `Refused`, a BaseException, so it passes through the SDK's retry loop
+(which would otherwise retry an ordinary exception) to `ProviderModel.complete`, which turns it
+into the ledger's `BudgetExceeded`.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .base import ModelCallError, Usage
+
+OVERHEAD_TOKENS = 1024  # the provider's own prompt around tools, schemas and turns, at most (generous)
+DEFAULT_MAX_TOKENS = 4096  # a body without max_tokens (never sent by our wires)
+
+
+class Gate(Protocol):
+    """What the gate needs from a budget (`reservations.ReservationLedger` implements it)."""
+
+    def reserve(self, model_id: str, worst_usd: float) -> int: ...
+
+    def settle(self, token: int, actual_usd: float, flag: str = "") -> None: ...
+
+    def settle_in_full(self, token: int, flag: str) -> None: ...
+
+    def release(self, token: int) -> None: ...
+
+
+class Refused(BaseException):
+    """A reservation did not fit; carries the ledger's error (see module docstring)."""
+
+    def __init__(self, error: ModelCallError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+_gate: Gate | None = None
+_gate_lock = threading.Lock()
+
+
+def install(gate: Gate | None) -> None:
+    """Gate every live request of this process through `gate` (None: no budget)."""
+    global _gate
+    with _gate_lock:
+        _gate = gate
+
+
+def current() -> Gate | None:
+    with _gate_lock:
+        return _gate
+
+
+def lane_of_body(body: dict[str, Any]) -> str:
+    """The price lane a request body asks for (`service_tier: flex` -> flex)."""
+    return "flex" if body.get("service_tier") == "flex" else "standard"
+
+
+def worst_case(body: dict[str, Any], size: int) -> tuple[str, int, int, str]:
+    """(model id, input tokens at most, output tokens at most, lane) of one request body of `size` bytes."""
+    output = body.get("max_tokens") or body.get("max_completion_tokens") or DEFAULT_MAX_TOKENS
+    return str(body.get("model", "")), size + OVERHEAD_TOKENS, int(output), lane_of_body(body)
+
+
+@dataclass
+class _Open:
+    token: int
+    model_id: str
+    lane: str
+
+
+@dataclass
+class Spend:
+    """The reservations of one model call (its attempts), settled when the reply is read."""
+
+    gate: Gate
+    open: list[_Open] = field(default_factory=list)
+
+    def settle(self, usage: Usage) -> None:
+        """Price the answered attempt by its usage (in full and flagged when there is none)."""
+        from ..prices import cost_usd
+
+        while self.open:
+            entry = self.open.pop()
+            usd = cost_usd(entry.model_id, usage, entry.lane)
+            if usage.unreported or usd is None:
+                self.gate.settle_in_full(entry.token, "reply without usage: charged its worst case")
+            else:
+                self.gate.settle(entry.token, usd)
+
+    def close(self) -> None:
+        """Anything still open had an answer that could not be read: charge it in full."""
+        while self.open:
+            self.gate.settle_in_full(self.open.pop().token, "answer not readable: charged its worst case")
+
+
+_spend: contextvars.ContextVar[Spend | None] = contextvars.ContextVar("skilltransfer_spend", default=None)
+
+
+@contextmanager
+def tracking() -> Iterator[Spend | None]:
+    """Collect the reservations of the requests sent in this block (None without a budget)."""
+    gate = current()
+    if gate is None:
+        yield None
+        return
+    spend = Spend(gate)
+    token = _spend.set(spend)
+    try:
+        yield spend
+    finally:
+        _spend.reset(token)
+        spend.close()
+
+
+class GatedPool:
+    """Wraps an httpcore connection pool: reserve, send, then release or keep (see module docstring)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def __enter__(self) -> "GatedPool":
+        self._inner.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._inner.__exit__(*exc)
+
+    def handle_request(self, request: Any) -> Any:
+        gate = current()
+        if gate is None:
+            return self._inner.handle_request(request)
+        raw = b"".join(request.stream)
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {}
+        model_id, input_tokens, output_tokens, lane = worst_case(body if isinstance(body, dict) else {}, len(raw))
+        from ..prices import worst_case_usd
+
+        worst = worst_case_usd(model_id, input_tokens, output_tokens, lane)
+        try:
+            if worst is None:
+                raise _unpriced(model_id, lane)
+            token = gate.reserve(model_id, worst)
+        except ModelCallError as exc:
+            raise Refused(exc) from None
+        try:
+            response = self._inner.handle_request(request)
+        except BaseException as exc:
+            if type(exc).__name__ == "ConnectError":  # nothing reached the provider
+                gate.release(token)
+            else:
+                gate.settle_in_full(token, f"no answer ({type(exc).__name__}) after sending: charged its worst case")
+            raise
+        if not 200 <= response.status < 300:
+            gate.release(token)  # providers do not charge refused or failed requests
+            return response
+        spend = _spend.get()
+        if spend is None:
+            gate.settle_in_full(token, "usage not read by this caller: charged its worst case")
+        else:
+            spend.open.append(_Open(token, model_id, lane))
+        return response
+
+
+def _unpriced(model_id: str, lane: str) -> ModelCallError:
+    where = f" in the {lane} lane" if lane != "standard" else ""
+    return ModelCallError(
+        f"--max-cost: {model_id} has no price{where}, so a call to it cannot be reserved and was not sent. Price it "
+        f'in pyproject.toml: [tool.skilltransfer.prices] "{model_id}" = {{ input = <$/Mtok>, output = <$/Mtok> }}')
+
+
+def gate_client(client: Any) -> Any:
+    """Put the gate into an SDK client's connection pool (both SDKs keep their httpx client as `_client`)."""
+    transport = getattr(getattr(client, "_client", None), "_transport", None)
+    pool = getattr(transport, "_pool", None)
+    if pool is not None and not isinstance(pool, GatedPool):
+        transport._pool = GatedPool(pool)
+    return client

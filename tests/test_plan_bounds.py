@@ -1,0 +1,102 @@
+"""The plan is an upper bound: for many configurations, recorded against a loopback provider, the requests
+sent and the dollars spent never exceed what `--plan` printed, per item and in total.
+
+Each configuration prints its ratios actual / planned (run with -s to see them).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from fake_provider import FakeProvider
+from plugin_support import TOY_CONFTEST, make_seed
+
+PROJECT_SEEDS = Path(__file__).resolve().parent.parent / "seeds"
+PRICES = '"fake-*" = { input = 1.0, output = 5.0, cache_write = 1.25, cache_read = 0.1 }'
+
+CONFIGURATIONS = {
+    # name: (seeds, command-line options)
+    "plain": (("alpha",), ["--pair=small:large", "--nights=1"]),
+    "corpus-samples": (("corpus",), ["--pair=large:small", "--nights=2", "--samples=2"]),
+    "project-seed-restarts": (("alert-intake",), ["--pair=small:large", "--restarts=2"]),
+    "rubric-judge-calibration": (("change-review",), ["--pair=large:small", "--judge=judge", "--judge-samples=3", "--judge-min-accuracy=0",
+                                                      "--limit-test=6", "--limit-holdout=4", "--limit-replay=4"]),
+    "pairs-no-direct-xdist": (("alpha", "beta"), ["--pair=small:large", "--pair=large:small", "--no-direct",
+                                                 "-n", "2"]),
+}
+
+
+@pytest.fixture(autouse=True)
+def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def _seeds(root: Path, names: tuple[str, ...]) -> None:
+    for name in names:
+        if (PROJECT_SEEDS / name).is_dir():
+            shutil.copytree(PROJECT_SEEDS / name, root / name, ignore=shutil.ignore_patterns("__snapshots__"))
+        elif name == "corpus":
+            seed = make_seed(root, name, tasks=3)
+            (seed / "brain").mkdir()
+            for i in range(4):
+                (seed / "brain" / f"ticket-{i}.md").write_text(f"# Ticket {i}\n\nRoute ticket {i} to team {i}.\n")
+        else:
+            make_seed(root, name)
+
+
+def _rows(stdout: list[str]) -> tuple[dict[str, tuple[int, float]], tuple[int, float]]:
+    items, total = {}, None
+    for line in stdout:
+        cells = re.split(r"\s{2,}", line.strip())
+        if line.startswith("seeds/"):
+            items[cells[0]] = (int(cells[1]), float(cells[4]))
+        elif line.startswith("total (shared phases once)"):
+            total = (int(cells[1]), float(cells[4]))
+    assert items and total is not None, "\n".join(stdout)
+    return items, total
+
+
+@pytest.mark.parametrize("name", list(CONFIGURATIONS))
+def test_requests_and_dollars_never_exceed_the_plan(pytester: pytest.Pytester, name: str) -> None:
+    seeds, options = CONFIGURATIONS[name]
+    with FakeProvider() as fake:
+        fake.prompt_cache = True
+        pytester.makeconftest(TOY_CONFTEST)
+        pytester.makeini("[pytest]\n")
+        _seeds(pytester.path / "seeds", seeds)
+        pytester.makepyprojecttoml(f'''
+            [tool.skilltransfer.models]
+            small = "anthropic:fake-small@{fake.anthropic_url}"
+            large = "openai:fake-large@{fake.openai_url}"
+            judge = "openai:fake-judge@{fake.openai_url}"
+            [tool.skilltransfer.prices]
+            {PRICES}
+        ''')
+        planned = pytester.runpytest_subprocess("--plan", *options)
+        assert planned.ret == 0, planned.stdout.str()
+        assert fake.received == []
+        items, (total_calls, total_usd) = _rows(planned.stdout.lines)
+
+        run = pytester.runpytest_subprocess("--record-mode=once", "--snapshot-update", "--max-cost=100000",
+                                            "--skilltransfer-json=r.json", "-p", "no:randomly", *options)
+        report = json.loads((pytester.path / "r.json").read_text())
+        assert len(report["results"]) == len(items), run.stdout.str()
+        sent, spent = len(fake.received), report["budget"]["charged_usd"]
+
+    lines = [f"{name}: total requests {sent}/{total_calls} = {sent / total_calls:.3f}, "
+             f"dollars {spent:.4f}/{total_usd:.4f} = {spent / total_usd:.3f}"]
+    assert sent <= total_calls
+    assert spent <= total_usd
+    for result in report["results"]:
+        calls_bound, usd_bound = items[result["item"]]
+        calls, usd = result["cost"]["calls"], result["cost"]["total_usd"]
+        lines.append(f"  {result['item']}: calls {calls}/{calls_bound} = {calls / calls_bound:.3f}, "
+                     f"dollars {usd:.4f}/{usd_bound:.4f} = {usd / usd_bound:.3f}")
+        assert calls <= calls_bound
+        assert usd <= usd_bound
+    print("\n".join(lines))
