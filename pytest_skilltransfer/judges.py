@@ -45,18 +45,17 @@ from typing import Any, Callable
 
 import regex
 
+from . import timed_regex
+
 TEXT_OPS = ("section_present", "section_contains", "regex", "contains", "not_contains")
 BOUND_OPS = ("max_chars", "min_chars")
 RUBRIC_OP = "rubric"
 RULE_OPS = TEXT_OPS + BOUND_OPS + ("no_refusal", "tool_called", RUBRIC_OP)
 JUDGE_KINDS = ("rule", "qrels", "rubric")
 REGEX_FLAGS = regex.MULTILINE | regex.ASCII
-REGEX_TIMEOUT_SECONDS = 1.0
-
-
-class RegexTimeoutWarning(UserWarning):
-    """A judge regex ran past its time limit; that check failed and the run went on."""
-
+REGEX_TIMEOUT_SECONDS = timed_regex.TIMEOUT_SECONDS
+RegexTimeoutWarning = timed_regex.RegexTimeoutWarning
+PatternTimeout = timed_regex.PatternTimeout
 
 ARG_KINDS = ("string", "integer", "none")
 
@@ -208,16 +207,9 @@ def compile_pattern(pattern: str) -> "regex.Pattern[str]":
     return regex.compile(pattern, REGEX_FLAGS)
 
 
-class PatternTimeout(Exception):
-    """A regex check ran past REGEX_TIMEOUT_SECONDS."""
-
-
 def regex_search(pattern: str, text: str, timeout: float | None = None) -> bool:
-    """Whether `pattern` matches `text` under the judge's flags, within the time limit."""
-    try:
-        return compile_pattern(pattern).search(_lines(text), timeout=timeout or REGEX_TIMEOUT_SECONDS) is not None
-    except TimeoutError:
-        raise PatternTimeout(pattern) from None
+    """Whether `pattern` matches `text` under the judge's flags, within the time limit (else PatternTimeout)."""
+    return timed_regex.search(pattern, _lines(text), REGEX_FLAGS, timeout or REGEX_TIMEOUT_SECONDS) is not None
 
 
 def _opening(text: str) -> str:
@@ -288,7 +280,7 @@ def _check_outcome(check: Check, attempt: Attempt, origin: str) -> str | None:
         warnings.warn(RegexTimeoutWarning(
             f"{where}: regex {check.arg!r} ran past its {REGEX_TIMEOUT_SECONDS:g} s limit on a "
             f"{len(attempt.text)}-character answer; the check fails and the run goes on. Simplify the pattern "
-            "(nested or overlapping repeats such as (a|aa)+ backtrack exponentially)."), stacklevel=2)
+            "(nested or overlapping repeats such as (a|aa)+ backtrack exponentially).", check.arg), stacklevel=2)
         return f"{check.label()} (timed out after {REGEX_TIMEOUT_SECONDS:g} s)"
 
 

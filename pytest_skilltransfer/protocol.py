@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Callable, TypeVar
 
-from . import judges, phases, restarts
+from . import judges, phases, restarts, timed_regex
 from .agent import AgentContext, run_task
 from .edits import Edit, apply_edits
 from .ledger import CallCache, Meter, Tally
@@ -411,7 +411,8 @@ class SeedSession:
                 break
             request = build_reflect_request(skill, failures, successes, rejected, self.config.edit_budget,
                                             sample_id=restarts.optimizer_sample_id(number, restart))
-            edits, note = self._reflect(optimizer, request, meter)
+            with timed_regex.origins_of_patterns(lambda pattern: _pattern_origins(self.splits[train_split], pattern)):
+                edits, note = self._reflect(optimizer, request, meter)  # a model reads only the request: name files here
             outcome = apply_edits(skill, edits, self.config.edit_budget)
             if not outcome.applied:
                 nights.append(Night(number, val.gate_score, None, False, (), outcome.unmatched, note or "no edit applied"))
@@ -577,6 +578,11 @@ def seed_judge(seed: Seed) -> JudgeSetup | None:
     defaults = JudgeSetup(model=resolve_model(settings.model))
     return JudgeSetup(defaults.model, settings.samples or defaults.samples,
                       defaults.min_accuracy if settings.min_accuracy is None else settings.min_accuracy)
+
+
+def _pattern_origins(tasks: tuple[Task, ...], pattern: str) -> list[str]:
+    """The `file:line` of each task whose checks use `pattern`."""
+    return [t.origin for t in tasks if t.origin and any(c.arg == pattern for c in t.judge.checks)]
 
 
 def _observations(tasks: tuple[Task, ...], evaluation: Evaluation) -> tuple[list[Observation], list[Observation]]:

@@ -83,10 +83,15 @@ def held_out_rate(model_name: str, seed: Seed, skill: str) -> float:
     return sum(scores) / len(scores)
 
 
+# Seeds whose learned rule hurts one model: (the rule, the model it hurts, the model it helps or leaves alone).
+# Their deficient skill already passes the held-out checks on the model it hurts.
+HARMS: dict[str, tuple[str, str, str]] = {}
+
+
 def test_there_are_at_least_six_seeds_and_each_has_a_fix_table_entry():
     names = [p.name for p in SEED_PATHS]
     assert len(names) >= 6
-    assert sorted(names) == sorted(FIXES)
+    assert sorted(names) == sorted([*FIXES, *HARMS])
 
 
 @pytest.mark.parametrize("path", SEED_PATHS, ids=lambda p: p.name)
@@ -125,7 +130,7 @@ ALREADY_PASSING: dict[str, dict[str, tuple[float, float]]] = {
 }
 
 
-@pytest.mark.parametrize("path", SEED_PATHS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [p for p in SEED_PATHS if p.name not in HARMS], ids=lambda p: p.name)
 def test_seed_is_calibrated_on_the_simulator(path: Path):
     """Deficient: low (or in its declared band). Literal fixes: high on both. Abstract: high on large, low on small."""
     seed = load_seed(path)
@@ -137,8 +142,21 @@ def test_seed_is_calibrated_on_the_simulator(path: Path):
         assert low <= held_out_rate(model, seed, seed.skill) <= high, f"{model} on the deficient skill"
         assert held_out_rate(model, seed, literal) >= 0.75, f"{model} fails the literal fix"
     assert held_out_rate("sim-large", seed, abstract) >= 0.55
-    if "sim-small" not in bands:
+    # sim-small over-reads a lone "Be concise." as three sentences, which can fit a pure length budget by accident
+    if "sim-small" not in bands and FIXES[seed.name][1] != ["Be concise."]:
         assert held_out_rate("sim-small", seed, abstract) <= 0.3
+
+
+@pytest.mark.parametrize("name", sorted(HARMS))
+def test_a_harm_seed_passes_at_baseline_and_its_rule_hurts_one_model_only(name: str):
+    """The model the rule hurts passes the deficient skill; the rule takes it down by at least 0.4, and not the other."""
+    seed = load_seed(SEEDS_DIR / name)
+    rule, hurt, other = HARMS[name]
+    body, _ = split_skill(seed.skill)
+    learned = render_skill(body, [rule])
+    assert held_out_rate(hurt, seed, seed.skill) >= 0.8
+    assert held_out_rate(hurt, seed, learned) <= held_out_rate(hurt, seed, seed.skill) - 0.4
+    assert held_out_rate(other, seed, learned) >= held_out_rate(other, seed, seed.skill) - 0.1
 
 
 # What each seed is there to show, sim-small -> sim-large with the default protocol (its seed.toml says why).
@@ -147,6 +165,8 @@ KINDS = {
     "notes-first": "full", "release-advisor": "partial", "standup-digest": "none", "support-triage": "full",
     "ticket-router": "full", "postmortem-cause": "full", "change-review": "full",
 }
+# The direction in which a harm seed's learned skill hurts the target (its seed.toml says why).
+HURTS_IN: dict[str, tuple[str, str]] = {}
 
 
 def default_run(seed: Seed, source: str, target: str):
@@ -164,6 +184,8 @@ def both_directions() -> dict[str, tuple]:
 
 def _kind(result) -> str:
     base, gain, headroom = result.baseline.hard.mean, result.gain.mean, result.direct.hard.mean - result.baseline.hard.mean
+    if result.gain.high < 0:
+        return "harm"
     if abs(gain) <= 0.05 and headroom >= 0.3:
         return "none"
     if gain > 0 and gain >= headroom - 0.1:
@@ -175,6 +197,17 @@ def test_every_seed_shows_the_kind_of_transfer_it_declares(both_directions):
     assert sorted(both_directions) == sorted(KINDS)
     found = {name: _kind(up) for name, (up, _) in both_directions.items()}
     assert found == KINDS
+
+
+def test_harm_seeds_hurt_the_target_in_their_direction_with_the_interval_below_zero(both_directions):
+    for name, (source, target) in HURTS_IN.items():
+        up, down = both_directions[name]
+        hurt = up if source == "sim-small" else down
+        assert (hurt.source, hurt.target) == (source, target)
+        assert hurt.gain.high < 0 and hurt.gain.mean <= -0.4, f"{name} {source}->{target}: {hurt.gain}"
+        assert hurt.baseline.hard.mean >= 0.8
+    assert sum(_kind(r) == "harm" for pair in both_directions.values() for r in pair) == len(HURTS_IN), \
+        "no other seed shows harm in either direction"
 
 
 def test_the_seed_mix_covers_partial_failed_already_passing_and_json(both_directions):

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .noise import Noise
-from .profiles import Profile
-from .skill_reader import ABSTRACT, JSON, LABEL, LENGTH, LITERAL, PHRASE, REFUSAL, SECTION, TOOLS, Directive, vocabulary
+from .profiles import OVERREAD_SENTENCES, Profile
+from .skill_reader import ABSTRACT, BAN, JSON, LABEL, LENGTH, LITERAL, PHRASE, REFUSAL, SECTION, TOOLS, Directive, vocabulary
 
 @dataclass(frozen=True)
 class Plan:
@@ -28,6 +28,9 @@ class Plan:
     opener: tuple[str, ...] = ()
     phrases: tuple[str, ...] = ()
     json: Directive | None = None
+    no_headings_after: int = -1  # the latest followed heading ban: earlier sections lose their `#`s, and no title
+    no_bullets_after: int = -1
+    unmentioned: tuple[str, ...] = ()  # words a followed prohibition keeps out of the prose
 
 
 def resolve(directives: list[Directive], profile: Profile, noise: Noise, task: str) -> Plan:
@@ -35,7 +38,12 @@ def resolve(directives: list[Directive], profile: Profile, noise: Noise, task: s
     def draw(d: Directive) -> str:
         return f"follow:block:{d.unit}" if d.unit >= 0 else f"follow:{d.position}:{d.kind}:{d.mode}:{d.text}"
 
-    followed = [d for d in directives if noise.chance(draw(d), profile.follow[d.strength])]
+    followed = []
+    for d in directives:
+        if noise.chance(draw(d), profile.follow[d.strength]):
+            followed.append(d)
+        elif _overread(d, profile, noise):
+            followed.append(replace(d, strength=LITERAL, mode="sentences", number=OVERREAD_SENTENCES))
 
     def last(kind: str, modes: tuple[str, ...] = ()) -> Directive | None:
         hits = [d for d in followed if d.kind == kind and (not modes or d.mode in modes)]
@@ -54,7 +62,16 @@ def resolve(directives: list[Directive], profile: Profile, noise: Noise, task: s
         opener=_surviving_phrases(followed, "open"),
         phrases=_surviving_phrases(followed, "use"),
         json=last(JSON),
+        no_headings_after=max((d.position for d in followed if d.kind == BAN and d.mode == "headings"), default=-1),
+        no_bullets_after=max((d.position for d in followed if d.kind == BAN and d.mode == "bullets"), default=-1),
+        unmentioned=tuple(w for d in followed if d.kind == BAN and d.mode == "mention" for w in d.options),
     )
+
+
+def _overread(d: Directive, profile: Profile, noise: Noise) -> bool:
+    """Whether an abstract length word the model did not follow is over-read as a hard literal instead."""
+    return (d.kind == LENGTH and d.strength == ABSTRACT and d.mode == "concise"
+            and noise.chance(f"overread:{d.position}", profile.overread_abstract))
 
 
 def _structure(followed: list[Directive]) -> tuple[Directive, ...]:
@@ -210,14 +227,45 @@ def render_answer(plan: Plan, view: TaskView, skill: str, noise: Noise, profile:
     target, count = _target_length(plan, profile, noise)
     opener = noise.choice("opener", plan.opener) if plan.opener else ""
     title = f"# {_title(view)}" if count is None and not (plan.length and plan.length.mode == "concise") else ""
-    structure = _render_structure(plan.structure, view, skill, noise)
+    title = "" if plan.no_headings_after >= 0 else title
+    blocks = _structure_blocks(plan, view, skill, noise)
     lead = _lead(view, notes)
     extra = [f"{p[:1].upper()}{p[1:]} follow the steps in order and check the output after each one." for p in plan.phrases]
     body = extra + [_fill(s, view) for s in noise.shuffled("sentences", _SENTENCES)]
-    fixed = sum(len(part) + 2 for part in (opener, title, lead, structure) if part)
+    if plan.unmentioned:
+        title, lead, body, blocks = _leave_out(plan.unmentioned, title, lead, body, blocks)
+    fixed = sum(len(part) + 2 for part in (opener, title, lead, *blocks) if part)
+    limit = plan.length.number if plan.length and plan.length.mode == "max" else 0
+    if limit and fixed + len(body[0] if body else "") > limit and _keeps_limit_strictly(profile, noise):
+        title, body = "", []  # the limit outranks every other rule: cut the title and the body, then required parts
+        while blocks and sum(len(part) + 2 for part in (opener, lead, *blocks) if part) > limit:
+            blocks.pop()
+        fixed = sum(len(part) + 2 for part in (opener, lead, *blocks) if part)
+    structure = "\n\n".join(blocks)
     chosen = _pick_sentences(body, fixed, target, count, plan.min_chars)
     paragraphs = [" ".join([lead] + chosen[:2])] + [" ".join(chosen[i:i + 3]) for i in range(2, len(chosen), 3)]
     return "\n\n".join(part for part in [opener, title, *paragraphs, structure] if part)
+
+
+def _mentions(text: str, words: tuple[str, ...]) -> bool:
+    """Whether `text` uses one of the words (by stem: "prices" also keeps out "price" and "pricing")."""
+    found = re.findall(r"[a-z0-9]+", text.lower())
+    stems = lambda word: [_stem(part).removesuffix("e") for part in re.findall(r"[a-z0-9]+", word)]
+    return any(all(any(w.startswith(stem) for w in found) for stem in stems(word)) for word in words if stems(word))
+
+
+def _leave_out(words: tuple[str, ...], title: str, lead: str, body: list[str], blocks: list[str]) -> tuple[str, str, list[str], list[str]]:
+    """The title, lead, body sentences and bullet lines without the forbidden words (headings and labels stay)."""
+    title = "" if _mentions(title, words) else title
+    lead = "Here is what matters most for this one." if _mentions(lead, words) else lead
+    kept = [b for b in body if not _mentions(b, words)]
+    lines = lambda block: [ln for ln in block.split("\n") if not (ln.startswith("- ") and _mentions(ln, words))]
+    return title, lead, kept, ["\n".join(lines(block)) for block in blocks]
+
+
+def _keeps_limit_strictly(profile: Profile, noise: Noise) -> bool:
+    """Whether, this time, a followed numeric upper length limit that the required parts overrun outranks them."""
+    return noise.chance("strict-limit", profile.strict_limits)
 
 
 def _title(view: TaskView) -> str:
@@ -268,24 +316,28 @@ def _lead(view: TaskView, notes: list[dict]) -> str:
     return f"This covers {view.topic}."
 
 
-def _render_structure(structure: tuple[Directive, ...], view: TaskView, skill: str, noise: Noise) -> str:
-    """Sections as headings with bullets or a sentence; labels as `Label: value` lines (adjacent labels stay adjacent)."""
+def _structure_blocks(plan: Plan, view: TaskView, skill: str, noise: Noise) -> list[str]:
+    """Sections as headings with bullets or a sentence; labels as `Label: value` lines (adjacent labels stay adjacent).
+
+    A section that a later followed prohibition covers is written without its `#`s, or without bullets."""
     blocks: list[str] = []
-    for d in structure:
+    for d in plan.structure:
         if d.kind == SECTION:
-            blocks.append(_render_section(d, view, noise))
+            blocks.append(_render_section(d, view, noise, plain=d.position < plan.no_headings_after,
+                                          no_bullets=d.position < plan.no_bullets_after))
         else:
             line = f"{d.text}: {fill_value(d, view, skill, noise)}"
             if blocks and blocks[-1].startswith("\x00"):
                 blocks[-1] += "\n" + line
             else:
                 blocks.append("\x00" + line)
-    return "\n\n".join(b.lstrip("\x00") for b in blocks)
+    return [b.lstrip("\x00") for b in blocks]
 
 
-def _render_section(d: Directive, view: TaskView, noise: Noise) -> str:
+def _render_section(d: Directive, view: TaskView, noise: Noise, plain: bool = False, no_bullets: bool = False) -> str:
     bullets = d.bullets or noise.chance(f"bullets:{d.text}", 0.85 if d.strength == ABSTRACT else 0.6)
-    heading = f"## {d.text}"
+    bullets = bullets and not no_bullets
+    heading = f"{d.text}:" if plain else f"## {d.text}"
     extra = {"h": d.text.lower()}
     if bullets:
         lines = [f"- {_fill(b, view, extra)}" for b in noise.shuffled(f"bullets:{d.text}", _BULLETS)[:3]]

@@ -152,8 +152,12 @@ def _elements(criteria: tuple[Criterion, ...]) -> tuple[list[Element], list[str]
         lines = template.replace(FREE, FREE_HINT).split("\n")
         for index, line in enumerate(lines):
             field_line = re.fullmatch(r'\s*\{?\s*"([A-Za-z_][\w-]*)": (.+?)[,}]?\s*', line)
+            bare_key = re.fullmatch(r'\s*\{?\s*"([A-Za-z_][\w-]*)"\s*:?\s*', line)  # `{"impact":` or `"root_cause"`
             if field_line:
                 add("json", field_line.group(1), [f'"{field_line.group(1)}": {field_line.group(2)}'])
+                continue
+            if bare_key:
+                add("json", bare_key.group(1), [f'"{bare_key.group(1)}": "{FREE_HINT}"'])
                 continue
             heading = re.match(r"#{1,6}\s+(.+)", line)
             label = re.match(r"([A-Z][\w /-]*):\s*(.*)", line)
@@ -168,6 +172,9 @@ def _elements(criteria: tuple[Criterion, ...]) -> tuple[list[Element], list[str]
 
 
 def _contains_template(text: str) -> str | None:
+    key = re.fullmatch(r'\{?\s*"([A-Za-z_][\w-]*)"\s*:?\s*', text.strip())
+    if key:  # a JSON key: the reply is an object with that field
+        return f'"{key.group(1)}": "{FREE}"'
     heading = re.match(r"#{1,6}\s*(.+)", text.strip())
     if heading:
         return f"## {heading.group(1)}\n- {FREE}"

@@ -20,6 +20,18 @@ class Profile:
     example_rate: float = 0.0
     useless_edit_rate: float = 0.15
     harmful_edit_rate: float = 0.12
+    strict_limits: float = 0.0
+    overread_abstract: float = 0.0
+
+
+# How a learned rule can hurt the other model (each a behaviour of the family, triggered by what the skill says):
+# - strict_limits: share of answers in which a followed numeric upper length limit outranks every other rule
+#   when the required parts would overrun it: the model leaves out the title, the body and then the required
+#   parts (sections and labels, last first) that do not fit under the limit. A weak model appends what it was
+#   told to and overruns.
+# - overread_abstract: share of the abstract length rules ("be concise") the model cannot follow that it
+#   over-reads as a hard literal instead: at most three sentences (OVERREAD_SENTENCES).
+OVERREAD_SENTENCES = 3
 
 
 PROFILES: dict[str, Profile] = {
@@ -28,6 +40,7 @@ PROFILES: dict[str, Profile] = {
         default_chars=(500, 900),
         overshoot=0.1,
         abstract_style=0.0,
+        overread_abstract=0.6,
     ),
     "sim-large": Profile(
         follow={LITERAL: 0.97, ABSTRACT: 0.9, NATURAL: 0.95},
@@ -35,5 +48,6 @@ PROFILES: dict[str, Profile] = {
         overshoot=0.02,
         abstract_style=0.7,
         example_rate=0.35,
+        strict_limits=0.9,
     ),
 }

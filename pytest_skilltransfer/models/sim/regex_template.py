@@ -4,12 +4,17 @@
 `Verdict:` followed by a free slot; a heading-then-bullet pattern becomes two template lines.
 Only a common subset of regex syntax is understood; anything else yields None (the optimizer then
 quotes the pattern, which the simulated agent cannot act on). Every template is verified against
-the pattern before it is returned.
+the pattern before it is returned, within the time limit every seed-provided pattern gets
+(`timed_regex`): a pattern that runs past it yields None with a `RegexTimeoutWarning`.
 """
 
 from __future__ import annotations
 
 import re
+
+import regex
+
+from ... import timed_regex
 
 FREE = "\x01"  # a free-text slot; the optimizer replaces it with a hint such as <one line: the main reason>
 _SAMPLE_FREE = "placeholder text that is long enough for any minimum"
@@ -171,8 +176,12 @@ def template_for(pattern: str) -> str | None:
     candidates = [re.sub(r":(?=[^\s])", ": ", template), template]
     for candidate in candidates:
         try:
-            if re.search(pattern, instantiate(candidate), re.M):
+            if timed_regex.search(pattern, instantiate(candidate), regex.MULTILINE):
                 return candidate
-        except re.error:
+        except regex.error:
+            return None
+        except timed_regex.PatternTimeout as exc:
+            timed_regex.warn_timeout("a training check in the optimizer's request", exc,
+                                     "the optimizer does not turn it into a template")
             return None
     return None

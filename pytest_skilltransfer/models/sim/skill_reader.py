@@ -11,6 +11,8 @@ worked example) into a `Directive` with a strength:
 - abstract: the same intent in general words ("include a section on key risks", "be concise",
             "close with your confidence level", "consult the team notes first", "reply with only a
             JSON object with the keys a, b (one of x or y) and c (true or false)");
+- prohibitions are rules like any other: "never use headings", "no bullet points" and "do not mention
+            prices" are literal; "keep the formatting plain" is the heading ban in general words;
 - natural:  behaviour models slip into anyway (verbosity, stock openers, declining a topic, not
             using tools when told not to).
 
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 LITERAL, ABSTRACT, NATURAL = "literal", "abstract", "natural"
 
 SECTION, LABEL, LENGTH, TOOLS, REFUSAL, PHRASE, JSON = "section", "label", "length", "tools", "refusal", "phrase", "json"
+BAN = "ban"  # a prohibition: mode "headings", "bullets" or "mention" (the words in `options`)
 
 
 @dataclass(frozen=True)
@@ -360,7 +363,34 @@ def _json_schema(sentence: str, position: int) -> list[Directive]:
     return [_make(JSON, ABSTRACT, position, sentence, fields=tuple(fields))] if fields else []
 
 
-_RECOGNIZERS = (_sections, _labels, _length, _tools, _refusals, _phrases, _json_schema)
+_BAN_HEADINGS = re.compile(r"\b(?:never|do not|don't|no|avoid|without)\b[^.;]*?\b(?:markdown\s+)?(?:headings?|headers?)\b", re.I)
+_BAN_BULLETS = re.compile(r"\b(?:never|do not|don't|no|avoid|without)\b[^.;]*?\bbullet(?:s|ed| points?| lists?)?\b", re.I)
+_PLAIN_FORMAT = re.compile(r"\b(?:keep|leave)\s+(?:the\s+)?formatting\s+(?:plain|minimal|simple|light)\b|"
+                           r"\b(?:avoid|skip|no)\s+(?:heavy|fancy|elaborate)\s+formatting\b", re.I)
+_BAN_MENTION = re.compile(r"\b(?:never|do not|don't|avoid)\s+(?:mention(?:ing)?|talk(?:ing)? about|discuss(?:ing)?|"
+                          r"refer(?:ring)? to|bring(?:ing)? up)\s+(.+?)(?:[.;:(]|$)", re.I)
+
+
+def _prohibitions(sentence: str, position: int) -> list[Directive]:
+    """What a line forbids: headings, bullets, or words to leave out (a later rule can allow them again)."""
+    found = []
+    if _BAN_HEADINGS.search(sentence):
+        found.append(_make(BAN, LITERAL, position, sentence, mode="headings"))
+    elif _PLAIN_FORMAT.search(_without_quotes(sentence)):
+        found.append(_make(BAN, ABSTRACT, position, sentence, mode="headings"))
+    if _BAN_BULLETS.search(sentence):
+        found.append(_make(BAN, LITERAL, position, sentence, mode="bullets"))
+    mention = _BAN_MENTION.search(sentence)
+    if mention:
+        words = [" ".join(w for w in item.strip(" `\"'").lower().split() if w not in _DETERMINERS)
+                 for item in re.split(r",|\bor\b|\band\b", mention.group(1))]
+        words = [w for w in words if w]
+        if words:
+            found.append(_make(BAN, LITERAL, position, sentence, mode="mention", options=tuple(words)))
+    return found
+
+
+_RECOGNIZERS = (_sections, _labels, _length, _tools, _refusals, _phrases, _json_schema, _prohibitions)
 
 
 def vocabulary(skill: str, label: str) -> tuple[str, ...]:
