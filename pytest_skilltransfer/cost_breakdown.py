@@ -68,8 +68,8 @@ def _money(value: float | None) -> str:
 
 
 def breakdown_lines(costs: dict[str, Any]) -> list[str]:
-    """Three lines for the terminal, Markdown and `merge`."""
-    if not costs["by_phase"]:
+    """Three lines for the terminal, Markdown and `merge` (none when the run cost nothing: free models)."""
+    if all(usd == 0.0 for usd in costs["by_phase"].values()):
         return []
     return [f"cost by {what} (shared phases once): "
             + ", ".join(f"{name} {_money(usd)}" for name, usd in costs[key].items())

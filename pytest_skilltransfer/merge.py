@@ -100,7 +100,7 @@ def failed_gates(results: list[dict[str, Any]]) -> list[str]:
     for result in results:
         gate = result.get("gate") or {}
         if gate_failed(result):
-            reasons = [*gate.get("failures", []), *([gate["snapshot"]] if gate.get("snapshot", "ok") != "ok" else [])]
+            reasons = [*gate.get("failures", []), *([gate["snapshot"]] if gate.get("snapshot", "ok") not in ("ok", "updated") else [])]
             name = result.get("item") or f"{result['seed']} ({result['source']} -> {result['target']})"
             lines.append(f"{name}: " + "; ".join(reasons))
     return lines

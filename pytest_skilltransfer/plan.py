@@ -77,6 +77,15 @@ def expected_reply(role: str, max_tokens: int) -> int:
     return math.ceil(max_tokens * EXPECTED_REPLY[role])
 
 
+def priced_lane(model_id: str, lane: str | None) -> str:
+    """The lane a model's calls are priced in when the run is priced in `lane`: flex falls back to standard
+    for a model flex is not offered for (its calls would run there); None: the lane the model runs in."""
+    lane = lane or lane_of(model_id)
+    if lane == "flex" and rates_of(model_id, "flex") is None:
+        return "standard"
+    return lane
+
+
 def caches(model_id: str, prefix_tokens: int, prompt_cache: bool) -> bool:
     """Whether the model is expected to read a shared prefix of this size from its prompt cache."""
     if cache_min_tokens(model_id) is not None:
@@ -111,7 +120,7 @@ class Share:
 
     def bound_usd(self, lane: str | None = None) -> float | None:
         """Dollars at most (every prompt token at the highest prompt rate)."""
-        rates = rates_of(self.model_id, lane or lane_of(self.model_id))
+        rates = rates_of(self.model_id, priced_lane(self.model_id, lane))
         if rates is None:
             return None
         return (self.input_tokens * rates.worst_input + self.output_tokens * rates.output) / 1_000_000
@@ -121,7 +130,7 @@ class Share:
         usage = Usage(self.expected_input, self.expected_output,
                       cache_write_tokens=self.expected_cache_write if cache_reads else 0,
                       cache_read_tokens=self.expected_cache_read if cache_reads else 0)
-        return cost_usd(self.model_id, usage, lane or lane_of(self.model_id))
+        return cost_usd(self.model_id, usage, priced_lane(self.model_id, lane))
 
     @property
     def usd(self) -> float | None:
@@ -319,6 +328,7 @@ def units_usd(units: list[Unit], kind: str = "bound", lane: str | None = None) -
 
 def lane_prices(units: list[Unit]) -> dict[str, dict[str, float | None]]:
     """Per lane (standard, flex, batch): dollars at most, expected, and expected without cache reads.
-    A lane some model of the units is not offered in is None throughout."""
+    Flex prices the models it is offered for at flex rates and the others at standard; batch is None
+    when some model of the units is not offered there."""
     return {lane: {kind: units_usd(units, kind, lane) for kind in ("bound", "expected", "expected-no-cache")}
             for lane in LANES}

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-COLUMNS = ("seed", "pair", "base", "transf.", "gain [95% CI]", "p", "mdg", "eff.", "verdict")
+COLUMNS = ("seed", "pair", "base", "transf.", "gain [95% CI]", "p", "mdg", "eff.", "outcome", "verdict")
 MD_COLUMNS = ("seed", "pair", "baseline", "transferred", "direct", "gain [95% CI]", "p", "mdg", "eff. [95% CI]",
-              "calls", "tokens", "$", "verdict")
+              "calls", "tokens", "$", "outcome", "verdict")
+CLAIM_GATES = ("min_gain", "min_score", "min_efficiency", "noninferiority_margin", "expect")
+NO_GATE, UNCHANGED = "no gate", "unchanged vs snapshot"
 SEED_CHARS = 20
 TABLE_WIDTH = 120  # the terminal table stays narrower than this
 MIN_LABEL_CHARS = 12
@@ -18,7 +20,10 @@ LEGEND = ("gain: paired per-task gain transferred - baseline, exact 95% interval
           "p: exact sign-flip test of no effect; mdg: smallest gain detected with 80% power at this task count; "
           "restarts: optimizations per item and the sd of their gains (the interval includes it); "
           "eff.: gain / direct headroom, shown when the headroom is significant; "
-          "verdict: pass / fail / inconclusive of the gates")
+          "outcome: transfers / hurts (interval wholly above / below 0), no effect shown (it spans 0: "
+          "read it with mdg, it is not evidence of safety); "
+          "verdict: pass / fail / inconclusive of the gates, no gate when no claim gate applies and "
+          "unchanged vs snapshot when, in addition, the committed snapshot matched")
 
 
 def _score(value: float | None) -> str:
@@ -76,10 +81,31 @@ def _with_restarts(results: list[dict[str, Any]], columns: tuple[str, ...], rows
             [(*row[:at], cell, *row[at:]) for row, cell in zip(rows, cells)])
 
 
+def verdict_label(record: dict[str, Any]) -> str:
+    """What a gate record shows: fail or inconclusive as they are; `pass` only when a claim gate applied,
+    else `unchanged vs snapshot` (the committed snapshot matched) or `no gate`: nothing was claimed."""
+    verdict = record.get("verdict", "pass" if record.get("passed", True) else "fail")
+    if verdict != "pass":
+        return verdict
+    claims = record.get("claims")
+    if claims is None:
+        claims = [g["gate"] for g in record.get("gates", []) if g["gate"] in CLAIM_GATES]
+    if claims:
+        return "pass"
+    return UNCHANGED if record.get("snapshot") == "ok" else NO_GATE
+
+
 def verdict_text(result: dict[str, Any]) -> str:
-    """The gates' verdict (pass / fail / inconclusive), `-` when the item was not gated."""
+    """The gates' verdict (`verdict_label`), `-` when the item was not gated."""
     gate = result.get("gate")
-    return "-" if not gate else gate.get("verdict", "pass" if gate.get("passed") else "fail")
+    return "-" if not gate else verdict_label(gate)
+
+
+def outcome_text(result: dict[str, Any]) -> str:
+    """`transfers`, `hurts` or `no effect shown`: what the gain's interval shows (`stats.outcome`)."""
+    from .stats import outcome
+
+    return result.get("outcome") or outcome(result["gain"]["ci_low"], result["gain"]["ci_high"])
 
 
 def usd_text(value: float | None) -> str:
@@ -102,13 +128,12 @@ def summary_line(results: list[dict[str, Any]]) -> str:
 
     pairs = sorted({f"{r['source']} -> {r['target']}" for r in results})
     summary = summarize(results)
-    positive = sum(1 for r in results if r["transfer_gain"] > 0)
-    mean_gain = sum(r["transfer_gain"] for r in results) / len(results) if results else 0.0
+    counts = summary["outcomes"]
     total = [r["cost"]["total_usd"] for r in results]
     usd = None if any(v is None for v in total) else sum(total)
-    return (f"=== transfer {', '.join(pairs)}: {positive}/{len(results)} positive, "
-            f"{summary['significant_gains']}/{summary['hypotheses']} significant (Holm, FWER 5%), "
-            f"mean gain {mean_gain:+.2f}, cost ${usd_text(usd)}{cache_text(results)} ===")
+    return (f"=== transfer {', '.join(pairs)}: of {summary['hypotheses']} (seed, pair), after Holm (FWER 5%): "
+            f"{counts['transfers']} transfer, {counts['hurts']} hurt, {counts['no effect shown']} no effect shown; "
+            f"mean gain {summary['mean_gain']:+.2f}, cost ${usd_text(usd)}{cache_text(results)} ===")
 
 
 def cache_text(results: list[dict[str, Any]]) -> str:
@@ -126,8 +151,10 @@ def pair_lines(results: list[dict[str, Any]]) -> list[str]:
     """Per pair, the mean gain over seeds with its exact 95% interval over seeds."""
     from .summary import summarize
 
-    return [f"{p['source']} -> {p['target']}: mean gain over {p['seeds']} seed(s) {p['mean_gain']:+.2f} "
-            f"[{p['ci_low']:+.2f}, {p['ci_high']:+.2f}], {p['significant_gains']} significant after Holm"
+    return [f"{p['source']} -> {p['target']}: {p['transfers']} transfer, {p['hurts']} hurt, "
+            f"{p['no_effect']} no effect shown after Holm; mean gain over {p['seeds']} seed(s) {p['mean_gain']:+.2f} "
+            + (f"[{p['ci_low']:+.2f}, {p['ci_high']:+.2f}] (interval over seeds like these)" if p["ci_low"] is not None
+               else f"(too few seeds for an interval over seeds: {p['seeds_needed']} needed)")
             for p in summarize(results)["pairs"]]
 
 
@@ -151,7 +178,7 @@ def table_rows(results: list[dict[str, Any]]) -> list[tuple[str, ...]]:
     """Rows of the terminal table (`COLUMNS`), sorted by seed and pair."""
     return [(_short(_seed_label(r)), f"{r['source']}->{r['target']}", _score(r["baseline_target"]),
              _score(r["transferred"]), gain_text(r), p_text(r["gain"].get("p_value")), mdg_text(r),
-             efficiency_text(r), verdict_text(r)) for r in _sorted(results)]
+             efficiency_text(r), outcome_text(r), verdict_text(r)) for r in _sorted(results)]
 
 
 def md_rows(results: list[dict[str, Any]]) -> list[tuple[str, ...]]:
@@ -159,7 +186,7 @@ def md_rows(results: list[dict[str, Any]]) -> list[tuple[str, ...]]:
     return [(_seed_label(r), f"{r['source']}->{r['target']}", _score(r["baseline_target"]), _score(r["transferred"]),
              _score(r["direct_target"]), gain_text(r), p_text(r["gain"].get("p_value")), mdg_text(r),
              efficiency_text(r, interval=True), str(r["cost"]["calls"]), str(r["cost"]["tokens"]),
-             usd_text(r["cost"]["total_usd"]), verdict_text(r)) for r in _sorted(results)]
+             usd_text(r["cost"]["total_usd"]), outcome_text(r), verdict_text(r)) for r in _sorted(results)]
 
 
 def md_table(results: list[dict[str, Any]]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
@@ -168,19 +195,26 @@ def md_table(results: list[dict[str, Any]]) -> tuple[tuple[str, ...], list[tuple
 
 
 def text_table(results: list[dict[str, Any]], max_width: int = TABLE_WIDTH) -> str:
-    """A fixed-width table for the terminal, narrower than `max_width`: when the cells would make it
-    wider, the pair and then the seed column are cut (`~`); the node ids name every item in full."""
+    """A fixed-width table for the terminal, narrower than `max_width`, one block per pair (`source -> target`
+    above its rows): when the cells would make it wider, the seed column is cut (`~`); the node ids name
+    every item in full."""
     columns, body = _with_restarts(results, COLUMNS, table_rows(results), "gain [95% CI]")
-    rows = [columns, *body]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
-    for column in (columns.index("pair"), columns.index("seed")):
-        excess = sum(widths) + 2 * (len(widths) - 1) - (max_width - 1)
-        if excess > 0:
-            widths[column] = max(MIN_LABEL_CHARS, widths[column] - excess)
-            rows = [row if j == 0 else (*row[:column], _short(row[column], widths[column]), *row[column + 1:])
-                    for j, row in enumerate(rows)]
-    lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    at = columns.index("pair")
+    pairs = [row[at] for row in body]
+    rows = [(*columns[:at], *columns[at + 1:]), *((*row[:at], *row[at + 1:]) for row in body)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    column = 0  # the seed
+    excess = sum(widths) + 2 * (len(widths) - 1) - (max_width - 1)
+    if excess > 0:
+        widths[column] = max(MIN_LABEL_CHARS, widths[column] - excess)
+        rows = [row if j == 0 else (_short(row[column], widths[column]), *row[column + 1:])
+                for j, row in enumerate(rows)]
+    lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(rows[0])).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    for pair in sorted(set(pairs), key=lambda p: tuple(p.split("->", 1))):
+        lines.append(pair.replace("->", " -> ") + ":")
+        lines += ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip()
+                  for row, row_pair in zip(rows[1:], pairs) if row_pair == pair]
     return "\n".join(lines)
 
 
@@ -242,7 +276,7 @@ def gate_reason(gate: dict[str, Any]) -> str:
 
 def snapshot_reason(snapshot: str) -> str | None:
     """A gate record's `snapshot` field in short (without the file, which the item names); None when it matched."""
-    if snapshot in ("ok", "not compared"):
+    if snapshot in ("ok", "updated", "not compared"):
         return None
     _, differs, change = snapshot.partition(" differs: ")
     return f"snapshot differs, {change}" if differs else snapshot

@@ -15,7 +15,7 @@ from .judge_report import judge_json, verdict_json
 from .ledger import evidence_digest
 from .prices import cache_saving_usd, cost_usd, lane_of
 from .protocol import Costs, Evaluation, Night, Optimization, TaskResult, TransferResult, total_costs
-from .stats import mean, restart_score
+from .stats import mean, outcome, restart_score
 from .summary import summarize
 
 EXPERIMENT = "skilltransfer/transfer"
@@ -204,6 +204,7 @@ def result_to_json(result: TransferResult) -> dict[str, Any]:
         "learned_skill_tail": result.learned.learned_skill[-TAIL_CHARS:],
         "optimizer": result.optimizer,
         "gain": result.gain.as_dict(),
+        "outcome": outcome(result.gain.low, result.gain.high),
         "efficiency": _round(result.efficiency),
         "efficiency_ci": None if result.efficiency_estimate is None else result.efficiency_estimate.as_dict(),
         "headroom": None if result.headroom is None else result.headroom.as_dict(),

@@ -52,6 +52,7 @@ CONFIG = """\
 description = "Asks for an upbeat paragraph, so updates lack a status line, sections and owners."
 {skill_line}
 # pairs = ["sim-small->sim-large"]   # extra (source, target) pairs for this seed only
+# expect = "hurts"   # the outcome this seed demonstrates: "transfers", "hurts" or "no effect shown"
 
 # Gates: a failing gate fails the item. Uncomment to require a transfer gain.
 [thresholds]
@@ -59,6 +60,8 @@ description = "Asks for an upbeat paragraph, so updates lack a status line, sect
 # min_score = 0.5              # transferred score
 # min_efficiency = 0.5         # (transferred - baseline) / (direct - baseline)
 # regression_tolerance = 0.1   # allowed drop below the committed snapshot
+# harm_tolerance = "off"       # the harm gate (default 0: fails when the gain is surely below 0)
+# noninferiority_margin = 0.05 # pass only when the gain is surely at or above -0.05
 
 [split]
 val_fraction = 0.34   # share of benchmark.jsonl used for validation

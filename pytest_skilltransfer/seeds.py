@@ -3,7 +3,7 @@
     <seed>/SKILL.md          the deficient skill (required)
     <seed>/benchmark.jsonl   training pool, split into train and val by a hash (required)
     <seed>/held-out.jsonl    test tasks (required, at least one)
-    <seed>/seed.toml         optional: description, skill, corpus, pairs, [split], [thresholds], [judge]
+    <seed>/seed.toml         optional: description, skill, corpus, pairs, expect, [split], [thresholds], [judge]
     <seed>/brain/            optional corpus for the `search` tool (Markdown pages, slug = path)
     <seed>/judge-calibration.jsonl  optional: answers with the verdict a person expects, for rubric judges
 
@@ -29,7 +29,7 @@ from .tools import corpus_pages, decode_utf8, is_inside
 from .regex_portability import javascript_problems
 from .rubric import CalibrationItem
 
-from .seed_layout import CALIBRATION_FILE, CONFIG_FILE, LIMIT_OPTIONS, SKILL_FILE, TEST_FILE, TRAIN_FILE, is_seed_dir
+from .seed_layout import CALIBRATION_FILE, CONFIG_FILE, GATE_NAMES, LIMIT_OPTIONS, SKILL_FILE, TEST_FILE, TRAIN_FILE, is_seed_dir
 
 CHECK_FIELDS = ("op", "arg")
 DEFAULT_CORPUS_DIR = "brain"
@@ -91,6 +91,21 @@ class Thresholds:
     min_score: float | None = None
     min_efficiency: float | None = None
     regression_tolerance: float | None = None
+    harm_tolerance: float | None = None  # the harm gate: fail when the whole gain interval is below -tolerance
+    noninferiority_margin: float | None = None  # pass only when the whole gain interval is at or above -margin
+    off: tuple[str, ...] = ()  # gates seed.toml turns off (`harm_tolerance = "off"`), overriding their defaults
+
+    def values(self) -> dict[str, float | None]:
+        """{gate: threshold} of the gates this layer sets: numbers, and None for a gate it turns off."""
+        return {**{k: v for k, v in self.__dict__.items() if k in GATE_NAMES and v is not None},
+                **{k: None for k in self.off}}
+
+
+THRESHOLD_OFF_WORDS = ("off", "none")
+
+
+OUTCOMES = ("transfers", "hurts", "no effect shown")
+ANY_PAIR = "*"
 
 
 @dataclass(frozen=True)
@@ -127,6 +142,12 @@ class Seed:
     pairs: tuple[tuple[str, str], ...] = ()
     judge: JudgeSettings = field(default_factory=JudgeSettings)
     calibration: tuple[CalibrationItem, ...] = ()
+    expect: tuple[tuple[str, str], ...] = ()  # (pair `SRC->TGT` or `*`, declared outcome)
+
+    def expected_outcome(self, source: str, target: str) -> str | None:
+        """The outcome this seed declares for a pair (`expect` in seed.toml), or None when it declares none."""
+        declared = dict(self.expect)
+        return declared.get(f"{source}->{target}", declared.get(ANY_PAIR))
 
     @property
     def rubric_origin(self) -> str | None:
@@ -336,12 +357,13 @@ def _read_config(path: Path, problems: list[SeedProblem]) -> dict[str, Any]:
         problems.append(SeedProblem(str(path), f"invalid TOML: {exc}"))
         return {}
     allowed = {"description": str, "skill": str, "corpus": str, "split": dict, "thresholds": dict, "pairs": list,
-               "judge": dict}
+               "judge": dict, "expect": (str, dict)}
     for key, value in config.items():
         if key not in allowed:
             problems.append(SeedProblem(str(path), f"unknown key {key!r}; known keys: {', '.join(allowed)}"))
         elif not isinstance(value, allowed[key]):
-            problems.append(SeedProblem(str(path), f"{key!r} must be a {allowed[key].__name__}"))
+            kinds = allowed[key] if isinstance(allowed[key], tuple) else (allowed[key],)
+            problems.append(SeedProblem(str(path), f"{key!r} must be a {' or a '.join(k.__name__ for k in kinds)}"))
     return config
 
 
@@ -465,6 +487,24 @@ def _corpus_dir(root: Path, config: dict[str, Any], config_path: Path, limits: S
     return folder
 
 
+def _parse_expect(raw: Any, where: str, problems: list[SeedProblem]) -> tuple[tuple[str, str], ...]:
+    """`expect = "hurts"` (every pair) or `[expect]` with `"SRC->TGT" = "<outcome>"` per pair (`"*"`: the rest)."""
+    if raw is None:
+        return ()
+    table = {ANY_PAIR: raw} if isinstance(raw, str) else raw if isinstance(raw, dict) else {}
+    declared = []
+    for key, value in table.items():
+        pair = None if key == ANY_PAIR else split_pair(key)
+        if key != ANY_PAIR and pair is None:
+            problems.append(SeedProblem(where, f"expected a pair SRC->TGT (or \"*\") as key, got {key!r}"))
+        elif value not in OUTCOMES:
+            problems.append(SeedProblem(where, f"{key!r}: the outcome must be one of "
+                                        f"{', '.join(repr(o) for o in OUTCOMES)}, got {value!r}"))
+        else:
+            declared.append((ANY_PAIR if pair is None else f"{pair[0]}->{pair[1]}", value))
+    return tuple(declared)
+
+
 def load_seed(path: str | Path, limits: SeedLimits | None = None) -> Seed:
     """Load and validate one seed folder. Raises SeedError listing every problem."""
     limits = limits or SeedLimits()
@@ -481,9 +521,13 @@ def load_seed(path: str | Path, limits: SeedLimits | None = None) -> Seed:
         problems.append(SeedProblem(f"{config_path} [split]", f"val_fraction must be between 0 and 1, got {split.val_fraction}"))
     if not _is_int(split.seed):
         problems.append(SeedProblem(f"{config_path} [split]", f"seed must be an integer, got {split.seed!r}"))
-    threshold_values = _number_table(
-        config.get("thresholds", {}) if isinstance(config.get("thresholds"), dict) else {},
-        tuple(Thresholds.__dataclass_fields__), f"{config_path} [thresholds]", problems)
+    threshold_table = dict(config.get("thresholds", {}) if isinstance(config.get("thresholds"), dict) else {})
+    thresholds_off = tuple(k for k, v in threshold_table.items()
+                           if k in GATE_NAMES and isinstance(v, str) and v.strip().lower() in THRESHOLD_OFF_WORDS)
+    threshold_values = _number_table({k: v for k, v in threshold_table.items() if k not in thresholds_off},
+                                     GATE_NAMES, f"{config_path} [thresholds]", problems)
+    expect = _parse_expect(config.get("expect") if isinstance(config.get("expect"), (str, dict)) else None,
+                           f"{config_path} expect", problems)
     pairs = []
     for text in config.get("pairs", []) if isinstance(config.get("pairs"), list) else []:
         pair = split_pair(text) if isinstance(text, str) else None
@@ -529,12 +573,13 @@ def load_seed(path: str | Path, limits: SeedLimits | None = None) -> Seed:
         val=val,
         test=tuple(pools[TEST_FILE]),
         description=str(config.get("description", "")),
-        thresholds=Thresholds(**threshold_values),
+        thresholds=Thresholds(**threshold_values, off=thresholds_off),
         split=split,
         corpus_dir=corpus_dir,
         pairs=tuple(pairs),
         judge=judge,
         calibration=tuple(calibration),
+        expect=expect,
     )
 
 

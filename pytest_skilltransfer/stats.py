@@ -44,6 +44,7 @@ FALLBACK_GRID = 10_000
 MAX_TASKS = 100_000  # beyond this a decision is reported as out of reach
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+TRANSFERS, HURTS, NO_EFFECT = "transfers", "hurts", "no effect shown"
 
 
 # -- the Beta distribution -----------------------------------------------------------------------
@@ -412,6 +413,15 @@ def efficiency_ratio(gain: Gain, headroom: Gain, level: float = LEVEL) -> Ratio 
 
 
 # -- decisions, power and task counts ------------------------------------------------------------
+
+
+def outcome(low: float, high: float) -> str:
+    """What a gain's interval shows: `transfers` (wholly above 0), `hurts` (wholly below 0), else `no effect shown`."""
+    if low > EPSILON:
+        return TRANSFERS
+    if high < -EPSILON:
+        return HURTS
+    return NO_EFFECT
 
 
 def decide(low: float, high: float, threshold: float) -> str:

@@ -3,7 +3,9 @@
 Toy models (`toy-<name>`) are deterministic and instant. As the optimizer every toy proposes the
 same edit, a rule containing OWNER-LINE. As the agent a toy writes "Owner: @team" when the skill
 holds that rule, unless it is `toy-stubborn` (never) or `toy-half` (only on even-numbered tasks).
-So `toy-a -> toy-b` gains 1.0, `toy-a -> toy-half` gains 0.5 and `toy-a -> toy-stubborn` gains 0.
+`toy-contrary` writes the owner line without the rule, and with it pads the answer past the length
+check. So `toy-a -> toy-b` gains 1.0, `toy-a -> toy-half` gains 0.5, `toy-a -> toy-stubborn` gains 0
+and `toy-a -> toy-contrary` loses 1.0 (the learned skill hurts it).
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ class Toy:
             text = "Routed: " + user.split()[-1]
             number = int(user.split()[-1])
             obeys = "OWNER-LINE" in request.system and self.name != "toy-stubborn"
-            if obeys and (self.name != "toy-half" or number % 2 == 0):
+            if self.name == "toy-contrary":
+                text += " Owner: @team" + (" (see the owner line rule)" * 3 if obeys else "")
+            elif obeys and (self.name != "toy-half" or number % 2 == 0):
                 text += " Owner: @team"
         return Reply(text=text, usage=Usage(len(user) // 4, len(text) // 4), model=self.name)
 
@@ -42,17 +46,24 @@ register_family("toy", lambda name: name.startswith("toy-"), Toy, "toy-<name>: a
 CHECKS = {"kind": "rule", "checks": [{"op": "contains", "arg": "Owner:"}, {"op": "max_chars", "arg": 80}]}
 
 
-def make_seed(root: Path, name: str, thresholds: dict[str, float] | None = None, tasks: int = 4) -> Path:
-    """A valid seed: 8 training tasks, `tasks` held-out tasks, optional [thresholds]."""
+def make_seed(root: Path, name: str, thresholds: dict[str, float | str] | None = None, tasks: int = 4,
+              expect: str | dict[str, str] | None = None) -> Path:
+    """A valid seed: 8 training tasks, `tasks` held-out tasks, optional [thresholds] and expect."""
     seed = root / name
     seed.mkdir(parents=True)
     (seed / "SKILL.md").write_text(f"# {name}\n\nRoute the ticket to a team.\n")
     line = lambda prefix, i: json.dumps({"task_id": f"{prefix}-{i:02d}", "task": f"Route ticket {i}", "judge": CHECKS})
     (seed / "benchmark.jsonl").write_text("\n".join(line("bm", i) for i in range(8)) + "\n")
     (seed / "held-out.jsonl").write_text("\n".join(line("hd", i) for i in range(tasks)) + "\n")
+    config = ""
+    if isinstance(expect, str):
+        config += f"expect = {json.dumps(expect)}\n"
     if thresholds:
-        body = "\n".join(f"{k} = {v}" for k, v in thresholds.items())
-        (seed / "seed.toml").write_text(f"[thresholds]\n{body}\n")
+        config += "[thresholds]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in thresholds.items())
+    if isinstance(expect, dict):
+        config += "[expect]\n" + "".join(f"{json.dumps(k)} = {json.dumps(v)}\n" for k, v in expect.items())
+    if config:
+        (seed / "seed.toml").write_text(config)
     return seed
 
 

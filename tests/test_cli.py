@@ -25,7 +25,7 @@ def test_text_mode_prints_the_plugin_table_and_summary():
     proc = cli("--source", "sim-small", "--target", "sim-large", "--data-root", SEEDS,
                "--seeds", "incident-summary,ticket-router")
     assert proc.returncode == 0, proc.stderr
-    assert "=== transfer sim-small -> sim-large: 2/2 positive" in proc.stdout
+    assert "=== transfer sim-small -> sim-large: of 2 (seed, pair), after Holm (FWER 5%): " in proc.stdout
     rows = [line for line in proc.stdout.splitlines() if line.startswith(("incident-summary ", "ticket-router "))]
     assert len(rows) == 2
 

@@ -141,3 +141,26 @@ def test_concurrent_identical_requests_are_sent_once(fake_provider: FakeProvider
     assert len({r.text for r in replies}) == 1
     tally = meter.snapshot()[("fake-gpt", "agent")]
     assert (tally.calls, tally.cached) == (1, 3)
+
+
+def test_flex_resource_unavailable_is_retried_without_lowering_the_limit(tmp_path: Path,
+                                                                         fake_provider: FakeProvider) -> None:
+    from pytest_skilltransfer.models.aliases import set_user_aliases
+
+    lines: list[str] = []
+    LIMITERS.configure(lambda model_id: 4 if model_id == "fake-flex" else None, lines.append)
+    set_user_aliases({"flexy": {"provider": "openai", "model": "fake-flex", "base_url": fake_provider.openai_url,
+                                "service_tier": "flex"}})
+    try:
+        model = build_model("flexy")
+        fake_provider.flex_unavailable = 2
+        fake_provider.fail_next()  # nothing else scripted
+        with cassettes.recording(tmp_path, "seed-f", "once"):
+            reply = model.complete(ask("Brief me."))  # the SDK retries after our backoff
+    finally:
+        set_user_aliases({})
+    assert reply.text.startswith("fake answer")
+    assert [r["body"]["service_tier"] for r in fake_provider.received] == ["flex"] * 3
+    limiter = LIMITERS.get("fake-flex", 8)
+    assert limiter.throttles == 0 and limiter.limit == 4
+    assert lines == ["fake-flex: HTTP 429 flex resource unavailable; retried after backoff, concurrency unchanged"] * 2

@@ -41,7 +41,7 @@ def run_project(tmp: Path, name: str, *args: str) -> tuple[dict[str, Any], str, 
 
 def table(lines: list[str]) -> list[str]:
     """The summary table and the lines under it, up to the report paths."""
-    start = next(i for i, line in enumerate(lines) if line.startswith("seed ") and "pair" in line)
+    start = next(i for i, line in enumerate(lines) if line.startswith("seed ") and "outcome" in line)
     end = next(i for i, line in enumerate(lines) if line.startswith(("JSON report:", "Markdown report:")))
     return lines[start:end]
 

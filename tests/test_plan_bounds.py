@@ -49,14 +49,14 @@ def _seeds(root: Path, names: tuple[str, ...]) -> None:
             make_seed(root, name)
 
 
-def _rows(stdout: list[str]) -> tuple[dict[str, tuple[int, float]], tuple[int, float]]:
+def _rows(stdout: list[str]) -> tuple[dict[str, tuple[int, float]], tuple[int, float, float]]:
     items, total = {}, None
     for line in stdout:
         cells = re.split(r"\s{2,}", line.strip())
         if line.startswith("seeds/"):
             items[cells[0]] = (int(cells[1]), float(cells[4]))
         elif line.startswith("total (shared phases once)"):
-            total = (int(cells[1]), float(cells[4]))
+            total = (int(cells[1]), float(cells[4]), float(cells[5]))
     assert items and total is not None, "\n".join(stdout)
     return items, total
 
@@ -80,7 +80,7 @@ def test_requests_and_dollars_never_exceed_the_plan(pytester: pytest.Pytester, n
         planned = pytester.runpytest_subprocess("--plan", *options)
         assert planned.ret == 0, planned.stdout.str()
         assert fake.received == []
-        items, (total_calls, total_usd) = _rows(planned.stdout.lines)
+        items, (total_calls, total_usd, expected_usd) = _rows(planned.stdout.lines)
 
         run = pytester.runpytest_subprocess("--record-mode=once", "--snapshot-update", "--max-cost=100000",
                                             "--skilltransfer-json=r.json", "-p", "no:randomly", *options)
@@ -89,7 +89,8 @@ def test_requests_and_dollars_never_exceed_the_plan(pytester: pytest.Pytester, n
         sent, spent = len(fake.received), report["budget"]["charged_usd"]
 
     lines = [f"{name}: total requests {sent}/{total_calls} = {sent / total_calls:.3f}, "
-             f"dollars {spent:.4f}/{total_usd:.4f} = {spent / total_usd:.3f}"]
+             f"dollars {spent:.4f}/{total_usd:.4f} = {spent / total_usd:.3f} (expected ${expected_usd:.4f}: "
+             f"actual/expected {spent / expected_usd:.2f})"]
     assert sent <= total_calls
     assert spent <= total_usd
     for result in report["results"]:

@@ -150,3 +150,69 @@ def test_short_summary_has_one_line_per_failure_reason_first(pytester: pytest.Py
                for line in summary), summary
     assert summary[0].startswith("FAILED seeds/alpha/SKILL.md::transfer[toy-a->toy-half] - gain +0.50 [")
     result.stdout.fnmatch_lines(["  FAILED gain +0.500 *is below min_gain +0.800", "learned skill vs seed skill:"])
+
+
+HARM = "skilltransfer_source = toy-a\nskilltransfer_target = toy-contrary\n"
+
+
+def test_harm_fails_by_default_naming_the_tasks_the_checks_and_the_learned_lines(pytester: pytest.Pytester) -> None:
+    project(pytester, ini=HARM, seeds=())
+    make_seed(pytester.path / "seeds", "harmful", tasks=12)
+    result = pytester.runpytest_subprocess("--snapshot-update", "--skilltransfer-json=out.json")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "skill transfer failed for harmful (toy-a -> toy-contrary):",
+        "  FAILED harm: the learned skill makes toy-contrary worse than its own baseline: gain -1.000 *"
+        "12 of 12 held-out task(s) got worse*",
+        "held-out tasks worse on toy-contrary with the learned skill than with the seed's (12), "
+        "and the checks they now miss:",
+        "  hd-00 (hard 1.00 -> 0.00): Route ticket 0",
+        "      now misses: max_chars=80",
+        "learned lines accepted on toy-a (the nights that added them):",
+        "  night 1: add: OWNER-LINE*",
+    ])
+    result.stdout.fnmatch_lines(["*harmful*-1.00 ?-1.00, -0.*?*hurts*fail*"])
+    report = json.loads((pytester.path / "out.json").read_text())["results"][0]
+    assert report["outcome"] == "hurts"
+    assert report["gate"]["verdict"] == "fail" and report["gate"]["label"] == "fail"
+    assert [g["gate"] for g in report["gate"]["gates"]] == ["harm_tolerance"]
+
+
+@pytest.mark.parametrize("off", [("--transfer-harm-tolerance=off",), ()])
+def test_the_harm_gate_turns_off_from_the_command_line_or_seed_toml(pytester: pytest.Pytester, off: tuple) -> None:
+    project(pytester, ini=HARM, seeds=())
+    make_seed(pytester.path / "seeds", "harmful", tasks=12,
+              thresholds=None if off else {"harm_tolerance": "off"})
+    result = pytester.runpytest_subprocess("--snapshot-update", *off)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*harmful*-1.00 ?-1.00, -0.*?*hurts*no gate*"])
+
+
+def test_a_declared_harm_passes_and_a_changed_outcome_fails(pytester: pytest.Pytester) -> None:
+    project(pytester, ini="skilltransfer_source = toy-a\nskilltransfer_target = toy-contrary toy-b\n", seeds=())
+    make_seed(pytester.path / "seeds", "harmful", tasks=12, expect="hurts")
+    result = pytester.runpytest_subprocess("--snapshot-update")
+    result.assert_outcomes(passed=1, failed=1)  # toy-b is helped, not hurt: the declared outcome fails there
+    result.stdout.fnmatch_lines([
+        "*FAILED seed.toml declares 'hurts' for toy-a -> toy-b but the run shows 'transfers': *",
+    ])
+    result.stdout.fnmatch_lines(["*harmful*-1.00 ?-1.00, -0.*?*hurts*pass*"])
+    per_pair = pytester.path / "seeds" / "harmful" / "seed.toml"
+    per_pair.write_text('[expect]\n"toy-a->toy-contrary" = "hurts"\n"*" = "transfers"\n')
+    pytester.runpytest_subprocess().assert_outcomes(passed=2)
+
+
+def test_a_bad_declared_outcome_is_a_seed_error(pytester: pytest.Pytester) -> None:
+    project(pytester, ini=HARM, seeds=())
+    make_seed(pytester.path / "seeds", "harmful", expect={"toy-a->toy-contrary": "harms"})
+    result = pytester.runpytest_subprocess("--co")
+    result.stdout.fnmatch_lines(["*seed.toml expect*'toy-a->toy-contrary': the outcome must be one of "
+                                 "'transfers', 'hurts', 'no effect shown', got 'harms'*"])
+
+
+def test_a_noninferiority_margin_puts_the_burden_of_proof_on_safety(pytester: pytest.Pytester) -> None:
+    project(pytester, ini="skilltransfer_source = toy-a\nskilltransfer_target = toy-stubborn toy-b\n", seeds=())
+    make_seed(pytester.path / "seeds", "alpha", tasks=6, thresholds={"noninferiority_margin": 0.1})
+    result = pytester.runpytest_subprocess("--snapshot-update")
+    result.assert_outcomes(passed=1, failed=1)  # 6 tied tasks cannot show the gain is above -0.1
+    result.stdout.fnmatch_lines(["*INCONCLUSIVE gain +0.000 * does not show non-inferiority within 0.100*"])

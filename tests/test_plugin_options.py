@@ -77,7 +77,10 @@ def test_thresholds_seed_then_ini_then_marker_then_command_line() -> None:
     settings = Settings(ini_thresholds={"min_score": 0.4, "min_efficiency": 0.3, "regression_tolerance": 0.2},
                         cli_thresholds={"min_gain": None})
     merged = settings.thresholds(seed, {"min_score": 0.9, "min_gain": 0.7})
-    assert merged == Thresholds(min_gain=None, min_score=0.9, min_efficiency=0.3, regression_tolerance=0.2)
+    assert merged == Thresholds(min_gain=None, min_score=0.9, min_efficiency=0.3, regression_tolerance=0.2,
+                                harm_tolerance=0.0)
+    off = Thresholds(harm_tolerance=None, off=("harm_tolerance",))
+    assert Settings().thresholds(off).harm_tolerance is None
 
 
 def test_pair_with_colon_names_uses_the_arrow() -> None:

@@ -124,5 +124,5 @@ def test_markdown_gives_each_item_its_own_verdict() -> None:
     hand = {**result(), "cost": cost, "item": "seeds/test_gates.py::test_alpha",
             "gate": {"passed": False, "verdict": "fail", "failures": ["gain too low"], "snapshot": "ok"}}
     rows = [line for line in markdown_report.render([matrix, hand]).splitlines() if line.startswith("| alpha")]
-    assert [row.rsplit("|", 2)[-2].strip() for row in rows] == ["pass", "**FAIL**"]
+    assert [row.rsplit("|", 2)[-2].strip() for row in rows] == ["no gate", "**FAIL**"]
     assert "test_alpha" in rows[1]

@@ -578,18 +578,22 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
     family = sum(1 for other in item.session.items if SPEC in other.stash)
     outcome = gating.evaluate(run.data, thresholds, committed, updating=updating,
                               correction=settings.correction, family=family,
-                              reference=base.reference if base is not None else None)
+                              reference=base.reference if base is not None else None,
+                              expected=run.seed.expected_outcome(run.spec.source, run.spec.target))
     if base is not None:
         run.data["compare"] = base.record(run.data, outcome.as_dict())
     mismatch = snapshots.compare(run.snapshot, run.data) if settings.compare_snapshots else []
     verdict = "fail" if mismatch else outcome.verdict
+    written = "updated" if run.snapshot.update_snapshots else "ok"
     run.data["gate"] = {**outcome.as_dict(), "verdict": verdict, "passed": verdict == "pass",
-                        "snapshot": mismatch[0] if mismatch else "ok" if settings.compare_snapshots else "not compared"}
+                        "snapshot": mismatch[0] if mismatch else written if settings.compare_snapshots else "not compared"}
+    run.data["gate"]["label"] = gating.verdict_label(run.data["gate"])
     for gate in outcome.gates:
         item.user_properties.append((f"skilltransfer_gate_{gate.name}", gate.verdict))
         if gate.tasks_for_power is not None:
             item.user_properties.append(("skilltransfer_tasks_for_min_gain", gate.tasks_for_power))
-    item.user_properties.append(("skilltransfer_verdict", verdict))
+    item.user_properties.append(("skilltransfer_outcome", run.data["outcome"]))
+    item.user_properties.append(("skilltransfer_verdict", run.data["gate"]["label"]))
     if verdict == "fail" or (verdict == "inconclusive" and settings.inconclusive == "fail"):
         texts = {task.id: task.text for task in run.seed.test}
         raise TransferFailed(diagnose(run.data, outcome, run.seed.skill, texts, mismatch),

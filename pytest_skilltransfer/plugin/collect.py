@@ -29,7 +29,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from ..seed_layout import CONFIG_FILE, is_collectable_seed, is_seed_dir, is_seed_file, seed_file
+from ..seed_layout import CONFIG_FILE, GATE_NAMES, is_collectable_seed, is_seed_dir, is_seed_file, seed_file
 from .options import Pair
 
 try:  # the id suffix `[src->tgt]` travels in a callspec, as for parametrized tests (structured ids, pytest 9.2)
@@ -40,7 +40,7 @@ except ImportError:  # pragma: no cover - pytest < 9.2
 MARKER = "skilltransfer"
 ITEM_PREFIX = "transfer["
 SPEC_KEYS = ("seed", "source", "target", "optimizer")
-THRESHOLD_KEYS = ("min_gain", "min_score", "min_efficiency", "regression_tolerance")
+THRESHOLD_KEYS = GATE_NAMES
 
 
 def seed_nodeid(path: Path, config: pytest.Config) -> Any:

@@ -1,6 +1,7 @@
 """The failure report of a transfer item: what a reviewer needs to act on a failed gate.
 
-Sections: the failed gates; the scores table; the held-out tasks that fail on the target with the
+Sections: the failed gates; the scores table; the held-out tasks that got worse than the baseline
+(with the checks they now miss and the learned lines the nights accepted); the held-out tasks that fail on the target with the
 learned skill and the checks they miss (with the judge's reason and votes for a rubric check); the diff from the seed's skill to the learned skill; the
 edits accepted and rejected per night.
 """
@@ -64,6 +65,31 @@ def failing_tasks(result: dict[str, Any], task_texts: dict[str, str]) -> list[st
     return lines or ["  (none: every held-out task passes)"]
 
 
+def worse_tasks(result: dict[str, Any], task_texts: dict[str, str]) -> list[str]:
+    """Held-out tasks scoring lower with the learned skill than with the seed's, and the checks they now miss."""
+    baseline = {t["task_id"]: t for t in result["scores"]["baseline"]["tasks"]}
+    lines = []
+    for task in result["scores"]["transferred"]["tasks"]:
+        before = baseline.get(task["task_id"])
+        if before is None or task["hard"] >= before["hard"]:
+            continue
+        missed_before = {label for sample in before["samples"] for label in sample["failed"]}
+        missed_now = sorted({label for sample in task["samples"] for label in sample["failed"]} - missed_before)
+        text = task_texts.get(task["task_id"], "")
+        text = text if len(text) <= TASK_CHARS else text[: TASK_CHARS - 3] + "..."
+        lines.append(f"  {task['task_id']} (hard {before['hard']:.2f} -> {task['hard']:.2f}): {text}")
+        lines.extend(f"      now misses: {label}" for label in missed_now)
+    return lines
+
+
+def learned_lines(optimization: dict[str, Any] | None) -> list[str]:
+    """The edits the nights accepted on the source: the learned lines behind a change on the target."""
+    if optimization is None:
+        return []
+    return [f"  night {night['night']}: {_edit_line(edit)}"
+            for night in optimization["nights"] if night["accepted"] for edit in night["applied"]]
+
+
 def skill_diff(seed_skill: str, learned_skill: str) -> list[str]:
     """Unified diff from the seed's SKILL.md to the learned skill."""
     diff = difflib.unified_diff(seed_skill.splitlines(), learned_skill.splitlines(),
@@ -111,6 +137,14 @@ def diagnose(result: dict[str, Any], outcome: GateOutcome, seed_skill: str, task
     if unfinished:
         lines += ["", f"unfinished answers (counted as given): {unfinished}"]
     lines += ["", f"scores on {result['target']} (held-out):", *scores_table(result)]
+    worse = worse_tasks(result, task_texts)
+    if worse:
+        lines += ["", f"held-out tasks worse on {result['target']} with the learned skill than with the seed's "
+                  f"({len(worse and [w for w in worse if not w.startswith('      ')])}), and the checks they now miss:",
+                  *worse]
+        learned = learned_lines(result["optimization"]["source"])
+        if learned:
+            lines += [f"learned lines accepted on {result['source']} (the nights that added them):", *learned]
     lines += ["", f"held-out tasks failing on {result['target']} with the learned skill:",
               *failing_tasks(result, task_texts)]
     lines += ["", "learned skill vs seed skill:", *skill_diff(seed_skill, result["learned_skill"])]

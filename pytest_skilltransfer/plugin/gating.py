@@ -10,6 +10,15 @@ The burden of proof lies on the claim a gate protects:
   scores are compared, paired by task, with the committed snapshot's (`stats.regression`); it fails
   only when the change's whole interval lies below -tolerance, i.e. on evidence of a regression.
   It is off while `--snapshot-update` accepts new results.
+* `harm_tolerance` (on by default, `DEFAULT_HARM_TOLERANCE` = 0): a guard, not a claim. It fails an
+  item whose gain's whole interval lies below -tolerance: the learned skill makes the target worse
+  than its own baseline. Off with `off` in seed.toml `[thresholds]`, the ini, a marker or the
+  command line (`--transfer-harm-tolerance=off`).
+* `noninferiority_margin` (opt in): the burden of proof on safety; pass only when the whole gain
+  interval lies at or above -margin, fail when it lies wholly below, inconclusive otherwise.
+* `expect` (seed.toml, per pair): the outcome the seed declares it demonstrates (`transfers`,
+  `hurts`, `no effect shown`); pass when the measured outcome (`stats.outcome`) matches, fail when it
+  does not. A declared outcome takes the harm gate's place (a seed may be meant to show harm).
 * Efficiency is undefined without a direct run (the gate is skipped with a note), and inconclusive
   when the direct headroom is not significantly above 0.
 
@@ -27,10 +36,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import stats
+from ..report import CLAIM_GATES, verdict_label  # noqa: F401  (verdict_label: the plugin labels its records)
 from ..seeds import Thresholds
 
 EPSILON = 1e-9
 DEFAULT_REGRESSION_TOLERANCE = 0.05
+DEFAULT_HARM_TOLERANCE = 0.0
 CORRECTIONS = ("none", "bonferroni")
 
 
@@ -82,8 +93,14 @@ class GateOutcome:
     def passed(self) -> bool:
         return self.verdict == stats.PASS
 
+    @property
+    def claims(self) -> tuple[str, ...]:
+        """The claim gates applied (guards, harm and regression, only rule out the worst)."""
+        return tuple(g.name for g in self.gates if g.name in CLAIM_GATES)
+
     def as_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "passed": self.passed, "failures": list(self.failures),
+        return {"verdict": self.verdict, "passed": self.passed, "claims": list(self.claims),
+                "failures": list(self.failures),
                 "inconclusive": list(self.inconclusive), "notes": list(self.notes), "level": round(self.level, 6),
                 "gates": [g.as_dict() for g in self.gates], "thresholds": self.thresholds}
 
@@ -150,10 +167,71 @@ def per_task(evaluation: dict[str, Any] | None) -> dict[str, float]:
     return {} if evaluation is None else {t["task_id"]: t["hard"] for t in evaluation["tasks"]}
 
 
+def _gain_interval(result: dict[str, Any], level: float) -> tuple[float, float, float, int]:
+    """The gain's mean, interval at `level` and task count, from a result in the JSON shape."""
+    gain = result["gain"]
+    if abs(level - stats.LEVEL) < 1e-12:
+        return gain["mean"], gain["ci_low"], gain["ci_high"], gain["n"]
+    low, high = stats.bounds(gain["mean"], gain["n"], level, True, (gain.get("restarts") or {}).get("gains") or [])
+    return gain["mean"], low, high, gain["n"]
+
+
+def _shown_gain(mean: float, low: float, high: float, n: int, level: float) -> str:
+    return f"gain {mean:+.3f} [{low:+.3f}, {high:+.3f}] ({level * 100:.4g}% CI, {n} task(s))"
+
+
+def _harm_gate(result: dict[str, Any], tolerance: float, level: float) -> Gate:
+    """Fail when the whole gain interval lies below -tolerance: the target is worse than its own baseline."""
+    mean, low, high, n = _gain_interval(result, level)
+    shown = _shown_gain(mean, low, high, n, level)
+    worse = result["gain"].get("worsened")
+    if high < -tolerance - EPSILON:
+        count = f"; {worse} of {n} held-out task(s) got worse" if worse is not None else ""
+        return Gate("harm_tolerance", stats.FAIL, tolerance, mean, low, high,
+                    f"harm: the learned skill makes {result['target']} worse than its own baseline: {shown} lies "
+                    f"below -{tolerance:.3f}{count} (turn the harm gate off with harm_tolerance = \"off\", or "
+                    "declare it with expect = \"hurts\" in seed.toml)")
+    return Gate("harm_tolerance", stats.PASS, tolerance, mean, low, high,
+                f"no harm shown: {shown} does not lie wholly below -{tolerance:.3f}")
+
+
+def _noninferiority_gate(result: dict[str, Any], margin: float, level: float) -> Gate:
+    """Pass only when the whole gain interval is at or above -margin (the burden of proof on safety)."""
+    mean, low, high, n = _gain_interval(result, level)
+    shown = _shown_gain(mean, low, high, n, level)
+    verdict = stats.decide(low, high, -margin)
+    text = {stats.PASS: f"non-inferior: {shown} lies at or above -{margin:.3f}",
+            stats.FAIL: f"inferior: {shown} lies below -{margin:.3f}",
+            stats.INCONCLUSIVE: f"{shown} does not show non-inferiority within {margin:.3f} (its lower bound is "
+                                f"below -{margin:.3f})"}[verdict]
+    tasks = None
+    if verdict == stats.INCONCLUSIVE:
+        tasks = stats.tasks_to_decide(mean, n, -margin, level, paired=True,
+                                      restart_values=(result["gain"].get("restarts") or {}).get("gains") or [])
+        text += "; " + _decided_text(tasks, n, len((result["gain"].get("restarts") or {}).get("gains") or []))
+    return Gate("noninferiority_margin", verdict, margin, mean, low, high, text, tasks)
+
+
+def _expect_gate(result: dict[str, Any], expected: str) -> Gate:
+    """Pass when the measured outcome is the one the seed declares for this pair."""
+    gain = result["gain"]
+    measured = stats.outcome(gain["ci_low"], gain["ci_high"])
+    shown = _shown_gain(gain["mean"], gain["ci_low"], gain["ci_high"], gain["n"], stats.LEVEL)
+    if measured == expected:
+        return Gate("expect", stats.PASS, 0.0, gain["mean"], gain["ci_low"], gain["ci_high"],
+                    f"shows the declared outcome '{expected}': {shown}")
+    return Gate("expect", stats.FAIL, 0.0, gain["mean"], gain["ci_low"], gain["ci_high"],
+                f"seed.toml declares '{expected}' for {result['source']} -> {result['target']} but the run shows "
+                f"'{measured}': {shown}; the seed's behaviour changed (fix it, or change its expect)")
+
+
 def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str, float] | None = None,
              updating: bool = False, correction: str = "none", family: int = 1,
-             reference: str | None = None) -> GateOutcome:
+             reference: str | None = None, expected: str | None = None) -> GateOutcome:
     """Apply every configured gate to a result in the JSON shape of `result_json`.
+
+    `expected` is the outcome the seed declares for this pair (seed.toml `expect`); it replaces the
+    harm gate.
 
     `committed` holds the committed snapshot's transferred per-task scores (None: no snapshot);
     `reference` names where they come from when that is not the working tree (e.g. `the snapshot at
@@ -175,6 +253,12 @@ def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str
     if thresholds.min_efficiency is not None:
         decision = _efficiency_gate(result, thresholds.min_efficiency)
         (notes.append if isinstance(decision, str) else gates.append)(decision)  # type: ignore[arg-type]
+    if expected is not None:
+        gates.append(_expect_gate(result, expected))
+    elif thresholds.harm_tolerance is not None:
+        gates.append(_harm_gate(result, thresholds.harm_tolerance, level))
+    if thresholds.noninferiority_margin is not None:
+        gates.append(_noninferiority_gate(result, thresholds.noninferiority_margin, level))
     if thresholds.regression_tolerance is not None and committed is not None and not updating:
         check = stats.regression(committed, per_task(result["scores"]["transferred"]), thresholds.regression_tolerance)
         message = check.message()
@@ -188,19 +272,23 @@ def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str
         gates.append(Gate("regression_tolerance", check.verdict, thresholds.regression_tolerance,
                           None if gain is None else gain.mean, None if gain is None else gain.low,
                           None if gain is None else gain.high, message))
-    outcome = GateOutcome(tuple(gates), tuple(notes), level, dict(thresholds.__dict__))
-    return _judge_stability(outcome, result, thresholds, committed, updating, correction, family)
+    if expected is not None and thresholds.harm_tolerance is not None:
+        notes.append(f"harm gate replaced by the declared outcome '{expected}' (seed.toml expect)")
+    recorded = {k: v for k, v in thresholds.__dict__.items() if k != "off"}
+    outcome = GateOutcome(tuple(gates), tuple(notes), level, {**recorded, "expect": expected})
+    return _judge_stability(outcome, result, thresholds, committed, updating, correction, family, expected)
 
 
 def _judge_stability(outcome: GateOutcome, result: dict[str, Any], thresholds: Thresholds,
-                     committed: dict[str, float] | None, updating: bool, correction: str, family: int) -> GateOutcome:
+                     committed: dict[str, float] | None, updating: bool, correction: str, family: int,
+                     expected: str | None = None) -> GateOutcome:
     """A pass that does not survive its uncertain rubric verdicts resolved against the skill is inconclusive."""
     from ..judge_report import adverse, uncertain_count
 
     count = uncertain_count(result) if result.get("judge") else 0
-    if not count or outcome.verdict != stats.PASS or not outcome.gates:
+    if not count or outcome.verdict != stats.PASS or not outcome.claims:
         return outcome
-    worst = evaluate(adverse(result), thresholds, committed, updating, correction, family)
+    worst = evaluate(adverse(result), thresholds, committed, updating, correction, family, expected=expected)
     if worst.verdict == stats.PASS:
         return outcome
     message = (f"the pass rests on {count} uncertain rubric verdict(s) (unstable judge samples or judge errors): "

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
 
-from ..seed_layout import LIMIT_OPTIONS
+from ..seed_layout import GATE_NAMES, LIMIT_OPTIONS
 
 if TYPE_CHECKING:  # the engine is imported when a run has seeds or shows --help, not by every pytest run
     from ..models.sdk_common import CallPolicy
@@ -51,6 +51,8 @@ THRESHOLD_OPTIONS = {  # option -> Thresholds field
     "transfer-min-score": "min_score",
     "transfer-min-efficiency": "min_efficiency",
     "transfer-regression-tolerance": "regression_tolerance",
+    "transfer-harm-tolerance": "harm_tolerance",
+    "transfer-noninferiority-margin": "noninferiority_margin",
 }
 OFF_WORDS = ("off", "none")
 INCONCLUSIVE_ACTIONS = ("fail", "xfail", "pass")  # what an inconclusive gate does to its pytest item
@@ -327,15 +329,16 @@ class Settings:
     def thresholds(self, seed: Thresholds, marker: dict[str, Any] | None = None) -> Thresholds:
         """default < seed.toml < ini < the test's marker < command line; None (`off`) turns a gate off.
 
-        The only default is the regression gate's tolerance (`DEFAULT_REGRESSION_TOLERANCE`).
+        The defaults are the regression gate's tolerance (`DEFAULT_REGRESSION_TOLERANCE`) and the harm
+        gate's (`DEFAULT_HARM_TOLERANCE`); every other gate is off until set.
         """
         from ..seeds import Thresholds
-        from .gating import DEFAULT_REGRESSION_TOLERANCE
+        from .gating import DEFAULT_HARM_TOLERANCE, DEFAULT_REGRESSION_TOLERANCE
 
-        seed_values = {k: v for k, v in seed.__dict__.items() if v is not None}
-        values = {"regression_tolerance": DEFAULT_REGRESSION_TOLERANCE, **seed_values, **self.ini_thresholds,
+        values = {"regression_tolerance": DEFAULT_REGRESSION_TOLERANCE, "harm_tolerance": DEFAULT_HARM_TOLERANCE,
+                  **seed.values(), **self.ini_thresholds,
                   **(marker or {}), **self.cli_thresholds}
-        return Thresholds(**{k: v for k, v in values.items() if k in Thresholds.__dataclass_fields__})
+        return Thresholds(**{k: v for k, v in values.items() if k in GATE_NAMES})
 
 
 class _Reader:

@@ -130,7 +130,8 @@ def lane_lines(units: list[Unit]) -> list[str]:
     """The planned run priced in every lane: at most, expected, and expected without cache reads."""
     rows = [("lane (whole run)", "$ ≤", "$ expected", "$ expected, no cache reads")]
     for lane, figures in lane_prices(units).items():
-        rows.append((lane, *(_money(figures[k]) for k in ("bound", "expected", "expected-no-cache"))))
+        label = "flex (where offered)" if lane == "flex" else lane
+        rows.append((label, *(_money(figures[k]) for k in ("bound", "expected", "expected-no-cache"))))
     return _table(rows)
 
 

@@ -26,7 +26,7 @@ from syrupy.data import SnapshotCollections
 from syrupy.extensions.base import AbstractSyrupyExtension
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-from ..report import gain_text, mdg_text, night_verdict, p_text
+from ..report import gain_text, mdg_text, night_verdict, outcome_text, p_text
 
 if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
@@ -113,6 +113,7 @@ def render(result: dict[str, Any]) -> str:
         _score_row("direct", scores["direct"]), "",
         f"- gain: {gain_text(result)} over {result['gain']['n']} task(s), p = {p_text(result['gain']['p_value'])} "
         f"(exact sign-flip), minimal detectable gain {mdg_text(result)}",
+        f"- outcome: {outcome_text(result)}",
         f"- efficiency: {efficiency}",
         f"- transferred per task: `{per_task_text(scores['transferred'])}`", *_evidence_line(result),
         *_settings_line(result),
