@@ -4,6 +4,7 @@
     python -m pytest_skilltransfer init DIR [--skill PATH]
     python -m pytest_skilltransfer merge SHARD.json...   (merges sharded pytest runs' reports, see `merge`)
     python -m pytest_skilltransfer index [DIR] [--check] (cassette indexes, see `cassettes.reindex`)
+    python -m pytest_skilltransfer html REPORT.json -o PAGE.html   (the HTML page of a JSON report)
     python -m pytest_skilltransfer models                (names, resolved ids, prices, recordings, pins)
     python -m pytest_skilltransfer doctor                (keys, models, prices, cassettes, snapshots, plugins)
     python -m pytest_skilltransfer check SEED TASK_ID ANSWER_FILE  (which checks an answer passes)
@@ -75,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
                "[tool.skilltransfer.models] and [tool.skilltransfer.prices] in pyproject.toml apply as in pytest. "
                "Exit: 0 all gates pass, 1 a gate or model call failed, 2 bad options or seeds. "
                "merge SHARD.json... merges the JSON reports of sharded runs (see merge --help); "
-               "index [DIR] [--check] writes or checks the cassette indexes (see index --help).",
+               "index [DIR] [--check] writes or checks the cassette indexes (see index --help); "
+               "html REPORT.json -o PAGE.html builds the HTML page of a JSON report.",
     )
     own = parser.add_argument_group("run")
     own.add_argument("--data-root", default="seeds", help="folder of seeds (default: seeds)")
@@ -162,6 +164,10 @@ def main(argv: list[str] | None = None) -> int:
         from .merge import main as merge
 
         return merge(argv[1:])
+    if argv[:1] == ["html"]:
+        from .plugin.html_report import main as html_main
+
+        return html_main(argv[1:])
     if argv[:1] == ["index"]:
         from .cassettes.reindex import main as index_main
 

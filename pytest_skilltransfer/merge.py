@@ -1,4 +1,4 @@
-"""`python -m pytest_skilltransfer merge SHARD.json... [--md FILE] [--json FILE]`: one report from shards.
+"""`python -m pytest_skilltransfer merge SHARD.json... [--md FILE] [--json FILE] [--html FILE]`: one report from shards.
 
 The shards' JSON reports (`--skilltransfer-json` of runs with `--shard-id/--num-shards`) are checked
 to be one complete set: the same shard count, every id from 0 to N-1 exactly once, no item and no
@@ -125,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("reports", nargs="+", type=Path, metavar="SHARD.json", help="every shard's JSON report")
     parser.add_argument("--md", type=Path, metavar="FILE", help="write the Markdown report (e.g. $GITHUB_STEP_SUMMARY)")
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the merged JSON report")
+    parser.add_argument("--html", type=Path, metavar="FILE", help="write the self-contained HTML page")
     return parser
 
 
@@ -151,6 +152,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.md:
         write(args.md, markdown_report.render(results, merged["errors"]))
         print(f"Markdown report: {args.md}")
+    if args.html:
+        from .plugin import html_report
+
+        write(args.html, html_report.render(merged))
+        print(f"HTML report: {args.html}")
     failed = failed_gates(results)
     if failed:
         print(f"{len(failed)} gate(s) failed:", file=sys.stderr)

@@ -20,6 +20,7 @@ from .summary import summarize
 
 EXPERIMENT = "skilltransfer/transfer"
 TAIL_CHARS = 300
+ANSWER_CHARS = 2000  # each answer's text kept in the report (the HTML page shows it); 0 keeps none
 
 
 def _round(value: float | None) -> float | None:
@@ -101,7 +102,7 @@ def role_costs(phases: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, A
                      for phase, rows in phases.items() for row in rows)
 
 
-def _evaluation(ev: Evaluation | None) -> dict[str, Any] | None:
+def _evaluation(ev: Evaluation | None, answer_chars: int = ANSWER_CHARS) -> dict[str, Any] | None:
     if ev is None:
         return None
     return {
@@ -110,20 +111,28 @@ def _evaluation(ev: Evaluation | None) -> dict[str, Any] | None:
         "stops": ev.stops,
         "tasks": [
             {"task_id": t.task_id, "hard": round(t.hard, 4), "soft": round(t.soft, 4),
-             "samples": _samples(t)}
+             "samples": _samples(t, answer_chars)}
             for t in ev.tasks
         ],
     }
 
 
-def _samples(task: TaskResult) -> list[dict[str, Any]]:
+def _samples(task: TaskResult, answer_chars: int = ANSWER_CHARS) -> list[dict[str, Any]]:
     return [{"sample_id": s.sample_id, "hard": s.hard, "soft": round(s.soft, 4), "failed": list(s.failed),
              "stop_reason": s.stop_reason,
+             **({"answer": answer_text(s.answer, answer_chars)} if answer_chars else {}),
              **({"rubric": [verdict_json(v) for v in s.rubric]} if s.rubric else {})}
             for s in task.samples]
 
 
-def _averaged(evaluations: list[Evaluation]) -> dict[str, Any]:
+def answer_text(answer: str, limit: int) -> str:
+    """An answer cut to `limit` characters, saying how much was left out."""
+    if len(answer) <= limit:
+        return answer
+    return answer[:limit] + f"\n[... {len(answer) - limit} more characters not kept; --skilltransfer-answer-chars]"
+
+
+def _averaged(evaluations: list[Evaluation], answer_chars: int = ANSWER_CHARS) -> dict[str, Any]:
     """Several restarts' evaluations of one split as one: per-task means over restarts, two-level intervals."""
     first = evaluations[0]
     hard = [[t.hard for t in ev.tasks] for ev in evaluations]
@@ -135,17 +144,17 @@ def _averaged(evaluations: list[Evaluation]) -> dict[str, Any]:
         "stops": {kind: sum(ev.stops[kind] for ev in evaluations) for kind in first.stops},
         "tasks": [{"task_id": tasks[0].task_id, "hard": round(mean(h), 4), "soft": round(mean(s), 4),
                    "restarts": [round(v, 4) for v in h],
-                   "samples": [sample for task in tasks for sample in _samples(task)]}
+                   "samples": [sample for task in tasks for sample in _samples(task, answer_chars)]}
                   for tasks, h, s in zip(zip(*(ev.tasks for ev in evaluations)), zip(*hard), zip(*soft))],
     }
 
 
-def _scores(evaluations: list[Evaluation | None]) -> dict[str, Any] | None:
+def _scores(evaluations: list[Evaluation | None], answer_chars: int = ANSWER_CHARS) -> dict[str, Any] | None:
     """One evaluation's JSON, or the restart average of several."""
     present = [ev for ev in evaluations if ev is not None]
     if not present:
         return None
-    return _evaluation(present[0]) if len(present) == 1 else _averaged(present)
+    return _evaluation(present[0], answer_chars) if len(present) == 1 else _averaged(present, answer_chars)
 
 
 def _restarts(result: TransferResult) -> list[dict[str, Any]] | None:
@@ -185,13 +194,13 @@ def _profile_scores(result: TransferResult) -> dict[str, Any]:
             "direct": _round(direct), "gain": _round(transferred - baseline)}
 
 
-def result_to_json(result: TransferResult) -> dict[str, Any]:
-    """One result in the report shape."""
+def result_to_json(result: TransferResult, answer_chars: int = ANSWER_CHARS) -> dict[str, Any]:
+    """One result in the report shape; each answer's text is kept up to `answer_chars` characters."""
     phases = result.phase_costs()
     merged = total_costs(result)
     runs = result.runs
-    transferred = _scores([run.transferred for run in runs])
-    direct = _scores([run.direct for run in runs]) if result.direct else None
+    transferred = _scores([run.transferred for run in runs], answer_chars)
+    direct = _scores([run.direct for run in runs], answer_chars) if result.direct else None
     phase_rows = {name: cost_rows(costs) for name, costs in phases.items()}
     return {
         "seed": result.seed,
@@ -210,12 +219,13 @@ def result_to_json(result: TransferResult) -> dict[str, Any]:
         "headroom": None if result.headroom is None else result.headroom.as_dict(),
         "scoring": _profile_scores(result),
         "scores": {
-            "baseline": _evaluation(result.baseline),
+            "baseline": _evaluation(result.baseline, answer_chars),
             "transferred": transferred,
             "direct": direct,
         },
         "restarts": _restarts(result),
         "learned_skill": result.learned.learned_skill,
+        "seed_skill": result.learned.initial_skill,
         "optimization": {"source": _optimization(result.learned), "direct": _optimization(result.direct_optimization)},
         "cost": {
             "phases": phase_rows,

@@ -16,6 +16,7 @@ from pytest_skilltransfer.merge import main as merge
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARDS = 3
+MAIN_JOB_PAGE_BOUND = 4_000_000  # bytes of the main job's HTML page
 VOLATILE = ("duration", "durations", "seconds", "elapsed", "timings", "started", "finished")
 
 
@@ -33,7 +34,7 @@ def run_project(tmp: Path, name: str, *args: str) -> tuple[dict[str, Any], str, 
     json_path, md_path = tmp / f"{name}.json", tmp / f"{name}.md"
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--skilltransfer-json={json_path}",
-         f"--skilltransfer-md={md_path}", *args],
+         f"--skilltransfer-md={md_path}", f"--skilltransfer-html={tmp / f'{name}.html'}", *args],
         cwd=ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, "CI": "true"})
     assert done.returncode == 0, done.stdout + done.stderr
     return json.loads(json_path.read_text()), md_path.read_text(), done.stdout.splitlines()
@@ -64,12 +65,15 @@ def test_three_shards_merged_equal_the_unsharded_run_and_keep_seeds_whole(runs: 
     for report, _, _ in runs["shards"]:
         assert {f"seeds/{s}" for s in {r["seed"] for r in report["results"]}} == set(report["shard"]["seeds"])
 
-    code = merge([*map(str, runs["paths"]), "--json", str(tmp / "merged.json"), "--md", str(tmp / "merged.md")])
+    code = merge([*map(str, runs["paths"]), "--json", str(tmp / "merged.json"), "--md", str(tmp / "merged.md"),
+                  "--html", str(tmp / "merged.html")])
     printed = capsys.readouterr().out.splitlines()
     assert code == 0
     merged = json.loads((tmp / "merged.json").read_text())
     assert without_volatile(merged) == without_volatile(whole_json)
     assert (tmp / "merged.md").read_text() == whole_md
+    assert (tmp / "merged.html").read_text() == (tmp / "whole.html").read_text()
+    assert (tmp / "whole.html").stat().st_size < MAIN_JOB_PAGE_BOUND  # the README states the bound
     assert table(printed) == table(whole_lines)
     assert printed[0].startswith("=") and "skill transfer (merged from 3 report(s))" in printed[0]
 

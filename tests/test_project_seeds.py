@@ -85,7 +85,11 @@ def held_out_rate(model_name: str, seed: Seed, skill: str) -> float:
 
 # Seeds whose learned rule hurts one model: (the rule, the model it hurts, the model it helps or leaves alone).
 # Their deficient skill already passes the held-out checks on the model it hurts.
-HARMS: dict[str, tuple[str, str, str]] = {}
+HARMS: dict[str, tuple[str, str, str]] = {
+    "status-report": ("Hard limit: keep every answer under 900 characters, even when other rules ask for detail.",
+                      "sim-large", "sim-small"),
+    "howto-answers": ("Keep answers short and to the point.", "sim-small", "sim-large"),
+}
 
 
 def test_there_are_at_least_six_seeds_and_each_has_a_fix_table_entry():
@@ -164,9 +168,10 @@ KINDS = {
     "alert-intake": "full", "changelog-writer": "full", "docs-style": "full", "incident-summary": "partial",
     "notes-first": "full", "release-advisor": "partial", "standup-digest": "none", "support-triage": "full",
     "ticket-router": "full", "postmortem-cause": "full", "change-review": "full",
+    "status-report": "harm", "howto-answers": "none",
 }
 # The direction in which a harm seed's learned skill hurts the target (its seed.toml says why).
-HURTS_IN: dict[str, tuple[str, str]] = {}
+HURTS_IN = {"status-report": ("sim-small", "sim-large"), "howto-answers": ("sim-large", "sim-small")}
 
 
 def default_run(seed: Seed, source: str, target: str):

@@ -489,7 +489,7 @@ def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapsho
         problem = ""
     if problem:
         pytest.fail(problem, pytrace=False)
-    data = result_to_json(result)
+    data = result_to_json(result, settings_of(request.config).answer_chars)
     data["prompt_cache"] = "auto" if runner.settings.calls.prompt_cache else "off"  # shapes Anthropic requests
     item.stash[RUN] = ItemRun(result, data, seed, spec, snapshot.use_extension(TransferSnapshotExtension))
     item.user_properties.extend(junit_properties(data))

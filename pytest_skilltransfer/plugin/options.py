@@ -228,6 +228,10 @@ def add_options(parser: Any) -> None:
     _add(group, parser, "skilltransfer-json", "write the JSON report (the CLI's --json shape) to PATH", metavar="PATH")
     _add(group, parser, "skilltransfer-md", "write a Markdown report with charts (for CI job summaries) to PATH",
          metavar="PATH")
+    _add(group, parser, "skilltransfer-html", "write one self-contained HTML page (per-item drill-down, task x arm "
+         "matrix, answers, skill diff, nights, cost; opens from disk) to PATH", metavar="PATH")
+    _add(group, parser, "skilltransfer-answer-chars", "characters of each answer kept in the JSON and HTML reports "
+         "(0 = none; default 2000)", metavar="N")
     _add(group, parser, "record-mode", "cassettes for real providers: none|once|new_episodes|all "
          "(default: none, replay only, when $CI is set; else once)", metavar="MODE")
     _add(group, parser, "cassette-dir", "folder of recorded provider traffic (default: <rootdir>/cassettes)",
@@ -301,6 +305,8 @@ class Settings:
     seeds_dirs: tuple[Path, ...] = ()
     json_path: Path | None = None
     md_path: Path | None = None
+    html_path: Path | None = None
+    answer_chars: int = 2000
     record_mode: str | None = None  # None: the cassettes' default (replay only under CI)
     cassette_dir: Path = Path("cassettes")
     local_server: str = "auto"
@@ -628,6 +634,8 @@ def read_settings(config: pytest.Config) -> Settings:
     optimizer, _ = reader.get("optimizer")
     json_path, _ = reader.get("skilltransfer-json")
     md_path, _ = reader.get("skilltransfer-md")
+    html_path, _ = reader.get("skilltransfer-html")
+    answer_chars, answer_where = reader.get("skilltransfer-answer-chars")
     cassette_dir, _ = reader.get("cassette-dir")
     ini_judge, cli_judge = _judge_layers(reader)
     concurrency, model_concurrency = _concurrency(reader)
@@ -641,6 +649,8 @@ def read_settings(config: pytest.Config) -> Settings:
         seeds_dirs=tuple(seeds_dirs),
         json_path=_path(json_path, cwd) if json_path else None,
         md_path=_path(md_path, cwd) if md_path else None,
+        html_path=_path(html_path, cwd) if html_path else None,
+        answer_chars=_int(answer_chars, answer_where, 0) if answer_chars is not None else Settings.answer_chars,
         record_mode=_record_mode(reader),
         cassette_dir=_path(cassette_dir, cwd) if cassette_dir else config.rootpath / "cassettes",
         local_server=_local_server(reader),

@@ -88,6 +88,10 @@ class TransferReporting:
             path = self.settings.md_path
             text = ("\n" if path.is_file() and path.stat().st_size else "") + text
             write(self.settings.md_path, text, append=True)
+        if self.settings.html_path:
+            from . import html_report
+
+            write(self.settings.html_path, html_report.render(self.report()))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if is_worker(self.config) or not (self.results or self.errors):
@@ -103,7 +107,8 @@ class TransferReporting:
             terminalreporter.write_line("items: " + ", ".join(f"{n} {what}" for what, n in counts.items()))
         for error in errored(self.errors):
             terminalreporter.write_line(f"ERROR {error['item']}: {error['reason']}")
-        for label, path in (("JSON", self.settings.json_path), ("Markdown", self.settings.md_path)):
+        for label, path in (("JSON", self.settings.json_path), ("Markdown", self.settings.md_path),
+                            ("HTML", self.settings.html_path)):
             if path:
                 terminalreporter.write_line(f"{label} report: {path}")
 

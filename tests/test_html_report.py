@@ -1,0 +1,176 @@
+"""The HTML page, opened in a real headless browser (Debian's chromium, driven by Playwright) from file://.
+
+The page is built from the project's own seeds replayed offline (a few seeds, including the real-model
+and the rubric seeds), once unsharded and once as two shards merged: both pages must be equal. Each
+page is loaded with JavaScript on and off; no request may leave the page; a screenshot is taken.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_skilltransfer.merge import main as merge
+from pytest_skilltransfer.plugin import html_report
+
+ROOT = Path(__file__).resolve().parents[1]
+SEEDS = "docs-style or release-advisor or change-review"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
+def run_project(tmp: Path, name: str, *args: str) -> tuple[Path, Path, str]:
+    """A few project seeds replayed offline in their own process: (JSON report, HTML page, stdout)."""
+    json_path, html_path = tmp / f"{name}.json", tmp / f"{name}.html"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-k", SEEDS,
+         f"--skilltransfer-json={json_path}", f"--skilltransfer-html={html_path}", *args],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, "CI": "true"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json_path, html_path, done.stdout
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    tmp = tmp_path_factory.mktemp("html")
+    whole_json, whole_html, stdout = run_project(tmp, "whole")
+    shards = [run_project(tmp, f"shard-{i}", f"--transfer-shard-id={i}", "--transfer-num-shards=2")[0] for i in range(2)]
+    merged = tmp / "merged.html"
+    assert merge([*map(str, shards), "--html", str(merged)]) == 0
+    return {"tmp": tmp, "json": whole_json, "whole": whole_html, "merged": merged, "stdout": stdout}
+
+
+@pytest.fixture(scope="module")
+def browser() -> Any:
+    if CHROMIUM is None:  # .ci/run installs it, so CI always runs these
+        pytest.skip("the browser tests need Debian's chromium: apt-get install chromium")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+def open_page(browser: Any, path: Path, javascript: bool) -> tuple[Any, Any, list[str]]:
+    """The page loaded from file:// with every request it made recorded."""
+    context = browser.new_context(java_script_enabled=javascript, viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    page.goto(path.as_uri())
+    return context, page, requests
+
+
+def test_the_run_writes_the_page_and_says_where(pages: dict[str, Any]) -> None:
+    assert f"HTML report: {pages['whole']}" in pages["stdout"]
+    text = pages["whole"].read_text()
+    assert text.startswith("<!DOCTYPE html>") and "Content-Security-Policy" in text
+    for fetching in ("<link", "<img", "<iframe", "<script src", "@import", "url("):
+        assert fetching not in text
+
+
+def test_merged_shards_give_the_same_page_as_the_unsharded_run(pages: dict[str, Any]) -> None:
+    assert pages["merged"].read_text() == pages["whole"].read_text()
+
+
+def test_a_page_rebuilt_from_the_json_report_is_the_same_page(pages: dict[str, Any], tmp_path: Path) -> None:
+    from pytest_skilltransfer.cli import main
+
+    out = tmp_path / "again.html"
+    assert main(["html", str(pages["json"]), "-o", str(out)]) == 0
+    assert out.read_text() == pages["whole"].read_text()
+
+
+@pytest.mark.parametrize("javascript", [True, False], ids=["js-on", "js-off"])
+@pytest.mark.parametrize("which", ["whole", "merged"])
+def test_the_page_loads_from_disk_with_no_request_leaving_it(pages: dict[str, Any], browser: Any, which: str,
+                                                            javascript: bool) -> None:
+    context, page, requests = open_page(browser, pages[which], javascript)
+    try:
+        report = json.loads(pages["json"].read_text())
+        items = page.locator("details.item")
+        assert items.count() == len(report["results"])
+        assert page.locator("svg circle").count() == len(report["results"])
+        assert page.locator("tr.item-row").count() == len(report["results"])
+        first = items.first
+        first.locator("> summary").click()
+        assert first.locator("table.matrix tr").count() == 1 + len(report["results"][0]["scores"]["baseline"]["tasks"])
+        page.screenshot(path=str(pages["tmp"] / f"{which}-{'js' if javascript else 'nojs'}.png"), full_page=False)
+        assert requests == [pages[which].as_uri()]
+    finally:
+        context.close()
+
+
+def test_the_differs_filter_works_without_javascript(pages: dict[str, Any], browser: Any) -> None:
+    context, page, _ = open_page(browser, pages["whole"], javascript=False)
+    try:
+        items = page.locator("details.item")
+        item = next(items.nth(i) for i in range(items.count())
+                    if items.nth(i).locator("table.matrix tr.same").count() and items.nth(i).locator("tr.differs").count())
+        item.locator("> summary").click()
+        same, differs = item.locator("table.matrix tr.same"), item.locator("table.matrix tr.differs")
+        assert same.first.is_visible() and differs.first.is_visible()
+        item.locator("input.differs-box").check()
+        assert not same.first.is_visible() and differs.first.is_visible()
+    finally:
+        context.close()
+
+
+def test_the_javascript_filters_show_only_the_chosen_outcome(pages: dict[str, Any], browser: Any) -> None:
+    context, page, _ = open_page(browser, pages["whole"], javascript=True)
+    try:
+        report = json.loads(pages["json"].read_text())
+        wanted = sum(1 for r in report["results"] if html_report.outcome_of(r) == "transfers")
+        page.locator('button[data-filter="transfers"]').click()
+        assert page.locator("tr.item-row:visible").count() == wanted
+        page.locator('button[data-filter="all"]').click()
+        assert page.locator("tr.item-row:visible").count() == len(report["results"])
+    finally:
+        context.close()
+
+
+def test_an_items_section_shows_answers_checks_the_skill_diff_and_the_nights(pages: dict[str, Any]) -> None:
+    report = json.loads(pages["json"].read_text())
+    result = next(r for r in report["results"] if r["seed"] == "docs-style")
+    text = html_report.item_section(result)
+    sample = result["scores"]["baseline"]["tasks"][0]["samples"][0]
+    assert html_report.esc(sample["answer"][:40]) in text
+    for check in sample["failed"]:
+        assert html_report.esc(check) in text
+    assert "SKILL.md (learned)" in text and '<span class="add">+' in text
+    assert "night 1:" in text
+
+
+def test_failed_and_hurting_items_are_listed_first_with_their_reason(pages: dict[str, Any]) -> None:
+    report = json.loads(pages["json"].read_text())
+    good = report["results"][0]
+    hurt = json.loads(json.dumps(good))
+    hurt["seed"] = "zz-harmful"
+    hurt["gain"].update({"mean": -0.5, "ci_low": -0.8, "ci_high": -0.2})
+    hurt["outcome"] = "hurts"
+    hurt["gate"] = {"verdict": "fail", "passed": False, "gates": [
+        {"gate": "harm", "verdict": "fail", "threshold": 0.0, "message": "transferred is below baseline: 12 tasks worse"}]}
+    page = html_report.render({**report, "results": [*report["results"], hurt]})
+    attention = page.split("<h2>Needs a look</h2>", 1)[1].split("<h2>", 1)[0]
+    assert "zz-harmful" in attention and "12 tasks worse" in attention
+    chart = page.split("<svg", 1)[1].split("</svg>", 1)[0]
+    assert chart.index("zz-harmful") < chart.index(good["seed"])
+
+
+def test_secrets_are_redacted_in_the_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_skilltransfer.plugin.reporting import write
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-proj-" + "A1b2C3d4" * 4)
+    page = html_report.render({"results": [], "errors": [
+        {"item": "x", "source": "a", "target": "b", "when": "setup", "reason": "key " + os.environ["OPENAI_API_KEY"]}]})
+    write(tmp_path / "p.html", page)
+    written = (tmp_path / "p.html").read_text()
+    assert os.environ["OPENAI_API_KEY"] not in written and "[redacted: OPENAI_API_KEY]" in written
