@@ -29,7 +29,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from .redaction import redact_text
 from .seeds import Seed, SeedError, discover_seeds, load_seed
+from .terminal import safe
 
 PYTEST_EXIT = {0: 0, 1: 1, 2: 2, 3: 3, 4: 2, 5: 2}  # pytest's ExitCode -> ours
 OPTION_PREFIX = "skilltransfer_"
@@ -137,7 +139,7 @@ def run(argv: list[str]) -> int:
     try:
         seeds = load_seeds(Path(args.data_root), [n.strip() for n in args.seeds.split(",") if n.strip()])
     except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(safe(redact_text(f"error: {exc}")), file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="skilltransfer-cli-") as scratch:
         report = Path(scratch) / "report.json"

@@ -4,7 +4,7 @@ A pure function of the per-item records of a JSON report (like `summary`), so me
 same frontier as one run. Per target, for each source that was tried on it:
 
 * the mean gain over seeds (transferred - baseline on the target) with the exact interval over
-  seeds that the per-pair aggregate uses (`stats.difference_interval`; seeds are the units);
+  seeds that the per-pair aggregate uses (`stats.mean_gain_interval`; seeds are the units);
 * the efficiency against direct optimization: mean gain / mean direct headroom over the same seeds
   (None without a direct run, or when the headroom is not above 0);
 * the optimization dollars (the source's optimization of every seed) and the gain per dollar;
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .stats import difference_interval, mean
+from .stats import mean, mean_gain_interval
 
 
 def _usd_sum(values: list[float | None]) -> float | None:
@@ -40,7 +40,7 @@ def _verdict(low: float, high: float) -> str:
 
 def _source_row(source: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
     gains = [r["gain"]["mean"] for r in rows]
-    low, high = difference_interval(gains)
+    low, high = mean_gain_interval(gains)
     headrooms = [r["headroom"]["mean"] for r in rows if r.get("headroom")]
     mean_gain = mean(gains)
     efficiency = (round(mean_gain / mean(headrooms), 4)
@@ -72,7 +72,7 @@ def _direct(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
         return None
     picked = list(per_seed.values())
     headrooms = [r["headroom"]["mean"] for r in picked]
-    low, high = difference_interval(headrooms)
+    low, high = mean_gain_interval(headrooms)
     usd = _usd_sum([(r.get("cost") or {}).get("optimize_direct_usd") for r in picked])
     return {"seeds": len(picked), "mean_gain": round(mean(headrooms), 4), "ci_low": round(low, 4),
             "ci_high": round(high, 4), "optimize_usd": usd,

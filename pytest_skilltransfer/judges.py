@@ -46,6 +46,7 @@ from typing import Any, Callable
 import regex
 
 from . import timed_regex
+from .regex_size import too_large
 
 TEXT_OPS = ("section_present", "section_contains", "regex", "contains", "not_contains")
 BOUND_OPS = ("max_chars", "min_chars")
@@ -203,7 +204,11 @@ def utf16_length(text: str) -> int:
 
 
 def compile_pattern(pattern: str) -> "regex.Pattern[str]":
-    """A judge regex compiled with the judge's flags (raises regex.error when it does not compile)."""
+    """A judge regex compiled with the judge's flags (raises regex.error when it does not compile, or
+    would take too long to: `regex_size`)."""
+    why = too_large(pattern)
+    if why:
+        raise regex.error(why)
     return regex.compile(pattern, REGEX_FLAGS)
 
 

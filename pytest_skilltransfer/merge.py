@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .terminal import safe
+
 SHARD_FIELD = "shard"
 
 
@@ -138,14 +140,14 @@ def main(argv: list[str] | None = None) -> int:
         reports = [(path, load(path)) for path in args.reports]
         check_set(reports)
     except MergeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(safe(f"error: {exc}"), file=sys.stderr)
         return 2
     merged = merged_report([report for _, report in reports])
     results = merged["results"]
     shards = len(reports)
     print(f" {SECTION} (merged from {shards} report(s)) ".center(80, "="))
     for line in summary_lines(results) if results else ["no transfer items ran"]:
-        print(line)
+        print(safe(line))
     if args.json:
         write(args.json, json.dumps(merged, indent=2) + "\n")
         print(f"JSON report: {args.json}")
@@ -161,11 +163,11 @@ def main(argv: list[str] | None = None) -> int:
     if failed:
         print(f"{len(failed)} gate(s) failed:", file=sys.stderr)
         for line in failed:
-            print(f"  FAILED {line}", file=sys.stderr)
+            print(safe(f"  FAILED {line}"), file=sys.stderr)
     gated = {r.get("item", "") for r in results if gate_failed(r)}
     broken = failed_tests([report for _, report in reports], gated)
     if broken:
         print(f"{len(broken)} item(s) failed or errored in their shard:", file=sys.stderr)
         for line in broken:
-            print(f"  {line}", file=sys.stderr)
+            print(safe(f"  {line}"), file=sys.stderr)
     return 1 if failed or broken else 0

@@ -136,11 +136,14 @@ def run_chains(chains: Sequence[Callable[[], T]], concurrent: bool, name: str = 
 def fan_out(fn: Callable[[T], R], jobs: Sequence[T], workers: int, name: str) -> list[R]:
     """`fn` over the jobs, `workers` at a time, results in the jobs' order; each job runs in a copy of
     the caller's context (its chain and path clock), and the caller's clock ends at the longest job's."""
+    if not jobs:
+        return []
+    contexts = [contextvars.copy_context() for _ in jobs]  # the jobs are independent, even one at a time
     if workers <= 1 or len(jobs) <= 1:
-        return [fn(job) for job in jobs]
-    contexts = [contextvars.copy_context() for _ in jobs]
-    with ThreadPoolExecutor(max_workers=min(workers, len(jobs)), thread_name_prefix=name) as pool:
-        results = list(pool.map(lambda pair: pair[0].run(fn, pair[1]), zip(contexts, jobs)))
+        results = [ctx.run(fn, job) for ctx, job in zip(contexts, jobs)]
+    else:
+        with ThreadPoolExecutor(max_workers=min(workers, len(jobs)), thread_name_prefix=name) as pool:
+            results = list(pool.map(lambda pair: pair[0].run(fn, pair[1]), zip(contexts, jobs)))
     advance_path(max(ctx.get(_PATH, 0) for ctx in contexts))
     return results
 

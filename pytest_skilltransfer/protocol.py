@@ -29,6 +29,7 @@ from functools import cached_property
 from typing import Callable, TypeVar
 
 from . import judges, phases, restarts, timed_regex
+from .bounds import over_maximum
 from .agent import AgentContext, run_task
 from .edits import Edit, apply_edits
 from .ledger import CallCache, Meter, Tally
@@ -77,6 +78,10 @@ class ProtocolConfig:
         for name in ("nights", "edit_budget", "samples", "workers", "restarts"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        for name in ("nights", "edit_budget", "samples", "restarts"):
+            too_many = over_maximum(name, getattr(self, name))
+            if too_many:
+                raise ValueError(f"{name} {too_many}")
         for name in ("limit_replay", "limit_holdout", "limit_test"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be 0 (no cap) or positive, got {getattr(self, name)}")

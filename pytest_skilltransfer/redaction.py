@@ -1,9 +1,23 @@
-"""Secrets out of everything the run writes or prints: known key values and token-shaped strings.
+"""Secrets out of everything the run writes or prints: known key values, their echoes, token-shaped strings.
 
-The values redacted are those of every key variable the run knows: the SDKs' own variables and
-every `api_key_env` of the models table (registered with `register_key_variables`), plus strings
-shaped like provider keys or bearer tokens. A secret becomes `[redacted: <what>]`, so a reviewer
-sees that something was there and what it was, never its value.
+What is a secret:
+
+- the value of every key variable the run knows: the SDKs' own variables and every `api_key_env`
+  of the models table (`register_key_variables`), and every value registered with
+  `register_secret` (the password of a base URL's userinfo, its `user:password` pair);
+- an echo of such a value: any stretch of at least `MIN_SECRET_LENGTH` characters of it (a provider
+  that masks part of a key still echoes the rest), or its base64 (standard or URL-safe, at any
+  alignment, so it is found inside a longer encoded string such as a `Basic` credential);
+- a string of a known token family (`TOKEN_PATTERNS`, one row per family with the shape its issuer
+  documents: Anthropic, OpenAI, GitHub, GitLab, Slack, AWS, Google, Stripe, npm, PyPI, Hugging Face,
+  SendGrid, JWTs, PEM private-key blocks, bearer and HTTP Basic credentials);
+- the userinfo of a URL (`scheme://user:password@host`): stripped, the URL kept.
+
+A secret becomes `[redacted: <what>]`, so a reviewer sees that something was there and what it
+was, never its value. The table is hand-kept rather than a scanner library's: redaction must
+replace the exact span (a whole PEM block, only the credential after `Basic `), run on every request
+in microseconds, and stay deterministic; `tests/test_secrets.py` checks it against detect-secrets'
+detectors so it finds at least what that scanner finds.
 
 `redact_text` and `redact_json` are deterministic and idempotent, so a reply redacted when it is
 recorded equals the same reply redacted again when its cassette is replayed. `find_secrets` is the
@@ -12,23 +26,92 @@ scanner that refuses to write a file still holding one.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
 import re
 import threading
-from typing import Any
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Callable
 
 SDK_KEY_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY")
-MIN_SECRET_LENGTH = 8  # shorter values (placeholders, "x") would redact ordinary words
+MIN_SECRET_LENGTH = 8  # shorter values (placeholders, "x") would redact ordinary words; also the shortest echo
 
-TOKEN_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("Anthropic API key", re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")),
-    ("OpenAI-style API key", re.compile(r"(?<![A-Za-z0-9])sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}")),
-    ("bearer token", re.compile(r"(?i)(?<=bearer )[A-Za-z0-9._\-]{16,}")),
-    ("AWS access key", re.compile(r"(?<![A-Z0-9])AKIA[0-9A-Z]{16}(?![A-Z0-9])")),
+
+def _basic_credential(value: str) -> bool:
+    """Whether `value` is the base64 of `user:password` (so "Basic understanding" is left alone)."""
+    try:
+        decoded = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return b":" in decoded and decoded.isascii()
+
+
+@dataclass(frozen=True)
+class TokenPattern:
+    """One token family: its name, its shape, the literals every match contains, and an optional check.
+
+    The pattern runs only on text holding one of `needles` (in lower case when `fold`), so the
+    table costs a few substring searches on text without tokens.
+    """
+
+    label: str
+    pattern: re.Pattern[str]
+    needles: tuple[str, ...]
+    fold: bool = False
+    valid: Callable[[str], bool] | None = None
+
+    def spans(self, text: str, lowered: str | None = None) -> list[tuple[int, int]]:
+        """Where this family occurs in `text` (the `secret` group's span when the pattern has one)."""
+        haystack = (lowered if lowered is not None else text.lower()) if self.fold else text
+        if not any(needle in haystack for needle in self.needles):
+            return []
+        group = "secret" if "secret" in self.pattern.groupindex else 0
+        return [match.span(group) for match in self.pattern.finditer(text)
+                if self.valid is None or self.valid(match.group(group))]
+
+
+_NOT_WORD = r"(?<![A-Za-z0-9_\-])"
+_AWS_PREFIXES = ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA")
+_GITLAB_PREFIXES = ("glpat", "gldt", "glft", "glsoat", "glrt", "glcbt", "glimt", "glptt", "glagent", "gloas", "glffct",
+                    "glsa")
+TOKEN_PATTERNS: tuple[TokenPattern, ...] = (
+    TokenPattern("private key", re.compile(
+        r"-----BEGIN[A-Z0-9 ]{0,40} PRIVATE KEY(?: BLOCK)?-----"
+        r"(?:(?:(?!-----)[\s\S]){0,20000}-----END[A-Z0-9 ]{0,40} PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\]*)"),
+        ("PRIVATE KEY",)),
+    TokenPattern("Anthropic API key", re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}"), ("sk-ant-",)),
+    TokenPattern("OpenAI-style API key", re.compile(_NOT_WORD + r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
+                 ("sk-",)),
+    TokenPattern("GitHub token", re.compile(_NOT_WORD + r"(?:gh[pousr]_[A-Za-z0-9_]{30,255}|github_pat_[A-Za-z0-9_]{22,255})"),
+                 ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+    TokenPattern("GitLab token", re.compile(
+        _NOT_WORD + r"(?:(?:" + "|".join(_GITLAB_PREFIXES) + r")-[A-Za-z0-9_\-]{20,}|GR1348941[A-Za-z0-9_\-]{20,})"),
+        tuple(p + "-" for p in _GITLAB_PREFIXES) + ("GR1348941",)),
+    TokenPattern("Slack token", re.compile(r"xox[abposrce]-[A-Za-z0-9\-]{10,}|xapp-\d-[A-Za-z0-9\-]{10,}"
+                                           r"|https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9_/]{20,}"),
+                 ("xox", "xapp-", "hooks.slack.com")),
+    TokenPattern("AWS access key", re.compile(r"(?<![A-Z0-9])(?:" + "|".join(_AWS_PREFIXES) + r")[0-9A-Z]{16}(?![A-Z0-9])"),
+                 _AWS_PREFIXES),
+    TokenPattern("AWS secret key", re.compile(r"(?i)aws_?secret_?(?:access_?)?key[\"']?\s*[:=]\s*[\"']?"
+                                              r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"), ("secret",), True),
+    TokenPattern("Google API key", re.compile(_NOT_WORD + r"AIza[0-9A-Za-z_\-]{35}"), ("AIza",)),
+    TokenPattern("Stripe key", re.compile(_NOT_WORD + r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{20,}"), ("k_live_", "k_test_")),
+    TokenPattern("npm token", re.compile(_NOT_WORD + r"npm_[A-Za-z0-9]{36}"), ("npm_",)),
+    TokenPattern("PyPI token", re.compile(r"pypi-AgE[A-Za-z0-9_\-]{50,}"), ("pypi-AgE",)),
+    TokenPattern("Hugging Face token", re.compile(_NOT_WORD + r"hf_[A-Za-z0-9]{30,}"), ("hf_",)),
+    TokenPattern("SendGrid key", re.compile(r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}"), ("SG.",)),
+    TokenPattern("JWT", re.compile(_NOT_WORD + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"), ("eyJ",)),
+    TokenPattern("bearer token", re.compile(r"(?i)(?<=bearer )[A-Za-z0-9._\-]{16,}"), ("bearer ",), True),
+    TokenPattern("Basic credential", re.compile(r"(?i)(?<=basic )[A-Za-z0-9+/]{8,}={0,2}"), ("basic ",), True,
+                 _basic_credential),
 )
+URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]{0,20}://)[^\s/?#@\"'<>\\]+@(?=[^\s/?#@\"'<>\\]+)")
 _PLACEHOLDER = re.compile(r"\[redacted: [^\]]*\]")
 
 _variables: set[str] = set(SDK_KEY_VARIABLES)
+_registered: dict[str, str] = {}  # secret value -> what it is
 _lock = threading.Lock()
 
 
@@ -38,6 +121,13 @@ def register_key_variables(names: list[str] | tuple[str, ...] | set[str]) -> Non
         _variables.update(n for n in names if n)
 
 
+def register_secret(value: str, what: str) -> None:
+    """Also treat `value` as a secret, shown as `[redacted: what]` (e.g. a base URL's password)."""
+    if len(value) >= MIN_SECRET_LENGTH:
+        with _lock:
+            _registered[value] = what
+
+
 def key_variables() -> tuple[str, ...]:
     """Every variable whose value is a secret, sorted."""
     with _lock:
@@ -45,35 +135,142 @@ def key_variables() -> tuple[str, ...]:
 
 
 def known_values(environ: dict[str, str] | None = None) -> list[tuple[str, str]]:
-    """(variable, value) for every set key variable whose value is long enough to be a secret."""
+    """(what, value) for every known secret long enough to be one: key variables' values and registered values."""
     env = os.environ if environ is None else environ
     found = [(v, env[v]) for v in key_variables() if len(env.get(v, "").strip()) >= MIN_SECRET_LENGTH]
-    return sorted(found, key=lambda pair: -len(pair[1]))  # longest first: a key holding another is redacted whole
+    with _lock:
+        found += [(what, value) for value, what in _registered.items()]
+    return sorted(found, key=lambda pair: (-len(pair[1]), pair[0]))  # longest first: a key holding another goes whole
+
+
+def strip_userinfo(text: str) -> str:
+    """`text` with the `user:password@` part of every URL removed (`http://u:p@host/` -> `http://host/`)."""
+    return URL_USERINFO.sub(r"\1", text) if "@" in text else text
+
+
+def _base64_cores(value: str) -> list[str]:
+    """The stretches of base64 (standard and URL-safe) that `value` always produces, at each of the 3 alignments."""
+    raw = value.encode("utf-8")
+    cores = []
+    for shift in range(3):
+        encoded = base64.b64encode(b"\0" * shift + raw).decode("ascii").rstrip("=")
+        start = (shift * 8 + 5) // 6  # the first character no padding bit touches
+        end = ((shift + len(raw)) * 8) // 6  # past the last character fully determined by the value's bits
+        core = encoded[start:end]
+        if len(core) >= MIN_SECRET_LENGTH:
+            cores += [core, core.replace("+", "-").replace("/", "_")]
+    return sorted(set(cores), key=len, reverse=True)
+
+
+@dataclass(frozen=True)
+class _Matcher:
+    """Finds known values, their base64 and their partial echoes.
+
+    Whole values and base64 stretches are one alternation. A partial echo lies in a run of the
+    values' own characters at least `MIN_SECRET_LENGTH` long, so only such runs are looked at, each
+    against the set of the values' 8-character windows, and a hit is widened to the longest stretch.
+    """
+
+    whole: re.Pattern[str] | None
+    labels: dict[str, str]  # matched whole string -> what
+    runs: re.Pattern[str]
+    windows: frozenset[str]
+    values: tuple[tuple[str, str], ...]
+
+    def spans(self, text: str) -> list[tuple[int, int, str]]:
+        found: list[tuple[int, int, str]] = []
+        if self.whole is not None:
+            found += [(m.start(), m.end(), self.labels[m.group(0)]) for m in self.whole.finditer(text)]
+        width = MIN_SECRET_LENGTH
+        for run in self.runs.finditer(text):
+            start, end = run.span()
+            position = start
+            while position + width <= end:
+                if text[position:position + width] in self.windows:
+                    hit = self._extend(text, position)
+                    found.append(hit)
+                    position = max(hit[1], position + 1)
+                else:
+                    position += 1
+        return found
+
+    def _extend(self, text: str, start: int) -> tuple[int, int, str]:
+        """The longest stretch of a known value through `start` (where one of its windows begins)."""
+        best = (start, start, "")
+        piece = text[start:start + MIN_SECRET_LENGTH]
+        for what, value in self.values:
+            offset = value.find(piece)
+            while offset >= 0:
+                left, right = start, start + MIN_SECRET_LENGTH
+                i, j = offset, offset + MIN_SECRET_LENGTH
+                while left > 0 and i > 0 and text[left - 1] == value[i - 1]:
+                    left, i = left - 1, i - 1
+                while right < len(text) and j < len(value) and text[right] == value[j]:
+                    right, j = right + 1, j + 1
+                if right - left > best[1] - best[0]:
+                    best = (left, right, f"{what} (part)" if j - i < len(value) else what)
+                offset = value.find(piece, offset + 1)
+        return best
+
+
+@lru_cache(maxsize=16)
+def _matcher(values: tuple[tuple[str, str], ...]) -> _Matcher:
+    labels: dict[str, str] = {}
+    for what, value in values:
+        labels.setdefault(value, what)
+        for core in _base64_cores(value):
+            labels.setdefault(core, f"{what} (base64)")
+    whole = re.compile("|".join(re.escape(s) for s in sorted(labels, key=len, reverse=True))) if labels else None
+    windows = frozenset(value[i:i + MIN_SECRET_LENGTH] for _, value in values
+                        for i in range(len(value) - MIN_SECRET_LENGTH + 1))
+    characters = "".join(sorted({c for _, value in values for c in value}))
+    runs = re.compile(f"[{re.escape(characters)}]{{{MIN_SECRET_LENGTH},}}")
+    return _Matcher(whole, labels, runs, windows, values)
+
+
+def _secret_spans(text: str, values: tuple[tuple[str, str], ...]) -> list[tuple[int, int, str]]:
+    """Every secret in `text` as (start, end, what), overlapping spans merged (the first label kept)."""
+    spans: list[tuple[int, int, str]] = []
+    if values:
+        spans += _matcher(values).spans(text)
+    lowered = text.lower()
+    for token in TOKEN_PATTERNS:
+        spans += [(start, end, token.label) for start, end in token.spans(text, lowered)]
+    merged: list[tuple[int, int, str]] = []
+    for start, end, what in sorted(spans, key=lambda s: (s[0], -s[1])):
+        if merged and start < merged[-1][1]:
+            last = merged[-1]
+            merged[-1] = (last[0], max(last[1], end), last[2])
+        else:
+            merged.append((start, end, what))
+    return merged
 
 
 def redact_text(text: str, environ: dict[str, str] | None = None) -> str:
-    """`text` with every known key value and token-shaped string replaced by `[redacted: ...]`."""
-    return _redact(text, known_values(environ)) if text else text
+    """`text` with URL userinfo stripped and every secret replaced by `[redacted: ...]`."""
+    return _redact(text, tuple(known_values(environ))) if text else text
 
 
-def _redact(text: str, values: list[tuple[str, str]]) -> str:
+def _redact(text: str, values: tuple[tuple[str, str], ...]) -> str:
     if not text:
         return text
-    for variable, value in values:
-        if value in text:
-            text = text.replace(value, f"[redacted: {variable}]")
-    for label, pattern in TOKEN_PATTERNS:
-        if pattern.search(text):
-            text = pattern.sub(f"[redacted: {label}]", text)
-    return text
+    text = strip_userinfo(text)
+    spans = _secret_spans(text, values)
+    if not spans:
+        return text
+    parts, position = [], 0
+    for start, end, what in spans:
+        parts += [text[position:start], f"[redacted: {what}]"]
+        position = end
+    return "".join(parts) + text[position:]
 
 
 def redact_json(data: Any, environ: dict[str, str] | None = None) -> Any:
     """A copy of parsed JSON with every string (keys too) redacted (the key values looked up once)."""
-    return _redact_json(data, known_values(environ))
+    return _redact_json(data, tuple(known_values(environ)))
 
 
-def _redact_json(data: Any, values: list[tuple[str, str]]) -> Any:
+def _redact_json(data: Any, values: tuple[tuple[str, str], ...]) -> Any:
     if isinstance(data, str):
         return _redact(data, values)
     if isinstance(data, list):
@@ -85,12 +282,17 @@ def _redact_json(data: Any, values: list[tuple[str, str]]) -> Any:
 
 def find_secrets(text: str, environ: dict[str, str] | None = None) -> list[tuple[int, str]]:
     """(line number, what) for every secret left in `text`; empty when it is clean."""
-    literals = known_values(environ)
     findings = []
+    values = tuple(known_values(environ))
     for number, line in enumerate(text.splitlines(), start=1):
         bare = _PLACEHOLDER.sub("", line)
-        for label, pattern in TOKEN_PATTERNS:
-            if pattern.search(bare):
-                findings.append((number, label))
-        findings.extend((number, f"the value of {variable}") for variable, value in literals if value in bare)
+        if strip_userinfo(bare) != bare:
+            findings.append((number, "URL credentials"))
+        findings.extend((number, _describe(what)) for _, _, what in _secret_spans(bare, values))
     return findings
+
+
+def _describe(what: str) -> str:
+    if what.isupper() and " " not in what:  # a variable name
+        return f"the value of {what}"
+    return what

@@ -16,8 +16,9 @@ NO_GATE, UNCHANGED = "no gate", "unchanged vs snapshot"
 SEED_CHARS = 20
 TABLE_WIDTH = 120  # the terminal table stays narrower than this
 MIN_LABEL_CHARS = 12
-LEGEND = ("gain: paired per-task gain transferred - baseline, exact 95% interval (Clopper-Pearson on (d+1)/2); "
-          "p: exact sign-flip test of no effect; mdg: smallest gain detected with 80% power at this task count; "
+LEGEND = ("gain: paired per-task gain transferred - baseline with its exact 95% interval; p: the same exact test "
+          "(unconditional, Tango-ordered) at no effect, so p <= 0.05 exactly when the interval excludes 0; "
+          "mdg: smallest gain detected with 80% power at this task count; "
           "restarts: optimizations per item and the sd of their gains (the interval includes it); "
           "eff.: gain / direct headroom, shown when the headroom is significant; "
           "outcome: transfers / hurts (interval wholly above / below 0), no effect shown (it spans 0: "
@@ -99,6 +100,13 @@ def verdict_text(result: dict[str, Any]) -> str:
     """The gates' verdict (`verdict_label`), `-` when the item was not gated."""
     gate = result.get("gate")
     return "-" if not gate else verdict_label(gate)
+
+
+def method_text(result: dict[str, Any]) -> str:
+    """The gain's test in a few words: `exact unconditional` or, above the exact range, `asymptotic Tango`."""
+    method = result["gain"].get("method", "")
+    return "asymptotic Tango score" if "asymptotic" in method else "exact unconditional" if "exact uncond" in method \
+        else method or "exact"
 
 
 def outcome_text(result: dict[str, Any]) -> str:

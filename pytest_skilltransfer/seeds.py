@@ -9,8 +9,9 @@
 
 Loading validates everything and reports every problem at once, each naming file and line (or byte
 offset, for a file that is not UTF-8). Inputs are bounded (`SeedLimits`, generous defaults the plugin
-exposes as options): SKILL.md, each task text, and the corpus in all. The corpus folder must resolve
-inside the seed folder (no `..`, absolute paths, or symlinks out), and so must each page.
+exposes as options): SKILL.md, each task text, and the corpus in all. Every file read must be a
+regular file resolving inside the seed folder (a `skill =` file: inside the repository), and so must
+the corpus folder and each page (`confined`: no `..`, absolute paths, symlinks out, FIFOs, devices, /proc).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .judges import BOUND_OPS, EXTRA_OPS, JUDGE_KINDS, RUBRIC_OP, TEXT_OPS, Check, Judge, compile_pattern, has_rubric, rule_ops
+from .bounds import over_maximum
+from .confined import ConfinementError, read_confined
 from .tools import corpus_pages, decode_utf8, is_inside
 from .regex_portability import javascript_problems
 from .rubric import CalibrationItem
@@ -55,15 +58,22 @@ def _over(size: int, limits: SeedLimits, name: str, what: str) -> str | None:
 
 
 def read_text_file(path: Path, problems: list[SeedProblem], limits: SeedLimits | None = None,
-                   limit: str | None = None) -> str | None:
-    """A seed file as text, or None after appending why not (unreadable, over a limit, not UTF-8)."""
+                   limit: str | None = None, inside: Path | None = None, what: str = "the seed folder") -> str | None:
+    """A seed file as text, or None after appending why not (confinement, unreadable, over a limit, not UTF-8).
+
+    The file must be a regular file resolving inside `inside` (default: the folder holding it).
+    """
+    cap = getattr(limits, limit) if limits is not None and limit is not None else None
     try:
-        data = path.read_bytes()
+        data = read_confined(path, inside if inside is not None else path.parent, what, cap)
+    except ConfinementError as exc:
+        problems.append(SeedProblem(str(path), str(exc)))
+        return None
     except OSError as exc:
         problems.append(SeedProblem(str(path), f"cannot be read ({exc.strerror or exc})"))
         return None
     if limits is not None and limit is not None:
-        over = _over(len(data), limits, limit, "the file")
+        over = _over(max(len(data), _size(path)), limits, limit, "the file")
         if over:
             problems.append(SeedProblem(str(path), over))
             return None
@@ -71,6 +81,18 @@ def read_text_file(path: Path, problems: list[SeedProblem], limits: SeedLimits |
     if text is None:
         problems.append(SeedProblem(str(path), why))
     return text
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _present(path: Path) -> bool:
+    """Whether anything is at `path` (a dangling symlink or a FIFO too): it is then read, and refused if it must be."""
+    return path.is_symlink() or path.exists()
 
 
 @dataclass(frozen=True)
@@ -346,7 +368,7 @@ def read_tasks(path: Path, problems: list[SeedProblem], limits: SeedLimits | Non
 
 
 def _read_config(path: Path, problems: list[SeedProblem]) -> dict[str, Any]:
-    if not path.is_file():
+    if not _present(path):
         return {}
     text = read_text_file(path, problems)
     if text is None:
@@ -419,8 +441,11 @@ def _judge_settings(table: dict[str, Any], where: str, problems: list[SeedProble
             else:
                 problems.append(SeedProblem(where, f"'model' must be a model name, got {value!r}"))
         elif key == "samples":
-            if _is_int(value) and value >= 1:
-                values[key] = value
+            too_many = over_maximum("judge_samples", value) if _is_int(value) else None
+            if _is_int(value) and value >= 1 and not too_many:
+                values[key] = int(value)
+            elif too_many:
+                problems.append(SeedProblem(where, f"'samples' {too_many}"))
             else:
                 problems.append(SeedProblem(where, f"'samples' must be a positive integer, got {value!r}"))
         elif key == "min_accuracy":
@@ -537,17 +562,20 @@ def load_seed(path: str | Path, limits: SeedLimits | None = None) -> Seed:
             pairs.append(pair)
     skill_path = skill_location(root, config, config_path, problems)
     skill = ""
-    if skill_path is not None and not skill_path.is_file():
+    if skill_path is not None and not _present(skill_path):
         problems.append(SeedProblem(str(skill_path), "missing: every seed needs its deficient skill, as SKILL.md in "
                                     "the seed folder or named by `skill = \"<path>\"` in seed.toml"))
     elif skill_path is not None:
-        skill = read_text_file(skill_path, problems, limits, "skill_bytes") or ""
+        named = isinstance(config.get("skill"), str)
+        skill = read_text_file(skill_path, problems, limits, "skill_bytes",
+                               inside=repository_root(root) if named else root,
+                               what="the repository" if named else "the seed folder") or ""
         if not skill.strip() and not any(p.where == str(skill_path) for p in problems):
             problems.append(SeedProblem(str(skill_path), "is empty"))
     pools: dict[str, list[Task]] = {}
     for name in (TRAIN_FILE, TEST_FILE):
         file = root / name
-        if not file.is_file():
+        if not _present(file):
             problems.append(SeedProblem(str(file), "missing: a seed needs both benchmark.jsonl and held-out.jsonl"))
             pools[name] = []
             continue
@@ -557,7 +585,7 @@ def load_seed(path: str | Path, limits: SeedLimits | None = None) -> Seed:
     judge = _judge_settings(config["judge"] if isinstance(config.get("judge"), dict) else {},
                             f"{config_path} [judge]", problems)
     calibration_path = root / CALIBRATION_FILE
-    calibration = read_calibration(calibration_path, problems) if calibration_path.is_file() else []
+    calibration = read_calibration(calibration_path, problems) if _present(calibration_path) else []
     corpus_dir = _corpus_dir(root, config, config_path, limits, problems)
     train, val = split_train_val(root.name, pools[TRAIN_FILE], split) if not problems else ((), ())
     if not problems and (not train or not val):

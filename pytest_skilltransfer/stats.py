@@ -11,13 +11,13 @@ of samples or tasks:
   never more dispersed than the binary case; the seeded coverage simulation in the test suite checks
   coverage >= 0.93 for binary tasks and for task means over several samples. More samples shrink the
   spread of task values and so narrow the interval; they never change the method.
-* Paired gain (after - before per task, in [-1, 1]): the same interval on y = (d + 1) / 2, mapped back
-  as 2y - 1. Its p-value is the exact sign-flip permutation test of "no effect" (every task's two arms
-  exchangeable): the distribution of sum(+-d_i) is enumerated exactly by dynamic programming over the
-  differences on their common grid (1/samples). On binary outcomes it equals the exact sign test
-  (exact McNemar). The interval is conservative when many tasks tie (a tie counts as half an
-  improvement with the variance of a coin), so a gain can have p < 0.05 and an interval that still
-  touches 0: the p-value answers "is there any effect", the interval "how large can it be".
+* Paired gain (after - before per task, in [-1, 1]): one exact test gives both the p-value and the
+  interval (`paired_exact`): the exact unconditional test of the gain ordered by Tango's score
+  statistic, maximised over the nuisance; the interval is every gain it does not reject, the p-value
+  of "no effect" is the same test at 0, so p <= 0.05 exactly when the interval excludes 0. Ties
+  (unchanged tasks) keep their information, which makes it about half as wide as Clopper-Pearson
+  on (d + 1) / 2. Above `N_EXACT` tasks the same statistic is referred to the normal distribution
+  (the asymptotic Tango score interval and test, still one construction), and the method says so.
 * Gates compare the interval with a threshold (`decide`): pass when the whole interval is at or
   above it, fail when the whole interval is below it, inconclusive otherwise. Each side errs with
   probability at most (1 - level) / 2.
@@ -33,14 +33,17 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Iterable
 
+from . import paired_exact
+
 LEVEL = 0.95
 POWER = 0.80
 SCORE_METHOD = "clopper-pearson"
-GAIN_METHOD = "clopper-pearson on (d+1)/2; exact sign-flip p"
-RESTART_GAIN_METHOD = "clopper-pearson on (d+1)/2 widened by t over restarts; exact exchangeability p"
+N_EXACT = 100  # above this many units the gain's test and interval are Tango's asymptotic ones
+GAIN_METHOD = "exact unconditional (Tango score order); interval inverts the same test"
+GAIN_METHOD_LARGE = f"Tango score, asymptotic (above {N_EXACT} tasks); interval inverts the same test"
+RESTART_GAIN_METHOD = ("exact unconditional on restart-averaged tasks at 97.5%, widened by t over the restart "
+                       "effect; p inverts the same interval")
 EPSILON = 1e-9
-GRID_LIMIT = 720  # largest denominator searched for the differences' common grid
-FALLBACK_GRID = 10_000
 MAX_TASKS = 100_000  # beyond this a decision is reported as out of reach
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
@@ -168,39 +171,6 @@ def score(values: list[float], level: float = LEVEL) -> Estimate:
 # -- paired gains --------------------------------------------------------------------------------
 
 
-def _grid(values: list[float]) -> int:
-    """The smallest denominator q <= GRID_LIMIT putting every value on a multiple of 1/q."""
-    for q in range(1, GRID_LIMIT + 1):
-        if all(abs(v * q - round(v * q)) < 1e-6 for v in values):
-            return q
-    return FALLBACK_GRID
-
-
-def sign_flip_p(differences: list[float]) -> float:
-    """Exact two-sided p-value of the sign-flip permutation test of sum(d) (H0: no effect).
-
-    Enumerates all 2^n sign assignments by dynamic programming over the integer sums on the
-    differences' common grid; zero differences drop out, as in the sign test.
-    """
-    q = _grid(differences)
-    steps = [abs(round(d * q)) for d in differences if round(d * q) != 0]
-    if not steps:
-        return 1.0
-    observed = abs(sum(round(d * q) for d in differences))
-    total = sum(steps)
-    counts = [0] * (2 * total + 1)  # index = sum + total
-    counts[total] = 1
-    for step in steps:
-        shifted = [0] * len(counts)
-        for index, count in enumerate(counts):
-            if count:
-                shifted[index - step] += count
-                shifted[index + step] += count
-        counts = shifted
-    extreme = sum(count for index, count in enumerate(counts) if abs(index - total) >= observed)
-    return min(1.0, extreme / 2 ** len(steps))
-
-
 @dataclass(frozen=True)
 class Gain:
     """The paired gain after - before over `n` tasks: mean, exact interval, exact p-value, counts."""
@@ -216,6 +186,9 @@ class Gain:
     mdg: float | None  # minimal detectable gain at POWER and two-sided alpha 1 - LEVEL for n tasks
     method: str = GAIN_METHOD
     restart_gains: tuple[float, ...] = ()  # one gain per optimization restart (empty for one restart)
+    up: float = 0.0  # sum of the positive per-task differences (the test's "improved" count)
+    down: float = 0.0  # sum of the negative per-task differences, as a positive number
+    restart_se: float = 0.0  # with restarts: the standard error of the restart effect (`restart_effect_se`)
 
     @property
     def restart_sd(self) -> float:
@@ -226,11 +199,12 @@ class Gain:
             "mean": round(self.mean, 4), "ci_low": round(self.low, 4), "ci_high": round(self.high, 4),
             "n": self.n, "p_value": float(f"{self.p_value:.6g}"), "improved": self.improved,
             "worsened": self.worsened, "tied": self.tied,
-            "mdg": None if self.mdg is None else round(self.mdg, 4), "method": self.method}
+            "mdg": None if self.mdg is None else round(self.mdg, 4), "method": self.method,
+            "up": round(self.up, 6), "down": round(self.down, 6)}
         if self.restart_gains:
             gains = [round(g, 4) for g in self.restart_gains]
             data["restarts"] = {"count": len(gains), "gains": gains, "sd": round(self.restart_sd, 4),
-                                "min": min(gains), "max": max(gains)}
+                                "min": min(gains), "max": max(gains), "effect_se": round(self.restart_se, 6)}
         return data
 
 
@@ -306,42 +280,58 @@ def gain_bounds(mean_value: float, n: int, level: float = LEVEL,
     return max(-1.0, low - margin), min(1.0, high + margin)
 
 
-def exchange_p(before: list[float], afters: list[list[float]]) -> float:
-    """Exact two-sided p-value of "no effect" for one baseline run and R runs of the other arm per task.
+def restart_effect_se(differences: list[list[float]]) -> float:
+    """The standard error of the restart effect in the mean gain, from R x n per-task gains.
 
-    Under the null the R + 1 runs of a task are exchangeable; every assignment of which run is the
-    baseline is equally likely. The statistic sum_i (sum of the R others - R * baseline) is enumerated
-    exactly by dynamic programming over the runs' common grid. For R = 1 it is `sign_flip_p`.
+    Two-way layout (restarts x tasks, one value per cell): the restart mean square minus the residual
+    one estimates n times the variance between optimizations; its share of the mean's variance is
+    that / (n R). Task noise (and the task x restart interaction) stays with the task-level interval,
+    so nothing is counted twice.
     """
-    if len(afters) == 1:
-        return sign_flip_p([a - b for b, a in zip(before, afters[0])])
-    runs = [[b, *(after[i] for after in afters)] for i, b in enumerate(before)]
-    q = _grid([v for task in runs for v in task])
-    size = len(afters) + 1
-    contributions = []
-    observed = 0
-    for task in runs:
-        values = [round(v * q) for v in task]
-        total = sum(values)
-        contributions.append([total - size * v for v in values])
-        observed += total - size * values[0]
-    span = sum(max(abs(c) for c in task) for task in contributions)
-    counts = [0] * (2 * span + 1)
-    counts[span] = 1
-    for task in contributions:
-        shifted = [0] * len(counts)
-        for index, count in enumerate(counts):
-            if count:
-                for c in task:
-                    shifted[index + c] += count
-        counts = shifted
-    extreme = sum(count for index, count in enumerate(counts) if abs(index - span) >= abs(observed))
-    return min(1.0, extreme / size ** len(runs))
+    restarts, n = len(differences), len(differences[0])
+    if restarts < 2 or n < 2:
+        return 0.0
+    grand = mean(v for row in differences for v in row)
+    row_means = [mean(row) for row in differences]
+    column_means = [mean(row[i] for row in differences) for i in range(n)]
+    ms_restart = n * sum((m - grand) ** 2 for m in row_means) / (restarts - 1)
+    ms_error = sum((differences[r][i] - row_means[r] - column_means[i] + grand) ** 2
+                   for r in range(restarts) for i in range(n)) / ((restarts - 1) * (n - 1))
+    return math.sqrt(max(ms_restart - ms_error, 0.0) / (n * restarts))
+
+
+def restart_interval(n: int, up: float, down: float, se: float, restarts: int,
+                     level: float = LEVEL) -> tuple[float, float]:
+    """The two-level interval: the exact task-level interval of the restart-averaged gains at level
+    1 - a/2, widened on each side by t(R - 1, 1 - a/4) times the restart effect's standard error."""
+    alpha = 1 - level
+    low, high = gain_interval(n, up, down, 1 - alpha / 2)
+    margin = student_t_quantile(1 - alpha / 4, restarts - 1) * se if se > 0 else 0.0
+    return max(-1.0, low - margin), min(1.0, high + margin)
+
+
+def restart_p_value(n: int, up: float, down: float, se: float, restarts: int) -> float:
+    """The smallest 1 - level at which `restart_interval` excludes 0 (so p <= 0.05 exactly when the 95%
+    interval does): bisection on alpha, each step the task-level test at the margin."""
+    def excludes(alpha: float) -> bool:
+        margin = student_t_quantile(1 - alpha / 4, restarts - 1) * se if se > 0 else 0.0
+        if margin >= 1.0:
+            return False
+        return gain_decision(n, up, down, margin + EPSILON, 1 - alpha / 2) == PASS or \
+            gain_decision(n, up, down, -margin - EPSILON, 1 - alpha / 2) == FAIL
+
+    if not excludes(0.999999):
+        return 1.0
+    low, high = 0.0, 0.999999  # excludes(high) holds
+    for _ in range(30):
+        middle = (low + high) / 2
+        low, high = (low, middle) if excludes(middle) else (middle, high)
+    return high
 
 
 def restart_gain(before: list[float], afters: list[list[float]], level: float = LEVEL) -> Gain:
-    """The gain over R restarts: per-task gains averaged over restarts, the two-level interval
-    (`gain_bounds`), the exact exchangeability p-value (`exchange_p`) and the per-restart gains."""
+    """The mean gain over R restarts (the population of optimizations): per-task gains averaged over
+    restarts, the two-level interval (`restart_interval`), its p-value and the per-restart gains."""
     if len(afters) == 1:
         return paired_gain(before, afters[0], level)
     for after in afters:
@@ -351,11 +341,103 @@ def restart_gain(before: list[float], afters: list[list[float]], level: float = 
     differences = [a - b for b, a in zip(before, averaged)]
     n = len(differences)
     per_restart = tuple(mean(a - b for b, a in zip(before, after)) for after in afters)
-    low, high = gain_bounds(mean(differences), n, level, per_restart)
-    return Gain(mean(differences), low, high, n, exchange_p(before, afters),
+    se = restart_effect_se([[a - b for b, a in zip(before, after)] for after in afters])
+    up, down = sum(d for d in differences if d > 0), -sum(d for d in differences if d < 0)
+    low, high = restart_interval(n, up, down, se, len(afters), level)
+    return Gain(mean(differences), low, high, n, restart_p_value(n, up, down, se, len(afters)),
                 sum(d > EPSILON for d in differences), sum(d < -EPSILON for d in differences),
                 sum(abs(d) <= EPSILON for d in differences), minimal_detectable_gain(n, level),
-                RESTART_GAIN_METHOD, per_restart)
+                RESTART_GAIN_METHOD, per_restart, up=up, down=down, restart_se=se)
+
+
+def _normal_upper(z: float) -> float:
+    """P(Z >= z) for a standard normal Z."""
+    return 0.5 * math.erfc(z / math.sqrt(2.0))
+
+
+def _normal_quantile(q: float) -> float:
+    low, high = -40.0, 40.0
+    for _ in range(200):
+        middle = (low + high) / 2
+        low, high = (middle, high) if 1 - _normal_upper(middle) < q else (low, middle)
+    return (low + high) / 2
+
+
+def _asymptotic_interval(n: int, up: float, down: float, level: float) -> tuple[float, float]:
+    """Every gain whose Tango statistic lies within +-z (`paired_exact.statistic` decreases in d0)."""
+    z = _normal_quantile(1 - (1 - level) / 2)
+
+    def crossing(target: float) -> float:
+        low, high = -1.0 + 1e-12, 1.0 - 1e-12
+        if paired_exact.statistic(n, up, down, low) < target:
+            return -1.0
+        if paired_exact.statistic(n, up, down, high) > target:
+            return 1.0
+        for _ in range(60):
+            middle = (low + high) / 2
+            low, high = (middle, high) if paired_exact.statistic(n, up, down, middle) > target else (low, middle)
+        return (low + high) / 2
+
+    return crossing(z), crossing(-z)
+
+
+def gain_interval(n: int, up: float, down: float, level: float = LEVEL) -> tuple[float, float]:
+    """The gain's interval from n, the sums of positive (`up`) and negative (`down`) differences."""
+    if n <= 0:
+        return -1.0, 1.0
+    up, down = round(up, 9), round(down, 9)
+    if n > N_EXACT:
+        return _asymptotic_interval(n, up, down, level)
+    return paired_exact.interval(n, up, down, level)
+
+
+def gain_p_value(n: int, up: float, down: float) -> float:
+    """The two-sided p-value of "no effect" from the same test as `gain_interval`."""
+    if n <= 0:
+        return 1.0
+    up, down = round(up, 9), round(down, 9)
+    if n > N_EXACT:
+        return min(1.0, 2 * _normal_upper(abs(paired_exact.statistic(n, up, down, 0.0))))
+    return paired_exact.p_value(n, up, down)
+
+
+def gain_decision(n: int, up: float, down: float, threshold: float, level: float = LEVEL) -> str:
+    """`decide` on the gain's interval without computing it: the same test at the threshold itself
+    (pass: it rejects "gain below the threshold"; fail: it rejects "gain at or above it")."""
+    if n <= 0:
+        return INCONCLUSIVE
+    if n > N_EXACT:
+        return decide(*gain_interval(n, up, down, level), threshold)
+    up, down, alpha = round(up, 9), round(down, 9), (1 - level) / 2
+    if threshold <= -1.0 + EPSILON or paired_exact.upper_p(n, up, down, threshold - EPSILON) <= alpha:
+        return PASS
+    if threshold > 1.0 or paired_exact.lower_p(n, up, down, threshold - EPSILON) <= alpha:
+        return FAIL
+    return INCONCLUSIVE
+
+
+def mean_gain_interval(gains: list[float], level: float = LEVEL) -> tuple[float, float]:
+    """The interval of a mean of gains in [-1, 1] with the units (e.g. seeds) as the sample, by the same
+    family: each gain a fractional move up or down."""
+    return gain_interval(len(gains), sum(g for g in gains if g > 0), -sum(g for g in gains if g < 0), level)
+
+
+def gain_method(n: int) -> str:
+    return GAIN_METHOD_LARGE if n > N_EXACT else GAIN_METHOD
+
+
+def gain_bounds_of(gain: dict[str, Any], level: float = LEVEL) -> tuple[float, float]:
+    """A gain record's (`Gain.as_dict`) interval at `level`: its own at 95%, recomputed from its counts
+    at another level, the two-level one with restarts."""
+    spread = gain.get("restarts") or {}
+    restarts = spread.get("gains") or []
+    if abs(level - LEVEL) < 1e-12 and "ci_low" in gain:
+        return gain["ci_low"], gain["ci_high"]
+    if "up" not in gain:  # a record from before the exact family
+        return gain_bounds(gain["mean"], gain["n"], level, restarts)
+    if len(restarts) > 1:
+        return restart_interval(gain["n"], gain["up"], gain["down"], spread.get("effect_se", 0.0), len(restarts), level)
+    return gain_interval(gain["n"], gain["up"], gain["down"], level)
 
 
 def difference_interval(differences: list[float], level: float = LEVEL) -> tuple[float, float]:
@@ -372,10 +454,12 @@ def paired_gain(before: list[float], after: list[float], level: float = LEVEL) -
     n = len(differences)
     if n == 0:
         return Gain(0.0, -1.0, 1.0, 0, 1.0, 0, 0, 0, None)
-    low, high = difference_interval(differences, level)
-    return Gain(mean(differences), low, high, n, sign_flip_p(differences),
+    up, down = sum(d for d in differences if d > 0), -sum(d for d in differences if d < 0)
+    low, high = gain_interval(n, up, down, level)
+    return Gain(mean(differences), low, high, n, gain_p_value(n, up, down),
                 sum(d > EPSILON for d in differences), sum(d < -EPSILON for d in differences),
-                sum(abs(d) <= EPSILON for d in differences), minimal_detectable_gain(n, level))
+                sum(abs(d) <= EPSILON for d in differences), minimal_detectable_gain(n, level),
+                gain_method(n), up=up, down=down)
 
 
 @dataclass(frozen=True)
@@ -403,10 +487,10 @@ def efficiency_ratio(gain: Gain, headroom: Gain, level: float = LEVEL) -> Ratio 
     probability at least `level`; a headroom that may be 0 leaves the ratio unbounded, hence None.
     """
     joint = 1 - (1 - level) / 2
-    head_low, head_high = gain_bounds(headroom.mean, headroom.n, joint, headroom.restart_gains)
+    head_low, head_high = gain_bounds_of(headroom.as_dict(), joint)
     if head_low <= EPSILON or headroom.mean <= EPSILON:
         return None
-    gain_low, gain_high = gain_bounds(gain.mean, gain.n, joint, gain.restart_gains)
+    gain_low, gain_high = gain_bounds_of(gain.as_dict(), joint)
     low = gain_low / head_high if gain_low >= 0 else gain_low / head_low
     high = gain_high / head_low if gain_high >= 0 else gain_high / head_high
     return Ratio(gain.mean / headroom.mean, low, high)
@@ -478,6 +562,41 @@ def tasks_to_decide(mean_value: float, n: int, threshold: float, level: float = 
     return high
 
 
+def gain_tasks_to_decide(gain: dict[str, Any], threshold: float, level: float = LEVEL,
+                         limit: int = 2000) -> int | None:
+    """The fewest tasks (>= n) at which the same per-task result (the same shares of tasks moving up
+    and down) would decide a gain gate at `threshold`; None if no number up to `limit` does."""
+    spread = gain.get("restarts") or {}
+    restarts = spread.get("gains") or []
+    n = gain["n"]
+    if "up" not in gain:
+        return tasks_to_decide(gain["mean"], n, threshold, level, paired=True, restart_values=restarts)
+    if len(restarts) > 1:  # more tasks narrow only the task-level part; the restart effect stays
+        margin = student_t_quantile(1 - (1 - level) / 4, len(restarts) - 1) * spread.get("effect_se", 0.0)
+        if margin >= abs(gain["mean"] - threshold):
+            return None
+        inner = {"n": n, "up": gain["up"], "down": gain["down"], "mean": gain["mean"]}
+        shifted = threshold + margin if gain["mean"] > threshold else threshold - margin
+        return gain_tasks_to_decide(inner, shifted, 1 - (1 - level) / 2, limit)
+    if n <= 0 or abs(gain["mean"] - threshold) <= EPSILON:
+        return None
+
+    def decided(m: int) -> bool:
+        return gain_decision(m, gain["up"] * m / n, gain["down"] * m / n, threshold, level) != INCONCLUSIVE
+
+    if decided(n):
+        return n
+    low, high = n, 2 * n
+    while not decided(high):
+        low, high = high, 2 * high
+        if low > limit:
+            return None
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if decided(middle) else (middle, high)
+    return high if high <= limit else None
+
+
 def _binomial_upper_tail(n: int, p: float, k: int) -> float:
     """P(Binomial(n, p) >= k)."""
     if k <= 0:
@@ -488,21 +607,36 @@ def _binomial_upper_tail(n: int, p: float, k: int) -> float:
 
 
 @lru_cache(maxsize=4096)
-def _improvements_needed(n: int, level: float) -> int | None:
-    """Fewest improved tasks (the rest tied) whose gain interval lies above 0; None when none does."""
-    for improved in range(n + 1):
-        if _above((n + improved) / 2, n, 0.5 + EPSILON, level):
-            return improved
-    return None
+def _improvements_needed(n: int, level: float, threshold: float = 0.0) -> int | None:
+    """Fewest improved tasks (the rest tied, none worse) whose gain interval lies at or above
+    `threshold` (above 0 for threshold 0); None when none does. The interval rejects `threshold` from
+    above exactly when the one-sided p-value there is at most (1 - level) / 2, monotone in the count."""
+    alpha = (1 - level) / 2
+
+    def clears(improved: int) -> bool:
+        if n > N_EXACT:
+            return gain_interval(n, improved, 0, level)[0] >= threshold - EPSILON and (
+                threshold > 0 or gain_interval(n, improved, 0, level)[0] > EPSILON)
+        return paired_exact.upper_p(n, improved, 0, threshold) <= alpha
+
+    if not clears(n):
+        return None
+    low, high = -1, n  # clears(high) holds, clears(low) does not (or low is -1)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if clears(middle) else (middle, high)
+    return high
 
 
-def detection_power(gain: float, n: int, level: float = LEVEL) -> float:
-    """Chance that n tasks show a gain above 0 when each task improves with probability `gain`.
+def detection_power(gain: float, n: int, level: float = LEVEL, threshold: float = 0.0) -> float:
+    """Chance that n tasks show a gain above `threshold` (0: any gain) when each task improves with
+    probability `gain`.
 
     The alternative is the most favourable one for a binary task: a task either improves from fail
     to pass or is unchanged (no task gets worse, no noise). Real data can only need more tasks.
+    By symmetry it is also the chance of showing harm (`hurts`) of size `gain`.
     """
-    needed = _improvements_needed(n, level)
+    needed = _improvements_needed(n, level, threshold)
     return 0.0 if needed is None else _binomial_upper_tail(n, min(max(gain, 0.0), 1.0), needed)
 
 
@@ -522,14 +656,30 @@ def minimal_detectable_gain(n: int, level: float = LEVEL, power: float = POWER) 
 
 
 @lru_cache(maxsize=1024)
-def tasks_for_gain(gain: float, level: float = LEVEL, power: float = POWER, limit: int = 5000) -> int | None:
-    """The fewest held-out tasks that detect a true `gain` with probability `power` (None beyond `limit`)."""
-    if gain <= 0:
+def tasks_for_gain(gain: float, level: float = LEVEL, power: float = POWER, limit: int = 2000,
+                   threshold: float = 0.0) -> int | None:
+    """The fewest held-out tasks that show a true `gain` above `threshold` with probability `power`
+    (None beyond `limit`). With threshold 0 it is the tasks needed to detect a gain, or a harm, of
+    that size; with threshold = min_gain, the tasks needed to *pass* a min_gain gate."""
+    if gain <= max(threshold, 0.0):
         return None
-    for n in range(1, limit + 1):
-        if detection_power(gain, n, level) >= power:
-            return n
-    return None
+    n = 1
+    while detection_power(gain, n, level, threshold) < power:  # double, then bisect (power grows with n)
+        if n > limit:
+            return None
+        n *= 2
+    low, high = n // 2, n
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if detection_power(gain, middle, level, threshold) >= power else (middle, high)
+    while high > 1 and detection_power(gain, high - 1, level, threshold) >= power:  # power is not monotone in n
+        high -= 1
+    return high if high <= limit else None
+
+
+def tasks_to_pass(min_gain: float, margin: float = 0.1, level: float = LEVEL, power: float = POWER) -> int | None:
+    """Held-out tasks needed to pass a `min_gain` gate with probability `power` at a true gain of min_gain + margin."""
+    return tasks_for_gain(round(min_gain + margin, 6), level, power, threshold=min_gain)
 
 
 # -- corrections and regressions -----------------------------------------------------------------

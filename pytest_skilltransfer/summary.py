@@ -9,8 +9,8 @@ verdict), the summary of merged shards equals the summary of one run over the sa
   hurts, no effect shown. An item counted twice (a hand-written test on
   a matrix item's seed and pair) is one hypothesis and counts once.
 * Per pair (source -> target), an aggregate over seeds: the mean of the seeds' gains with an
-  exact interval over seeds (the same Clopper-Pearson rule on (g + 1) / 2 that bounds a gain over
-  tasks; seeds are the units). The interval refers to the population of seeds like these; below the
+  exact interval over seeds (the same exact family that bounds a gain over tasks, seeds as the
+  units and their gains as fractional moves up and down). The interval refers to the population of seeds like these; below the
   number of seeds that could ever exclude 0 (`seeds_needed`) no interval is given, and the report says so.
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 
 from .cost_breakdown import breakdown
 from .frontier import frontier
-from .stats import HURTS, LEVEL, NO_EFFECT, TRANSFERS, difference_interval, holm, mean
+from .stats import HURTS, LEVEL, NO_EFFECT, TRANSFERS, gain_interval, holm, mean, mean_gain_interval
 
 CORRECTION = "holm"
 ALPHA = round(1 - LEVEL, 6)
@@ -50,9 +50,14 @@ def _holm_outcome(result: dict[str, Any], p_holm: float) -> str:
 def seeds_needed(level: float = LEVEL) -> int:
     """The fewest seeds whose interval over seeds can lie wholly above 0 (every seed at gain +1)."""
     k = 1
-    while difference_interval([1.0] * k, level)[0] <= 0:
+    while gain_interval(k, k, 0.0, level)[0] <= 0:
         k += 1
     return k
+
+
+def over_seeds(gains: list[float], level: float = LEVEL) -> tuple[float, float]:
+    """The interval of the mean gain over seeds, seeds as the units, by the gains' own exact family."""
+    return mean_gain_interval(gains, level)
 
 
 def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
@@ -73,7 +78,7 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     for source, target in sorted({(r["source"], r["target"]) for r in items}):
         gains = [r["gain"]["mean"] for r in items if (r["source"], r["target"]) == (source, target)]
         mine = [i for i in per_item if (i["source"], i["target"]) == (source, target)]
-        low, high = difference_interval(gains)
+        low, high = over_seeds(gains)
         enough = len(gains) >= needed
         pairs.append({"source": source, "target": target, "seeds": len(gains), "mean_gain": round(mean(gains), 4),
                       "ci_low": round(low, 4) if enough else None, "ci_high": round(high, 4) if enough else None,

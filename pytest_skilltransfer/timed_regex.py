@@ -16,6 +16,8 @@ from typing import Callable, Iterator
 
 import regex
 
+from .regex_size import too_large
+
 TIMEOUT_SECONDS = 1.0
 
 
@@ -39,9 +41,13 @@ class RegexTimeoutWarning(UserWarning):
 def search(pattern: str, text: str, flags: int = 0, timeout: float | None = None) -> "regex.Match[str] | None":
     """`regex.search(pattern, text, flags)` within `timeout` seconds (default TIMEOUT_SECONDS), else PatternTimeout.
 
-    A pattern that does not compile raises `regex.error`, as `regex.compile` does.
+    A pattern that does not compile raises `regex.error`, as `regex.compile` does, and so does one whose
+    compiling would take long itself (`regex_size`: compiling has no time limit).
     """
     seconds = timeout or TIMEOUT_SECONDS
+    why = too_large(pattern)
+    if why:
+        raise regex.error(why)
     try:
         return regex.compile(pattern, flags).search(text, timeout=seconds)
     except TimeoutError:

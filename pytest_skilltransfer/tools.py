@@ -1,8 +1,8 @@
 """The `search` tool the agent can call: keyword search over a seed's corpus folder.
 
 The corpus is confined: pages are the `.md` files under the corpus folder, found without following
-symlinked folders; a page that is a symlink must resolve inside `inside` (the seed folder), and
-every page must be UTF-8. `corpus_pages` reports each problem instead of stopping at the first.
+symlinked folders; every page must be a regular file resolving inside `inside` (the seed folder,
+`confined`), and UTF-8. `corpus_pages` reports each problem instead of stopping at the first.
 
 Each Markdown page is a document whose slug is its path below the corpus folder without `.md`
 (for example `topics/whether-to-raise-a-bridge-round-or-cut-burn`). Results are rows carrying that
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from .confined import ConfinementError, read_confined
 from .models.base import ToolSpec
 
 SEARCH_TOOL = ToolSpec(
@@ -87,11 +88,11 @@ def corpus_pages(folder: Path, inside: Path, max_bytes: int | None = None) -> tu
     problems: list[tuple[Path, str]] = []
     total = 0
     for path in _markdown_files(folder):
-        if path.is_symlink() and not is_inside(path, inside):
-            problems.append((path, f"is a symlink to {path.resolve()}, outside the seed folder {inside}"))
-            continue
         try:
-            data = path.read_bytes()
+            data = read_confined(path, inside)
+        except ConfinementError as err:
+            problems.append((path, str(err)))
+            continue
         except OSError as err:
             problems.append((path, f"cannot be read ({err.strerror or err})"))
             continue

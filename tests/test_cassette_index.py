@@ -47,9 +47,9 @@ def _count_parses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls = [0]
     real = store._load_yaml
 
-    def counting(path: Path, text: str) -> object:
+    def counting(path: Path, text: str, *where: object) -> object:
         calls[0] += 1
-        return real(path, text)
+        return real(path, text, *where)
 
     monkeypatch.setattr(store, "_load_yaml", counting)
     return calls
@@ -160,6 +160,47 @@ def test_the_index_command_writes_checks_and_names_damaged_files(recorded: tuple
 
 def test_the_committed_cassettes_have_current_indexes() -> None:
     assert reindex([ROOT / "cassettes"], check=True) == 0, "run: python -m pytest_skilltransfer index cassettes"
+
+
+def test_an_index_with_swapped_rows_is_named_caught_by_check_and_repaired(
+        recorded: tuple[Path, list, object], capsys: pytest.CaptureFixture[str]) -> None:
+    path, replies, model = recorded
+    index_file = cassette_index.index_path(path)
+    data = json.loads(index_file.read_text())
+    first, second = data["rows"][0], data["rows"][1]
+    first[:3], second[:3] = second[:3], first[:3]  # the right digest; each key points at the other's bytes
+    index_file.write_text(json.dumps(data))
+    with recording(path.parents[1], "seed", "none"):
+        with pytest.raises(ModelCallError, match=r"index indexed.yaml.index does not match the file.*"
+                                                 r"python -m pytest_skilltransfer index"):
+            model.complete(ask(0))  # type: ignore[attr-defined]
+    capsys.readouterr()
+    assert reindex([path.parents[1]], check=True) == 1
+    assert f"wrong: {path}" in capsys.readouterr().out
+    assert reindex([path.parents[1]], check=False) == 0
+    assert "1 with wrong rows (1 written)" in capsys.readouterr().out
+    assert reindex([path.parents[1]], check=True) == 0
+    with recording(path.parents[1], "seed", "none"):
+        assert [model.complete(ask(i)) for i in range(CALLS)] == replies  # type: ignore[attr-defined]
+
+
+def test_check_reports_an_unfolded_journal_and_index_folds_it(
+        recorded: tuple[Path, list, object], capsys: pytest.CaptureFixture[str]) -> None:
+    path, _, model = recorded
+    from pytest_skilltransfer.cassettes.journal import journals
+
+    entries = yaml.safe_load(path.read_text())["interactions"]
+    journal = path.parent / ".journal-99999-deadbeef.jsonl"  # what a recorder killed with -9 leaves
+    extra = json.loads(json.dumps(entries[0]).replace("Question 0?", "Question 99?"))
+    journal.write_text(json.dumps(extra) + "\n")
+    capsys.readouterr()
+    assert reindex([path.parents[1]], check=True) == 1
+    out = capsys.readouterr().out
+    assert f"unfolded: {journal} (1 interaction(s), left by a killed recorder" in out and "1 unfolded journal(s)" in out
+    assert reindex([path.parents[1]], check=False) == 0
+    assert "1 journal(s) folded" in capsys.readouterr().out
+    assert journals(path.parent) == [] and "Question 99?" in path.read_text()
+    assert reindex([path.parents[1]], check=True) == 0
 
 
 def test_the_index_written_from_the_rendered_entries_is_the_one_a_scan_finds(recorded: tuple[Path, list, object],

@@ -3,6 +3,7 @@ results (tallies included), cassettes, snapshots and reports, also under -n 2.""
 
 from __future__ import annotations
 
+import contextvars
 import json
 import shutil
 import threading
@@ -220,3 +221,24 @@ def _stable(results: list[dict]) -> list[dict]:
     """The report's results without what may differ between runs (durations, worker names)."""
     drop = {"duration", "duration_s", "worker", "started", "finished"}
     return sorted(({k: v for k, v in r.items() if k not in drop} for r in results), key=lambda r: r["item"])
+
+
+def test_the_path_clock_counts_dependent_calls_whatever_the_concurrency() -> None:
+    """Calls of one evaluation are independent (one step on the path), even when they run one at a time."""
+    model = resolve_model("sim-small")
+    paths = []
+    for workers in (1, 4):
+        cache = CallCache()
+
+        def attempt(i: int) -> None:
+            cache.call(model, Request(system="s", messages=(Message("user", f"task {i}"),)), Meter(), "agent")
+            cache.call(model, Request(system="s", messages=(Message("user", f"task {i} again"),)), Meter(), "agent")
+
+        def chain() -> int:
+            start = phases.calls_on_path()
+            phases.fan_out(attempt, list(range(5)), workers, "t")
+            phases.fan_out(attempt, list(range(5, 8)), workers, "t")
+            return phases.calls_on_path() - start
+
+        paths.append(contextvars.copy_context().run(chain))
+    assert paths == [4, 4]

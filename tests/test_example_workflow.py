@@ -73,3 +73,44 @@ def test_every_option_the_workflow_passes_exists(prefix: str, help_command: list
     assert used, f"no {prefix!r} command found in {WORKFLOW.name}"
     shown = subprocess.run(help_command, capture_output=True, text=True, cwd=ROOT, timeout=120).stdout
     assert sorted(option for option in used if option not in shown) == []
+
+
+def test_the_rerecord_job_keeps_what_it_paid_for_when_the_budget_or_a_gate_stops_it() -> None:
+    """The pull request step runs whenever anything was recorded, not only when the recording step succeeded."""
+    import yaml
+
+    steps = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))["jobs"]["rerecord"]["steps"]
+    record = next(s for s in steps if s.get("id") == "record")
+    pull_request = next(s for s in steps if "create-pull-request" in s.get("uses", ""))
+    assert record.get("continue-on-error") is True
+    assert pull_request["if"] == "${{ !cancelled() }}" and "steps.outcome.outputs.body" in pull_request["with"]["body"]
+    assert steps.index(pull_request) > steps.index(record)
+    assert any(s.get("if") == "${{ steps.record.outcome == 'failure' }}" and "exit 1" in s.get("run", "")
+               for s in steps[steps.index(pull_request):])
+
+
+@pytest.mark.parametrize("outcome, report, expected", [
+    ("failure", {"counts": {"failed": 0, "errored": 2}, "errors": [{"reason": "--max-cost 5: the budget is spent"}]},
+     "The budget stopped this run"),
+    ("failure", {"counts": {"failed": 3, "errored": 0}, "errors": []}, "3 item(s) failed a gate"),
+    ("failure", {"counts": {"failed": 0, "errored": 1}, "errors": [{"reason": "cassette miss"}]},
+     "The recording step failed"),
+    ("success", {"counts": {"failed": 0}, "errors": []}, "New recordings from the scheduled re-record job."),
+])
+def test_the_pull_request_body_says_why_the_recording_stopped(tmp_path: Path, outcome: str, report: dict,
+                                                               expected: str) -> None:
+    import json
+    import os
+
+    import yaml
+
+    steps = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))["jobs"]["rerecord"]["steps"]
+    script = next(s for s in steps if s.get("id") == "outcome")["run"]
+    code = script.split("<<'PY'\n", 1)[1].rsplit("PY\n", 1)[0]
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "rerecord.json").write_text(json.dumps(report))
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "RECORD_OUTCOME": outcome})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("body<<PR_BODY_END\n") and done.stdout.endswith("PR_BODY_END\n")
+    assert expected in done.stdout

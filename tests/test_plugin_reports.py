@@ -56,7 +56,7 @@ def check_reports(pytester: pytest.Pytester, result: pytest.RunResult, raw_json:
     failed = [r for r in results if not r["gate"]["passed"]]
     assert [(r["seed"], r["target"]) for r in failed] == [("beta", "toy-half")]
     assert failed[0]["gate"]["verdict"] == "fail"
-    assert failed[0]["gate"]["failures"] == ["gain +0.500 [+0.176, +0.746] (95% CI, 40 task(s), p = 1.91e-06) "
+    assert failed[0]["gate"]["failures"] == ["gain +0.500 [+0.337, +0.669] (95% CI, 40 task(s), p = 2.53e-06) "
                                              "is below min_gain +0.800"]
     assert (first["gain"]["p_value"], first["gain"]["mdg"], first["gain"]["n"]) == (0.125, None, 4)
     summary = report["summary"]
@@ -111,10 +111,11 @@ def test_restarts_reach_every_report(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1)
     data = json.loads(raw_json)["results"][0]
     assert data["config"]["restarts"] == 3 and [r["restart"] for r in data["restarts"]] == [1, 2, 3]
-    assert data["gain"]["restarts"] == {"count": 3, "gains": [0.5, 0.5, 0.5], "sd": 0.0, "min": 0.5, "max": 0.5}
+    assert data["gain"]["restarts"] == {"count": 3, "gains": [0.5, 0.5, 0.5], "sd": 0.0, "min": 0.5, "max": 0.5,
+                                        "effect_se": 0.0}
     assert data["scores"]["transferred"]["hard"]["restart_means"] == [0.5, 0.5, 0.5]
     gate = data["gate"]["gates"][0]
-    assert gate["gate"] == "min_gain" and gate["tasks_for_power"] == stats.tasks_for_gain(0.1)
+    assert gate["gate"] == "min_gain" and gate["tasks_for_power"] == stats.tasks_to_pass(0.1)
     result.stdout.fnmatch_lines(["seed  base  transf.  gain ?95% CI?         restarts   p *",
                                  "toy-a -> toy-half:",
                                  "beta  0.00  0.50     +0.50 ?+0.*, +0.*?  3 sd 0.00  *"])
@@ -124,7 +125,7 @@ def test_restarts_reach_every_report(pytester: pytest.Pytester) -> None:
     case = ET.parse(pytester.path / "r.xml").find(".//testcase")
     properties = {p.get("name"): p.get("value") for p in case.iter("property")}
     assert (properties["skilltransfer_restarts"], properties["skilltransfer_restart_gain_sd"]) == ("3", "0.0")
-    assert properties["skilltransfer_tasks_for_min_gain"] == str(stats.tasks_for_gain(0.1))
+    assert properties["skilltransfer_tasks_for_min_gain"] == str(stats.tasks_to_pass(0.1))
     bad = pytester.runpytest_subprocess("--min-delta=2")
     bad.stderr.fnmatch_lines(["*--min-delta: must be within ?0, 1?, got 2.0*"])
 

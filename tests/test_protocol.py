@@ -46,7 +46,7 @@ def test_improving_edit_is_accepted_and_transfers(seed):
     result = session(seed, direct=False).transfer(source, target)
     assert result.baseline.hard.mean == 0.0
     assert result.transferred.hard.mean == 1.0
-    assert result.gain.mean == 1.0 and result.gain.improved == 6 and result.gain.p_value == 1 / 32
+    assert result.gain.mean == 1.0 and result.gain.improved == 6 and result.gain.p_value == pytest.approx(1 / 32)
     assert 0 < result.gain.low < 1.0 == result.gain.high  # six tasks: exact interval, not a degenerate [1, 1]
     night = result.learned.nights[0]
     assert night.accepted and night.val_before == 0.25 and night.val_after == 1.0

@@ -124,3 +124,86 @@ def test_the_plugin_options_set_the_limits(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*SKILL.md: the file is 508 bytes, over the limit of 100 bytes*--max-skill-bytes*"])
     assert result.ret != 0
     assert pytester.runpytest("seeds", "--max-skill-bytes=abc").ret == pytest.ExitCode.USAGE_ERROR
+
+
+SEED_FILES = ("SKILL.md", "benchmark.jsonl", "held-out.jsonl", "seed.toml", "judge-calibration.jsonl")
+
+
+@pytest.mark.parametrize("name", SEED_FILES)
+def test_every_seed_file_linked_out_of_the_seed_is_refused_naming_it(tmp_path: Path, name: str) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("DATABASE_PASSWORD=hunter2-correct-horse\n")
+    seed = write_seed(tmp_path / "seed")
+    (seed / name).unlink(missing_ok=True)
+    (seed / name).symlink_to(outside)
+    found = problems(seed)
+    assert any(p.startswith(f"{seed / name}: is a symlink to {outside}") and "outside the seed folder" in p
+               for p in found), found
+
+
+@pytest.mark.parametrize("name", SEED_FILES)
+def test_a_seed_file_linked_to_proc_is_refused_and_nothing_is_read(tmp_path: Path, name: str) -> None:
+    seed = write_seed(tmp_path / "seed")
+    (seed / name).unlink(missing_ok=True)
+    (seed / name).symlink_to("/proc/self/environ")
+    found = problems(seed)
+    assert any(p.startswith(f"{seed / name}: is a symlink to /proc/") and "under /proc" in p for p in found), found
+
+
+@pytest.mark.parametrize("name", ["SKILL.md", "held-out.jsonl", "brain/page.md"])
+def test_a_fifo_or_device_is_refused_without_blocking(tmp_path: Path, name: str) -> None:
+    import os
+
+    seed = write_seed(tmp_path / "seed", pages={"page": "# Page\n"})
+    (seed / name).unlink()
+    os.mkfifo(seed / name)
+    started = time.monotonic()
+    found = problems(seed)
+    assert time.monotonic() - started < 2.0
+    assert any(p.startswith(f"{seed / name}: is a FIFO") for p in found), found
+    (seed / name).unlink()
+    (seed / name).symlink_to("/dev/zero")
+    found = problems(seed)
+    assert any(p.startswith(f"{seed / name}: is a symlink to /dev/zero") for p in found), found
+
+
+def test_a_symlink_inside_the_seed_is_still_read(tmp_path: Path) -> None:
+    seed = write_seed(tmp_path / "seed")
+    (seed / "skill-source.md").write_text("# Shared skill\nDo it well.\n")
+    (seed / "SKILL.md").unlink()
+    (seed / "SKILL.md").symlink_to(seed / "skill-source.md")
+    assert load_seed(seed).skill.startswith("# Shared skill")
+
+
+def test_a_named_skill_may_live_in_the_repository_but_not_link_out_of_it(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "skills").mkdir()
+    (repo / "skills" / "shared.md").write_text("# Shared\nDo it.\n")
+    seed = write_seed(repo / "seeds" / "one", toml='skill = "../../skills/shared.md"\n')
+    (seed / "SKILL.md").unlink()
+    assert load_seed(seed).skill.startswith("# Shared")
+    (repo / "skills" / "shared.md").unlink()
+    (repo / "skills" / "shared.md").symlink_to("/proc/self/environ")
+    found = problems(seed)
+    assert len(found) == 1 and "outside the repository" in found[0], found
+
+
+@pytest.mark.parametrize("pattern", ["(?:x{50000}){50000}", "(a{1000}){1000}", "x{1000000}"])
+def test_a_regex_that_would_take_long_to_compile_is_refused_at_once(tmp_path: Path, pattern: str) -> None:
+    seed = write_seed(tmp_path / "seed")
+    check = {"kind": "rule", "checks": [{"op": "regex", "arg": pattern}]}
+    with (seed / "held-out.jsonl").open("a") as handle:
+        handle.write(json.dumps({"task_id": "hd-slow", "task": "Answer", "judge": check}) + "\n")
+    started = time.monotonic()
+    found = problems(seed)
+    assert time.monotonic() - started < 2.0
+    assert any(p.startswith(f"{seed / 'held-out.jsonl'}:4: task 'hd-slow': check 1: regex") and "unroll to about" in p
+               for p in found), found
+
+
+def test_ordinary_regexes_are_far_below_the_compile_bound() -> None:
+    from pytest_skilltransfer.regex_size import MAX_EXPANDED_SIZE, expanded_size
+
+    for pattern in (r"^(\w+\s?)+[^\w\s]{2}Q$", r"\d{3}-\d{3}-\d{4}", r"(?i)^Owner: @\w+$", r"[a-z]{2,5}(?:, [a-z]+){0,9}"):
+        assert expanded_size(pattern) < MAX_EXPANDED_SIZE // 100

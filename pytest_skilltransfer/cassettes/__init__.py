@@ -145,6 +145,18 @@ def transport_failure(exc: BaseException) -> ModelCallError | None:
     return ModelCallError(str(blocked)) if blocked is not None else None
 
 
+class RecordingStopped(ModelCallError):
+    """A write failed (disk full, ...), so this recording sends nothing more; says what was kept."""
+
+    def __init__(self, store: Any, model: str) -> None:
+        err = store.write_error
+        super().__init__(
+            f"recording stopped for {store.folder}: writing its journal failed ({err.strerror or err}), so no "
+            f"further call is sent in this run (this one to {model} was not). The {len(store.unwritten)} answer(s) "
+            "received since are kept in memory and written when the seed closes if the disk allows; any that "
+            "cannot be are named then. Free disk space and run again with --record-mode=new_episodes.")
+
+
 @lru_cache(maxsize=1)
 def _seed_cassette_class() -> type:
     """A vcrpy Cassette over a `SeedStore`: an index, a lock, a journal, and per-model `once` semantics."""
@@ -155,6 +167,7 @@ def _seed_cassette_class() -> type:
     from .match import model_of, request_key
     from .scrub import filter_recorded_response, filter_request_once
     from .store import from_plain, model_of_plain, plain_key, request_path, to_plain
+    from ..models import sdk_common
     from ..models.validity import response_problem
 
     class SeedCassette(Cassette):
@@ -174,6 +187,8 @@ def _seed_cassette_class() -> type:
             # composed filters, which deep-copy first and then run the same filters
             self._before_record_request = filter_request_once
             self._before_record_response = filter_recorded_response
+            # a call that failed gives up its claim, so other recorders waiting on it send it themselves
+            self._end_claims = sdk_common.on_call_end(lambda: self.store.inflight.release())
 
         def append(self, request: Any, response: Any) -> None:
             # vcrpy's append deep-copies the response and filters the request again; here the request
@@ -194,11 +209,44 @@ def _seed_cassette_class() -> type:
                 self.data.append((request, response))
                 self.dirty = True
                 key = request_key(request)
+                if not self._loading and self.store.record(to_plain(request, response)):
+                    self.store.inflight.release(key, answered=True)
                 if not self._loading:
-                    self.store.record(to_plain(request, response))
                     self._recorded.add(key)
                 self._keys.append(key)
                 self._index.setdefault(key, []).append(len(self.data) - 1)
+
+        def can_play_response_for(self, request: Any) -> bool:
+            """vcrpy's check, then (when recording) what other processes recorded or are sending: a request
+            another recorder answered is played from its journal; one it is sending is waited for."""
+            if super().can_play_response_for(request):
+                return True
+            if not self.store.writes or self.record_mode == RecordMode.ALL:
+                return False
+            filtered = self._before_record_request(request)
+            if not filtered or (self.record_mode == RecordMode.ONCE and model_of(filtered.body) in self.loaded_models):
+                return False  # a miss, as before
+            if self.store.write_error is not None:
+                stopped = RecordingStopped(self.store, model_of(filtered.body))
+                sdk_common.stop_retrying(stopped)
+                raise stopped
+            key = request_key(filtered)
+            if self._adopt(request):
+                return True
+            if not self.store.inflight.claim(key, sdk_common.call_policy().deadline_s):
+                return False  # waited a whole call deadline: send it (paying twice beats hanging)
+            if self._adopt(request):
+                self.store.inflight.release(key, answered=True)
+                return True
+            return False  # this thread holds the claim until its answer is journaled or its call ends
+
+        def _adopt(self, request: Any) -> bool:
+            """Take in what other processes journaled since the last look; whether `request` is now answered."""
+            with self._lock:
+                for entry in self.store.answers_from_others():
+                    self._add_loaded(plain_key(entry), from_plain(entry))
+                    self.rewound = True
+                return self._unplayed(request) is not None
 
         def _load(self) -> None:
             # Stored interactions were filtered and redacted when they were recorded (and every write
@@ -270,6 +318,7 @@ def _seed_cassette_class() -> type:
                 return played | self._recorded
 
         def _save(self, force: bool = False) -> None:
+            self._end_claims()
             # every recording is already in the journal: fold it into the files (and prune, when asked)
             self.store.close(self.used_keys() if self.prune_unused else None)
 

@@ -132,6 +132,11 @@ def read_journal(path: Path) -> list[dict[str, Any]]:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return []
+    return parse_journal_lines(text)
+
+
+def parse_journal_lines(text: str) -> list[dict[str, Any]]:
+    """The complete interactions in journal text; a torn or malformed line is skipped."""
     entries = []
     for line in text.splitlines():
         try:

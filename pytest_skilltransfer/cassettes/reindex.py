@@ -1,5 +1,6 @@
 """`python -m pytest_skilltransfer index [DIR ...] [--check]`: bring the index beside every model file
-up to date, or (with `--check`, for CI) fail when one is missing or stale.
+up to date and fold journals killed recorders left, or (with `--check`, for CI) fail when an index is
+missing, stale or wrong (rows checked against the file) or a journal is not folded.
 
 Recording writes the index with each model file, so this is needed only after a model file changed
 by other means: a hand edit, a merge, files recorded before indexes existed. A stale index costs
@@ -14,34 +15,96 @@ import sys
 from pathlib import Path
 
 from . import index
-from .store import CassetteFileError, folder_lock, model_files, write_atomically
+from .journal import LOCK_SUFFIX, PREFIX, SUFFIX, claim_orphans, journals, read_journal
+from .seedstore import fold
+from .store import CassetteFileError, folder_lock, model_files, scan_text, write_atomically
 from .stored import open_model_file
 
 
 def _seed_folders(root: Path) -> list[Path]:
-    """Every folder under `root` (itself included) that holds model files."""
-    folders = {p.parent for p in root.rglob("*.yaml") if not p.name.startswith(".")} if root.is_dir() else set()
-    return sorted(f for f in folders if model_files(f))
+    """Every folder under `root` (itself included) that holds model files or recording journals."""
+    if not root.is_dir():
+        return []
+    folders = {p.parent for p in root.rglob("*.yaml") if not p.name.startswith(".")}
+    folders |= {p.parent for p in root.rglob(f"{PREFIX}*{SUFFIX}")}
+    return sorted(f for f in folders if model_files(f) or journals(f))
+
+
+def _row(slot: index.Slot) -> tuple[object, ...]:
+    return slot.offset, slot.length, slot.line, slot.key, slot.model, slot.problem
 
 
 def _status(path: Path) -> tuple[str, str | None]:
-    """("current" | "stale" | "unindexable", the index text to write) for one model file."""
+    """("current" | "stale" | "wrong" | "unindexable", the index text to write) for one model file.
+
+    An index naming the file's digest is also checked row by row against the file read in full
+    ("wrong" when a row points at another interaction than it says), so a current index is a true one.
+    """
     opened = open_model_file(path, lambda entry: None)
-    opened.file.close()
-    if opened.index_text is not None:
-        return "stale", opened.index_text
-    return ("unindexable", None) if not opened.stored and opened.entries else ("current", None)
+    try:
+        if opened.index_text is not None:
+            return "stale", opened.index_text
+        if not opened.stored and opened.entries:
+            return "unindexable", None
+        if not opened.stored and not opened.rejected:
+            return "current", None
+        scan = scan_text(path, opened.file.text(), lambda entry: None)
+    finally:
+        opened.file.close()
+    indexed = index.read(path, opened.file.digest, opened.file.size) or []
+    if scan.slots is None or [_row(s) for s in scan.slots] == [_row(s) for s in indexed]:
+        return "current", None
+    return "wrong", index.render(path, opened.file.digest, scan.slots)
+
+
+def _journals(folder: Path, check: bool, counts: dict[str, int]) -> None:
+    """Report (`check`) or fold (otherwise, with the folder lock held) the journals a recorder left."""
+    if check:
+        for path in journals(folder):
+            held = _held(path)
+            counts["unfolded"] += 1
+            state = "recording in progress" if held else "left by a killed recorder"
+            print(f"unfolded: {path} ({len(read_journal(path))} interaction(s), {state}; "
+                  "`python -m pytest_skilltransfer index` folds it into the model files)")
+        return
+    orphans = claim_orphans(folder)
+    recovered = [entry for orphan in orphans for entry in orphan.entries]
+    try:
+        fold(folder, recovered)
+    except BaseException:
+        for orphan in orphans:
+            orphan.release()
+        raise
+    for orphan in orphans:
+        orphan.remove()
+        counts["folded"] += 1
+    counts["unfolded"] += len(journals(folder))  # still held by a running recorder
+
+
+def _held(journal: Path) -> bool:
+    """Whether a running recorder holds this journal."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(journal.with_name(journal.name[: -len(SUFFIX)] + LOCK_SUFFIX)), timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        return True
+    lock.release()
+    return False
 
 
 def run(roots: list[Path], check: bool) -> int:
     """Index (or check) every model file under `roots`; 0 when all are current afterwards."""
-    counts = {"current": 0, "stale": 0, "written": 0, "unindexable": 0, "damaged": 0, "orphan": 0}
+    counts = {"current": 0, "stale": 0, "wrong": 0, "written": 0, "unindexable": 0, "damaged": 0, "orphan": 0,
+              "unfolded": 0, "folded": 0}
     for root in roots:
         if not root.is_dir():
             print(f"index: {root} is not a folder; give the cassette folder (default: cassettes)", file=sys.stderr)
             return 2
         for folder in _seed_folders(root):
             with contextlib.nullcontext() if check else folder_lock(folder):  # --check writes nothing
+                _journals(folder, check, counts)
                 for path in model_files(folder):
                     try:
                         state, text = _status(path)
@@ -50,12 +113,15 @@ def run(roots: list[Path], check: bool) -> int:
                         print(f"damaged: {err}", file=sys.stderr)
                         continue
                     counts[state] += 1
-                    if state == "stale" and not check:
+                    if state in ("stale", "wrong") and not check:
                         write_atomically(index.index_path(path), text or "")
                         counts["written"] += 1
                     elif state != "current":
-                        print(f"{state}: {path}" + (" (not in the layout recording writes: re-record it to index it)"
-                                                    if state == "unindexable" else " (its index is missing or stale)"))
+                        print(f"{state}: {path}" + {
+                            "unindexable": " (not in the layout recording writes: re-record it to index it)",
+                            "stale": " (its index is missing or stale)",
+                            "wrong": " (its index names the file's digest but its rows point at other interactions)",
+                        }[state])
                 for orphan in folder.glob(f"*.yaml{index.SUFFIX}"):
                     if not orphan.with_suffix("").exists():
                         counts["orphan"] += 1
@@ -63,14 +129,19 @@ def run(roots: list[Path], check: bool) -> int:
                             print(f"orphan: {orphan} (its model file is gone)")
                         else:
                             orphan.unlink()
-    total = counts["current"] + counts["stale"] + counts["unindexable"] + counts["damaged"]
+    total = counts["current"] + counts["stale"] + counts["wrong"] + counts["unindexable"] + counts["damaged"]
     print(f"index: {total} model file(s): {counts['current']} current, {counts['stale']} stale"
+          + (f", {counts['wrong']} with wrong rows" if counts["wrong"] else "")
           + (f" ({counts['written']} written)" if not check else "")
           + f", {counts['unindexable']} not indexable, {counts['damaged']} damaged, {counts['orphan']} orphan index(es)"
-          + (" removed" if counts["orphan"] and not check else ""))
+          + (" removed" if counts["orphan"] and not check else "")
+          + (f", {counts['folded']} journal(s) folded" if counts["folded"] else "")
+          + (f", {counts['unfolded']} unfolded journal(s)" if counts["unfolded"] else ""))
     if counts["damaged"]:
         return 1
-    return 1 if check and (counts["stale"] or counts["orphan"]) else 0
+    if check:
+        return 1 if counts["stale"] or counts["wrong"] or counts["orphan"] or counts["unfolded"] else 0
+    return 1 if counts["unfolded"] else 0
 
 
 def main(argv: list[str]) -> int:
@@ -80,6 +151,6 @@ def main(argv: list[str]) -> int:
                     "without parsing it; --check only reports missing or stale indexes and exits 1 if any.")
     parser.add_argument("dirs", nargs="*", type=Path, default=[Path("cassettes")],
                         help="cassette folders (default: cassettes)")
-    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when an index is missing or stale")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when an index is missing, stale or wrong, or a journal is unfolded")
     args = parser.parse_args(argv)
     return run(args.dirs, args.check)

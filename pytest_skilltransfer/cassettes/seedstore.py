@@ -17,7 +17,8 @@ from typing import Any, Callable
 Convert = Callable[[dict[str, Any]], Any]
 
 from .index import index_path
-from .journal import Journal, claim_orphans, live_or_orphan_entries
+from .inflight import InFlight, clean_claims
+from .journal import Journal, claim_orphans, journals, live_or_orphan_entries, parse_journal_lines
 from .stored import ModelFile, StoredInteraction, open_model_file
 from .store import (
     CassetteFileError,
@@ -38,6 +39,7 @@ from .store import (
     write_index,
     write_model_file,
 )
+from ..models.base import ModelCallError
 from ..models.validity import response_problem
 
 
@@ -162,6 +164,10 @@ class SeedStore:
         self.folder = folder
         self.mode = mode
         self.journal = Journal(folder)
+        self.inflight = InFlight(folder)
+        self.write_error: OSError | None = None  # the first failed write: nothing more is sent after it
+        self.unwritten: list[dict[str, Any]] = []  # answers received after it, kept in memory until close
+        self._read: dict[Path, int] = {}  # other recorders' journals: bytes read so far
         self.cleaned: list[Path] = []  # leftover temporary files removed on open
         self.recovered = 0  # interactions folded in from killed recorders' journals
         self.indexed: list[Path] = []  # indexes written on open (they were missing or stale)
@@ -186,8 +192,10 @@ class SeedStore:
             return self._keep(open_folder(self.folder, convert=convert))
         if not self.folder.is_dir():
             return Loaded()
+        ensure_ignored(self.folder.parent)
         with folder_lock(self.folder):
             self.cleaned = clean_leftovers(self.folder)
+            clean_claims(self.folder)
             orphans = claim_orphans(self.folder)
             recovered = [e for orphan in orphans for e in orphan.entries if _usable(e)]
             try:
@@ -209,15 +217,48 @@ class SeedStore:
         self.loaded = loaded
         return loaded
 
-    def record(self, entry: dict[str, Any]) -> None:
-        """Make one recorded interaction durable now."""
-        self.journal.append(entry)
+    def record(self, entry: dict[str, Any]) -> bool:
+        """Make one recorded interaction durable now; False when the write failed (disk full, ...).
+
+        After a failed write the answer is kept in memory (`unwritten`) and folded in at close if
+        the disk allows then; `write_error` tells the caller to send nothing more.
+        """
+        if self.write_error is None:
+            try:
+                self.journal.append(entry)
+                return True
+            except OSError as err:
+                self.write_error = err
+        self.unwritten.append(entry)
+        return False
+
+    def answers_from_others(self) -> list[dict[str, Any]]:
+        """Interactions other processes recorded into this folder's journals since the last look."""
+        found: list[dict[str, Any]] = []
+        for path in journals(self.folder):
+            if path == self.journal.path:
+                continue
+            start = self._read.get(path, 0)
+            try:
+                with open(path, "rb") as handle:
+                    handle.seek(start)
+                    data = handle.read()
+            except OSError:
+                continue
+            complete = data.rfind(b"\n") + 1  # a line still being written is read next time
+            self._read[path] = start + complete
+            found += [e for e in parse_journal_lines(data[:complete].decode("utf-8", "replace")) if _usable(e)]
+        return found
 
     def close(self, keep: set[tuple[str, str, str]] | None = None) -> list[Path]:
         """Fold this process's journal into the model files and remove it; the files changed.
 
-        With `keep` (request keys), every stored interaction whose request is not among them is removed
-        too: a re-record of every item of the seed keeps only what those items used (see `prune`)."""
+        Answers that could not be journaled are folded in too; if that fails as well, CassetteWriteError
+        names every answer lost (the journaled ones stay in the journal for the next run). With `keep`
+        (request keys), every stored interaction whose request is not among them is removed too: a
+        re-record of every item of the seed keeps only what those items used (see `prune`).
+        """
+        self.inflight.release()
         if self.loaded is not None:
             self.loaded.close_files()  # nothing is replayed any more; the fold may replace the files
         changed = self._fold_journal()
@@ -227,14 +268,65 @@ class SeedStore:
         return changed
 
     def _fold_journal(self) -> list[Path]:
-        if not self.journal.entries:
+        entries = self.journal.entries + self.unwritten
+        if not entries:
             self.journal.discard()
             return []
         try:
             with folder_lock(self.folder):
-                changed = fold(self.folder, self.journal.entries, self.mode == "all")
+                changed = fold(self.folder, entries, self.mode == "all")
                 self.journal.discard()
-        except BaseException:
-            self.journal.abandon()  # every recording stays in the journal for the next open
+                clean_claims(self.folder)
+        except BaseException as err:
+            try:
+                self.journal.abandon()  # every journaled recording stays in the journal for the next open
+            except OSError:
+                pass  # the disk is still full: what reached the journal file is folded by the next open
+            if self.unwritten and isinstance(err, OSError):
+                raise CassetteWriteError(self.folder, self.unwritten, err) from err
             raise
         return changed
+
+
+class CassetteWriteError(ModelCallError):
+    """Answers were received but could not be written anywhere; the message names each one."""
+
+    def __init__(self, folder: Path, lost: list[dict[str, Any]], err: OSError) -> None:
+        self.lost = lost
+        names = "; ".join(_describe(entry) for entry in lost[:20]) + (" ..." if len(lost) > 20 else "")
+        super().__init__(
+            f"recording {folder}: {len(lost)} answer(s) received but not written ({err.strerror or err}): {names}. "
+            "They are lost: the next run sends them again. Free disk space and run again with "
+            "--record-mode=new_episodes; everything else recorded is kept.")
+
+
+def _describe(entry: dict[str, Any]) -> str:
+    """`model: first words of the last user message` for naming a lost answer."""
+    body = (entry.get("request") or {}).get("body") or {}
+    data = body.get("json") if isinstance(body, dict) else None
+    text = ""
+    for message in reversed((data or {}).get("messages") or []):
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):
+            content = " ".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+        if content:
+            text = " ".join(str(content).split())[:60]
+            break
+    return f"{model_of_plain(entry)}: {text!r}"
+
+
+_IGNORED = (".lock", ".journal-*", ".inflight-*", ".*.tmp")
+
+
+def ensure_ignored(cassette_dir: Path) -> None:
+    """Write `<cassette dir>/.gitignore` naming the lock, journal, claim and temporary files, when missing,
+    so `git add cassettes` never commits a recording in progress."""
+    path = cassette_dir / ".gitignore"
+    if path.exists():
+        return
+    try:
+        cassette_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text("# written by pytest-skilltransfer: recordings in progress, never committed\n"
+                        + "".join(f"{pattern}\n" for pattern in _IGNORED), encoding="utf-8")
+    except OSError:
+        pass

@@ -243,17 +243,45 @@ def _split(text: str) -> tuple[str, list[tuple[int, int, int]]] | None:
     return text[:head.start()] + "interactions: []\n" + text[end:], spans
 
 
-def _load_yaml(path: Path, text: str) -> Any:
+_CONFLICT_MARKER = re.compile(r"^(?:<{7}|>{7}|\|{7})(?: .*)?$|^={7}$", re.M)
+
+
+def conflict_markers(path: Path, text: str) -> None:
+    """CassetteFileError when `text` holds merge-conflict markers (`<<<<<<<`, `=======`, `>>>>>>>`), naming the first."""
+    marker = _CONFLICT_MARKER.search(text)
+    if marker is None:
+        return
+    line = text.count("\n", 0, marker.start()) + 1
+    raise CassetteFileError(
+        f"cassette file {path} holds merge-conflict markers, the first at line {line} ({marker.group(0)[:40]}): "
+        "resolve the conflict (keep one side's file whole: `git checkout --theirs` or `--ours` on it), or re-record "
+        "it with `pytest --record-mode=all -k <seed>`; two recordings are never merged by hand.")
+
+
+def _yaml_error(path: Path, err: yaml.YAMLError, first_line: int = 1, number: int | None = None,
+                item_lines: list[int] | None = None) -> CassetteFileError:
+    """A YAML error as the file's own line and column, and the interaction it is in."""
+    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+    problem = " ".join(str(getattr(err, "problem", None) or err).split())
+    line = first_line + mark.line if mark is not None else None
+    if number is None and line is not None and item_lines:
+        number = sum(1 for start in item_lines if start <= line) or None
+    where = f", interaction {number}" if number else ""
+    at = f" at line {line}, column {mark.column + 1}" if mark is not None and line is not None else ""
+    return CassetteFileError(f"cassette file {path}{where} cannot be read: YAML error{at}: {problem}. {_fix()}")
+
+
+def _load_yaml(path: Path, text: str, first_line: int = 1, number: int | None = None) -> Any:
     try:
         return yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as err:
-        detail = " ".join(str(err).split())
-        raise CassetteFileError(f"cassette file {path} cannot be read ({detail}). {_fix()}") from err
+        raise _yaml_error(path, err, first_line, number, _item_lines(text) if number is None else None) from err
 
 
-def load_item(path: Path, text: str) -> Any:
-    """The interaction one YAML list item holds (None when it holds something else)."""
-    parsed = _load_yaml(path, text)
+def load_item(path: Path, text: str, first_line: int = 1, number: int | None = None) -> Any:
+    """The interaction one YAML list item holds (None when it holds something else); a YAML error
+    names the file's line (the item starts at `first_line`) and the interaction `number`."""
+    parsed = _load_yaml(path, text, first_line, number)
     return parsed[0] if isinstance(parsed, list) and len(parsed) == 1 else None
 
 
@@ -278,6 +306,7 @@ class Scan(Generic[T]):
 def scan_text(path: Path, text: str, keep: Callable[[dict[str, Any]], T]) -> Scan[T]:
     """Read a model file's text interaction by interaction, passing each usable one through `keep` at
     once (so a large file is never held as one parsed tree); CassetteFileError when it is damaged."""
+    conflict_markers(path, text)
     split = _split(text)
     frame = _load_yaml(path, split[0] if split else text)
     if frame is None:
@@ -314,7 +343,7 @@ def scan_text(path: Path, text: str, keep: Callable[[dict[str, Any]], T]) -> Sca
             start, stop = item
             offset += len(text[position:start].encode("utf-8"))
             length = len(text[start:stop].encode("utf-8"))
-            entry = load_item(path, text[start:stop])
+            entry = load_item(path, text[start:stop], line, number)
         else:
             entry = item
         problem = structure_problem(entry)

@@ -59,15 +59,24 @@ class ModelFile:
         """The plain interaction at `slot`; CassetteFileError when the file no longer holds it there."""
         raw = os.pread(self._handle.fileno(), slot.length, slot.offset)
         try:
-            entry = load_item(self.path, raw.decode("utf-8"))
+            entry = load_item(self.path, raw.decode("utf-8"), slot.line, slot.number)
         except (UnicodeDecodeError, CassetteFileError):
             entry = None
         if structure_problem(entry) is not None or plain_key(entry) != slot.key:  # type: ignore[arg-type]
-            raise CassetteFileError(
-                f"cassette file {self.path}, interaction {slot.number} (line {slot.line}), changed while this run "
-                "was replaying it (edited in place). Run again; keep cassette files unchanged during a run."
-            )
+            raise self._mismatch(slot)
         return entry  # type: ignore[return-value]
+
+    def _mismatch(self, slot: Slot) -> CassetteFileError:
+        """Why the interaction at `slot` is not what the index says: the file changed, or the index is wrong."""
+        self._handle.seek(0)
+        if _sha256(self._handle) == self.digest:
+            return CassetteFileError(
+                f"cassette file {self.path}: its index {index.index_path(self.path).name} does not match the file "
+                f"(row {slot.number} points at another interaction). Rebuild it with "
+                f"`python -m pytest_skilltransfer index {self.path.parent}`, or delete the index.")
+        return CassetteFileError(
+            f"cassette file {self.path}, interaction {slot.number} (line {slot.line}), changed while this run "
+            "was replaying it (edited in place). Run again; keep cassette files unchanged during a run.")
 
     def close(self) -> None:
         self._handle.close()

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import unquote, urlsplit
 
+from ..redaction import register_secret, strip_userinfo
 from .base import ModelError
 
 Provider = Literal["anthropic", "openai"]
@@ -194,7 +196,22 @@ def parse_explicit(spec: str) -> Target | None:
         model_id, base_url = rest[:at], rest[at + 1 :]
     if not model_id:
         return None
+    register_url_credentials(base_url)
     return Target(provider=provider, model_id=model_id, base_url=base_url)  # type: ignore[arg-type]
+
+
+def register_url_credentials(url: str | None) -> None:
+    """Make the userinfo of a base URL (`http://user:password@host`) a secret: the password, the
+    `user:password` pair (the SDK's transport sends it as a `Basic` credential) and a bare user token."""
+    if not url:
+        return
+    userinfo = urlsplit(url).netloc.rpartition("@")
+    if not userinfo[1]:
+        return
+    pair = unquote(userinfo[0])
+    user, _, password = pair.partition(":")
+    for value in (pair, password or user):
+        register_secret(value, "base URL credentials")
 
 
 def _bare_id(name: str) -> Target | None:
@@ -218,6 +235,7 @@ def lookup(name: str) -> Target | str | None:
     if isinstance(entry, dict):
         base = parse_explicit(f"{entry.get('provider', 'openai')}:{entry['model']}")
         assert base is not None
+        register_url_credentials(entry.get("base_url"))
         return Target(base.provider, base.model_id, entry.get("base_url") or None, entry.get("api_key_env"),
                       entry.get("service_tier"))
     if isinstance(entry, str):
@@ -238,5 +256,5 @@ def is_known(name: str) -> bool:
 
 def help_text() -> str:
     """One line for the "known models" list."""
-    names = ", ".join(f"{alias} ({spec.split(':', 1)[-1]})" for alias, spec in all_aliases().items())
+    names = ", ".join(f"{alias} ({strip_userinfo(spec.split(':', 1)[-1])})" for alias, spec in all_aliases().items())
     return f"{names}; anthropic:<model-id>[@<base-url>], openai:<model-id>[@<base-url>]"

@@ -25,12 +25,13 @@ import importlib
 import os
 import random
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
-from ..redaction import redact_text
+from ..redaction import redact_text, strip_userinfo
 from .aliases import Target
 from .base import ModelCallError
 
@@ -52,6 +53,7 @@ class CallPolicy:
     max_backoff_s: float = 8.0
     timeout_s: float = 600.0
     prompt_cache: bool = True  # mark a long enough shared prefix with `cache_control` (Anthropic)
+    deadline_s: float = 1800.0  # one call in all, retries and waits included (`call_deadline`; a flex attempt fits)
     service_tier: str | None = None  # OpenAI `service_tier` for models without their own ("flex", "default")
 
     def timeout_for(self, service_tier: str | None) -> float:
@@ -116,6 +118,92 @@ def call_environment(env: CallEnvironment) -> Iterator[None]:
 def current_environment() -> CallEnvironment | None:
     with _environment_lock:
         return _environment
+
+
+class CallDeadlineExceeded(ModelCallError):
+    """A call (all its attempts and waits) reached the policy's deadline; says what was tried."""
+
+
+class _CallState(threading.local):
+    """The call in progress in this thread: when it must end, what its attempts got, why to stop retrying."""
+
+    deadline: float | None = None
+    limit_s: float = 0.0
+    tried: list[str] | None = None
+    stop: BaseException | None = None
+
+
+_call = _CallState()
+_call_end_listeners: list[Callable[[], None]] = []
+
+
+def on_call_end(listener: Callable[[], None]) -> Callable[[], None]:
+    """Call `listener()` in the calling thread when an SDK call ends, however it ends; returns a remover."""
+    _call_end_listeners.append(listener)
+    return lambda: _call_end_listeners.remove(listener) if listener in _call_end_listeners else None
+
+
+def stop_retrying(reason: BaseException) -> None:
+    """Make the SDK call in progress in this thread end with `reason` instead of retrying (raised from
+    the SDK's wait before a retry, so no further attempt is sent)."""
+    _call.stop = reason
+
+
+@contextmanager
+def call_deadline(policy: CallPolicy) -> Iterator[None]:
+    """Bound one SDK call (with the SDK's retries) by `policy.deadline_s`: each attempt's timeout is cut
+    to the time left, and a retry that could not start before the deadline is not made."""
+    previous = (_call.deadline, _call.limit_s, _call.tried, _call.stop)
+    _call.deadline, _call.limit_s, _call.tried = time.monotonic() + policy.deadline_s, policy.deadline_s, []
+    _call.stop = None
+    try:
+        yield
+    finally:
+        _call.deadline, _call.limit_s, _call.tried, _call.stop = previous
+        for listener in list(_call_end_listeners):
+            listener()
+
+
+def _time_left() -> float | None:
+    return None if _call.deadline is None else _call.deadline - time.monotonic()
+
+
+def _tried_text() -> str:
+    tried = _call.tried or []
+    counted: list[str] = []
+    for what in tried:
+        if counted and counted[-1].split(" x")[0] == what:
+            head, _, times = counted[-1].partition(" x")
+            counted[-1] = f"{head} x{int(times or 1) + 1}"
+        else:
+            counted.append(what)
+    return f"{len(tried)} attempt(s): {', '.join(counted) or 'none'}"
+
+
+def deadline_exceeded(model: str, where: str) -> CallDeadlineExceeded:
+    """The error for a call that reached its deadline, naming the attempts made."""
+    return CallDeadlineExceeded(redact_text(
+        f"{model}: no complete answer from {where} within the call deadline of {_call.limit_s:g} s "
+        f"({_tried_text()}): raise --transfer-call-deadline (ini skilltransfer_call_deadline) or retry later. "
+        "Nothing was saved for this call."))
+
+
+def _clamp_attempt(request: Any) -> None:
+    """httpx request hook: the attempt may take only the time the call has left."""
+    left = _time_left()
+    if left is None:
+        return
+    if left <= 0:
+        raise CallDeadlineExceeded("the call deadline passed before this attempt")
+    timeout = dict(request.extensions.get("timeout") or {})
+    request.extensions["timeout"] = {k: min(v, left) if v is not None else left
+                                     for k, v in {**dict.fromkeys(("connect", "read", "write", "pool")), **timeout}.items()}
+
+
+def _note_response(response: Any) -> None:
+    """httpx response hook: what this attempt got, for the deadline message."""
+    if _call.tried is not None:
+        _call.tried.append(f"HTTP {response.status_code}")
 
 
 class MissingAPIKey(ModelCallError):
@@ -201,7 +289,12 @@ def _dispatch(event: str) -> HttpHook:
 
 def endpoint(target: Target) -> str:
     """Where calls go, for messages."""
-    return target.base_url or _DEFAULT_ENDPOINTS[target.provider]
+    return endpoint_for(target.provider, target.base_url)
+
+
+def endpoint_for(provider: str, base_url: str | None) -> str:
+    """A provider's base URL (without credentials), or its public endpoint when none is set."""
+    return strip_userinfo(base_url) if base_url else _DEFAULT_ENDPOINTS[provider]
 
 
 def _status_message(exc: Any) -> str:
@@ -213,6 +306,18 @@ def _status_message(exc: Any) -> str:
     return str(getattr(exc, "message", "") or exc)
 
 
+def find_cause(exc: BaseException, kind: type) -> BaseException | None:
+    """The first exception of `kind` in `exc`'s chain of causes and contexts."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, kind):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def call_failed(exc: Exception, target: Target, timeout: float) -> ModelCallError:
     """An SDK or transport exception as a ModelCallError that says what to do (secrets redacted)."""
     env = current_environment()
@@ -220,6 +325,11 @@ def call_failed(exc: Exception, target: Target, timeout: float) -> ModelCallErro
     if explained is not None:
         return explained
     where, model, var = endpoint(target), target.model_id, target.key_variable
+    left = _time_left()
+    if isinstance(exc, CallDeadlineExceeded) or find_cause(exc, CallDeadlineExceeded) or (left is not None and left <= 0):
+        if _call.tried is not None and not _call.tried or (_call.tried and _call.tried[-1].startswith("HTTP 2")):
+            _call.tried.append("no answer (timed out)")
+        return deadline_exceeded(model, where)
     status = getattr(exc, "status_code", None)
     detail = _status_message(exc)
     name = type(exc).__name__
@@ -256,20 +366,32 @@ def bad_response(target: Target, status: int, problem: str, body_excerpt: str) -
 
 
 def _retry_timeout(self: Any, remaining_retries: int, options: Any, response_headers: Any = None) -> float:
-    """The SDK hook for the wait between attempts, following our `CallPolicy`."""
+    """The SDK hook for the wait between attempts, following our `CallPolicy`; raises (so no retry is made)
+    when the call's deadline would pass before the next attempt could start."""
+    if _call.stop is not None:
+        raise _call.stop
     attempt = max(0, options.get_max_retries(self.max_retries) - remaining_retries)
-    return self._skilltransfer_policy.wait_before_retry(attempt, self._parse_retry_after_header(response_headers))
+    wait = self._skilltransfer_policy.wait_before_retry(attempt, self._parse_retry_after_header(response_headers))
+    if response_headers is None and _call.tried is not None:
+        _call.tried.append("no answer (timed out or connection failed)")
+    left = _time_left()
+    if left is not None and wait >= left:
+        raise CallDeadlineExceeded("the call deadline would pass before the next attempt")
+    return wait
 
 
 def make_client(client_class: tuple[str, str], api_key: str, base_url: str | None, max_retries: int,
-                timeout: float, policy: CallPolicy | None = None) -> Any:
-    """An SDK client (the one place clients are built); the SDK is imported here, on first use."""
+                timeout: float, policy: CallPolicy | None = None, transport: Any = None) -> Any:
+    """An SDK client (the one place clients are built); the SDK is imported here, on first use.
+
+    `transport` replaces the HTTP transport (the batch lane parks requests this way)."""
     module, name = client_class
     sdk = importlib.import_module(module)
     base = getattr(sdk, name)
     cls = type(f"SkillTransfer{name}", (base,), {"_calculate_retry_timeout": _retry_timeout,
                                                   "_skilltransfer_policy": policy or _policy})
-    http_client = sdk.DefaultHttpxClient(event_hooks={"request": [_dispatch("request")],
-                                                      "response": [_dispatch("response")]})
+    extra = {"transport": transport} if transport is not None else {}
+    http_client = sdk.DefaultHttpxClient(event_hooks={"request": [_clamp_attempt, _dispatch("request")],
+                                                      "response": [_note_response, _dispatch("response")]}, **extra)
     return cls(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout,
                default_headers=DEFAULT_HEADERS, http_client=http_client)

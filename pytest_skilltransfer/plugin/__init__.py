@@ -53,6 +53,8 @@ from .engagement import engaged
 from .options import (Pair, Settings, add_options, add_short_spellings, apply_project_tables, flag,
                       plan_requested, read_settings)
 from .reporting import ERROR_ATTRIBUTE, REPORT_ATTRIBUTE, TransferReporting, is_worker, plain_nodeid
+from ..redaction import redact_text
+from ..terminal import safe
 
 if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
@@ -104,11 +106,12 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
-    from . import compare, shards
+    from . import batch, compare, shards
 
     add_options(parser)
     shards.add_options(parser)
     compare.add_options(parser)
+    batch.add_options(parser)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -203,6 +206,9 @@ def _engage(config: pytest.Config) -> None:
     from ..models.sdk_common import configure_calls
 
     configure_calls(settings.calls)
+    from . import batch
+
+    batch.configure(config, settings.cassette_dir)
     runner = config.stash[RUNNER] = Runner(settings, progress)
     if settings.max_cost is not None:
         runner.budget = _budget(config, settings)
@@ -221,6 +227,9 @@ def _engage(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    from . import batch
+
+    batch.unconfigure(config)
     folder = config.stash.get(SCOPES_DIR, None)
     if folder:
         import shutil
@@ -323,7 +332,7 @@ class PlanMode:
         if reporter is not None:
             reporter.write_sep("=", "skill transfer plan")
             for line in plan_lines(plans, shipped_table().effective):
-                reporter.write_line(line)
+                reporter.write_line(safe(line))
         return True
 
 
@@ -346,6 +355,7 @@ def _progress_writer(config: pytest.Config) -> Callable[[str], None]:
     lock = threading.Lock()  # the limiter reports from the threads that make the calls
 
     def write(line: str) -> None:
+        line = safe(line)
         capman = config.pluginmanager.getplugin("capturemanager")
         reporter = config.pluginmanager.getplugin("terminalreporter")
         with lock, capman.global_and_fixture_disabled() if capman else nullcontext():
@@ -484,11 +494,11 @@ def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapsho
     except (SeedError, ModelError, ModelCallError, NoJudgeConfigured, CalibrationFailed) as exc:
         if hasattr(exc, "with_command"):  # a cassette miss: the command that re-records this very item
             exc = exc.with_command(rerecord_command(item, spec))
-        problem = f"{spec.seed_path.name} ({spec.source} -> {spec.target}): {exc}"
+        problem = redact_text(f"{spec.seed_path.name} ({spec.source} -> {spec.target}): {exc}")
     else:
         problem = ""
     if problem:
-        pytest.fail(problem, pytrace=False)
+        pytest.fail(safe(problem), pytrace=False)
     data = result_to_json(result, settings_of(request.config).answer_chars)
     data["prompt_cache"] = "auto" if runner.settings.calls.prompt_cache else "off"  # shapes Anthropic requests
     item.stash[RUN] = ItemRun(result, data, seed, spec, snapshot.use_extension(TransferSnapshotExtension))
@@ -591,7 +601,8 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
     for gate in outcome.gates:
         item.user_properties.append((f"skilltransfer_gate_{gate.name}", gate.verdict))
         if gate.tasks_for_power is not None:
-            item.user_properties.append(("skilltransfer_tasks_for_min_gain", gate.tasks_for_power))
+            name = "min_gain" if gate.name == "min_gain" else "harm"
+            item.user_properties.append((f"skilltransfer_tasks_for_{name}", gate.tasks_for_power))
     item.user_properties.append(("skilltransfer_outcome", run.data["outcome"]))
     item.user_properties.append(("skilltransfer_verdict", run.data["gate"]["label"]))
     if verdict == "fail" or (verdict == "inconclusive" and settings.inconclusive == "fail"):
@@ -601,8 +612,8 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
     if verdict == "inconclusive":
         reason = "inconclusive: " + "; ".join(outcome.inconclusive)
         if settings.inconclusive == "xfail":
-            pytest.xfail(reason)
-        warnings.warn(pytest.PytestWarning(f"{item.nodeid}: {reason}"), stacklevel=1)
+            pytest.xfail(safe(reason))
+        warnings.warn(pytest.PytestWarning(safe(f"{item.nodeid}: {reason}")), stacklevel=1)
 
 
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from ..edits import Edit
+from ..terminal import safe
 from ..report import efficiency_text, gain_text, mdg_text, night_verdict, p_text, unfinished_answers
 from .gating import GateOutcome
 
@@ -24,8 +25,8 @@ class TransferFailed(pytest.fail.Exception):  # type: ignore[misc,name-defined]
     """A failed (or, by default, inconclusive) transfer item: the full diagnosis and its one-line summary."""
 
     def __init__(self, diagnosis: str, summary: str):
-        super().__init__(diagnosis, pytrace=False)
-        self.summary = summary
+        super().__init__(safe(diagnosis), pytrace=False)  # task texts and answers reach the terminal escaped
+        self.summary = safe(summary)
 
 
 def _estimate(evaluation: dict[str, Any] | None) -> tuple[str, str, str]:
@@ -126,9 +127,10 @@ def diagnose(result: dict[str, Any], outcome: GateOutcome, seed_skill: str, task
     lines = [head, *(f"  FAILED {f}" for f in outcome.failures),
              *(f"  INCONCLUSIVE {m}" for m in outcome.inconclusive), *(f"  note: {n}" for n in outcome.notes)]
     for gate in outcome.gates:
-        if gate.tasks_for_power is not None and gate.verdict != "pass":
-            lines.append(f"  note: a true gain of {gate.threshold:+.2f} needs {gate.tasks_for_power} held-out tasks "
-                         "to be detected with 80% power (two-sided alpha 0.05)")
+        if gate.name == "min_gain" and gate.tasks_for_power is not None and gate.verdict != "pass":
+            lines.append(f"  note: at a true gain of {gate.threshold + 0.1:+.2f}, passing min_gain "
+                         f"{gate.threshold:+.2f} with 80% power needs {gate.tasks_for_power} held-out tasks "
+                         "(none getting worse; two-sided alpha 0.05)")
     if outcome.inconclusive and not outcome.failures:
         lines.append("  (an unproven claim is not a pass; --transfer-inconclusive=xfail|pass changes what it does)")
     if snapshot_diff:

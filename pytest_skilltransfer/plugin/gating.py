@@ -42,6 +42,8 @@ from ..seeds import Thresholds
 EPSILON = 1e-9
 DEFAULT_REGRESSION_TOLERANCE = 0.05
 DEFAULT_HARM_TOLERANCE = 0.0
+POWER_MARGIN = 0.1  # the min_gain power note: tasks to pass the gate at a true gain of min_gain + this
+HARM_SIZE = 0.2  # the harm gate's power note: tasks to show a harm this much beyond the tolerance
 CORRECTIONS = ("none", "bonferroni")
 
 
@@ -57,7 +59,7 @@ class Gate:
     high: float | None
     message: str = ""
     tasks_to_decide: int | None = None
-    tasks_for_power: int | None = None  # min_gain: held-out tasks that detect a gain of min_gain with 80% power
+    tasks_for_power: int | None = None  # min_gain: tasks to pass it with 80% power at min_gain + 0.1; harm: to show -0.2
 
     def as_dict(self) -> dict[str, Any]:
         rounded = {k: None if v is None else round(v, 4) for k, v in
@@ -123,9 +125,11 @@ def _decided_text(tasks: int | None, n: int, restarts: int) -> str:
 
 
 def _interval_gate(name: str, label: str, estimate: float, n: int, threshold: float, level: float,
-                   paired: bool, extra: str = "", restart_values: list[float] | None = None) -> Gate:
+                   paired: bool, extra: str = "", restart_values: list[float] | None = None,
+                   gain: dict[str, Any] | None = None) -> Gate:
     values = restart_values or []
-    low, high = stats.bounds(estimate, n, level, paired, values)
+    low, high = stats.gain_bounds_of(gain, level) if gain is not None else stats.bounds(estimate, n, level, paired,
+                                                                                         values)
     verdict = stats.decide(low, high, threshold)
     shown = f"{label} {estimate:+.3f} [{low:+.3f}, {high:+.3f}]" if paired else \
         f"{label} {estimate:.3f} [{low:.3f}, {high:.3f}]"
@@ -136,7 +140,8 @@ def _interval_gate(name: str, label: str, estimate: float, n: int, threshold: fl
         return Gate(name, verdict, threshold, estimate, low, high, f"{shown} is at least {name} {threshold:{sign}.3f}")
     if verdict == stats.FAIL:
         return Gate(name, verdict, threshold, estimate, low, high, f"{shown} is below {name} {threshold:{sign}.3f}")
-    tasks = stats.tasks_to_decide(estimate, n, threshold, level, paired=paired, restart_values=values)
+    tasks = (stats.gain_tasks_to_decide(gain, threshold, level) if gain is not None else
+             stats.tasks_to_decide(estimate, n, threshold, level, paired=paired, restart_values=values))
     message = (f"{shown} neither shows {name} {threshold:{sign}.3f} nor rules it out; "
                + _decided_text(tasks, n, len(values)))
     return Gate(name, verdict, threshold, estimate, low, high, message, tasks)
@@ -170,9 +175,7 @@ def per_task(evaluation: dict[str, Any] | None) -> dict[str, float]:
 def _gain_interval(result: dict[str, Any], level: float) -> tuple[float, float, float, int]:
     """The gain's mean, interval at `level` and task count, from a result in the JSON shape."""
     gain = result["gain"]
-    if abs(level - stats.LEVEL) < 1e-12:
-        return gain["mean"], gain["ci_low"], gain["ci_high"], gain["n"]
-    low, high = stats.bounds(gain["mean"], gain["n"], level, True, (gain.get("restarts") or {}).get("gains") or [])
+    low, high = stats.gain_bounds_of(gain, level)
     return gain["mean"], low, high, gain["n"]
 
 
@@ -191,8 +194,13 @@ def _harm_gate(result: dict[str, Any], tolerance: float, level: float) -> Gate:
                     f"harm: the learned skill makes {result['target']} worse than its own baseline: {shown} lies "
                     f"below -{tolerance:.3f}{count} (turn the harm gate off with harm_tolerance = \"off\", or "
                     "declare it with expect = \"hurts\" in seed.toml)")
+    size = round(tolerance + HARM_SIZE, 6)
+    needed = stats.tasks_for_gain(size, level)
+    power = (f"; a harm of -{size:.2f} takes {needed} held-out task(s) to show with 80% power (now {n})"
+             if needed is not None else "")
     return Gate("harm_tolerance", stats.PASS, tolerance, mean, low, high,
-                f"no harm shown: {shown} does not lie wholly below -{tolerance:.3f}")
+                f"no harm shown: {shown} does not lie wholly below -{tolerance:.3f}{power}",
+                tasks_for_power=needed)
 
 
 def _noninferiority_gate(result: dict[str, Any], margin: float, level: float) -> Gate:
@@ -206,8 +214,7 @@ def _noninferiority_gate(result: dict[str, Any], margin: float, level: float) ->
                                 f"below -{margin:.3f})"}[verdict]
     tasks = None
     if verdict == stats.INCONCLUSIVE:
-        tasks = stats.tasks_to_decide(mean, n, -margin, level, paired=True,
-                                      restart_values=(result["gain"].get("restarts") or {}).get("gains") or [])
+        tasks = stats.gain_tasks_to_decide(result["gain"], -margin, level)
         text += "; " + _decided_text(tasks, n, len((result["gain"].get("restarts") or {}).get("gains") or []))
     return Gate("noninferiority_margin", verdict, margin, mean, low, high, text, tasks)
 
@@ -244,8 +251,9 @@ def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str
     if thresholds.min_gain is not None:
         gain = result["gain"]
         gate = _interval_gate("min_gain", "gain", gain["mean"], gain["n"], thresholds.min_gain, level, True,
-                              f", p = {gain['p_value']:.3g}{corrected}", (gain.get("restarts") or {}).get("gains"))
-        gates.append(replace(gate, tasks_for_power=stats.tasks_for_gain(thresholds.min_gain, level)))
+                              f", p = {gain['p_value']:.3g}{corrected}", (gain.get("restarts") or {}).get("gains"),
+                              gain=gain)
+        gates.append(replace(gate, tasks_for_power=stats.tasks_to_pass(thresholds.min_gain, POWER_MARGIN, level)))
     if thresholds.min_score is not None:
         hard = result["scores"]["transferred"]["hard"]
         gates.append(_interval_gate("min_score", "transferred score", hard["mean"], hard["n"], thresholds.min_score,

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
 
+from ..bounds import MAXIMA, over_maximum
 from ..seed_layout import GATE_NAMES, LIMIT_OPTIONS
 
 if TYPE_CHECKING:  # the engine is imported when a run has seeds or shows --help, not by every pytest run
@@ -36,7 +37,7 @@ if TYPE_CHECKING:  # the engine is imported when a run has seeds or shows --help
 
 Pair = tuple[str, str]
 
-INT_SETTINGS = {  # option -> (ProtocolConfig field, smallest allowed value, help)
+INT_SETTINGS = {  # option -> (ProtocolConfig field, smallest allowed value, help); maxima in `bounds.MAXIMA`
     "nights": ("nights", 1, "optimization nights"),
     "edit-budget": ("edit_budget", 1, "edits applied per night at most"),
     "limit-replay": ("limit_replay", 0, "training tasks replayed per night (0 = all)"),
@@ -200,12 +201,13 @@ def add_options(parser: Any) -> None:
     _add(group, parser, "optimizer", "model that proposes edits (default: the agent model itself)", metavar="MODEL")
     _add(group, parser, "judge", "judge model for rubric checks (a seed's [judge] model overrides the ini; the "
          "command line overrides both)", metavar="MODEL")
-    _add(group, parser, "judge-samples", "judge calls per rubric check, majority vote (default 1)", metavar="N")
+    _add(group, parser, "judge-samples", f"judge calls per rubric check, majority vote (default 1, at most {MAXIMA['judge_samples']})", metavar="N")
     _add(group, parser, "judge-min-accuracy", lambda: "least judge accuracy on a seed's judge-calibration.jsonl "
          f"(default {_defaults('min_accuracy')})", metavar="X")
     for option, (name, _, text) in INT_SETTINGS.items():
-        _add(group, parser, option, lambda text=text, name=name: f"{text} (default {getattr(_defaults('protocol'), name)})",
-             metavar="N")
+        most = f", at most {MAXIMA[name]}" if name in MAXIMA else ""
+        _add(group, parser, option, lambda text=text, name=name, most=most:
+             f"{text} (default {getattr(_defaults('protocol'), name)}{most})", metavar="N")
     _add(group, parser, "min-delta", "the validation gate keeps a night's edits only when the val score beats the "
          "current one by more than X (default: the scoring profile's, 0 = any strict improvement; gbrain 0.05)",
          metavar="X")
@@ -261,6 +263,9 @@ def add_options(parser: Any) -> None:
          f"(default {_defaults('calls').backoff_s:g}:{_defaults('calls').max_backoff_s:g})", metavar="FIRST[:MAX]")
     _add(group, parser, "provider-timeout", lambda: "seconds one provider call may take "
          f"(default {_defaults('calls').timeout_s:g})", metavar="S")
+    _add(group, parser, "transfer-call-deadline", lambda: "seconds one provider call may take in all, its retries and "
+         "the waits between them included; then the item fails naming what was tried "
+         f"(default {_defaults('calls').deadline_s:g})", metavar="S")
     _add(group, parser, "prompt-cache", "auto: mark the shared prefix of Anthropic requests (skill system prompt, "
          "tools) with cache_control when it reaches the model's minimum cacheable length; off: never (a prefix "
          "sent once is cheaper uncached; some proxies reject the field). Request bodies differ, so cassettes "
@@ -411,13 +416,20 @@ def build_matrix(reader: _Reader) -> tuple[Pair, ...]:
     return tuple(sorted(matrix))
 
 
-def _int(value: Any, where: str, low: int) -> int:
+def _int(value: Any, where: str, low: int, bound: str | None = None) -> int:
+    """An integer of at least `low` and, with `bound` (a key of `bounds.MAXIMA`), at most its documented maximum."""
+    text = str(value).strip()
+    if len(text) > 40:  # int() of a huge digit string is slow; no setting needs one
+        raise pytest.UsageError(f"{where}: expected an integer, got a {len(text)}-character value")
     try:
-        number = int(str(value).strip())
+        number = int(text)
     except ValueError:
         raise pytest.UsageError(f"{where}: expected an integer, got {value!r}") from None
     if number < low:
         raise pytest.UsageError(f"{where}: must be at least {low}, got {number}")
+    too_many = over_maximum(bound, number) if bound else None
+    if too_many:
+        raise pytest.UsageError(f"{where}: {too_many}; use a smaller value (a run beyond it could not finish)")
     return number
 
 
@@ -465,7 +477,7 @@ def _judge_layers(reader: _Reader) -> tuple[JudgeSettings, JudgeSettings]:
             raise pytest.UsageError(f"{where('judge-min-accuracy')}: must be within [0, 1], got {number}")
         layers.append(JudgeSettings(
             model=str(model).strip() or None if model is not None else None,
-            samples=_int(samples, where("judge-samples"), 1) if samples is not None else None,
+            samples=_int(samples, where("judge-samples"), 1, "judge_samples") if samples is not None else None,
             min_accuracy=number,
         ))
     return layers[0], layers[1]
@@ -511,9 +523,9 @@ def _concurrency(reader: _Reader) -> tuple[int | None, dict[str, int]]:
         if equals and not name.strip():
             raise pytest.UsageError(f"{where}: expected N or MODEL=N, got {entry!r}")
         if equals:
-            per_model[name.strip()] = _int(number, f"{where} ({name.strip()})", 1)
+            per_model[name.strip()] = _int(number, f"{where} ({name.strip()})", 1, "max_concurrency")
         else:
-            overall = _int(number, where, 1)
+            overall = _int(number, where, 1, "max_concurrency")
     return overall, per_model
 
 
@@ -565,13 +577,14 @@ def _seconds(value: Any, where: str) -> float:
 
 
 def _call_policy(reader: _Reader) -> CallPolicy:
-    """--provider-retries, --provider-backoff FIRST[:MAX], --provider-timeout and --prompt-cache over the defaults."""
+    """--provider-retries, --provider-backoff FIRST[:MAX], --provider-timeout, --transfer-call-deadline and
+    --prompt-cache over the defaults."""
     from ..models.sdk_common import CallPolicy
 
     policy: dict[str, Any] = {}
     value, where = reader.get("provider-retries")
     if value is not None:
-        policy["max_retries"] = _int(value, where, 0)
+        policy["max_retries"] = _int(value, where, 0, "provider_retries")
     value, where = reader.get("provider-backoff")
     if value is not None:
         first, _, most = str(value).partition(":")
@@ -583,6 +596,9 @@ def _call_policy(reader: _Reader) -> CallPolicy:
     value, where = reader.get("provider-timeout")
     if value is not None:
         policy["timeout_s"] = _seconds(value, where)
+    value, where = reader.get("transfer-call-deadline")
+    if value is not None:
+        policy["deadline_s"] = _seconds(value, where)
     policy["prompt_cache"] = _choice(reader, "prompt-cache", ("auto", "off")) == "auto"
     policy["service_tier"] = _service_tier(reader)
     return CallPolicy(**policy)
@@ -610,7 +626,7 @@ def read_settings(config: pytest.Config) -> Settings:
     for option, (name, low, _) in INT_SETTINGS.items():
         value, where = reader.get(option)
         if value is not None:
-            protocol[name] = _int(value, where, low)
+            protocol[name] = _int(value, where, low, name if name in MAXIMA else None)
     no_snapshots, snapshots_where = reader.get("no-snapshots")
     min_delta, where = reader.get("min-delta")
     if min_delta is not None:

@@ -164,7 +164,8 @@ def plan_lines(plans: list[ItemPlan], price_date: str) -> list[str]:
         "calibration); a prompt counts at most one token per UTF-8 byte plus the providers' overheads, text a model "
         "wrote at its max_tokens + 10%, every reply at its max_tokens, every prompt token at the highest prompt "
         "rate. Expected: typical reply lengths, 4 characters a token, no retries, and prompt-cache reads after the "
-        "first call of a shared prefix where the model caches. Lanes: batch and flex at the dated [lanes] rates of "
+        "first call of a shared prefix where the model caches (never in the batch lane: the requests of one batch do "
+        "not read each other's cache writes). Lanes: batch and flex at the dated [lanes] rates of "
         "prices.toml (n/a where a model is not offered). Recorded calls were found by replaying the cassettes with "
         "the network blocked.",
     ]

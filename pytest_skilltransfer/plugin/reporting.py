@@ -13,6 +13,8 @@ from typing import Any, Callable
 
 import pytest
 
+from ..redaction import redact_text
+from ..terminal import safe
 from .options import SPELLINGS, Settings
 
 REPORT_ATTRIBUTE = "skilltransfer"
@@ -99,18 +101,18 @@ class TransferReporting:
         terminalreporter.write_sep("=", SECTION)
         spellings = self.config.stash.get(SPELLINGS, None)
         if spellings is not None and spellings.note():
-            terminalreporter.write_line(f"note: {spellings.note()}")
+            terminalreporter.write_line(safe(f"note: {spellings.note()}"))
         for line in summary_lines(self.ordered(), verbose=self.config.option.verbose > 0) if self.results else []:
-            terminalreporter.write_line(line)
+            terminalreporter.write_line(safe(line))
         if self.errors:  # (without errors the table counts every item; `merge` prints the same lines)
             counts = item_counts(self.ordered(), self.errors)
             terminalreporter.write_line("items: " + ", ".join(f"{n} {what}" for what, n in counts.items()))
         for error in errored(self.errors):
-            terminalreporter.write_line(f"ERROR {error['item']}: {error['reason']}")
+            terminalreporter.write_line(safe(redact_text(f"ERROR {error['item']}: {error['reason']}")))
         for label, path in (("JSON", self.settings.json_path), ("Markdown", self.settings.md_path),
                             ("HTML", self.settings.html_path)):
             if path:
-                terminalreporter.write_line(f"{label} report: {path}")
+                terminalreporter.write_line(safe(f"{label} report: {path}"))
 
 
 def summary_lines(results: list[dict[str, Any]], verbose: bool = False) -> list[str]:

@@ -24,6 +24,8 @@ from typing import Any
 
 import pytest
 
+from ..terminal import safe
+
 DURATIONS_FILE = ".test_durations"
 WORKER_KEY = "skilltransfer_shard"
 
@@ -177,7 +179,7 @@ class ShardSelection:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not hasattr(terminalreporter.config, "workerinput"):
-            terminalreporter.write_line(self.summary())
+            terminalreporter.write_line(safe(self.summary()))
 
     def summary(self) -> str:
         """`skilltransfer shard 0 of 3: 2 seed(s), 5 item(s) (10 of other shards deselected); ...`."""

@@ -26,7 +26,8 @@ from syrupy.data import SnapshotCollections
 from syrupy.extensions.base import AbstractSyrupyExtension
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-from ..report import gain_text, mdg_text, night_verdict, outcome_text, p_text
+from ..redaction import redact_text
+from ..report import gain_text, mdg_text, method_text, night_verdict, outcome_text, p_text
 
 if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
@@ -112,7 +113,7 @@ def render(result: dict[str, Any]) -> str:
         _score_row("transferred", scores["transferred"]),
         _score_row("direct", scores["direct"]), "",
         f"- gain: {gain_text(result)} over {result['gain']['n']} task(s), p = {p_text(result['gain']['p_value'])} "
-        f"(exact sign-flip), minimal detectable gain {mdg_text(result)}",
+        f"({method_text(result)}), minimal detectable gain {mdg_text(result)}",
         f"- outcome: {outcome_text(result)}",
         f"- efficiency: {efficiency}",
         f"- transferred per task: `{per_task_text(scores['transferred'])}`", *_evidence_line(result),
@@ -123,7 +124,7 @@ def render(result: dict[str, Any]) -> str:
         *_night_lines(result["optimization"]["direct"], "Direct, on the target"),
         "## Learned skill", "", FENCE + "markdown", result["learned_skill"].rstrip("\n"), FENCE, "",
     ]
-    return "\n".join(lines)
+    return redact_text("\n".join(lines))  # a committed file: no secret from the skill or a model name
 
 
 def settings_of(result: dict[str, Any]) -> dict[str, str]:

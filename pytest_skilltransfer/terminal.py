@@ -1,0 +1,31 @@
+"""Text from seeds and models made safe for a terminal: control and bidi characters shown, not obeyed.
+
+A task text or a model's answer can hold an escape sequence (clear the screen, retitle the window,
+hide a line), a bell, a NUL, a carriage return that overwrites the line before it, or a bidi
+override that makes a line read differently from what it holds. Every line the plugin prints goes
+through `safe`, which keeps newlines and tabs and writes every other C0/C1 control and every bidi
+control as a visible escape (`\\x1b`, `\\u202e`). Files (JSON, snapshots, cassettes) keep the text
+as it was; only what reaches a terminal is escaped.
+"""
+
+from __future__ import annotations
+
+import re
+
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f" + BIDI_CONTROLS + "\u2028\u2029\ufeff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def safe(text: str) -> str:
+    """`text` with control characters (but newline and tab) and bidi controls escaped visibly."""
+    return _UNSAFE.sub(_escape, text) if _UNSAFE.search(text) else text
+
+
+def is_safe(text: str) -> bool:
+    """Whether `text` holds nothing `safe` would escape."""
+    return _UNSAFE.search(text) is None
