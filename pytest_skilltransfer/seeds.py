@@ -32,11 +32,8 @@ from .tools import corpus_pages, decode_utf8, is_inside
 from .regex_portability import javascript_problems
 from .rubric import CalibrationItem
 
-SKILL_FILE = "SKILL.md"
-TRAIN_FILE = "benchmark.jsonl"
-TEST_FILE = "held-out.jsonl"
-CONFIG_FILE = "seed.toml"
-CALIBRATION_FILE = "judge-calibration.jsonl"
+from .seed_layout import CALIBRATION_FILE, CONFIG_FILE, GATE_NAMES, LIMIT_OPTIONS, SKILL_FILE, TEST_FILE, TRAIN_FILE, is_seed_dir
+
 CHECK_FIELDS = ("op", "arg")
 DEFAULT_CORPUS_DIR = "brain"
 
@@ -50,8 +47,6 @@ class SeedLimits:
     corpus_bytes: int = 50_000_000  # --max-corpus-bytes: all corpus pages together
 
 
-LIMIT_OPTIONS = {"skill_bytes": "--max-skill-bytes", "task_bytes": "--max-task-bytes",
-                 "corpus_bytes": "--max-corpus-bytes"}
 
 
 def _over(size: int, limits: SeedLimits, name: str, what: str) -> str | None:
@@ -128,8 +123,6 @@ class Thresholds:
                 **{k: None for k in self.off}}
 
 
-GATE_NAMES = ("min_gain", "min_score", "min_efficiency", "regression_tolerance", "harm_tolerance",
-              "noninferiority_margin")
 THRESHOLD_OFF_WORDS = ("off", "none")
 
 
@@ -620,13 +613,6 @@ def load_seed(path: str | Path, limits: SeedLimits | None = None) -> Seed:
         judge=judge,
         calibration=tuple(calibration),
         expect=expect,
-    )
-
-
-def is_seed_dir(path: Path) -> bool:
-    """A seed folder holds SKILL.md or a benchmark file and is not hidden or `_`-prefixed."""
-    return path.is_dir() and not path.name.startswith((".", "_")) and (
-        (path / SKILL_FILE).is_file() or (path / TRAIN_FILE).is_file()
     )
 
 

@@ -62,6 +62,7 @@ class Runner:
     _local_server: ExitStack | None = None  # a local llama-server this process started
     budget: "Budget | None" = None  # --max-cost
     concurrent_phases: bool = True  # a transfer's independent phases run at the same time (see `phases`)
+    recorded: bool = False  # a recording context that may write was opened (models.lock pins its aliases)
 
     def seed(self, path: Path) -> Seed:
         """Load a seed once; raises the engine's SeedError (every problem, file:line) each time it is asked."""
@@ -75,6 +76,10 @@ class Runner:
         if isinstance(loaded, SeedError):
             raise loaded
         return loaded
+
+    def models_used(self) -> set[str]:
+        """The model names this process resolved."""
+        return set(self._models)
 
     def model(self, name: str) -> Model:
         """Resolve a model name once per process (raises ModelError listing the known names)."""
@@ -180,12 +185,20 @@ class Runner:
         from ..cassettes import recording  # vcrpy is heavy: imported only when a provider runs
 
         stack = ExitStack()
-        stack.enter_context(recording(self.settings.cassette_dir, seed, self.settings.record_mode))
+        rec = stack.enter_context(recording(self.settings.cassette_dir, seed, self.settings.record_mode))
+        self.recorded = self.recorded or rec.mode != "none"
         self._recording = (seed, stack)
 
-    def stop_recording(self) -> None:
-        """Close (and save) the open recording, if any."""
+    def stop_recording(self, prune: bool = False) -> None:
+        """Close (and save) the open recording, if any; `prune`: keep only the interactions it used
+        (the caller knows every item of the seed ran, see `pruning`)."""
         if self._recording is not None:
+            if prune:
+                from ..cassettes import active_recording
+
+                recording = active_recording()
+                if recording is not None:
+                    recording.prune_unused()
             stack = self._recording[1]
             self._recording = None
             stack.close()
