@@ -228,9 +228,10 @@ def _engage(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    from . import batch
+    if SETTINGS in config.stash:  # an engaged run (only those can have turned the batch lane on)
+        from . import batch
 
-    batch.unconfigure(config)
+        batch.unconfigure(config)
     folder = config.stash.get(SCOPES_DIR, None)
     if folder:
         import shutil

@@ -14,11 +14,12 @@ from __future__ import annotations
 import sys
 import threading
 from contextlib import nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..models.batch import BatchSettings, configure_batch
+if TYPE_CHECKING:  # the batch lane is imported only by runs that use it (see `engagement`)
+    from ..models.batch import BatchSettings
 
 FALLBACKS = ("batch", "sync")
 UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -28,7 +29,12 @@ def add_options(parser: pytest.Parser) -> None:
     from .options import _add
 
     group = parser.getgroup("skilltransfer")
-    defaults = BatchSettings()
+
+    def defaults() -> Any:
+        from ..models.batch import BatchSettings
+
+        return BatchSettings()
+
     _add(group, parser, "batch", "record through the providers' Batch APIs at batch prices (about half): "
          "each protocol step's calls go out as one batch per model and the run waits for them; answers are stored "
          "in the same cassettes, replayed as usual, and a killed run resumes its batches without paying twice",
@@ -36,10 +42,10 @@ def add_options(parser: pytest.Parser) -> None:
     _add(group, parser, "batch-fallback", "what a batch item that errored, was canceled or expired does: "
          "batch (go into the next batch; default) or sync (be sent synchronously at the full price)",
          metavar="MODE")
-    _add(group, parser, "batch-poll", f"seconds between status checks of a batch (default "
-         f"{defaults.poll_s:g})", metavar="S")
-    _add(group, parser, "batch-gather", "seconds without a new request before the parked requests are "
-         f"sent as a batch (default {defaults.gather_s:g})", metavar="S")
+    _add(group, parser, "batch-poll", lambda: "seconds between status checks of a batch (default "
+         f"{defaults().poll_s:g})", metavar="S")
+    _add(group, parser, "batch-gather", lambda: "seconds without a new request before the parked requests are "
+         f"sent as a batch (default {defaults().gather_s:g})", metavar="S")
     _add(group, parser, "batch-max-wait", "stop waiting for batches after this long (90m, 8h, seconds; "
          "default 26h): the run stops cleanly, keeps every answer and resumes with the same command",
          metavar="DURATION")
@@ -60,6 +66,7 @@ def duration(value: Any, where: str) -> float:
 
 def read(config: pytest.Config) -> BatchSettings | None:
     """The batch settings, or None when batch mode is off."""
+    from ..models.batch import BatchSettings
     from .options import _bool, _choice, _Reader
 
     reader = _Reader(config)
@@ -79,6 +86,7 @@ def configure(config: pytest.Config, cassette_dir: Any) -> None:
     settings = read(config)
     if settings is None:
         return
+    from ..models.batch import configure_batch
     from ..models.batch.manifest import ManifestError
 
     try:
@@ -89,7 +97,7 @@ def configure(config: pytest.Config, cassette_dir: Any) -> None:
 
 def unconfigure(config: pytest.Config) -> None:
     """Print what the lane did (one line), then turn it off."""
-    from ..models.batch import active_lane
+    from ..models.batch import active_lane, configure_batch
 
     lane = active_lane()
     summary = lane.summary() if lane is not None else None
