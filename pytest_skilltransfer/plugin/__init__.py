@@ -48,11 +48,12 @@ from typing import TYPE_CHECKING, Any, Callable, Generator
 import pytest
 
 from ..seed_layout import is_collectable_seed, is_seed_file
-from .collect import MARKER, SeedDirectory, SeedModule, TransferSpec, marker_spec, pair_id
+from .collect import MARKER, SeedDirectory, SeedModule, TransferSpec, marker_spec, pair_id, seed_optimizer
 from .engagement import engaged
 from .options import (Pair, Settings, add_options, add_short_spellings, apply_project_tables, flag,
                       plan_requested, read_settings)
 from .reporting import ERROR_ATTRIBUTE, REPORT_ATTRIBUTE, TransferReporting, is_worker, plain_nodeid
+from .aa_fixture import transfer_aa  # noqa: F401  (a fixture: pytest finds it in this module)
 from ..redaction import redact_text
 from ..terminal import safe
 
@@ -409,7 +410,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         settings = settings_of(config)
         callspec = getattr(item, "callspec", None)
         pair: Pair | None = callspec.params.get(PAIR_ARG) if callspec else None
-        spec = marker_spec(item, settings.seeds_dirs, pair, settings.optimizer)
+        spec = seed_optimizer(marker_spec(item, settings.seeds_dirs, pair, settings.optimizer), runner_of(config))
         item.stash[SPEC] = spec
         item.extra_keyword_matches.add(f"{spec.source}_to_{spec.target}")  # `-k` as for collected items
         _mark_model_kinds(item, spec)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import types
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -195,3 +195,16 @@ def marker_spec(item: pytest.Item, seeds_dirs: tuple[Path, ...], pair: Pair | No
         optimizer=kwargs.get("optimizer") or optimizer,
         thresholds={k: kwargs[k] for k in THRESHOLD_KEYS if k in kwargs},
     )
+
+
+def seed_optimizer(spec: TransferSpec, runner: Any) -> TransferSpec:
+    """The seed's `optimizer` (seed.toml) when neither the marker nor the command line / ini names one."""
+    from ..seeds import SeedError
+
+    if spec.optimizer is not None:
+        return spec
+    try:
+        seed = runner.seed(spec.seed_path)
+    except SeedError:  # reported when the item runs (or as its seed's collection error)
+        return spec
+    return replace(spec, optimizer=seed.optimizer) if seed.optimizer else spec

@@ -25,6 +25,7 @@ from ..seeds import Seed, SeedError, load_seed
 from .options import Settings
 
 if TYPE_CHECKING:
+    from ..aa import AACheck
     from .budget import Budget
 
 Progress = Callable[[str], None]
@@ -123,6 +124,26 @@ class Runner:
                 # a cassette miss: name the protocol phase (a judge call's miss already names `judge`)
                 raise exc.with_phase(session.phase) from exc.__cause__
             raise
+
+    def aa(self, path: Path, target: str, skill: str) -> "AACheck":
+        """The A/A check of `skill` on `target` over the seed's held-out tasks, in the seed's cassette."""
+        from ..aa import aa_check
+
+        session = self.session(path)
+        model = self.model(target)
+        if needs_recording([model]):
+            self.record(session.seed.name)
+            if self.start_local_server([model]):
+                model = self.model(target)
+        session.phase = "aa-check"
+        try:
+            return aa_check(session, model, skill)
+        except ModelCallError as exc:
+            if hasattr(exc, "with_phase"):
+                raise exc.with_phase(session.phase) from exc.__cause__
+            raise
+        finally:
+            session.phase = ""
 
     def start_local_server(self, models: list[Model]) -> bool:
         """With --local-server=auto, start llama-server when a local model has calls to record.
