@@ -523,6 +523,66 @@ def main_job_cpu(work: Path) -> list[Row]:
              f"{cpu['all'] / cpu['without']:.2f}x the job without SDK items")]
 
 
+# -- foreign project: a run without seeds, with and without the plugin -------------------------
+
+
+FOREIGN_TEST = """
+import pytest
+
+
+@pytest.fixture
+def numbers():
+    return list(range(20))
+
+
+@pytest.mark.parametrize("n", range(20))
+def test_square(numbers, n):
+    assert numbers[n] ** 2 >= numbers[n]
+"""
+COUNT_MODULES = ("import sys, pytest; code = pytest.main(sys.argv[1:]); "
+                 "print(len([m for m in sys.modules if m.startswith('pytest_skilltransfer')]), file=sys.stderr); "
+                 "raise SystemExit(code)")
+
+
+def _foreign_run(project: Path, args: list[str]) -> tuple[float, str, int]:
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", COUNT_MODULES, "-q", "-p", "no:cacheprovider", *args], cwd=project,
+                          capture_output=True, text=True, env={k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"})
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(done.stdout + done.stderr)
+    output = "\n".join(line for line in done.stdout.splitlines() if " passed in " not in line)
+    return elapsed, output, int(done.stderr.strip().splitlines()[-1])
+
+
+def foreign_project(work: Path, rounds: int) -> list[Row]:
+    """A project without seeds (10 files of 20 tests): wall time with and without the plugin, alternating,
+    median of `rounds`; the outputs must be identical but for the timing line."""
+    project = work / "foreign"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'foreign'\n")
+    for n in range(10):
+        (project / f"test_part{n}.py").write_text(FOREIGN_TEST)
+    rows = []
+    for label, extra in (("in-process", []), ("-n 2", ["-n", "2"])):
+        times: dict[bool, list[float]] = {True: [], False: []}
+        outputs: dict[bool, set[str]] = {True: set(), False: set()}
+        modules: dict[bool, int] = {}
+        for _ in range(rounds):
+            for plugin in (True, False):
+                elapsed, output, count = _foreign_run(project, extra + ([] if plugin else ["-p", "no:skilltransfer"]))
+                times[plugin].append(elapsed)
+                outputs[plugin].add(output)
+                modules[plugin] = count
+        with_plugin, without = sorted(times[True])[rounds // 2], sorted(times[False])[rounds // 2]
+        same = "identical output" if outputs[True] == outputs[False] and len(outputs[True]) == 1 else "OUTPUT DIFFERS"
+        rows.append((f"foreign project, 200 tests, {label}",
+                     f"{with_plugin:.3f} s with the plugin vs {without:.3f} s without (median of {rounds}); "
+                     f"{same}; plugin modules imported: {modules[True]}",
+                     f"{(with_plugin / without - 1) * 100:+.1f}% wall"))
+    return rows
+
+
 # -- 5. duplicate requests under xdist -----------------------------------------------------------
 
 
@@ -595,7 +655,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run, figures not comparable)")
     parser.add_argument("--only", action="append", metavar="SECTION",
                         help="run only these sections (recording, recording rate, replay, replay floor, cassette open, "
-                             "collection, main job, duplicates); "
+                             "collection, main job, duplicates, foreign project); "
                              "cassette open needs replay")
     args = parser.parse_args()
     for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
@@ -619,6 +679,7 @@ def main() -> None:
             ("collection", lambda: collection(work, (20, 200) if not args.quick else (5, 50))),
             ("main job", lambda: main_job_cpu(work)),
             ("duplicates", lambda: duplicates(work)),
+            ("foreign project", lambda: foreign_project(work, 3 if args.quick else 11)),
         ]
         for name, section in sections:
             if args.only and name not in args.only:

@@ -5,6 +5,9 @@
     python -m pytest_skilltransfer merge SHARD.json...   (merges sharded pytest runs' reports, see `merge`)
     python -m pytest_skilltransfer index [DIR] [--check] (cassette indexes, see `cassettes.reindex`)
     python -m pytest_skilltransfer html REPORT.json -o PAGE.html   (the HTML page of a JSON report)
+    python -m pytest_skilltransfer models                (names, resolved ids, prices, recordings, pins)
+    python -m pytest_skilltransfer doctor                (keys, models, prices, cassettes, snapshots, plugins)
+    python -m pytest_skilltransfer check SEED TASK_ID ANSWER_FILE  (which checks an answer passes)
 
 `run` is a front end to pytest with this plugin: its OPTIONS are the options of pytest's
 *skill transfer* group (built from the same table), read with the same ini keys, the same
@@ -171,6 +174,18 @@ def main(argv: list[str] | None = None) -> int:
         from .cassettes.reindex import main as index_main
 
         return index_main(argv[1:])
+    if argv[:1] == ["check"]:
+        from .answer_check import main as check_main
+
+        return check_main(argv[1:])
+    if argv[:1] == ["models"]:
+        from .inventory import main as models_main
+
+        return models_main(argv[1:])
+    if argv[:1] == ["doctor"]:
+        from .doctor import main as doctor_main
+
+        return doctor_main(argv[1:])
     if argv[:1] == ["init"]:
         from .scaffold import main as init_main
 

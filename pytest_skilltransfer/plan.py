@@ -329,6 +329,10 @@ def units_usd(units: list[Unit], kind: str = "bound", lane: str | None = None) -
 def lane_prices(units: list[Unit]) -> dict[str, dict[str, float | None]]:
     """Per lane (standard, flex, batch): dollars at most, expected, and expected without cache reads.
     Flex prices the models it is offered for at flex rates and the others at standard; batch is None
-    when some model of the units is not offered there."""
-    return {lane: {kind: units_usd(units, kind, lane) for kind in ("bound", "expected", "expected-no-cache")}
+    when some model of the units is not offered there, and expects no cache reads: the requests of one
+    batch do not read each other's prompt-cache writes."""
+    def kind_in(lane: str, kind: str) -> str:
+        return "expected-no-cache" if lane == "batch" and kind == "expected" else kind
+
+    return {lane: {kind: units_usd(units, kind_in(lane, kind), lane) for kind in ("bound", "expected", "expected-no-cache")}
             for lane in LANES}

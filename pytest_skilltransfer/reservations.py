@@ -185,5 +185,5 @@ class ReservationLedger:
         return (f"--max-cost {self.limit_usd:g}: a call to {model_id} was not sent: it may cost up to "
                 f"${worst_usd:.6f}, and ${state.settled_usd:.6f} is spent and ${state.open_usd:.6f} reserved for "
                 f"calls in flight, so it does not fit in the budget of ${self.limit_usd:g}. What was recorded is "
-                "kept in the cassettes; to record the rest, run again with --record-mode=new_episodes (recorded "
-                "calls replay for free) and a budget for what is left.")
+                "kept in the cassettes; to record the rest, run again with --record-mode=new_episodes "
+                "--snapshot-update (recorded calls replay for free) and a budget for what is left.")

@@ -2,7 +2,8 @@
 
 The seed holds a deliberately deficient SKILL.md (or, with `--skill`, a `skill = "<path>"` key
 pointing at an existing skill inside the repository), training and held-out tasks that show every
-judge op once, a two-page `brain/` corpus for the search tool, and a commented `seed.toml`.
+judge op once, a two-page `brain/` corpus for the search tool, and a commented `seed.toml` (every judge op, a
+`[judge]` stanza). The repository's `.gitignore` and `.gitattributes` get the cassette entries.
 Existing files are never overwritten.
 """
 
@@ -15,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .judges import rule_ops
 from .seeds import CONFIG_FILE, SKILL_FILE, TEST_FILE, TRAIN_FILE, SeedError, load_seed, repository_root
 
 SKILL = """\
@@ -42,8 +44,10 @@ CONFIG = """\
 # Each task line is {{"task_id": "...", "task": "...", "judge": {{...}}}}; the judge is
 #   {{"kind": "rule", "checks": [{{"op": OP, "arg": ARG}}, ...]}}   hard = every check passes
 #   {{"kind": "qrels", "expected_slugs": ["topics/x"], "k": 5}}     the search tool returns these pages
-# ops: section_present, section_contains, regex, contains, not_contains, max_chars, min_chars,
-#      no_refusal, tool_called (see the README's "Tasks and judges", and task.schema.json).
+# ops: {ops}
+#      ({{"op": "rubric", "arg": "a criterion in words"}} is graded by the judge model set below)
+#      (see the README's "Tasks and judges", and task.schema.json). To try a check on an answer:
+#      python -m pytest_skilltransfer check {path} held-01 answer.txt
 
 description = "Asks for an upbeat paragraph, so updates lack a status line, sections and owners."
 {skill_line}
@@ -62,6 +66,24 @@ description = "Asks for an upbeat paragraph, so updates lack a status line, sect
 [split]
 val_fraction = 0.34   # share of benchmark.jsonl used for validation
 seed = 42
+
+# Rubric checks need a judge model (the command line's --judge overrides this, this the ini).
+# [judge]
+# model = "sim-judge"     # a simulated judge for trying it out; e.g. haiku for real grading
+# samples = 3             # judge calls per rubric check, majority vote
+# min_accuracy = 0.8      # least accuracy on judge-calibration.jsonl (answers with known verdicts)
+"""
+
+GITIGNORE = """\
+# pytest-skilltransfer: cassette folder locks and recording journals (a killed recorder's journal is
+# folded in by the next recording; none of them belongs in the repository)
+cassettes/**/.lock
+cassettes/**/.*.lock
+cassettes/**/.journal-*
+"""
+GITATTRIBUTES = """\
+# pytest-skilltransfer: cassette indexes are generated beside each model file; collapsed in reviews
+cassettes/**/*.yaml.index linguist-generated=true -diff
 """
 
 PAGES = {
@@ -122,6 +144,22 @@ def _jsonl(tasks: list[dict[str, Any]]) -> str:
     return "".join(json.dumps(task) + "\n" for task in tasks)
 
 
+def project_files(root: Path) -> list[Path]:
+    """Add the cassette entries to the repository's .gitignore and .gitattributes (lines already
+    there are kept; nothing is written twice). Returns the files changed."""
+    changed = []
+    for name, block in ((".gitignore", GITIGNORE), (".gitattributes", GITATTRIBUTES)):
+        path = root / name
+        current = path.read_text(encoding="utf-8") if path.is_file() else ""
+        rules = [line for line in block.splitlines() if line and not line.startswith("#")]
+        if all(rule in current.splitlines() for rule in rules):
+            continue
+        separator = "" if not current or current.endswith("\n") else "\n"
+        path.write_text(current + separator + ("\n" if current else "") + block, encoding="utf-8")
+        changed.append(path)
+    return changed
+
+
 def seed_files(folder: Path, skill: Path | None) -> dict[Path, str]:
     """Every file of the new seed and its text."""
     if skill is None:
@@ -131,7 +169,8 @@ def seed_files(folder: Path, skill: Path | None) -> dict[Path, str]:
         relative = Path(os.path.relpath(skill.resolve(), folder.resolve())).as_posix()
         skill_note, skill_line = f"the skill       {relative} (named below)", f'skill = "{relative}"'
     files = {
-        folder / CONFIG_FILE: CONFIG.format(path=folder.as_posix(), skill_note=skill_note, skill_line=skill_line),
+        folder / CONFIG_FILE: CONFIG.format(path=folder.as_posix(), skill_note=skill_note, skill_line=skill_line,
+                                            ops=", ".join(rule_ops())),
         folder / TRAIN_FILE: _jsonl(TRAIN),
         folder / TEST_FILE: _jsonl(TEST),
         **{folder / "brain" / name: text for name, text in PAGES.items()},
@@ -176,7 +215,7 @@ def main(argv: list[str]) -> int:
     except InitError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    for path in written:
+    for path in [*written, *project_files(repository_root(args.dir))]:
         print(f"wrote {path}")
     print(f"next: pytest {args.dir} --source sim-small --target sim-large --snapshot-update")
     return 0

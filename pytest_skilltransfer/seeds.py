@@ -3,7 +3,7 @@
     <seed>/SKILL.md          the deficient skill (required)
     <seed>/benchmark.jsonl   training pool, split into train and val by a hash (required)
     <seed>/held-out.jsonl    test tasks (required, at least one)
-    <seed>/seed.toml         optional: description, skill, corpus, pairs, expect, [split], [thresholds], [judge]
+    <seed>/seed.toml         optional: description, skill, corpus, pairs, optimizer, expect, [split], [thresholds], [judge]
     <seed>/brain/            optional corpus for the `search` tool (Markdown pages, slug = path)
     <seed>/judge-calibration.jsonl  optional: answers with the verdict a person expects, for rubric judges
 
@@ -32,11 +32,8 @@ from .tools import corpus_pages, decode_utf8, is_inside
 from .regex_portability import javascript_problems
 from .rubric import CalibrationItem
 
-SKILL_FILE = "SKILL.md"
-TRAIN_FILE = "benchmark.jsonl"
-TEST_FILE = "held-out.jsonl"
-CONFIG_FILE = "seed.toml"
-CALIBRATION_FILE = "judge-calibration.jsonl"
+from .seed_layout import CALIBRATION_FILE, CONFIG_FILE, GATE_NAMES, LIMIT_OPTIONS, SKILL_FILE, TEST_FILE, TRAIN_FILE, is_seed_dir
+
 CHECK_FIELDS = ("op", "arg")
 DEFAULT_CORPUS_DIR = "brain"
 
@@ -50,8 +47,6 @@ class SeedLimits:
     corpus_bytes: int = 50_000_000  # --max-corpus-bytes: all corpus pages together
 
 
-LIMIT_OPTIONS = {"skill_bytes": "--max-skill-bytes", "task_bytes": "--max-task-bytes",
-                 "corpus_bytes": "--max-corpus-bytes"}
 
 
 def _over(size: int, limits: SeedLimits, name: str, what: str) -> str | None:
@@ -128,8 +123,6 @@ class Thresholds:
                 **{k: None for k in self.off}}
 
 
-GATE_NAMES = ("min_gain", "min_score", "min_efficiency", "regression_tolerance", "harm_tolerance",
-              "noninferiority_margin")
 THRESHOLD_OFF_WORDS = ("off", "none")
 
 
@@ -169,6 +162,7 @@ class Seed:
     split: SplitSettings = field(default_factory=SplitSettings)
     corpus_dir: Path | None = None
     pairs: tuple[tuple[str, str], ...] = ()
+    optimizer: str | None = None  # the model that proposes edits for this seed's items (CLI / ini / marker win)
     judge: JudgeSettings = field(default_factory=JudgeSettings)
     calibration: tuple[CalibrationItem, ...] = ()
     expect: tuple[tuple[str, str], ...] = ()  # (pair `SRC->TGT` or `*`, declared outcome)
@@ -386,7 +380,7 @@ def _read_config(path: Path, problems: list[SeedProblem]) -> dict[str, Any]:
         problems.append(SeedProblem(str(path), f"invalid TOML: {exc}"))
         return {}
     allowed = {"description": str, "skill": str, "corpus": str, "split": dict, "thresholds": dict, "pairs": list,
-               "judge": dict, "expect": (str, dict)}
+               "optimizer": str, "judge": dict, "expect": (str, dict)}
     for key, value in config.items():
         if key not in allowed:
             problems.append(SeedProblem(str(path), f"unknown key {key!r}; known keys: {', '.join(allowed)}"))
@@ -567,6 +561,9 @@ def load_seed(path: str | Path, limits: SeedLimits | None = None) -> Seed:
             problems.append(SeedProblem(f"{config_path} pairs", f"expected SRC:TGT or SRC->TGT, got {text!r}"))
         else:
             pairs.append(pair)
+    optimizer = config.get("optimizer") if isinstance(config.get("optimizer"), str) else None
+    if optimizer is not None and not optimizer.strip():
+        problems.append(SeedProblem(f"{config_path} optimizer", "is empty; name a model, or remove the key"))
     skill_path = skill_location(root, config, config_path, problems)
     skill = ""
     if skill_path is not None and not _present(skill_path):
@@ -612,16 +609,10 @@ def load_seed(path: str | Path, limits: SeedLimits | None = None) -> Seed:
         split=split,
         corpus_dir=corpus_dir,
         pairs=tuple(pairs),
+        optimizer=optimizer.strip() if optimizer else None,
         judge=judge,
         calibration=tuple(calibration),
         expect=expect,
-    )
-
-
-def is_seed_dir(path: Path) -> bool:
-    """A seed folder holds SKILL.md or a benchmark file and is not hidden or `_`-prefixed."""
-    return path.is_dir() and not path.name.startswith((".", "_")) and (
-        (path / SKILL_FILE).is_file() or (path / TRAIN_FILE).is_file()
     )
 
 

@@ -35,12 +35,12 @@ def test_the_default_deadline_is_below_retries_times_timeout() -> None:
 def test_a_provider_that_never_answers_costs_at_most_the_deadline(
         tmp_path: Path, faulty_provider: FaultyProvider, protocol: str) -> None:
     faulty_provider.slow_s = 30.0
-    sdk_common.configure_calls(sdk_common.CallPolicy(backoff_s=0.05, max_backoff_s=0.1, timeout_s=600.0,
-                                                     deadline_s=1.5))
     url = faulty_provider.anthropic_url if protocol == "anthropic" else faulty_provider.openai_url
     model = build_model(f"{protocol}:deadline@{url}")
     with recording(tmp_path, "seed", "once"):
-        model.complete(ask("Warm up"))  # imports the SDK and builds its client outside the timing
+        model.complete(ask("Warm up"))  # imports the SDK outside the timing, under the default deadline
+        sdk_common.configure_calls(sdk_common.CallPolicy(backoff_s=0.05, max_backoff_s=0.1, timeout_s=600.0,
+                                                         deadline_s=1.5))
         faulty_provider.inject(*["slow"] * 20)
         started = time.monotonic()
         with pytest.raises(ModelCallError) as caught:
@@ -55,10 +55,10 @@ def test_a_provider_that_never_answers_costs_at_most_the_deadline(
 def test_retries_stop_at_the_deadline_and_the_message_says_what_was_tried(
         tmp_path: Path, faulty_provider: FaultyProvider) -> None:
     faulty_provider.retry_after_ms = 700
-    sdk_common.configure_calls(sdk_common.CallPolicy(backoff_s=0.05, max_backoff_s=0.1, deadline_s=1.0))
     model = build_model(f"anthropic:deadline@{faulty_provider.anthropic_url}")
     with recording(tmp_path, "seed", "once"):
         model.complete(ask("Warm up"))
+        sdk_common.configure_calls(sdk_common.CallPolicy(backoff_s=0.05, max_backoff_s=0.1, deadline_s=1.0))
         faulty_provider.inject(*["429"] * 20)
         started = time.monotonic()
         with pytest.raises(ModelCallError) as caught:

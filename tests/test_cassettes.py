@@ -110,7 +110,7 @@ def test_changed_system_prompt_is_a_clear_miss_with_diff_and_command(tmp_path: P
     assert (miss.seed, miss.model, miss.phase) == ("seed-m", "fake-claude", "transferred")
     assert isinstance(miss, ModelCallError)
     assert "-  Always cite the slug." in message and "+  Never cite anything." in message
-    assert "pytest --record-mode=new_episodes -k seed-m" in message
+    assert "pytest --record-mode=new_episodes --snapshot-update -k seed-m" in message
     assert "fake-claude.yaml" in message
     assert "phase 'baseline'" in str(miss.with_phase("baseline"))
 

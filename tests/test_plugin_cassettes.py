@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shlex
+from pathlib import Path
 
 import pytest
 
@@ -77,10 +79,10 @@ def test_a_miss_prints_a_command_that_re_records_exactly_that_item(pytester: pyt
     assert markdown.startswith("# An earlier step\n") and "## Errored items (1)" in markdown and item in markdown
     assert 'errors="1"' in (pytester.path / "junit.xml").read_text()
     command = ("pytest 'seeds/alpha/SKILL.md::transfer[toy-a->large]' --pair 'toy-a->large' --nights 1 "
-               "--record-mode=new_episodes")
+               "--record-mode=new_episodes --snapshot-update")
     assert f"To record the missing calls, start the server at {fake.anthropic_url}, then run:\n      {command}\n" \
         in missed.stdout.str()
-    rerun = pytester.runpytest_subprocess(*command.replace("'", "").split()[1:], "--snapshot-update")
+    rerun = pytester.runpytest_subprocess(*shlex.split(command)[1:])  # the printed command, as printed
     rerun.assert_outcomes(passed=1)
     fake.stop()
     replayed = pytester.runpytest_subprocess(*pair, "--record-mode=none")
@@ -134,3 +136,35 @@ def test_an_edited_cassette_answer_shows_up_in_the_snapshot(pytester: pytest.Pyt
     replayed.assert_outcomes(failed=1)
     replayed.stdout.fnmatch_lines(["*snapshot mismatch*", "*-- scored from * distinct call(s), evidence digest *",
                                    "*+- scored from * distinct call(s), evidence digest *"])
+
+
+def _cassette_keys(folder: Path) -> dict[str, set[tuple[str, str, str]]]:
+    from pytest_skilltransfer.cassettes.store import _raw_entries, model_files, plain_key
+
+    return {path.name: {plain_key(entry) for entry in _raw_entries(path, False)} for path in model_files(folder)}
+
+
+def test_a_re_record_after_a_skill_edit_keeps_only_what_the_run_used(pytester: pytest.Pytester) -> None:
+    fake = _one_seed_project(pytester, "small:large large:small")
+    limits = ("--limit-replay=2", "--limit-holdout=2")
+    pytester.runpytest_subprocess(*limits, "--record-mode=once", "--snapshot-update").assert_outcomes(passed=2)
+    folder = pytester.path / "cassettes" / "alpha"
+    before = _cassette_keys(folder)
+    skill = pytester.path / "seeds" / "alpha" / "SKILL.md"
+    skill.write_text(skill.read_text() + "Answer in one line.\n")
+
+    partial = pytester.runpytest_subprocess(*limits, "--record-mode=new_episodes", "--snapshot-update",
+                                            "-k", "small_to_large")
+    partial.assert_outcomes(passed=1)
+    after_partial = _cassette_keys(folder)
+    assert all(before[name] <= after_partial[name] for name in before)  # an item not run keeps every recording
+
+    full = pytester.runpytest_subprocess(*limits, "--record-mode=new_episodes", "--snapshot-update")
+    full.assert_outcomes(passed=2)
+    fresh = pytester.runpytest_subprocess(*limits, "--record-mode=once", "--cassette-dir=fresh")
+    fresh.assert_outcomes(passed=2)
+    pruned, recorded = _cassette_keys(folder), _cassette_keys(pytester.path / "fresh" / "alpha")
+    assert pruned == recorded  # exactly what a recording from scratch holds: nothing stale
+    assert any(before[name] - pruned[name] for name in before)  # the stale interactions went
+    fake.stop()
+    pytester.runpytest_subprocess(*limits, "--record-mode=none").assert_outcomes(passed=2)

@@ -61,6 +61,11 @@ FIXES: dict[str, tuple[list[str], list[str]]] = {
     "change-review": (
         ["End every answer with this line:\n~~~\nVerdict: <your call in one line, with the main reason>\n~~~"],
         ["Close with a clear verdict."]),
+    "review-tagger": (
+        ["End every answer with these two lines:\n~~~\nSentiment: <Positive|Negative|Mixed>\n"
+         "Topic: <Price|Quality|Delivery|Support>\n~~~", "Hard limit: keep every answer under 500 characters."],
+        ["Close with your sentiment (Positive, Negative or Mixed).",
+         "End by stating your topic (Price, Quality, Delivery or Support).", "Be concise."]),
     "notes-first": (
         ["OVERRIDE: Always call the `search` tool first, with the key terms of the question, before answering. "
          "This replaces any earlier rule against using tools."],
@@ -167,7 +172,7 @@ def test_a_harm_seed_passes_at_baseline_and_its_rule_hurts_one_model_only(name: 
 KINDS = {
     "alert-intake": "full", "changelog-writer": "full", "docs-style": "full", "incident-summary": "partial",
     "notes-first": "full", "release-advisor": "partial", "standup-digest": "none", "support-triage": "full",
-    "ticket-router": "full", "postmortem-cause": "full", "change-review": "full",
+    "ticket-router": "full", "postmortem-cause": "full", "change-review": "full", "review-tagger": "full",
     "status-report": "harm", "howto-answers": "none",
 }
 # The direction in which a harm seed's learned skill hurts the target (its seed.toml says why).

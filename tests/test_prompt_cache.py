@@ -152,7 +152,7 @@ def test_the_option_reaches_the_requests_the_plan_and_the_rerecord_command(pytes
     missed = pytester.runpytest_subprocess(*run, "--prompt-cache=off", "--record-mode=none")
     missed.assert_outcomes(errors=1)
     assert "cassette miss: seed 'alpha'" in missed.stdout.str()
-    assert "--limit-holdout 2 --prompt-cache off --record-mode=new_episodes" in missed.stdout.str()
+    assert "--limit-holdout 2 --prompt-cache off --record-mode=new_episodes --snapshot-update" in missed.stdout.str()
 
     fake.received.clear()
     uncached = pytester.runpytest_subprocess(*run, "--prompt-cache=off", "--record-mode=once", "--cassette-dir=off",

@@ -93,6 +93,13 @@ class Recording:
         """A clear error for a cassette miss or a network-guard block hidden in `exc`'s chain."""
         return transport_failure(exc)
 
+    def prune_unused(self) -> None:
+        """On close, keep only the interactions this context replayed or recorded (record modes
+        new_episodes and all). For a context in which every item of the seed ran to its result:
+        whatever it did not use is stale, e.g. the requests of a skill's previous text."""
+        if self.cassette is not None and self.mode in ("new_episodes", "all"):
+            self.cassette.prune_unused = True
+
 
 _state_lock = threading.Lock()
 _active: Recording | None = None
@@ -172,6 +179,9 @@ def _seed_cassette_class() -> type:
             self.loaded_models: frozenset[str] = frozenset()
             self.rejected: list[Any] = []
             self.unsaved: list[tuple[str, str]] = []  # (model, why) of answers that were not stored
+            self._keys: list[tuple[str, str, str]] = []  # the request key of each interaction in `data`
+            self._recorded: set[tuple[str, str, str]] = set()
+            self.prune_unused = False
             super().__init__(*args, **kwargs)
             # one redaction pass per request and no deep copies (see `scrub`); they replace vcrpy's
             # composed filters, which deep-copy first and then run the same filters
@@ -198,9 +208,13 @@ def _seed_cassette_class() -> type:
                         return
                 self.data.append((request, response))
                 self.dirty = True
+                key = request_key(request)
                 if not self._loading and self.store.record(to_plain(request, response)):
-                    self.store.inflight.release(request_key(request), answered=True)
-                self._index.setdefault(request_key(request), []).append(len(self.data) - 1)
+                    self.store.inflight.release(key, answered=True)
+                if not self._loading:
+                    self._recorded.add(key)
+                self._keys.append(key)
+                self._index.setdefault(key, []).append(len(self.data) - 1)
 
         def can_play_response_for(self, request: Any) -> bool:
             """vcrpy's check, then (when recording) what other processes recorded or are sending: a request
@@ -255,6 +269,7 @@ def _seed_cassette_class() -> type:
 
         def _add_loaded(self, key: tuple[str, str, str], interaction: Any) -> None:
             self._index.setdefault(key, []).append(len(self.data))
+            self._keys.append(key)
             self.data.append(interaction)
             self._old_interactions.append(interaction)
 
@@ -296,9 +311,16 @@ def _seed_cassette_class() -> type:
                 return None  # `once`: a model without recordings for this seed may be recorded
             return request
 
+        def used_keys(self) -> set[tuple[str, str, str]]:
+            """The requests this context replayed or recorded."""
+            with self._lock:
+                played = {self._keys[index] for index, count in self.play_counts.items() if count}
+                return played | self._recorded
+
         def _save(self, force: bool = False) -> None:
             self._end_claims()
-            self.store.close()  # every recording is already in the journal; fold it into the files
+            # every recording is already in the journal: fold it into the files (and prune, when asked)
+            self.store.close(self.used_keys() if self.prune_unused else None)
 
     return SeedCassette
 
@@ -354,7 +376,7 @@ def recording(
     if guard not in GUARDS:
         raise ModelError(f"unknown network guard {guard!r}; use one of {', '.join(GUARDS)}")
     folder = Path(cassette_dir) / seed
-    command = rerecord_command or f"pytest --record-mode=new_episodes -k {shlex.quote(seed)}"
+    command = rerecord_command or f"pytest --record-mode=new_episodes --snapshot-update -k {shlex.quote(seed)}"
     rec = Recording(seed=seed, folder=folder, mode=mode, command=command)
     with _state_lock:
         if _active is not None:

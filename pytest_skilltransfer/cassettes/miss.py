@@ -88,7 +88,14 @@ def fix_lines(d: MissDetails) -> list[str]:
 
     if is_loopback_url(d.host):
         return [f"To record the missing calls, start the server at {d.host}, then run:", f"    {d.command}"]
-    return ["To record the missing calls (the provider's API key must be set):", f"    {d.command}"]
+    return [f"To record the missing calls, set {key_variable(d.path)} and run:", f"    {d.command}"]
+
+
+def key_variable(path: str) -> str:
+    """The SDK's key variable for a request path (`/v1/messages`: Anthropic; else OpenAI)."""
+    from ..models.aliases import KEY_VARIABLES
+
+    return KEY_VARIABLES["anthropic" if path.rstrip("/").endswith("/messages") else "openai"]
 
 
 def render(d: MissDetails) -> str:

@@ -58,7 +58,8 @@ def _message(what: str) -> str:
     return (
         f"network guard: blocked {what}. This run replays recorded cassettes and forbids {scope}. "
         "A call that is not in the cassettes must be recorded first, e.g. "
-        "`pytest --record-mode=new_episodes -k <seed>` with the provider's API key set."
+        "`pytest --record-mode=new_episodes --snapshot-update -k <seed>` with ANTHROPIC_API_KEY or OPENAI_API_KEY "
+        "set (the key of the model's provider)."
     )
 
 

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
+from ..models.batch import is_batch_control
 from ..redaction import find_secrets, redact_json, redact_text, strip_userinfo
 from .match import body_bytes, parse_json
 
@@ -81,9 +82,10 @@ def filter_request(request: Any) -> Any:
     """vcrpy before_record_request: a copy keeping only allowlisted, non-secret request headers.
 
     Only POSTs (model calls) are recorded: a GET such as the local server's /health probe is not
-    part of a protocol run (the network guard still blocks it in replay-only mode).
+    part of a protocol run (the network guard still blocks it in replay-only mode), and neither is the
+    batch lane's traffic (batches and files: their results are recorded as the calls they answer).
     """
-    if request.method != "POST":
+    if request.method != "POST" or is_batch_control(request.path):
         return None
     request = copy.copy(request)
     request.uri = strip_userinfo(request.uri)

@@ -23,6 +23,7 @@ from .stored import ModelFile, StoredInteraction, open_model_file
 from .store import (
     CassetteFileError,
     Rejected,
+    _raw_entries,
     clean_leftovers,
     decode_body,
     file_name,
@@ -30,9 +31,12 @@ from .store import (
     merge,
     model_files,
     model_of_plain,
+    plain_key,
+    render,
     request_path,
     scan_file,
     write_atomically,
+    write_index,
     write_model_file,
 )
 from ..models.base import ModelCallError
@@ -124,6 +128,33 @@ def fold(folder: Path, entries: list[dict[str, Any]], tolerate_damage: bool = Fa
         if write_model_file(path, recorded, tolerate_damage):
             changed.append(path)
     return changed
+
+
+def prune(folder: Path, keep: set[tuple[str, str, str]]) -> list[Path]:
+    """Remove the interactions whose request is not in `keep` from every model file of the folder (a
+    file left empty is removed with its index); call with the folder lock held. Returns the files changed."""
+    changed = []
+    for path in model_files(folder):
+        entries = _raw_entries(path, tolerate_damage=False)
+        kept = [entry for entry in entries if _key_or_none(entry) in keep]
+        if len(kept) == len(entries):
+            continue
+        if kept:
+            text = render(kept)
+            write_atomically(path, text)
+            write_index(path, text)
+        else:
+            path.unlink()
+            index_path(path).unlink(missing_ok=True)
+        changed.append(path)
+    return changed
+
+
+def _key_or_none(entry: Any) -> tuple[str, str, str] | None:
+    try:
+        return plain_key(entry)
+    except (KeyError, TypeError, AttributeError, ValueError):
+        return None
 
 
 class SeedStore:
@@ -219,16 +250,22 @@ class SeedStore:
             found += [e for e in parse_journal_lines(data[:complete].decode("utf-8", "replace")) if _usable(e)]
         return found
 
-    def close(self) -> list[Path]:
+    def close(self, keep: set[tuple[str, str, str]] | None = None) -> list[Path]:
         """Fold this process's journal into the model files and remove it; the files changed.
 
         Answers that could not be journaled are folded in too; if that fails as well, CassetteWriteError
-        names every answer lost (the journaled ones stay in the journal for the next run).
+        names every answer lost (the journaled ones stay in the journal for the next run). With `keep`
+        (request keys), every stored interaction whose request is not among them is removed too: a
+        re-record of every item of the seed keeps only what those items used (see `prune`).
         """
         self.inflight.release()
         if self.loaded is not None:
             self.loaded.close_files()  # nothing is replayed any more; the fold may replace the files
-        return self._fold_journal()
+        changed = self._fold_journal()
+        if keep is not None and self.writes and self.folder.is_dir():
+            with folder_lock(self.folder):
+                changed += [path for path in prune(self.folder, keep) if path not in changed]
+        return changed
 
     def _fold_journal(self) -> list[Path]:
         entries = self.journal.entries + self.unwritten

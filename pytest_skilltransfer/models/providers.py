@@ -12,6 +12,7 @@ Concurrency: each call holds a slot of its model's adaptive limiter (`limiter`),
 from __future__ import annotations
 
 from dataclasses import replace
+from contextlib import nullcontext
 from types import ModuleType
 from typing import Any, Callable
 from urllib.parse import urlparse
@@ -21,6 +22,7 @@ from .aliases import Target
 from ..redaction import redact_json, redact_text, register_key_variables, strip_userinfo
 from .base import Model, ModelCallError, ModelError, Reply, Request, ToolCall, Usage, register_family
 from . import spend_gate
+from .batch import BATCH_ANSWER, BATCH_CONCURRENCY, BatchLaneError, SendSynchronously, active_lane, batch_client, group_for
 from .limiter import LIMITERS, observe_client
 from .sdk_common import (CallDeadlineExceeded, bad_response, cached_client, call_deadline, call_failed, call_policy,
                          client_settings, make_client)
@@ -66,8 +68,22 @@ class ProviderModel:
 
     @property
     def max_concurrency(self) -> int:
-        """How many calls to this model may be in flight at once (configured, or the default)."""
+        """How many calls to this model may be in flight at once (configured, or the default; in batch
+        mode every call of a step, since they wait for one batch rather than hold a connection)."""
+        if self._batches() is not None:
+            return BATCH_CONCURRENCY
         return LIMITERS.maximum(self.model_id, DEFAULT_CONCURRENCY, self.server_slots)
+
+    def _batches(self) -> Any:
+        """The batch lane, when it is on and this model can use it (not the local llama server); its
+        calls are then priced in the batch lane."""
+        lane = active_lane()
+        if lane is None or self.server_slots is not None:
+            return None
+        from ..prices import mark_lane
+
+        mark_lane(self.model_id, "batch")
+        return lane
 
     def __repr__(self) -> str:
         return strip_userinfo(f"ProviderModel({self.name!r} -> {self.target})")
@@ -89,10 +105,20 @@ class ProviderModel:
         """
         wire = _wire(self.target.provider)
         client = self._client(wire)
-        with spend_gate.tracking() as spend, call_deadline(call_policy()):  # one bound for a call and its retries
+        lane = self._batches()
+        settings = client_settings(self.target) if lane is not None else None
+        batched = lane is not None and settings is not None and not settings.replay
+        # one bound for a call and its retries (a batched call waits for its batch instead)
+        with spend_gate.tracking() as spend, nullcontext() if batched else call_deadline(call_policy()):
             try:
-                with LIMITERS.get(self.model_id, DEFAULT_CONCURRENCY, self.server_slots).slot() as call:
-                    raw = wire.send(client, self.target, request)
+                raw, live = None, False
+                if lane is not None and settings is not None and not settings.replay:
+                    raw = self._through_batch(lane, wire, settings.api_key, request)
+                    live = raw is not None and BATCH_ANSWER in raw.http_response.extensions
+                if raw is None:
+                    with LIMITERS.get(self.model_id, DEFAULT_CONCURRENCY, self.server_slots).slot() as call:
+                        raw = wire.send(client, self.target, request)
+                    live = call.live
                 http = raw.http_response
                 problem = response_problem(http.url.path, http.status_code, http.content)
                 if problem is not None:
@@ -109,10 +135,35 @@ class ProviderModel:
             reply = redact_reply(wire.parse_reply(message, self.model_id))
             if spend is not None:
                 spend.settle(reply.usage)
-        if call.live:
+        if live:
             for listener in list(_spend_listeners):
                 listener(self.model_id, reply.usage)
         return reply
+
+
+    def _through_batch(self, lane: Any, wire: ModuleType, api_key: str, request: Request) -> Any:
+        """The call through the batch lane; None when it is to be sent synchronously (fallback `sync`)."""
+        group = group_for(self.target.provider, self.target.base_url, self.model_id, api_key)
+        client = batch_client(lane, group, wire.CLIENT_CLASS, self.target.base_url)
+        try:
+            return wire.send(client, self.target, request)
+        except Exception as err:  # noqa: BLE001 - the lane's own errors travel inside the SDK's
+            if _in_chain(err, SendSynchronously) is not None:
+                return None
+            lane_error = _in_chain(err, BatchLaneError)
+            if lane_error is not None:
+                raise lane_error from None
+            raise
+
+
+def _in_chain(exc: BaseException | None, kind: type) -> Any:
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, kind):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def redact_reply(reply: Reply) -> Reply:

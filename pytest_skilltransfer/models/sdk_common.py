@@ -289,7 +289,12 @@ def _dispatch(event: str) -> HttpHook:
 
 def endpoint(target: Target) -> str:
     """Where calls go, for messages."""
-    return strip_userinfo(target.base_url) if target.base_url else _DEFAULT_ENDPOINTS[target.provider]
+    return endpoint_for(target.provider, target.base_url)
+
+
+def endpoint_for(provider: str, base_url: str | None) -> str:
+    """A provider's base URL (without credentials), or its public endpoint when none is set."""
+    return strip_userinfo(base_url) if base_url else _DEFAULT_ENDPOINTS[provider]
 
 
 def _status_message(exc: Any) -> str:
@@ -376,14 +381,17 @@ def _retry_timeout(self: Any, remaining_retries: int, options: Any, response_hea
 
 
 def make_client(client_class: tuple[str, str], api_key: str, base_url: str | None, max_retries: int,
-                timeout: float, policy: CallPolicy | None = None) -> Any:
-    """An SDK client (the one place clients are built); the SDK is imported here, on first use."""
+                timeout: float, policy: CallPolicy | None = None, transport: Any = None) -> Any:
+    """An SDK client (the one place clients are built); the SDK is imported here, on first use.
+
+    `transport` replaces the HTTP transport (the batch lane parks requests this way)."""
     module, name = client_class
     sdk = importlib.import_module(module)
     base = getattr(sdk, name)
     cls = type(f"SkillTransfer{name}", (base,), {"_calculate_retry_timeout": _retry_timeout,
                                                   "_skilltransfer_policy": policy or _policy})
+    extra = {"transport": transport} if transport is not None else {}
     http_client = sdk.DefaultHttpxClient(event_hooks={"request": [_clamp_attempt, _dispatch("request")],
-                                                      "response": [_note_response, _dispatch("response")]})
+                                                      "response": [_note_response, _dispatch("response")]}, **extra)
     return cls(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout,
                default_headers=DEFAULT_HEADERS, http_client=http_client)

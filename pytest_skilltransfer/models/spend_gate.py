@@ -203,3 +203,47 @@ def gate_client(client: Any) -> Any:
     if pool is not None and not isinstance(pool, GatedPool):
         transport._pool = GatedPool(pool)
     return client
+
+
+@dataclass
+class Reservation:
+    """One request's reservation made outside the connection pool (the batch lane parks requests)."""
+
+    gate: Gate
+    token: int
+    model_id: str
+    lane: str
+
+    def answered(self) -> None:
+        """A complete answer arrived: settle it with the call's usage (`Spend.settle`)."""
+        spend = _spend.get()
+        if spend is None:
+            self.gate.settle_in_full(self.token, "usage not read by this caller: charged its worst case")
+        else:
+            spend.open.append(_Open(self.token, self.model_id, self.lane))
+
+    def release(self) -> None:
+        """Nothing was charged for it (refused, failed, or to be sent another way)."""
+        self.gate.release(self.token)
+
+
+def reserve_request(raw: bytes, lane: str) -> Reservation | None:
+    """Reserve one request body's worst case in `lane` before it is handed on (None without a budget);
+    raises `Refused` when it does not fit."""
+    gate = current()
+    if gate is None:
+        return None
+    try:
+        body = json.loads(raw or b"{}")
+    except ValueError:
+        body = {}
+    model_id, input_tokens, output_tokens, _ = worst_case(body if isinstance(body, dict) else {}, len(raw))
+    from ..prices import worst_case_usd
+
+    worst = worst_case_usd(model_id, input_tokens, output_tokens, lane)
+    try:
+        if worst is None:
+            raise _unpriced(model_id, lane)
+        return Reservation(gate, gate.reserve(model_id, worst), model_id, lane)
+    except ModelCallError as exc:
+        raise Refused(exc) from None

@@ -47,20 +47,13 @@ from typing import TYPE_CHECKING, Any, Callable, Generator
 
 import pytest
 
-from .collect import (
-    MARKER,
-    SeedDirectory,
-    SeedModule,
-    TransferSpec,
-    is_collectable_seed,
-    is_seed_file,
-    marker_spec,
-    pair_id,
-)
+from ..seed_layout import is_collectable_seed, is_seed_file
+from .collect import MARKER, SeedDirectory, SeedModule, TransferSpec, marker_spec, pair_id, seed_optimizer
+from .engagement import engaged
 from .options import (Pair, Settings, add_options, add_short_spellings, apply_project_tables, flag,
                       plan_requested, read_settings)
 from .reporting import ERROR_ATTRIBUTE, REPORT_ATTRIBUTE, TransferReporting, is_worker, plain_nodeid
-from .runner import Runner
+from .aa_fixture import transfer_aa  # noqa: F401  (a fixture: pytest finds it in this module)
 from ..redaction import redact_text
 from ..terminal import safe
 
@@ -69,9 +62,10 @@ if TYPE_CHECKING:
 
     from ..protocol import TransferResult
     from ..seeds import Seed
+    from .runner import Runner
 
 SETTINGS = pytest.StashKey[Settings]()
-RUNNER = pytest.StashKey[Runner]()
+RUNNER = pytest.StashKey["Runner"]()
 SPEC = pytest.StashKey[TransferSpec]()
 RUN = pytest.StashKey["ItemRun"]()
 PAIR_ARG = "transfer_pair"
@@ -91,10 +85,15 @@ class ItemRun:
 
 
 def settings_of(config: pytest.Config) -> Settings:
+    """The run's settings; a run that was not engaged engages here, when it meets a seed or a transfer test."""
+    if SETTINGS not in config.stash:
+        _engage(config)
     return config.stash[SETTINGS]
 
 
-def runner_of(config: pytest.Config) -> Runner:
+def runner_of(config: pytest.Config) -> "Runner":
+    if RUNNER not in config.stash:
+        _engage(config)
     return config.stash[RUNNER]
 
 
@@ -108,11 +107,12 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
-    from . import compare, shards
+    from . import batch, compare, shards
 
     add_options(parser)
     shards.add_options(parser)
     compare.add_options(parser)
+    batch.add_options(parser)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -129,7 +129,9 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
 def pytest_cmdline_main(config: pytest.Config) -> Generator[None, Any, Any]:
     """Under `-n` without an explicit `--dist`, schedule by seed (runs before xdist turns "no" into "load")."""
     option = config.option
-    if not option.help and plan_requested(config):  # the plan runs in this process and calls no model
+    if option.help or not engaged(config):  # another project's run: xdist schedules as it always does
+        return (yield)
+    if plan_requested(config):  # the plan runs in this process and calls no model
         option.numprocesses, option.dist = 0, "no"
     chose = getattr(option, "dist", "no") != "no" or getattr(option, "distload", False)
     config.stash[SEED_SCHEDULING] = bool(getattr(option, "numprocesses", None)) and not chose
@@ -170,13 +172,33 @@ def pytest_configure(config: pytest.Config) -> None:
     from . import markers
 
     markers.register(config)
-    if config.option.help:  # --help must work even when the configuration is wrong
+    if config.option.help or not engaged(config):  # --help must work even when the configuration is wrong
         return
+    _engage(config)
+    if config.stash.get(SEED_SCHEDULING, False):
+        import tempfile
+
+        config.stash[SCOPES_DIR] = tempfile.mkdtemp(prefix="skilltransfer-scopes-")
+
+
+def _engage(config: pytest.Config) -> None:
+    """Read and check the settings, set up the runner, the reports and the CI features (once per run)."""
+    if SETTINGS in config.stash:
+        return
+    from .runner import Runner
+
     _keep_transfer_snapshots(config)
     settings = read_settings(config)
     from .extensions import Registry
 
-    registry = Registry(apply_project_tables(config))
+    project_models = apply_project_tables(config)
+    from ..inventory import apply_lock
+
+    try:
+        apply_lock(settings.cassette_dir, project_models)  # aliases pinned by earlier recordings
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    registry = Registry(project_models)
     config.hook.pytest_skilltransfer_configure.call_historic(kwargs={"config": config, "registry": registry})
     _check_models(config, settings)
     config.stash[SETTINGS] = settings
@@ -185,6 +207,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from ..models.sdk_common import configure_calls
 
     configure_calls(settings.calls)
+    from . import batch
+
+    batch.configure(config, settings.cassette_dir)
     runner = config.stash[RUNNER] = Runner(settings, progress)
     if settings.max_cost is not None:
         runner.budget = _budget(config, settings)
@@ -200,13 +225,13 @@ def pytest_configure(config: pytest.Config) -> None:
         reporting.run_fields.append(lambda: {"budget": runner.budget.as_dict()})
     _register_ci(config, reporting)
     _add_seed_dirs(config, settings)
-    if config.stash.get(SEED_SCHEDULING, False):
-        import tempfile
-
-        config.stash[SCOPES_DIR] = tempfile.mkdtemp(prefix="skilltransfer-scopes-")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if SETTINGS in config.stash:  # an engaged run (only those can have turned the batch lane on)
+        from . import batch
+
+        batch.unconfigure(config)
     folder = config.stash.get(SCOPES_DIR, None)
     if folder:
         import shutil
@@ -378,15 +403,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Resolve each transfer test's spec (bad markers are usage errors) and mark its xdist group."""
-    settings = settings_of(config)
     grouped = config.pluginmanager.hasplugin("xdist")
     for item in items:
         if "transfer_result" not in getattr(item, "fixturenames", ()):
             continue
+        settings = settings_of(config)
         callspec = getattr(item, "callspec", None)
         pair: Pair | None = callspec.params.get(PAIR_ARG) if callspec else None
-        spec = marker_spec(item, settings.seeds_dirs, pair, settings.optimizer)
+        spec = seed_optimizer(marker_spec(item, settings.seeds_dirs, pair, settings.optimizer), runner_of(config))
         item.stash[SPEC] = spec
+        item.extra_keyword_matches.add(f"{spec.source}_to_{spec.target}")  # `-k` as for collected items
         _mark_model_kinds(item, spec)
         if grouped:
             item.add_marker(pytest.mark.xdist_group(spec.seed_path.name))
@@ -433,7 +459,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtestloop(session: pytest.Session) -> Generator[None, Any, Any]:
     """A broken seed is a collection error for that seed only: the other items still run."""
-    broken = len(runner_of(session.config).broken_seeds)
+    runner = session.config.stash.get(RUNNER, None)
+    broken = len(runner.broken_seeds) if runner is not None else 0
     session.testsfailed -= broken
     try:
         return (yield)
@@ -474,7 +501,8 @@ def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapsho
         problem = ""
     if problem:
         pytest.fail(safe(problem), pytrace=False)
-    data = result_to_json(result, request.config.stash[SETTINGS].answer_chars)
+    data = result_to_json(result, settings_of(request.config).answer_chars)
+    data["prompt_cache"] = "auto" if runner.settings.calls.prompt_cache else "off"  # shapes Anthropic requests
     item.stash[RUN] = ItemRun(result, data, seed, spec, snapshot.use_extension(TransferSnapshotExtension))
     item.user_properties.extend(junit_properties(data))
     return result
@@ -485,8 +513,9 @@ REQUEST_SHAPING = ("optimizer", "nights", "edit-budget", "limit-replay", "limit-
 
 
 def rerecord_command(item: pytest.Item, spec: TransferSpec) -> str:
-    """`pytest <node id> --pair SRC->TGT [the command line's protocol options] --record-mode=new_episodes`:
-    the failing item, with the options that shape its requests (ini keys apply again by themselves)."""
+    """`pytest <node id> --pair SRC->TGT [the command line's protocol options] --record-mode=new_episodes
+    --snapshot-update`: the failing item, with the options that shape its requests (ini keys apply again
+    by themselves); its result will change with the new recordings, so its snapshot is written too."""
     import shlex
 
     from .options import dest
@@ -501,7 +530,7 @@ def rerecord_command(item: pytest.Item, spec: TransferSpec) -> str:
             parts.append(flag(config, option))
         elif value not in (None, False):
             parts += [flag(config, option), str(value)]
-    return shlex.join([*parts, f"{flag(config, 'record-mode')}=new_episodes"])
+    return shlex.join([*parts, f"{flag(config, 'record-mode')}=new_episodes", "--snapshot-update"])
 
 
 def junit_properties(data: dict[str, Any]) -> list[tuple[str, object]]:
@@ -553,7 +582,7 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
 
     settings = settings_of(item.config)
     thresholds = settings.thresholds(run.seed.thresholds, run.spec.thresholds)
-    committed = snapshots.committed_per_task(run.snapshot)
+    committed = snapshots.committed_per_task(run.snapshot, run.data)
     updating = bool(run.snapshot.update_snapshots)
     base = compare.before(item.config, snapshots.location(run.snapshot))
     if base is not None:  # --compare-to: the snapshot committed at the base ref, also while updating
@@ -594,12 +623,31 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     spec = item.stash.get(SPEC, None)
     following = nextitem.stash.get(SPEC, None) if nextitem is not None else None
     if spec is not None and (following is None or following.seed_path != spec.seed_path):
-        runner_of(item.config).stop_recording()
+        from .pruning import may_prune, seed_key
+
+        prune = may_prune(item, seed_key(spec), settings_of(item.config).matrix_from_cli,
+                          lambda other: seed_key(other.stash.get(SPEC, None)), lambda other: RUN in other.stash)
+        runner_of(item.config).stop_recording(prune=prune)
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    """A seed with a deselected item is not re-recorded completely: its cassette is not pruned."""
+    specs = [item for item in items if SPEC in item.stash]
+    if specs:
+        from .pruning import note_deselected, seed_key
+
+        note_deselected(specs[0].config, specs, lambda item: seed_key(item.stash.get(SPEC, None)))
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    runner = runner_of(session.config)
+    runner = session.config.stash.get(RUNNER, None)
+    if runner is None:
+        return
     runner.stop_recording()
+    if runner.recorded:
+        from ..inventory import pin
+
+        pin(runner.settings.cassette_dir, sorted(runner.models_used()))
     runner.stop_local_server()
     if runner.budget is not None and is_worker(session.config):
         runner.budget.ledger.close()

@@ -22,15 +22,15 @@ hand-written tests use.
 from __future__ import annotations
 
 import types
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-from ..models.base import ModelError
 from ..redaction import strip_userinfo
-from ..seeds import CONFIG_FILE, GATE_NAMES, SKILL_FILE, TEST_FILE, TRAIN_FILE, SeedError, is_seed_dir
+from ..seed_layout import CONFIG_FILE, GATE_NAMES, is_collectable_seed, is_seed_dir, is_seed_file, seed_file
 from .options import Pair
 
 try:  # the id suffix `[src->tgt]` travels in a callspec, as for parametrized tests (structured ids, pytest 9.2)
@@ -42,22 +42,6 @@ MARKER = "skilltransfer"
 ITEM_PREFIX = "transfer["
 SPEC_KEYS = ("seed", "source", "target", "optimizer")
 THRESHOLD_KEYS = GATE_NAMES
-
-
-def is_collectable_seed(path: Path) -> bool:
-    """A seed folder, not just any folder with a SKILL.md."""
-    return is_seed_dir(path) and any((path / name).is_file() for name in (TRAIN_FILE, TEST_FILE, CONFIG_FILE))
-
-
-def seed_file(seed_path: Path) -> Path:
-    """The seed's file node: its SKILL.md, or its seed.toml when the skill lives elsewhere."""
-    skill = seed_path / SKILL_FILE
-    return skill if skill.is_file() or not (seed_path / CONFIG_FILE).is_file() else seed_path / CONFIG_FILE
-
-
-def is_seed_file(path: Path) -> bool:
-    """True for the file node of a collectable seed (the file pytest is given in a rerun id)."""
-    return is_collectable_seed(path.parent) and seed_file(path.parent) == path
 
 
 def seed_nodeid(path: Path, config: pytest.Config) -> Any:
@@ -128,6 +112,8 @@ class SeedModule(pytest.Module):
         return module
 
     def collect(self) -> Iterator[pytest.Item]:  # type: ignore[override]
+        from ..models.base import ModelError
+        from ..seeds import SeedError
         from . import runner_of, settings_of  # the plugin owns per-config state
 
         seed_path = self.path.parent
@@ -137,6 +123,7 @@ class SeedModule(pytest.Module):
         except SeedError as exc:
             runner.broken_seeds.add(self.nodeid)
             raise self.CollectError(str(exc)) from None
+        _warn_if_undecidable(seed)
         settings = settings_of(self.config)
         pairs = settings.pairs if settings.matrix_from_cli else tuple(sorted(set(settings.pairs) | set(seed.pairs)))
         for name in sorted({name for pair in pairs for name in pair}):
@@ -157,6 +144,19 @@ class SeedModule(pytest.Module):
             item.add_marker(pytest.mark.skilltransfer(seed=str(seed_path), source=pair[0], target=pair[1]))
             item.extra_keyword_matches.add(f"{pair[0]}_to_{pair[1]}")  # `-k` cannot spell "->"
             yield item
+
+
+def _warn_if_undecidable(seed: Any) -> None:
+    """A seed whose held-out tasks are too few for the exact test to ever reach significance says so:
+    with n tasks the smallest two-sided sign-flip p-value is 2 / 2**n."""
+    from ..stats import LEVEL
+
+    n = len(seed.test)
+    if 2 / 2 ** n > 1 - LEVEL:
+        needed = next(k for k in range(n, 64) if 2 / 2 ** k <= 1 - LEVEL)
+        warnings.warn(pytest.PytestWarning(
+            f"seed {seed.name}: {n} held-out task(s) can never show a significant gain (the smallest possible "
+            f"p-value is {2 / 2 ** n:.3f}); add tasks to {seed.path / 'held-out.jsonl'} (at least {needed})"), stacklevel=1)
 
 
 def resolve_seed(value: str | Path, item: pytest.Item, seeds_dirs: tuple[Path, ...]) -> Path:
@@ -195,3 +195,16 @@ def marker_spec(item: pytest.Item, seeds_dirs: tuple[Path, ...], pair: Pair | No
         optimizer=kwargs.get("optimizer") or optimizer,
         thresholds={k: kwargs[k] for k in THRESHOLD_KEYS if k in kwargs},
     )
+
+
+def seed_optimizer(spec: TransferSpec, runner: Any) -> TransferSpec:
+    """The seed's `optimizer` (seed.toml) when neither the marker nor the command line / ini names one."""
+    from ..seeds import SeedError
+
+    if spec.optimizer is not None:
+        return spec
+    try:
+        seed = runner.seed(spec.seed_path)
+    except SeedError:  # reported when the item runs (or as its seed's collection error)
+        return spec
+    return replace(spec, optimizer=seed.optimizer) if seed.optimizer else spec

@@ -9,6 +9,8 @@ judges and the optimization price comparison. A pure function of the item record
 
 from __future__ import annotations
 
+import shlex
+
 from typing import Any
 
 from ..judge_report import judge_lines, unstable_lines
@@ -132,9 +134,30 @@ def failure_sections(ordered: list[dict[str, Any]]) -> list[str]:
                   f"{result['transferred']:.2f}" + ("" if direct is None else f" (direct {direct:.2f})")
                   + f"; gain {gain_text(result)}, p = {p_text(result['gain']['p_value'])}",
                   f"- checks missed with the learned skill: {_missed_checks(result)}"]
-        lines += [f"- rerun: `pytest \"{result['item']}\"`"] if result.get("item") else []
+        lines += rerun_lines(result)
         lines.append("")
     return ["## Failures", "", *lines] if lines else []
+
+
+def rerun_commands(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """(what, command) to rerun a failed item as it ran and, when its snapshot differs, to accept the new
+    result. The pair is named (`--transfer-pair`, a spelling no other plugin owns) so the item is
+    collected whichever matrix the run had."""
+    if not result.get("item"):
+        return []
+    rerun = shlex.join(["pytest", result["item"], "--transfer-pair", f"{result['source']}->{result['target']}"])
+    commands = [("rerun", rerun)]
+    if (result.get("gate") or {}).get("snapshot") not in (None, "ok", "not compared"):
+        commands.append(("accept the new result once reviewed", f"{rerun} --snapshot-update"))
+    return commands
+
+
+def rerun_lines(result: dict[str, Any]) -> list[str]:
+    return [f"- {what}: {_code(command)}" for what, command in rerun_commands(result)]
+
+
+def _code(text: str) -> str:
+    return f"`` {text} ``" if "`" in text else f"`{text}`"
 
 
 def _spend(ordered: list[dict[str, Any]]) -> list[str]:

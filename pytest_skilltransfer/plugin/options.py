@@ -20,21 +20,20 @@ its `--shard-id` and this plugin answers to `--transfer-shard-id` there, saying 
 from __future__ import annotations
 
 import argparse
-import tomllib
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
 
 from ..bounds import MAXIMA, over_maximum
-from ..models.sdk_common import CallPolicy
-from ..protocol import ProtocolConfig
-from ..rubric import DEFAULT_MIN_ACCURACY
-from ..scoring import PROFILES
-from .gating import CORRECTIONS, DEFAULT_HARM_TOLERANCE, DEFAULT_REGRESSION_TOLERANCE
-from ..seeds import GATE_NAMES, LIMIT_OPTIONS, JudgeSettings, SeedLimits, Thresholds, split_pair
+from ..seed_layout import GATE_NAMES, LIMIT_OPTIONS
+
+if TYPE_CHECKING:  # the engine is imported when a run has seeds or shows --help, not by every pytest run
+    from ..models.sdk_common import CallPolicy
+    from ..protocol import ProtocolConfig
+    from ..seeds import JudgeSettings, SeedLimits, Thresholds
 
 Pair = tuple[str, str]
 
@@ -116,25 +115,42 @@ def flag(config: pytest.Config, option: str) -> str:
     return spellings.flag(option) if spellings is not None else f"--{option}"
 
 
-def _add(group: Any, parser: Any, option: str, help_text: str, ini_type: str | None = None,
+HelpText = str | Callable[[], str]  # a callable computes its defaults only when --help is shown
+LAZY_HELP = "(computed for --help)"
+_LAZY_HELP: "weakref.WeakKeyDictionary[Any, dict[str, Callable[[], str]]]" = weakref.WeakKeyDictionary()
+DESTS: set[str] = set()  # every option's dest, to tell whether a command line names any
+INI_KEYS: set[str] = set()
+
+
+def _add(group: Any, parser: Any, option: str, help_text: HelpText, ini_type: str | None = None,
          **kwargs: Any) -> None:
-    """Register an option under its prefixed spelling and its ini key; its short spelling comes at
-    once on the CLI's parser (`adds_short_spellings_now`), later in pytest (`add_short_spellings`)."""
+    """Register an option under its prefixed spelling and its ini key. The CLI's parser
+    (`adds_short_spellings_now`) takes the short spelling and the whole help at once; pytest's gets
+    them in `add_short_spellings`, once every plugin has registered its options."""
     key = ini_name(option)
     names = [f"--{prefixed(option)}"]
     has_short = prefixed(option) != option
-    if has_short and getattr(parser, "adds_short_spellings_now", False):
+    eager = getattr(parser, "adds_short_spellings_now", False)
+    if has_short and eager:
         names.append(f"--{option}")
     elif has_short:
         _PENDING.setdefault(parser, []).append(_ShortSpelling(option, kwargs))
+    if callable(help_text) and not eager:
+        _LAZY_HELP.setdefault(parser, {})[dest(option)] = help_text
+        help_text = LAZY_HELP
+    elif callable(help_text):
+        help_text = help_text()
     group.addoption(*names, dest=dest(option), help=f"{help_text} (ini: {key})", **kwargs)
-    parser.addini(key, help_text, type=ini_type)
+    parser.addini(key, help_text if help_text != LAZY_HELP else f"see --{prefixed(option)}", type=ini_type)
+    DESTS.add(dest(option))
+    INI_KEYS.add(key)
 
 
 def add_short_spellings(config: pytest.Config, parser: pytest.Parser) -> Spellings:
     """Give each option its short spelling unless another plugin or initial conftest registered
-    that flag; the help of each option names its other spelling."""
+    that flag; with --help, each option's help gets its defaults and names its other spelling."""
     spellings = Spellings()
+    lazy = _LAZY_HELP.pop(parser, {})
     taken = {name for group in parser._groups for opt in group.options for name in opt.names()}
     group = parser.getgroup("skilltransfer")
     by_dest = {opt.dest: opt for opt in group.options}
@@ -149,12 +165,17 @@ def add_short_spellings(config: pytest.Config, parser: pytest.Parser) -> Spellin
             spellings.yielded[pending.option] = short
             continue
         spellings.short[pending.option] = short
+    config.stash[SPELLINGS] = spellings
+    if not getattr(config.known_args_namespace, "help", False):
+        return spellings
+    for name, text in lazy.items():
+        if name in by_dest:
+            _set_help(by_dest[name], str(by_dest[name].attrs().get("help", "")).replace(LAZY_HELP, text(), 1))
     for option, short in [*spellings.short.items(), *spellings.yielded.items()]:
         visible = by_dest.get(dest(option))
         if visible is not None:
             where = f"also {short}" if option in spellings.short else f"{short} is another plugin's here"
             _set_help(visible, str(visible.attrs().get("help", "")).replace("(ini: ", f"({where}; ini: ", 1))
-    config.stash[SPELLINGS] = spellings
     return spellings
 
 
@@ -181,11 +202,12 @@ def add_options(parser: Any) -> None:
     _add(group, parser, "judge", "judge model for rubric checks (a seed's [judge] model overrides the ini; the "
          "command line overrides both)", metavar="MODEL")
     _add(group, parser, "judge-samples", f"judge calls per rubric check, majority vote (default 1, at most {MAXIMA['judge_samples']})", metavar="N")
-    _add(group, parser, "judge-min-accuracy", "least judge accuracy on a seed's judge-calibration.jsonl "
-         f"(default {DEFAULT_MIN_ACCURACY})", metavar="X")
+    _add(group, parser, "judge-min-accuracy", lambda: "least judge accuracy on a seed's judge-calibration.jsonl "
+         f"(default {_defaults('min_accuracy')})", metavar="X")
     for option, (name, _, text) in INT_SETTINGS.items():
         most = f", at most {MAXIMA[name]}" if name in MAXIMA else ""
-        _add(group, parser, option, f"{text} (default {getattr(ProtocolConfig(), name)}{most})", metavar="N")
+        _add(group, parser, option, lambda text=text, name=name, most=most:
+             f"{text} (default {getattr(_defaults('protocol'), name)}{most})", metavar="N")
     _add(group, parser, "min-delta", "the validation gate keeps a night's edits only when the val score beats the "
          "current one by more than X (default: the scoring profile's, 0 = any strict improvement; gbrain 0.05)",
          metavar="X")
@@ -232,25 +254,47 @@ def add_options(parser: Any) -> None:
          "service_tier in [tool.skilltransfer.models] wins", metavar="TIER")
     for name, option in LIMIT_OPTIONS.items():
         what = {"skill_bytes": "SKILL.md", "task_bytes": "each task's text", "corpus_bytes": "a seed's corpus pages in all"}
-        _add(group, parser, option[2:], f"size limit of {what[name]} in bytes (default {getattr(SeedLimits(), name)})",
-             metavar="BYTES")
-    defaults = CallPolicy()
-    _add(group, parser, "provider-retries", f"retries of a provider call on 429/529/5xx/timeouts/resets (the SDKs' "
-         f"retry machinery; a retry-after the provider sends is waited for) (default {defaults.max_retries})",
-         metavar="N")
-    _add(group, parser, "provider-backoff", "wait before the first retry, doubling up to MAX, in seconds "
-         f"(default {defaults.backoff_s:g}:{defaults.max_backoff_s:g})", metavar="FIRST[:MAX]")
-    _add(group, parser, "provider-timeout", f"seconds one provider call may take (default {defaults.timeout_s:g})",
-         metavar="S")
-    _add(group, parser, "transfer-call-deadline", "seconds one provider call may take in all, its retries and the "
-         f"waits between them included; then the item fails naming what was tried (default {defaults.deadline_s:g})",
-         metavar="S")
+        _add(group, parser, option[2:], lambda text=what[name], name=name: f"size limit of {text} in bytes "
+             f"(default {getattr(_defaults('limits'), name)})", metavar="BYTES")
+    _add(group, parser, "provider-retries", lambda: "retries of a provider call on 429/529/5xx/timeouts/resets "
+         "(the SDKs' retry machinery; a retry-after the provider sends is waited for) "
+         f"(default {_defaults('calls').max_retries})", metavar="N")
+    _add(group, parser, "provider-backoff", lambda: "wait before the first retry, doubling up to MAX, in seconds "
+         f"(default {_defaults('calls').backoff_s:g}:{_defaults('calls').max_backoff_s:g})", metavar="FIRST[:MAX]")
+    _add(group, parser, "provider-timeout", lambda: "seconds one provider call may take "
+         f"(default {_defaults('calls').timeout_s:g})", metavar="S")
+    _add(group, parser, "transfer-call-deadline", lambda: "seconds one provider call may take in all, its retries and "
+         "the waits between them included; then the item fails naming what was tried "
+         f"(default {_defaults('calls').deadline_s:g})", metavar="S")
     _add(group, parser, "prompt-cache", "auto: mark the shared prefix of Anthropic requests (skill system prompt, "
          "tools) with cache_control when it reaches the model's minimum cacheable length; off: never (a prefix "
          "sent once is cheaper uncached; some proxies reject the field). Request bodies differ, so cassettes "
          "recorded under one setting miss under the other (default auto)", metavar="MODE")
     _add(group, parser, "local-server", "auto: start the local llama.cpp server when a local model has calls to "
          "record and SKILLTRANSFER_LOCAL_URL is unset; off: never (default auto)", metavar="MODE")
+
+
+def _defaults(kind: str) -> Any:
+    """The engine's defaults, imported when they are needed (a run with seeds, or --help)."""
+    if kind == "protocol":
+        from ..protocol import ProtocolConfig
+
+        return ProtocolConfig()
+    if kind == "calls":
+        from ..models.sdk_common import CallPolicy
+
+        return CallPolicy()
+    if kind == "limits":
+        from ..seeds import SeedLimits
+
+        return SeedLimits()
+    if kind == "judge":
+        from ..seeds import JudgeSettings
+
+        return JudgeSettings()
+    from ..rubric import DEFAULT_MIN_ACCURACY
+
+    return DEFAULT_MIN_ACCURACY
 
 
 @dataclass(frozen=True)
@@ -260,7 +304,7 @@ class Settings:
     pairs: tuple[Pair, ...] = ()
     matrix_from_cli: bool = False  # the command line named the matrix: seed.toml `pairs` are not added
     optimizer: str | None = None
-    protocol: ProtocolConfig = field(default_factory=ProtocolConfig)
+    protocol: ProtocolConfig = field(default_factory=lambda: _defaults("protocol"))
     ini_thresholds: dict[str, float | None] = field(default_factory=dict)
     cli_thresholds: dict[str, float | None] = field(default_factory=dict)
     seeds_dirs: tuple[Path, ...] = ()
@@ -279,13 +323,16 @@ class Settings:
     plan: bool = False
     max_cost: float | None = None  # --max-cost USD (None: no budget)
     budget_ledger: str | None = None  # --transfer-budget-ledger PATH (None: a temporary file)
-    calls: CallPolicy = field(default_factory=CallPolicy)  # --provider-retries/-backoff/-timeout, --prompt-cache
-    seed_limits: SeedLimits = field(default_factory=SeedLimits)  # --max-skill-bytes/-task-bytes/-corpus-bytes
-    ini_judge: JudgeSettings = field(default_factory=JudgeSettings)
-    cli_judge: JudgeSettings = field(default_factory=JudgeSettings)
+    calls: CallPolicy = field(default_factory=lambda: _defaults("calls"))  # --provider-retries/-backoff/-timeout, --prompt-cache
+    seed_limits: SeedLimits = field(default_factory=lambda: _defaults("limits"))  # --max-skill-bytes/-task-bytes/-corpus-bytes
+    ini_judge: JudgeSettings = field(default_factory=lambda: _defaults("judge"))
+    cli_judge: JudgeSettings = field(default_factory=lambda: _defaults("judge"))
 
     def judge(self, seed: JudgeSettings) -> JudgeSettings:
         """ini < seed.toml [judge] < command line, then the defaults (1 sample, min accuracy 0.8)."""
+        from ..rubric import DEFAULT_MIN_ACCURACY
+        from ..seeds import JudgeSettings
+
         values = {k: v for layer in (self.ini_judge, seed, self.cli_judge) for k, v in layer.__dict__.items()
                   if v is not None}
         return JudgeSettings(**{"samples": 1, "min_accuracy": DEFAULT_MIN_ACCURACY, **values})
@@ -296,6 +343,9 @@ class Settings:
         The defaults are the regression gate's tolerance (`DEFAULT_REGRESSION_TOLERANCE`) and the harm
         gate's (`DEFAULT_HARM_TOLERANCE`); every other gate is off until set.
         """
+        from ..seeds import Thresholds
+        from .gating import DEFAULT_HARM_TOLERANCE, DEFAULT_REGRESSION_TOLERANCE
+
         values = {"regression_tolerance": DEFAULT_REGRESSION_TOLERANCE, "harm_tolerance": DEFAULT_HARM_TOLERANCE,
                   **seed.values(), **self.ini_thresholds,
                   **(marker or {}), **self.cli_thresholds}
@@ -338,6 +388,8 @@ def split_names(values: list[str] | None) -> list[str]:
 
 def parse_pair(text: str, where: str) -> Pair:
     """`SRC->TGT`, or `SRC:TGT` when neither name holds a colon (`anthropic:<id>` names need `->`)."""
+    from ..seeds import split_pair
+
     pair = split_pair(text)
     if pair is None:
         raise pytest.UsageError(f"{where}: expected SRC:TGT or SRC->TGT (e.g. sim-small:sim-large; use -> when a "
@@ -413,6 +465,8 @@ def _bool(value: Any, where: str) -> bool:
 
 def _judge_layers(reader: _Reader) -> tuple[JudgeSettings, JudgeSettings]:
     """(ini, command line) judge settings, each validated where it came from."""
+    from ..seeds import JudgeSettings
+
     layers = []
     for read, where in ((reader.ini, ini_name), (reader.cli, reader.flag)):
         model, samples, accuracy = read("judge"), read("judge-samples"), read("judge-min-accuracy")
@@ -525,6 +579,8 @@ def _seconds(value: Any, where: str) -> float:
 def _call_policy(reader: _Reader) -> CallPolicy:
     """--provider-retries, --provider-backoff FIRST[:MAX], --provider-timeout, --transfer-call-deadline and
     --prompt-cache over the defaults."""
+    from ..models.sdk_common import CallPolicy
+
     policy: dict[str, Any] = {}
     value, where = reader.get("provider-retries")
     if value is not None:
@@ -549,6 +605,8 @@ def _call_policy(reader: _Reader) -> CallPolicy:
 
 
 def _seed_limits(reader: _Reader) -> SeedLimits:
+    from ..seeds import SeedLimits
+
     limits: dict[str, int] = {}
     for name, option in LIMIT_OPTIONS.items():
         value, where = reader.get(option[2:])
@@ -559,6 +617,10 @@ def _seed_limits(reader: _Reader) -> SeedLimits:
 
 def read_settings(config: pytest.Config) -> Settings:
     """Parse and validate every skilltransfer option; raise pytest.UsageError naming the bad one."""
+    from ..protocol import ProtocolConfig
+    from ..scoring import PROFILES
+    from .gating import CORRECTIONS
+
     reader = _Reader(config)
     protocol: dict[str, Any] = {}
     for option, (name, low, _) in INT_SETTINGS.items():
@@ -629,6 +691,8 @@ def apply_project_tables(config: pytest.Config) -> dict[str, Any]:
     pyproject = config.rootpath / "pyproject.toml"
     if not pyproject.is_file():
         return {}
+    import tomllib
+
     try:
         table = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get("skilltransfer", {})
     except tomllib.TOMLDecodeError as exc:

@@ -149,9 +149,13 @@ def plan_lines(plans: list[ItemPlan], price_date: str) -> list[str]:
     rows.append(("total (shared phases once)", str(sum(u.calls for u in unique)), str(_sum(unique, "input_tokens")),
                  str(_sum(unique, "output_tokens")), _money(_usd(unique)), _money(_usd(unique, "expected")),
                  f"{recorded} call(s) recorded; to record: ≤ ${_money(_usd(pending))}"))
+    unpriced = sorted({s.model_id for plan in plans for u in plan.units for s in u.shares if s.usd is None})
+    priced = ([f"$ n/a: no price for {', '.join(unpriced)}; add it to pyproject.toml as [tool.skilltransfer.prices] "
+               f'"{unpriced[0]}" = {{ input = USD_PER_MTOK, output = USD_PER_MTOK }}'] if unpriced else [])
     return [
         f"skill-transfer plan: no model was called; upper bounds at prices.toml of {price_date}",
         *_table(rows, rule_before_last=True),
+        *priced,
         "",
         *lane_lines(unique),
         "",
@@ -160,7 +164,8 @@ def plan_lines(plans: list[ItemPlan], price_date: str) -> list[str]:
         "calibration); a prompt counts at most one token per UTF-8 byte plus the providers' overheads, text a model "
         "wrote at its max_tokens + 10%, every reply at its max_tokens, every prompt token at the highest prompt "
         "rate. Expected: typical reply lengths, 4 characters a token, no retries, and prompt-cache reads after the "
-        "first call of a shared prefix where the model caches. Lanes: batch and flex at the dated [lanes] rates of "
+        "first call of a shared prefix where the model caches (never in the batch lane: the requests of one batch do "
+        "not read each other's cache writes). Lanes: batch and flex at the dated [lanes] rates of "
         "prices.toml (n/a where a model is not offered). Recorded calls were found by replaying the cassettes with "
         "the network blocked.",
     ]

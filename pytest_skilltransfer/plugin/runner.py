@@ -25,6 +25,7 @@ from ..seeds import Seed, SeedError, load_seed
 from .options import Settings
 
 if TYPE_CHECKING:
+    from ..aa import AACheck
     from .budget import Budget
 
 Progress = Callable[[str], None]
@@ -61,6 +62,7 @@ class Runner:
     _local_server: ExitStack | None = None  # a local llama-server this process started
     budget: "Budget | None" = None  # --max-cost
     concurrent_phases: bool = True  # a transfer's independent phases run at the same time (see `phases`)
+    recorded: bool = False  # a recording context that may write was opened (models.lock pins its aliases)
 
     def seed(self, path: Path) -> Seed:
         """Load a seed once; raises the engine's SeedError (every problem, file:line) each time it is asked."""
@@ -74,6 +76,10 @@ class Runner:
         if isinstance(loaded, SeedError):
             raise loaded
         return loaded
+
+    def models_used(self) -> set[str]:
+        """The model names this process resolved."""
+        return set(self._models)
 
     def model(self, name: str) -> Model:
         """Resolve a model name once per process (raises ModelError listing the known names)."""
@@ -119,6 +125,26 @@ class Runner:
                 raise exc.with_phase(session.phase) from exc.__cause__
             raise
 
+    def aa(self, path: Path, target: str, skill: str) -> "AACheck":
+        """The A/A check of `skill` on `target` over the seed's held-out tasks, in the seed's cassette."""
+        from ..aa import aa_check
+
+        session = self.session(path)
+        model = self.model(target)
+        if needs_recording([model]):
+            self.record(session.seed.name)
+            if self.start_local_server([model]):
+                model = self.model(target)
+        session.phase = "aa-check"
+        try:
+            return aa_check(session, model, skill)
+        except ModelCallError as exc:
+            if hasattr(exc, "with_phase"):
+                raise exc.with_phase(session.phase) from exc.__cause__
+            raise
+        finally:
+            session.phase = ""
+
     def start_local_server(self, models: list[Model]) -> bool:
         """With --local-server=auto, start llama-server when a local model has calls to record.
 
@@ -159,12 +185,20 @@ class Runner:
         from ..cassettes import recording  # vcrpy is heavy: imported only when a provider runs
 
         stack = ExitStack()
-        stack.enter_context(recording(self.settings.cassette_dir, seed, self.settings.record_mode))
+        rec = stack.enter_context(recording(self.settings.cassette_dir, seed, self.settings.record_mode))
+        self.recorded = self.recorded or rec.mode != "none"
         self._recording = (seed, stack)
 
-    def stop_recording(self) -> None:
-        """Close (and save) the open recording, if any."""
+    def stop_recording(self, prune: bool = False) -> None:
+        """Close (and save) the open recording, if any; `prune`: keep only the interactions it used
+        (the caller knows every item of the seed ran, see `pruning`)."""
         if self._recording is not None:
+            if prune:
+                from ..cassettes import active_recording
+
+                recording = active_recording()
+                if recording is not None:
+                    recording.prune_unused()
             stack = self._recording[1]
             self._recording = None
             stack.close()

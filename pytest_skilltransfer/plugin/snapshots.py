@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     from syrupy.types import SnapshotIndex
 
 PER_TASK_LINE = re.compile(r"^- transferred per task: `([^`]*)`$", re.M)
+SETTINGS_LINE = re.compile(r"^- protocol settings: `([^`]*)`$", re.M)
+SETTINGS = ("nights", "edit_budget", "limit_replay", "limit_holdout", "limit_test", "samples", "restarts", "scoring",
+            "min_delta", "direct", "gate_weight")  # ProtocolConfig fields that shape a result (not `workers`)
 SCORE_ROW = re.compile(r"^\| (baseline|transferred|direct) \| ([0-9.]+|-) \|", re.M)
 FENCE = "````"
 SKILL_HEADING = "## Learned skill\n\n" + FENCE + "markdown\n"
@@ -114,6 +117,7 @@ def render(result: dict[str, Any]) -> str:
         f"- outcome: {outcome_text(result)}",
         f"- efficiency: {efficiency}",
         f"- transferred per task: `{per_task_text(scores['transferred'])}`", *_evidence_line(result),
+        *_settings_line(result),
         *_restart_lines(result), "",
         "## Optimization", "",
         *_night_lines(result["optimization"]["source"], "On the source"),
@@ -121,6 +125,46 @@ def render(result: dict[str, Any]) -> str:
         "## Learned skill", "", FENCE + "markdown", result["learned_skill"].rstrip("\n"), FENCE, "",
     ]
     return redact_text("\n".join(lines))  # a committed file: no secret from the skill or a model name
+
+
+def settings_of(result: dict[str, Any]) -> dict[str, str]:
+    """The protocol settings that shaped a result, as text: the protocol's, the optimizer, the prompt cache."""
+    config = result.get("config") or {}
+    values = {name: config[name] for name in SETTINGS if name in config}
+    source = (result.get("optimization") or {}).get("source") or {}
+    values["optimizer"] = source.get("optimizer") or result.get("optimizer")
+    values["prompt_cache"] = result.get("prompt_cache")
+    return {name: _setting_text(value) for name, value in values.items() if value is not None or name == "min_delta"}
+
+
+def _setting_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return "profile" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _settings_line(result: dict[str, Any]) -> list[str]:
+    if not result.get("config"):
+        return []
+    return ["- protocol settings: `" + " ".join(f"{k}={v}" for k, v in settings_of(result).items()) + "`"]
+
+
+def parse_settings(text: str) -> dict[str, str] | None:
+    """The protocol settings a snapshot was made with, or None when it does not record them."""
+    match = SETTINGS_LINE.search(text)
+    if match is None:
+        return None
+    return dict(item.partition("=")[::2] for item in match.group(1).split())
+
+
+def settings_changes(before: str, after: str) -> list[str]:
+    """`nights 2 -> 1` for each setting that differs between two snapshot texts (none when either
+    does not record its settings)."""
+    old, new = parse_settings(before), parse_settings(after)
+    if old is None or new is None:
+        return []
+    return [f"{name} {old.get(name, '-')} -> {new.get(name, '-')}" for name in [*old, *(n for n in new if n not in old)]
+            if old.get(name) != new.get(name)]
 
 
 def _restart_lines(result: dict[str, Any]) -> list[str]:
@@ -152,12 +196,16 @@ def parse_per_task(text: str) -> dict[str, float] | None:
     return {task: float(value) for task, _, value in pairs}
 
 
-def committed_per_task(snapshot: "SnapshotAssertion") -> dict[str, float] | None:
-    """The transferred per-task scores in the snapshot on disk, or None when there is none."""
+def committed_per_task(snapshot: "SnapshotAssertion", result: dict[str, Any] | None = None) -> dict[str, float] | None:
+    """The transferred per-task scores in the snapshot on disk, or None when there is none or, given
+    this run's `result`, when it was made with other protocol settings (then it measures another thing)."""
     path = location(snapshot)
     if not path.is_file():
         return None
-    return parse_per_task(path.read_text(encoding="utf-8"))
+    text = path.read_text(encoding="utf-8")
+    if result is not None and settings_changes(text, render(result)):
+        return None
+    return parse_per_task(text)
 
 
 def compare(snapshot: "SnapshotAssertion", result: dict[str, Any]) -> list[str]:
@@ -194,11 +242,14 @@ def change_summary(before: str, after: str) -> str:
     """What changed between two snapshot texts, in one line: held-out scores before -> after, the
     learned skill's diff size, and whether the transferred score got better (an improvement) or
     worse (a regression); e.g. `improvement: transferred 0.500 -> 0.750; skill +2/-1 lines`."""
+    changed = settings_changes(before, after)
     old, new = parse_scores(before), parse_scores(after)
     moved = [f"{name} {_score(old.get(name))} -> {_score(new.get(name))}"
              for name in ("baseline", "transferred", "direct") if old.get(name) != new.get(name)]
     delta = (new.get("transferred") or 0.0) - (old.get("transferred") or 0.0)
     kind = "improvement: " if delta > 0 else "regression: " if delta < 0 else "transferred unchanged: " if moved else ""
+    if changed:  # another measurement, not a better or worse one
+        kind = f"protocol settings changed ({', '.join(changed)}), so the result is not comparable: "
     added = removed = 0
     for line in difflib.unified_diff(parse_skill(before).splitlines(), parse_skill(after).splitlines(), lineterm="", n=0):
         if line.startswith(("+++", "---")):

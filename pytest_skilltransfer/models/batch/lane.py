@@ -1,0 +1,419 @@
+"""The batch lane: calls that miss the cassette are parked and sent together as one provider batch.
+
+A recording call reaches the lane only when vcrpy found no recording for it (the lane is the
+"network" of a batch client's transport). The call's thread parks its request and waits. A
+collector thread flushes every parked request of a model as one batch once no new request has been
+parked for `gather_s` (all calls of a protocol step park within milliseconds of each other), polls
+the batches every `poll_s`, and hands each result back to its waiting thread, which returns it to
+the SDK as the HTTP answer a synchronous call would have had: vcrpy records it like any other.
+
+Per request: a complete answer is delivered (and recorded); a refusal of the request itself is
+delivered as the error status the synchronous call would have got (never recorded); an item that
+errored on the provider's side, was canceled or expired is sent again in the next batch, or
+synchronously with fallback `sync`, at most `max_attempts` times.
+
+Pay once: before each create the manifest records the submission (`manifest`); a request whose
+custom id is in a known batch re-adopts that batch; an uncertain submission (no batch id: the
+process died during create) is looked up at the provider first and abandoned only if absent.
+
+`max_wait_s` bounds the wait: past it every waiting call fails with `BatchWaitExceeded`, the
+batches stay at the provider and in the manifest, and the same command later collects them.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..base import ModelCallError
+from .apis import BatchApi, Item, Outcome
+from .manifest import Manifest, Submission
+
+Progress = Callable[[str], None]
+Cost = Callable[[str, str, bytes], float]  # (provider, model id, answer body) -> dollars at batch prices
+
+
+class BatchLaneError(ModelCallError):
+    """A parked call could not be answered through the batch lane."""
+
+
+class BatchWaitExceeded(BatchLaneError):
+    """The configured wait ceiling passed with batches still at the provider."""
+
+
+class SendSynchronously(Exception):
+    """Fallback `sync`: this request is to be sent by the ordinary synchronous call."""
+
+
+@dataclass(frozen=True)
+class BatchSettings:
+    """How the lane batches, waits and retries."""
+
+    fallback: str = "batch"  # what a failed item does: "batch" (the next batch) or "sync"
+    gather_s: float = 2.0  # quiet period after the last parked request before a flush
+    poll_s: float = 30.0  # between two status checks of one batch
+    max_wait_s: float = 26 * 3600.0  # the run stops cleanly after waiting this long (batches expire at 24 h)
+    max_attempts: int = 3  # submissions per request at most
+
+
+@dataclass(frozen=True)
+class Group:
+    """Requests that can share a batch: one provider endpoint, model and key."""
+
+    provider: str
+    base_url: str
+    model_id: str
+    api_key: str = field(repr=False)
+
+    @property
+    def name(self) -> str:
+        """The manifest's name for the group (never the key)."""
+        return f"{self.provider}:{self.model_id}@{self.base_url}"
+
+
+@dataclass(eq=False)
+class Parked:
+    """One waiting call."""
+
+    group: Group
+    item: Item
+    done: threading.Event = field(default_factory=threading.Event)
+    outcome: Outcome | None = None
+    error: BaseException | None = None
+    failures: int = 0
+    reasons: list[str] = field(default_factory=list)
+
+
+@dataclass
+class InFlight:
+    """A batch being waited for."""
+
+    batch_id: str
+    group: Group
+    submission: str
+    waiting: dict[str, list[Parked]] = field(default_factory=dict)
+    next_poll: float = 0.0
+    state: str = "submitted"
+    done: int = 0
+    total: int = 0
+
+
+class BatchLane:
+    """One process's collector (see module docstring)."""
+
+    def __init__(self, settings: BatchSettings, folder: Path, api_for: Callable[[Group], BatchApi],
+                 progress: Progress | None = None, cost: Cost | None = None) -> None:
+        self.settings = settings
+        self.manifest = Manifest.open(folder)
+        self.api_for = api_for
+        self.progress = progress or (lambda _line: None)
+        self.cost = cost
+        self._cond = threading.Condition()
+        self._queue: dict[Group, dict[str, list[Parked]]] = {}
+        self._uncertain: dict[str, tuple[Group, Submission, dict[str, list[Parked]]]] = {}
+        self._in_flight: dict[str, InFlight] = {}
+        self._results: dict[str, dict[str, Outcome]] = {}  # finished batches' outcomes, by batch id
+        self._next_lookup: dict[str, float] = {}
+        self._last_park = 0.0
+        self._started: float | None = None
+        self._stopped: str | None = None
+        self._thread: threading.Thread | None = None
+        self._closing = False
+        self.round_trips = 0  # flushes: steps of the run that waited for a batch answer
+        self.batches_created = 0
+        self.batches_adopted = 0
+        self.batches_finished = 0
+        self.requests_total = 0
+        self.requests_done = 0  # answered (a stored answer, or the provider's refusal of the request)
+        self.requests_failed = 0  # given up, or stopped by the wait ceiling
+        self.dollars = 0.0
+        self._shown: tuple[Any, ...] = ()
+
+    # -- the calling threads -------------------------------------------------------------------
+
+    def answer(self, group: Group, item: Item) -> Outcome:
+        """Park one request until its outcome is known; raises BatchLaneError or SendSynchronously."""
+        parked = Parked(group, item)
+        with self._cond:
+            if self._stopped:
+                raise BatchWaitExceeded(self._stopped)
+            self._start_locked()
+            self.requests_total += 1
+            self._place_locked(parked)
+            self._last_park = time.monotonic()
+            self._cond.notify_all()
+        parked.done.wait()
+        if parked.error is not None:
+            raise parked.error
+        assert parked.outcome is not None
+        return parked.outcome
+
+    def _place_locked(self, parked: Parked) -> None:
+        """Queue a request for the next batch, or attach it to the batch that already holds it."""
+        cid, group = parked.item.custom_id, parked.group
+        sub = self.manifest.known(group.name, cid) if parked.failures == 0 else None
+        if sub is not None and sub.batch_id is not None:
+            finished = self._results.get(sub.batch_id)
+            if finished is not None and cid in finished:
+                self._settle_locked(parked, finished[cid], sub.batch_id)
+                return
+            if finished is None:
+                flight = self._in_flight.get(sub.batch_id)
+                if flight is None:
+                    flight = self._in_flight[sub.batch_id] = InFlight(sub.batch_id, group, sub.submission)
+                    self.batches_adopted += 1
+                flight.waiting.setdefault(cid, []).append(parked)
+                return
+        elif sub is not None:
+            entry = self._uncertain.setdefault(sub.submission, (group, sub, {}))
+            entry[2].setdefault(cid, []).append(parked)
+            return
+        self._queue.setdefault(group, {}).setdefault(cid, []).append(parked)
+
+    # -- the collector thread ------------------------------------------------------------------
+
+    def _start_locked(self) -> None:
+        if self._started is None:
+            self._started = time.monotonic()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="skilltransfer-batches", daemon=True)
+            self._thread.start()
+
+    def summary(self) -> str | None:
+        """What the lane did in this process, or None when nothing went through it."""
+        if not self.requests_total:
+            return None
+        return (f"batch lane: {self.requests_total} request(s) in {self.round_trips} round trip(s); "
+                f"{self.batches_created} batch(es) created, {self.batches_adopted} adopted; "
+                f"{self.requests_done} answered, {self.requests_failed} failed; ${self.dollars:.4f} at batch prices")
+
+    def close(self) -> None:
+        """Stop the collector (waiting calls fail; batches stay in the manifest)."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                if self._closing:
+                    self._fail_all_locked(BatchLaneError("the run ended while requests waited for their batch; "
+                                                         "run the same command again to collect them"))
+                    return
+                work = self._due_locked()
+                if not any(work):
+                    self._cond.wait(timeout=self._tick())
+                    continue
+            flushes, polls, lookups = work
+            if flushes:
+                self.round_trips += 1
+            for group, entries in flushes:
+                try:
+                    self._submit(group, entries)
+                except _Uncertain:
+                    pass  # its requests wait for the look-up
+                except Exception as exc:  # noqa: BLE001 - SDK and transport errors alike
+                    self._refused(group, entries, exc)
+            with self._cond:
+                self._show_locked()
+            for flight in polls:
+                try:
+                    self._poll(flight)
+                except Exception as exc:  # noqa: BLE001
+                    self.progress(f"batch {flight.batch_id}: status check failed ({type(exc).__name__}: {exc}); "
+                                  "trying again at the next poll")
+            for name in lookups:
+                try:
+                    self._look_up(name)
+                except Exception as exc:  # noqa: BLE001
+                    self.progress(f"submission {name}: look-up failed ({type(exc).__name__}: {exc}); trying again "
+                                  "at the next poll")
+            with self._cond:
+                self._check_ceiling_locked()
+                self._show_locked()
+
+    def _tick(self) -> float:
+        return max(0.01, min(self.settings.gather_s, self.settings.poll_s) / 4)
+
+    def _due_locked(self) -> tuple[list[tuple[Group, dict[str, list[Parked]]]], list[InFlight], list[str]]:
+        now = time.monotonic()
+        flushes: list[tuple[Group, dict[str, list[Parked]]]] = []
+        if self._queue and now - self._last_park >= self.settings.gather_s:
+            flushes, self._queue = list(self._queue.items()), {}
+        polls = [f for f in self._in_flight.values() if f.next_poll <= now]
+        for flight in polls:
+            flight.next_poll = now + self.settings.poll_s
+        lookups = [name for name in self._uncertain if self._next_lookup.get(name, 0.0) <= now]
+        for name in lookups:
+            self._next_lookup[name] = now + self.settings.poll_s
+        return flushes, polls, lookups
+
+    def _refused(self, group: Group, entries: dict[str, list[Parked]], exc: Exception) -> None:
+        """The provider refused to create a batch: its calls fail (nothing was created, nothing paid)."""
+        with self._cond:
+            for parked in [p for ps in entries.values() for p in ps]:
+                if not parked.done.is_set():
+                    self._fail_locked(parked, BatchLaneError(
+                        f"{group.model_id}: the batch API at {group.base_url} refused the batch: "
+                        f"{type(exc).__name__}: {exc}. Nothing was sent or recorded for this call."))
+
+    def _submit(self, group: Group, entries: dict[str, list[Parked]]) -> None:
+        api = self.api_for(group)
+        ids = list(entries)
+        for start in range(0, len(ids), api.limit):
+            chunk = ids[start:start + api.limit]
+            name = uuid.uuid4().hex[:20]
+            self.manifest.append({"event": "submit", "submission": name, "group": group.name, "custom_ids": chunk,
+                                  "at": time.time()})
+            try:
+                batch_id = api.create([entries[cid][0].item for cid in chunk], name)
+            except Exception as exc:
+                if _refusal(exc):
+                    self.manifest.append({"event": "abandoned", "submission": name})
+                    raise
+                with self._cond:  # uncertain: it may exist; look it up before anything is sent again
+                    sub = self.manifest.submissions[name]
+                    self._uncertain[name] = (group, sub, {cid: entries[cid] for cid in chunk})
+                raise _Uncertain() from None
+            self.manifest.append({"event": "created", "submission": name, "batch_id": batch_id})
+            with self._cond:
+                self.batches_created += 1
+                flight = self._in_flight[batch_id] = InFlight(batch_id, group, name,
+                                                              {cid: entries[cid] for cid in chunk})
+                flight.next_poll = time.monotonic() + self.settings.poll_s
+                flight.total = len(chunk)
+            self.progress(f"batch {batch_id}: created on {group.model_id} with {len(chunk)} request(s)")
+
+    def _poll(self, flight: InFlight) -> None:
+        api = self.api_for(flight.group)
+        status = api.status(flight.batch_id)
+        with self._cond:
+            flight.state, flight.done, flight.total = status.state, status.done, status.total
+        if not status.ended:
+            return
+        outcomes = api.results(flight.batch_id)
+        with self._cond:
+            self._results[flight.batch_id] = outcomes
+            self._in_flight.pop(flight.batch_id, None)
+            self.batches_finished += 1
+            note = outcomes.get("*")
+            for cid, waiting in flight.waiting.items():
+                outcome = outcomes.get(cid) or note or Outcome("retry", why=f"no result in batch ({status.state})")
+                for parked in waiting:
+                    self._settle_locked(parked, outcome, flight.batch_id)
+
+    def _look_up(self, name: str) -> None:
+        with self._cond:
+            group, sub, waiting = self._uncertain[name]
+            claimed = {s.batch_id for s in self.manifest.submissions.values() if s.batch_id}
+        found = self.api_for(group).find(name, sub.at, len(sub.custom_ids), claimed)
+        if found is not None:
+            self.manifest.append({"event": "adopted", "submission": name, "batch_id": found})
+            self.progress(f"batch {found}: found at the provider for an interrupted submission, adopted")
+        else:
+            self.manifest.append({"event": "abandoned", "submission": name})
+        with self._cond:
+            del self._uncertain[name]
+            for cid, parked_list in waiting.items():
+                for parked in parked_list:
+                    if found is not None:
+                        flight = self._in_flight.get(found)
+                        if flight is None:
+                            flight = self._in_flight[found] = InFlight(found, group, name)
+                            self.batches_adopted += 1
+                        flight.waiting.setdefault(cid, []).append(parked)
+                    else:
+                        self._queue.setdefault(group, {}).setdefault(cid, []).append(parked)
+                        self._last_park = time.monotonic()
+
+    # -- outcomes ------------------------------------------------------------------------------
+
+    def _settle_locked(self, parked: Parked, outcome: Outcome, batch_id: str) -> None:
+        if outcome.kind in ("ok", "fail"):
+            parked.outcome = outcome
+            self.requests_done += 1
+            if outcome.kind == "ok" and self.cost is not None:
+                self.dollars += self.cost(parked.group.provider, parked.group.model_id, outcome.body) or 0.0
+            parked.done.set()
+            return
+        parked.failures += 1
+        parked.reasons.append(f"{batch_id}: {outcome.why}")
+        if self.settings.fallback == "sync":
+            parked.error = SendSynchronously()
+            self.requests_done += 1
+            parked.done.set()
+        elif parked.failures >= self.settings.max_attempts:
+            self._fail_locked(parked, BatchLaneError(
+                f"{parked.group.model_id}: request failed in {parked.failures} batch(es) "
+                f"({'; '.join(parked.reasons)}); nothing was recorded for it. Run again to retry, or use "
+                "--transfer-batch-fallback=sync to send such requests synchronously."))
+        else:
+            self._queue.setdefault(parked.group, {}).setdefault(parked.item.custom_id, []).append(parked)
+            self._last_park = time.monotonic()
+
+    def _fail_locked(self, parked: Parked, error: BaseException) -> None:
+        parked.error = error
+        self.requests_failed += 1
+        parked.done.set()
+
+    def _waiting_locked(self) -> list[Parked]:
+        groups = [w for q in self._queue.values() for w in q.values()]
+        groups += [w for f in self._in_flight.values() for w in f.waiting.values()]
+        groups += [w for _, _, ws in self._uncertain.values() for w in ws.values()]
+        return [p for ps in groups for p in ps if not p.done.is_set()]
+
+    def _fail_all_locked(self, error: BaseException) -> None:
+        for parked in self._waiting_locked():
+            self._fail_locked(parked, error)
+        self._queue.clear()
+
+    def _check_ceiling_locked(self) -> None:
+        if self._started is None or self._stopped:
+            return
+        waited = time.monotonic() - self._started
+        if waited < self.settings.max_wait_s:
+            return
+        pending = len(self._in_flight) + len(self._uncertain)
+        self._stopped = (
+            f"batch wait ceiling reached after {_clock(waited)} (--transfer-batch-max-wait) with {pending} batch(es) "
+            f"still at the provider; every answer received is recorded, and {self.manifest.path} keeps the batch "
+            "ids: run the same command again to collect them without paying twice")
+        self.progress(self._stopped)
+        self._fail_all_locked(BatchWaitExceeded(self._stopped))
+        self._in_flight.clear()
+        self._uncertain.clear()
+
+    def _show_locked(self) -> None:
+        """One progress line whenever the counts change."""
+        pending = len(self._in_flight) + len(self._uncertain)
+        state = (pending, self.batches_finished, self.requests_done, self.requests_failed, self.requests_total,
+                 round(self.dollars, 4))
+        if state == self._shown or self._started is None:
+            return
+        self._shown = state
+        waited = time.monotonic() - self._started
+        failed = f", {self.requests_failed} failed" if self.requests_failed else ""
+        self.progress(f"batches: {pending} pending, {self.batches_finished} finished; requests {self.requests_done}/"
+                      f"{self.requests_total} done{failed}; ${self.dollars:.4f} so far at batch prices; "
+                      f"waited {_clock(waited)}")
+
+
+def _refusal(exc: Exception) -> bool:
+    """Whether a failed create was a definite refusal (a 4xx other than a timeout, conflict or rate limit)."""
+    status = getattr(exc, "status_code", None)
+    return isinstance(status, int) and 400 <= status < 500 and status not in (408, 409, 429)
+
+
+class _Uncertain(Exception):
+    """A create call failed without a clear answer; its requests wait for the look-up."""
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"

@@ -1,0 +1,236 @@
+"""The batch lane per request: out-of-order results, partial failures, fallback, the wait ceiling, re-adoption."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from batch_provider import BatchProvider
+from pytest_skilltransfer.cassettes import recording
+from pytest_skilltransfer.models.base import Message, ModelCallError, Request
+from pytest_skilltransfer.models.batch import BatchSettings, BatchWaitExceeded, configure_batch
+from pytest_skilltransfer.models.batch.manifest import Manifest, custom_id
+from pytest_skilltransfer.models.providers import build_model
+
+FAST = BatchSettings(gather_s=0.1, poll_s=0.02)
+WIRES = ("anthropic", "openai")
+
+
+@pytest.fixture(autouse=True)
+def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
+def fake() -> Any:
+    with BatchProvider() as server:
+        yield server
+    configure_batch(None)
+
+
+def _model(fake: BatchProvider, wire: str) -> Any:
+    return build_model(f"{wire}:lane-{wire}@{fake.anthropic_url if wire == 'anthropic' else fake.openai_url}")
+
+
+def _asks(n: int, tag: str = "q") -> list[Request]:
+    return [Request(system="s", messages=(Message("user", f"{tag} {i}"),), max_tokens=16) for i in range(n)]
+
+
+def _all(model: Any, requests: list[Request]) -> list[Any]:
+    """Every request at once; each outcome is a reply or the exception it raised."""
+    def one(request: Request) -> Any:
+        try:
+            return model.complete(request)
+        except ModelCallError as exc:
+            return exc
+
+    with ThreadPoolExecutor(len(requests)) as pool:
+        return list(pool.map(one, requests))
+
+
+def _stored(root: Path) -> int:
+    return sum(len(yaml.safe_load(p.read_text())["interactions"]) for p in (root / "seed").glob("*.yaml"))
+
+
+def test_custom_ids_are_valid_for_both_providers_and_stable() -> None:
+    cid = custom_id("http://127.0.0.1:1", "/v1/messages", b'{"b": 1, "a": [2]}')
+    assert cid == custom_id("http://127.0.0.1:1/", "/v1/messages", b'{"a":[2],"b":1}')
+    assert len(cid) <= 64 and cid.replace("-", "").replace("_", "").isalnum()
+    assert cid != custom_id("http://127.0.0.1:2", "/v1/messages", b'{"b": 1, "a": [2]}')
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_one_step_is_one_batch_and_results_arrive_out_of_order(fake: BatchProvider, tmp_path: Path, wire: str) -> None:
+    configure_batch(FAST, tmp_path)
+    model = _model(fake, wire)
+    with recording(tmp_path, "seed", "new_episodes"):
+        replies = _all(model, _asks(12))
+    assert len(fake.created) == 1 and len(fake.created[0].items) == 12
+    assert [r.text for r in replies] == [r.text for r in _sync_replies(fake, wire, _asks(12))]
+    assert _stored(tmp_path) == 12 and fake.served_sync == 12  # (the reference answers above were synchronous)
+
+
+def _sync_replies(fake: BatchProvider, wire: str, requests: list[Request]) -> list[Any]:
+    configure_batch(None)
+    return [_model(fake, wire).complete(r) for r in requests]
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_failed_items_are_sent_again_and_a_refused_one_fails_unrecorded(fake: BatchProvider, tmp_path: Path,
+                                                                        wire: str) -> None:
+    configure_batch(FAST, tmp_path)
+    fake.shuffle = False
+    fake.fail_items("errored", "invalid", "expired", "canceled")
+    with recording(tmp_path, "seed", "new_episodes"):
+        outcomes = _all(_model(fake, wire), _asks(6))
+    refused = [o for o in outcomes if isinstance(o, ModelCallError)]
+    assert len(refused) == 1 and "400" in str(refused[0])
+    assert [len(b.items) for b in fake.created] == [6, 3]  # the three failed on the provider's side, again
+    assert _stored(tmp_path) == 5 and fake.total_paid == 5 and not fake.paid_twice() and fake.served_sync == 0
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_fallback_sync_sends_a_failed_item_synchronously(fake: BatchProvider, tmp_path: Path, wire: str) -> None:
+    configure_batch(BatchSettings(gather_s=0.1, poll_s=0.02, fallback="sync"), tmp_path)
+    fake.shuffle = False
+    fake.expire_next = True
+    with recording(tmp_path, "seed", "new_episodes"):
+        outcomes = _all(_model(fake, wire), _asks(3))
+    assert not [o for o in outcomes if isinstance(o, Exception)]
+    assert len(fake.created) == 1 and fake.total_paid == 0 and fake.served_sync == 3 and _stored(tmp_path) == 3
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_an_item_failing_every_attempt_fails_its_call_with_the_reasons(fake: BatchProvider, tmp_path: Path,
+                                                                       wire: str) -> None:
+    configure_batch(BatchSettings(gather_s=0.1, poll_s=0.02, max_attempts=2), tmp_path)
+    fake.fail_items("errored", "errored")
+    with recording(tmp_path, "seed", "new_episodes"):
+        (outcome,) = _all(_model(fake, wire), _asks(1))
+    assert isinstance(outcome, ModelCallError) and "failed in 2 batch(es)" in str(outcome)
+    assert "--transfer-batch-fallback=sync" in str(outcome) and _stored(tmp_path) == 0
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_the_wait_ceiling_stops_cleanly_and_the_same_run_later_collects_without_paying_twice(
+        fake: BatchProvider, tmp_path: Path, wire: str) -> None:
+    fake.turnaround_s = 1.5
+    lines: list[str] = []
+    configure_batch(BatchSettings(gather_s=0.1, poll_s=0.05, max_wait_s=0.4), tmp_path, lines.append)
+    with recording(tmp_path, "seed", "new_episodes"):
+        first = _all(_model(fake, wire), _asks(4))
+    assert all(isinstance(o, BatchWaitExceeded) for o in first)
+    assert "run the same command again" in str(first[0]) and len(fake.created) == 1
+    assert any(line.startswith("batches: 1 pending, 0 finished; requests 0/4 done") for line in lines), lines
+    time.sleep(1.5)
+    configure_batch(FAST, tmp_path, lines.append)  # a new run: reads the manifest, adopts the batch
+    with recording(tmp_path, "seed", "new_episodes"):
+        second = _all(_model(fake, wire), _asks(4))
+    assert not [o for o in second if isinstance(o, Exception)]
+    assert len(fake.created) == 1 and fake.total_paid == 4 and not fake.paid_twice() and _stored(tmp_path) == 4
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_an_uncertain_creation_is_looked_up_and_adopted(fake: BatchProvider, tmp_path: Path, wire: str) -> None:
+    configure_batch(FAST, tmp_path)
+    with recording(tmp_path, "seed", "new_episodes"):
+        _all(_model(fake, wire), _asks(3))
+    manifest = tmp_path / "batch-manifest.jsonl"
+    kept = [line for line in manifest.read_text().splitlines() if '"created"' not in line]
+    manifest.write_text("\n".join(kept) + "\n")  # as if the process died before the create call returned
+    for path in (tmp_path / "seed").glob("*.yaml*"):
+        path.unlink()  # and before anything was recorded
+    lines: list[str] = []
+    configure_batch(FAST, tmp_path, lines.append)
+    with recording(tmp_path, "seed", "new_episodes"):
+        again = _all(_model(fake, wire), _asks(3))
+    assert not [o for o in again if isinstance(o, Exception)]
+    assert len(fake.created) == 1 and fake.total_paid == 3 and any("adopted" in line for line in lines)
+    assert Manifest.open(tmp_path).submissions.popitem()[1].batch_id == fake.created[0].id
+
+
+def test_batch_traffic_is_never_recorded_and_replay_needs_no_lane(fake: BatchProvider, tmp_path: Path) -> None:
+    configure_batch(FAST, tmp_path)
+    model = _model(fake, "openai")
+    with recording(tmp_path, "seed", "new_episodes"):
+        first = _all(model, _asks(2))
+    text = "".join(p.read_text() for p in (tmp_path / "seed").glob("*.yaml"))
+    assert "/batches" not in text and "/files" not in text and text.count("chat/completions") == 2
+    fake.stop()
+    with recording(tmp_path, "seed", "none"):  # the lane stays on: replayed calls never reach it
+        assert [r.text for r in _all(model, _asks(2))] == [r.text for r in first]
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_a_create_whose_answer_is_lost_is_never_retried_blindly_but_looked_up(fake: BatchProvider, tmp_path: Path,
+                                                                              wire: str) -> None:
+    lines: list[str] = []
+    configure_batch(FAST, tmp_path, lines.append)
+    fake.fail_batch_calls("reset-after-create")
+    with recording(tmp_path, "seed", "new_episodes"):
+        outcomes = _all(_model(fake, wire), _asks(3))
+    assert not [o for o in outcomes if isinstance(o, Exception)]
+    assert len(fake.created) == 1 and fake.total_paid == 3 and any("adopted" in line for line in lines)
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_provider_errors_on_create_and_status_are_survived(fake: BatchProvider, tmp_path: Path, wire: str) -> None:
+    configure_batch(FAST, tmp_path)
+    fake.fail_batch_calls(529 if wire == "anthropic" else 500, 429, 500)  # create twice refused, one status check
+    with recording(tmp_path, "seed", "new_episodes"):
+        outcomes = _all(_model(fake, wire), _asks(3))
+    assert not [o for o in outcomes if isinstance(o, Exception)]
+    assert len(fake.created) == 1 and fake.total_paid == 3 and _stored(tmp_path) == 3
+
+
+class _Ledger:
+    """A budget gate that records what it was asked."""
+
+    def __init__(self) -> None:
+        self.reserved: list[float] = []
+        self.settled: list[float] = []
+        self.released: list[int] = []
+
+    def reserve(self, model_id: str, worst_usd: float) -> int:
+        self.reserved.append(worst_usd)
+        return len(self.reserved)
+
+    def settle(self, token: int, actual_usd: float, flag: str = "") -> None:
+        self.settled.append(actual_usd)
+
+    def settle_in_full(self, token: int, flag: str) -> None:
+        self.settled.append(self.reserved[token - 1])
+
+    def release(self, token: int) -> None:
+        self.released.append(token)
+
+
+def test_under_a_budget_each_parked_request_reserves_at_batch_prices_and_settles(fake: BatchProvider,
+                                                                                 tmp_path: Path) -> None:
+    from pytest_skilltransfer import prices
+    from pytest_skilltransfer.models import spend_gate
+
+    prices.configure_prices({"lane-anthropic": {"input": 2.0, "output": 4.0, "batch": {"input": 1.0, "output": 2.0}}})
+    ledger = _Ledger()
+    spend_gate.install(ledger)
+    try:
+        configure_batch(FAST, tmp_path)
+        fake.shuffle = False
+        fake.fail_items("invalid")
+        with recording(tmp_path, "seed", "new_episodes"):
+            outcomes = _all(_model(fake, "anthropic"), _asks(3))
+    finally:
+        spend_gate.install(None)
+        prices.configure_prices({})
+    assert sum(isinstance(o, ModelCallError) for o in outcomes) == 1
+    assert len(ledger.reserved) == 3 and len(ledger.released) == 1 and len(ledger.settled) == 2
+    replies = [o for o in outcomes if not isinstance(o, Exception)]
+    expected = [(r.usage.input_tokens * 1.0 + r.usage.output_tokens * 2.0) / 1e6 for r in replies]
+    assert sorted(ledger.settled) == pytest.approx(sorted(expected))  # batch rates, not the synchronous ones
+    assert all(s <= r for s, r in zip(sorted(ledger.settled), sorted(ledger.reserved)))
