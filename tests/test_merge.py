@@ -16,7 +16,7 @@ from pytest_skilltransfer.merge import main as merge
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARDS = 3
-MAIN_JOB_PAGE_BOUND = 4_000_000  # bytes of the main job's HTML page
+MAIN_JOB_PAGE_BOUND = 6_000_000  # bytes of the main job's HTML page
 VOLATILE = ("duration", "durations", "seconds", "elapsed", "timings", "started", "finished")
 
 
