@@ -76,8 +76,11 @@ def test_a_bad_registration_is_a_usage_error(pytester: pytest.Pytester) -> None:
 def pytest_skilltransfer_configure(config, registry):
     registry.add_judge_op("contains", lambda text, arg: True)
 ''')
+    make_seed(pytester.path / "seeds", "alpha")  # without seeds the plugin stays inert and calls no hook
     result = pytester.runpytest("--co")
-    result.stderr.fnmatch_lines(["*pytest_skilltransfer_configure: judge op 'contains' is built in*"])
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*pytest_skilltransfer_configure: judge op 'contains' is built in; choose another name"])
+    result.stdout.no_fnmatch_line("*Traceback*")
 
 
 def test_the_repositorys_conftest_is_the_worked_example() -> None:

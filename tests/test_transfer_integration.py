@@ -14,10 +14,12 @@ ALL_TASKS = ProtocolConfig(limit_replay=0, limit_holdout=0)
 
 
 def gains(seed_root: Path, source: str, target: str) -> dict[str, float]:
+    """Gain per seed, leaving out seeds that declare another outcome for this direction (`expect`)."""
     src, tgt = resolve_model(source), resolve_model(target)
+    seeds = [load_seed(path) for path in discover_seeds(seed_root)]
     return {
-        path.name: SeedSession(load_seed(path), ALL_TASKS).transfer(src, tgt).gain.mean
-        for path in discover_seeds(seed_root)
+        seed.name: SeedSession(seed, ALL_TASKS).transfer(src, tgt).gain.mean
+        for seed in seeds if seed.expected_outcome(source, target) in (None, "transfers")
     }
 
 

@@ -10,6 +10,8 @@ Where two recorded the same request, the later fold wins, as re-recording should
 
 from __future__ import annotations
 
+import os
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -168,6 +170,8 @@ class SeedStore:
         self.write_error: OSError | None = None  # the first failed write: nothing more is sent after it
         self.unwritten: list[dict[str, Any]] = []  # answers received after it, kept in memory until close
         self._read: dict[Path, int] = {}  # other recorders' journals: bytes read so far
+        self._known: Counter[tuple[str, str, str]] = Counter()  # request keys this recorder can answer
+        self._files: dict[Path, tuple[int, int, int]] = {}  # model files as last read: (inode, size, mtime)
         self.cleaned: list[Path] = []  # leftover temporary files removed on open
         self.recovered = 0  # interactions folded in from killed recorders' journals
         self.indexed: list[Path] = []  # indexes written on open (they were missing or stale)
@@ -207,7 +211,13 @@ class SeedStore:
             for orphan in orphans:
                 orphan.remove()
             self.recovered = len(recovered)
-            loaded = self._keep(open_folder(self.folder, tolerate, convert))
+            def counted(entry: dict[str, Any]) -> Any:
+                self._known[plain_key(entry)] += 1
+                return (convert or (lambda e: e))(entry)
+
+            loaded = self._keep(open_folder(self.folder, tolerate, counted))
+            self._known.update(stored.slot.key for stored in loaded.stored)
+            self._files = _signatures(self.folder)
             for path, text in loaded.stale_indexes.items():
                 write_atomically(path, text)
                 self.indexed.append(path)
@@ -223,6 +233,7 @@ class SeedStore:
         After a failed write the answer is kept in memory (`unwritten`) and folded in at close if
         the disk allows then; `write_error` tells the caller to send nothing more.
         """
+        self._known[plain_key(entry)] += 1
         if self.write_error is None:
             try:
                 self.journal.append(entry)
@@ -233,7 +244,13 @@ class SeedStore:
         return False
 
     def answers_from_others(self) -> list[dict[str, Any]]:
-        """Interactions other processes recorded into this folder's journals since the last look."""
+        """Interactions other processes recorded since the last look: in their journals, or already folded
+        into the model files (a recorder that closes moves its journal there, maybe while this one waited)."""
+        found = self._from_journals() + self._from_folded_files()
+        self._known.update(plain_key(entry) for entry in found)
+        return found
+
+    def _from_journals(self) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = []
         for path in journals(self.folder):
             if path == self.journal.path:
@@ -248,6 +265,26 @@ class SeedStore:
             complete = data.rfind(b"\n") + 1  # a line still being written is read next time
             self._read[path] = start + complete
             found += [e for e in parse_journal_lines(data[:complete].decode("utf-8", "replace")) if _usable(e)]
+        return found
+
+    def _from_folded_files(self) -> list[dict[str, Any]]:
+        """Entries of model files changed since they were read that this recorder cannot answer yet."""
+        now = _signatures(self.folder)
+        changed = [path for path, signature in now.items() if self._files.get(path) != signature]
+        self._files = now
+        found: list[dict[str, Any]] = []
+        pending = Counter(self._known)
+        for path in changed:
+            try:
+                entries, _ = scan_file(path, lambda entry: entry)
+            except (OSError, CassetteFileError):
+                continue  # replaced again or damaged: the fold that follows reports it
+            for entry in entries:
+                key = plain_key(entry)
+                if pending[key] > 0:
+                    pending[key] -= 1
+                else:
+                    found.append(entry)
         return found
 
     def close(self, keep: set[tuple[str, str, str]] | None = None) -> list[Path]:
@@ -286,6 +323,18 @@ class SeedStore:
                 raise CassetteWriteError(self.folder, self.unwritten, err) from err
             raise
         return changed
+
+
+def _signatures(folder: Path) -> dict[Path, tuple[int, int, int]]:
+    """(inode, size, mtime) of each model file: a fold replaces the file, so any of them changes."""
+    signatures = {}
+    for path in model_files(folder):
+        try:
+            stat = os.stat(path)
+        except OSError:
+            continue
+        signatures[path] = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    return signatures
 
 
 class CassetteWriteError(ModelCallError):

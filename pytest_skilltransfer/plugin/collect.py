@@ -117,7 +117,10 @@ class SeedModule(pytest.Module):
         from . import runner_of, settings_of  # the plugin owns per-config state
 
         seed_path = self.path.parent
-        runner = runner_of(self.config)
+        try:
+            runner = runner_of(self.config)  # the first seed engages the plugin (options, conftest hooks)
+        except pytest.UsageError as exc:
+            raise self.CollectError(str(exc)) from None
         try:
             seed = runner.seed(seed_path)
         except SeedError as exc:
