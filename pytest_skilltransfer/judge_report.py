@@ -121,19 +121,21 @@ def uncertain_count(result: dict[str, Any]) -> int:
 def adverse(result: dict[str, Any]) -> dict[str, Any]:
     """The result with every uncertain rubric verdict resolved against the transferred skill (the
     baseline's in its favour): if the gates still pass on this, the verdict does not rest on them."""
-    from .stats import efficiency_ratio, paired_gain, score
+    from .stats import clustered_gain, clustered_score, efficiency_ratio
 
     def adjusted(name: str, against: bool) -> dict[str, Any]:
         evaluation = result["scores"][name]
         tasks = [{**t, "hard": sum(_adverse_hard(s, against) for s in t["samples"]) / len(t["samples"])}
                  for t in evaluation["tasks"]]
-        return {**evaluation, "tasks": tasks, "hard": score([t["hard"] for t in tasks]).as_dict()}
+        clusters = [t.get("cluster") for t in tasks]
+        return {**evaluation, "tasks": tasks, "hard": clustered_score([[t["hard"] for t in tasks]], clusters).as_dict()}
 
     baseline, transferred = adjusted("baseline", False), adjusted("transferred", True)
     before, after = [t["hard"] for t in baseline["tasks"]], [t["hard"] for t in transferred["tasks"]]
-    gain = paired_gain(before, after)
+    clusters = [t.get("cluster") for t in baseline["tasks"]]
+    gain = clustered_gain(before, [after], clusters)
     direct = result["scores"].get("direct")
-    headroom = paired_gain(before, [t["hard"] for t in direct["tasks"]]) if direct else None
+    headroom = clustered_gain(before, [[t["hard"] for t in direct["tasks"]]], clusters) if direct else None
     ratio = efficiency_ratio(gain, headroom) if headroom is not None else None
     return {**result, "scores": {**result["scores"], "baseline": baseline, "transferred": transferred},
             "baseline_target": baseline["hard"]["mean"], "transferred": transferred["hard"]["mean"],

@@ -40,7 +40,7 @@ from .rubric import Calibration, JudgeSetup, RubricJudge, calibrate, family_warn
 from .scoring import ScoringProfile, scoring_profile
 from .seeds import Seed, Task
 from .slots import ModelSlots
-from .stats import Estimate, Gain, Ratio, efficiency_ratio, restart_gain, score
+from .stats import Estimate, Gain, Ratio, clustered_gain, clustered_score, efficiency_ratio
 from .tools import load_corpus
 
 Progress = Callable[[str], None]
@@ -110,10 +110,11 @@ class SampleResult:
 
 @dataclass(frozen=True)
 class TaskResult:
-    """A task's samples and their means."""
+    """A task's samples and their means, and the task's cluster (None: a cluster of its own)."""
 
     task_id: str
     samples: tuple[SampleResult, ...]
+    cluster: str | None = None
 
     @property
     def hard(self) -> float:
@@ -137,12 +138,12 @@ class Evaluation:
 
     @cached_property
     def hard(self) -> Estimate:
-        """Mean hard score over tasks with its exact interval (computed once)."""
-        return score([t.hard for t in self.tasks])
+        """Mean hard score over tasks (over clusters when tasks share any) with its exact interval (computed once)."""
+        return clustered_score([[t.hard for t in self.tasks]], [t.cluster for t in self.tasks])
 
     @cached_property
     def soft(self) -> Estimate:
-        return score([t.soft for t in self.tasks])
+        return clustered_score([[t.soft for t in self.tasks]], [t.cluster for t in self.tasks])
 
     def _rollouts(self) -> list[list[tuple[float, float]]]:
         return [[(s.hard, s.soft) for s in t.samples] for t in self.tasks]
@@ -204,6 +205,10 @@ def _hard(evaluation: Evaluation) -> list[float]:
     return [t.hard for t in evaluation.tasks]
 
 
+def _clusters(evaluation: Evaluation) -> list[str | None]:
+    return [t.cluster for t in evaluation.tasks]
+
+
 @dataclass(frozen=True)
 class TransferResult:
     """Everything one seed x (source, target) run produced; `learned` ... `direct` are restart 1's."""
@@ -230,15 +235,18 @@ class TransferResult:
 
     @cached_property
     def gain(self) -> Gain:
-        """Paired per-task gain transferred - baseline (hard), over every restart (computed once)."""
-        return restart_gain(_hard(self.baseline), [_hard(run.transferred) for run in self.runs])
+        """Paired gain transferred - baseline (hard), over every restart, with clusters of tasks as the
+        units when the seed names any (computed once)."""
+        return clustered_gain(_hard(self.baseline), [_hard(run.transferred) for run in self.runs],
+                              _clusters(self.baseline))
 
     @cached_property
     def headroom(self) -> Gain | None:
         """Paired per-task gain direct - baseline (hard), over every restart; None without a direct run."""
         if self.direct is None:
             return None
-        return restart_gain(_hard(self.baseline), [_hard(run.direct) for run in self.runs if run.direct])
+        return clustered_gain(_hard(self.baseline), [_hard(run.direct) for run in self.runs if run.direct],
+                              _clusters(self.baseline))
 
     @cached_property
     def efficiency_estimate(self) -> Ratio | None:
@@ -369,7 +377,8 @@ class SeedSession:
         # results keep the jobs' order, so any concurrency gives the same evaluation
         results = phases.fan_out(judge, jobs, self.concurrency(model), f"{model.model_id}-call")
         per_task = tuple(
-            TaskResult(task.id, tuple(r for (t, _), r in zip(jobs, results) if t is task)) for task in tasks
+            TaskResult(task.id, tuple(r for (t, _), r in zip(jobs, results) if t is task), task.cluster)
+            for task in tasks
         )
         return Evaluation(model.model_id, split, per_task, meter.snapshot(), self.config.gate_weight,
                           self.config.scoring)

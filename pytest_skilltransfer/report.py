@@ -27,6 +27,16 @@ LEGEND = ("gain: paired per-task gain transferred - baseline with its exact 95% 
           "unchanged vs snapshot when, in addition, the committed snapshot matched")
 
 
+CLUSTERS_LEGEND = ("clusters: held-out tasks grouped by `cluster` are counted per cluster (the test's units; "
+                   "scores and gains are means over clusters): clusters of tasks, and the design effect deff, the "
+                   "variance of the mean over what as many independent tasks would give")
+
+
+def legend(results: list[dict[str, Any]]) -> str:
+    """The table legend, with the clusters column explained when a result counts clusters."""
+    return LEGEND + ("; " + CLUSTERS_LEGEND if any(clusters_text(r) for r in results) else "")
+
+
 def _score(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
@@ -57,6 +67,44 @@ def mdg_text(result: dict[str, Any]) -> str:
     return ">1" if mdg is None else f"{mdg:.2f}"
 
 
+def units_text(gain: dict[str, Any]) -> str:
+    """What the gain's test counted: `40 task(s)`, or with clusters `12 cluster(s) of 40 task(s)`."""
+    if gain.get("unit") == "cluster":
+        return f"{gain['clusters']} cluster(s) of {gain['tasks']} task(s)"
+    return f"{gain['n']} task(s)"
+
+
+def clusters_text(result: dict[str, Any]) -> str | None:
+    """`8 of 40, deff 2.31`: the clusters the gain counted, of how many tasks, and the design effect; `3 of 12:
+    too few` when no verdict is possible; None for an unclustered result."""
+    gain = result["gain"]
+    if gain.get("unit") != "cluster":
+        return None
+    if too_few_clusters(gain):
+        return f"{gain['clusters']} of {gain['tasks']}: too few"
+    effect = gain.get("design_effect")
+    return f"{gain['clusters']} of {gain['tasks']}, deff " + ("-" if effect is None else f"{effect:.2f}")
+
+
+def design_effect_text(gain: dict[str, Any]) -> str:
+    """`, design effect 2.31` for a clustered gain (`-` when undefined), empty otherwise."""
+    if gain.get("unit") != "cluster":
+        return ""
+    effect = gain.get("design_effect")
+    return ", design effect " + ("-" if effect is None else f"{effect:.2f}")
+
+
+def too_few_clusters(gain: dict[str, Any]) -> str | None:
+    """The plain statement that a clustered gain's clusters are too few for any verdict; None otherwise."""
+    from .stats import undecidable_units, units_needed
+
+    if gain.get("unit") != "cluster" or not undecidable_units(gain["clusters"]):
+        return None
+    return (f"too few clusters for any verdict: {gain['clusters']} cluster(s) can never show a significant gain or "
+            f"harm, whatever the tasks do (clusters are the test's units; at least {units_needed()} are needed): "
+            "add clusters")
+
+
 def efficiency_text(result: dict[str, Any], interval: bool = False) -> str:
     """Efficiency (with its interval when asked), `-` unless the direct headroom is significant."""
     ci = result.get("efficiency_ci")
@@ -73,13 +121,16 @@ def restarts_text(result: dict[str, Any]) -> str | None:
 
 def _with_restarts(results: list[dict[str, Any]], columns: tuple[str, ...], rows: list[tuple[str, ...]],
                    after: str) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
-    """Insert the restarts column after `after` when any result has restarts."""
-    if not any(restarts_text(r) for r in results):
-        return columns, rows
-    at = columns.index(after) + 1
-    cells = [restarts_text(r) or "1" for r in _sorted(results)]
-    return ((*columns[:at], "restarts", *columns[at:]),
-            [(*row[:at], cell, *row[at:]) for row, cell in zip(rows, cells)])
+    """Insert the restarts column after `after` when any result has restarts, and the clusters column
+    (`clusters_text`) after that when any result counts clusters."""
+    for name, cell, empty in (("clusters", clusters_text, "-"), ("restarts", restarts_text, "1")):
+        if not any(cell(r) for r in results):
+            continue
+        at = columns.index(after) + 1
+        cells = [cell(r) or empty for r in _sorted(results)]
+        columns, rows = ((*columns[:at], name, *columns[at:]),
+                         [(*row[:at], text, *row[at:]) for row, text in zip(rows, cells)])
+    return columns, rows
 
 
 def verdict_label(record: dict[str, Any]) -> str:
@@ -276,6 +327,8 @@ def gate_reason(gate: dict[str, Any]) -> str:
     threshold = f"{name} {gate['threshold']:{fmt}}"
     if verdict == "fail":
         return f"{shown} below {threshold}"
+    if verdict == "inconclusive" and "too few clusters for any verdict" in gate.get("message", ""):
+        return f"{shown}: too few clusters for any verdict"
     if verdict == "inconclusive":
         tasks = gate.get("tasks_to_decide")
         return f"{shown} inconclusive for {threshold}" + (f": {tasks} tasks would decide it" if tasks else "")

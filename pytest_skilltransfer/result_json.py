@@ -15,7 +15,7 @@ from .judge_report import judge_json, verdict_json
 from .ledger import evidence_digest
 from .prices import cache_saving_usd, cost_usd, lane_of
 from .protocol import Costs, Evaluation, Night, Optimization, TaskResult, TransferResult, total_costs
-from .stats import mean, outcome, restart_score
+from .stats import clustered_score, mean, outcome
 from .summary import summarize
 
 EXPERIMENT = "skilltransfer/transfer"
@@ -110,11 +110,16 @@ def _evaluation(ev: Evaluation | None, answer_chars: int = ANSWER_CHARS) -> dict
         "scoring": {"profile": ev.scoring, "score": round(ev.profile_score, 4)},
         "stops": ev.stops,
         "tasks": [
-            {"task_id": t.task_id, "hard": round(t.hard, 4), "soft": round(t.soft, 4),
+            {"task_id": t.task_id, **_cluster(t), "hard": round(t.hard, 4), "soft": round(t.soft, 4),
              "samples": _samples(t, answer_chars)}
             for t in ev.tasks
         ],
     }
+
+
+def _cluster(task: TaskResult) -> dict[str, str]:
+    """A task's `cluster` entry (none for a task that names no cluster, so unclustered reports keep their shape)."""
+    return {} if task.cluster is None else {"cluster": task.cluster}
 
 
 def _samples(task: TaskResult, answer_chars: int = ANSWER_CHARS) -> list[dict[str, Any]]:
@@ -137,12 +142,14 @@ def _averaged(evaluations: list[Evaluation], answer_chars: int = ANSWER_CHARS) -
     first = evaluations[0]
     hard = [[t.hard for t in ev.tasks] for ev in evaluations]
     soft = [[t.soft for t in ev.tasks] for ev in evaluations]
+    clusters = [t.cluster for t in first.tasks]
     return {
         "model": first.model_id, "split": first.split,
-        "hard": {**restart_score(hard).as_dict(), "restart_means": [round(mean(v), 4) for v in hard]},
-        "soft": restart_score(soft).as_dict(),
+        "hard": {**clustered_score(hard, clusters).as_dict(),
+                 "restart_means": [round(clustered_score([v], clusters).mean, 4) for v in hard]},
+        "soft": clustered_score(soft, clusters).as_dict(),
         "stops": {kind: sum(ev.stops[kind] for ev in evaluations) for kind in first.stops},
-        "tasks": [{"task_id": tasks[0].task_id, "hard": round(mean(h), 4), "soft": round(mean(s), 4),
+        "tasks": [{"task_id": tasks[0].task_id, **_cluster(tasks[0]), "hard": round(mean(h), 4), "soft": round(mean(s), 4),
                    "restarts": [round(v, 4) for v in h],
                    "samples": [sample for task in tasks for sample in _samples(task, answer_chars)]}
                   for tasks, h, s in zip(zip(*(ev.tasks for ev in evaluations)), zip(*hard), zip(*soft))],

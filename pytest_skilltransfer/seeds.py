@@ -97,12 +97,18 @@ def _present(path: Path) -> bool:
 
 @dataclass(frozen=True)
 class Task:
-    """One task: its id, the prompt, its judge, and where it was defined (`file:line`)."""
+    """One task: its id, the prompt, its judge, where it was defined (`file:line`), and its cluster.
+
+    `cluster` (optional) names a family of related tasks (a topic, paraphrases of one question):
+    held-out tasks sharing it are one unit of the gain's test (`stats.clustered_gain`); None is a
+    cluster of its own.
+    """
 
     id: str
     text: str
     judge: Judge
     origin: str = ""
+    cluster: str | None = None
 
 
 @dataclass(frozen=True)
@@ -362,9 +368,15 @@ def read_tasks(path: Path, problems: list[SeedProblem], limits: SeedLimits | Non
             problems.append(SeedProblem(where, f"duplicate task_id {task_id!r} (first at line {seen[task_id]})"))
             continue
         seen[task_id] = number
+        cluster = raw.get("cluster")
+        if "cluster" in raw and (not isinstance(cluster, str) or not cluster.strip()):
+            problems.append(SeedProblem(where, f"task {task_id!r}: 'cluster' must be a non-empty string naming the "
+                                               f"task's family (a topic or paraphrase group), got {json.dumps(cluster)}; "
+                                               "remove it to make the task a cluster of its own"))
+            continue
         judge = _parse_judge(raw["judge"], f"{where}: task {task_id!r}", problems)
         if judge is not None:
-            tasks.append(Task(id=task_id, text=text, judge=judge, origin=where))
+            tasks.append(Task(id=task_id, text=text, judge=judge, origin=where, cluster=cluster))
     return tasks
 
 

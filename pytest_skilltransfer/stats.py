@@ -29,7 +29,7 @@ bisection); nothing is random.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Iterable
 
@@ -47,6 +47,7 @@ EPSILON = 1e-9
 MAX_TASKS = 100_000  # beyond this a decision is reported as out of reach
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+TASK_UNIT, CLUSTER_UNIT = "task", "cluster"
 TRANSFERS, HURTS, NO_EFFECT = "transfers", "hurts", "no effect shown"
 
 
@@ -144,13 +145,19 @@ class Estimate:
     high: float
     n: int
     method: str = SCORE_METHOD
+    unit: str = TASK_UNIT  # what `n` counts: tasks, or clusters of them (`clustered_score`)
+    tasks: int = 0  # with clusters: the tasks in them
 
     def half_width(self) -> float:
         return (self.high - self.low) / 2
 
     def as_dict(self) -> dict[str, float | int | str]:
-        return {"mean": round(self.mean, 4), "ci_low": round(self.low, 4), "ci_high": round(self.high, 4),
-                "n": self.n, "method": self.method}
+        data: dict[str, float | int | str] = {
+            "mean": round(self.mean, 4), "ci_low": round(self.low, 4), "ci_high": round(self.high, 4),
+            "n": self.n, "method": self.method}
+        if self.unit == CLUSTER_UNIT:
+            data.update({"unit": CLUSTER_UNIT, "clusters": self.n, "tasks": self.tasks})
+        return data
 
 
 def mean(values: Iterable[float]) -> float:
@@ -189,6 +196,14 @@ class Gain:
     up: float = 0.0  # sum of the positive per-task differences (the test's "improved" count)
     down: float = 0.0  # sum of the negative per-task differences, as a positive number
     restart_se: float = 0.0  # with restarts: the standard error of the restart effect (`restart_effect_se`)
+    unit: str = TASK_UNIT  # what `n` counts: held-out tasks, or clusters of them (`clustered_gain`)
+    tasks: int = 0  # with clusters: the held-out tasks in them (n is then the number of clusters)
+    design_effect: float | None = None  # with clusters: Var(mean | clusters) / Var(mean | independent tasks)
+    task_mean: float | None = None  # with clusters: the plain mean over tasks (the mean above is over clusters)
+
+    @property
+    def clustered(self) -> bool:
+        return self.unit == CLUSTER_UNIT
 
     @property
     def restart_sd(self) -> float:
@@ -205,6 +220,10 @@ class Gain:
             gains = [round(g, 4) for g in self.restart_gains]
             data["restarts"] = {"count": len(gains), "gains": gains, "sd": round(self.restart_sd, 4),
                                 "min": min(gains), "max": max(gains), "effect_se": round(self.restart_se, 6)}
+        if self.clustered:
+            data.update({"unit": CLUSTER_UNIT, "clusters": self.n, "tasks": self.tasks,
+                         "design_effect": None if self.design_effect is None else round(self.design_effect, 4),
+                         "task_mean": None if self.task_mean is None else round(self.task_mean, 4)})
         return data
 
 
@@ -348,6 +367,82 @@ def restart_gain(before: list[float], afters: list[list[float]], level: float = 
                 sum(d > EPSILON for d in differences), sum(d < -EPSILON for d in differences),
                 sum(abs(d) <= EPSILON for d in differences), minimal_detectable_gain(n, level),
                 RESTART_GAIN_METHOD, per_restart, up=up, down=down, restart_se=se)
+
+
+# -- clustered tasks -----------------------------------------------------------------------------
+
+
+def cluster_keys(clusters: list[str | None] | tuple[str | None, ...]) -> list[str]:
+    """Each task's unit: its cluster name, or a key of its own when it names none."""
+    return [f"cluster:{c}" if c is not None else f"task:{i}" for i, c in enumerate(clusters)]
+
+
+def is_clustered(clusters: list[str | None] | tuple[str | None, ...]) -> bool:
+    """True when at least one cluster holds two or more tasks (else every task is its own unit)."""
+    names = [c for c in clusters if c is not None]
+    return len(set(names)) < len(names)
+
+
+def cluster_count(clusters: list[str | None] | tuple[str | None, ...]) -> int:
+    """The number of units: distinct clusters, each task without one counting alone."""
+    return len(set(cluster_keys(clusters)))
+
+
+def cluster_means(values: list[float], clusters: list[str | None] | tuple[str | None, ...]) -> list[float]:
+    """The mean of `values` within each cluster, clusters in order of first appearance."""
+    groups: dict[str, list[float]] = {}
+    for key, value in zip(cluster_keys(clusters), values):
+        groups.setdefault(key, []).append(value)
+    return [mean(group) for group in groups.values()]
+
+
+def design_effect(differences: list[float], clusters: list[str | None] | tuple[str | None, ...]) -> float | None:
+    """Var(mean) with clusters as the units over Var(mean) with independent tasks, both estimated from the
+    data: (s^2 of the cluster means / C) / (s^2 of the task differences / n). About 1 + (m - 1) * ICC
+    for clusters of m tasks; None with fewer than two clusters or no spread between tasks."""
+    means = cluster_means(differences, clusters)
+    n, units = len(differences), len(means)
+    task_spread = _sd(differences) ** 2
+    if units < 2 or n < 2 or task_spread <= EPSILON ** 2:
+        return None
+    return (_sd(means) ** 2 / units) / (task_spread / n)
+
+
+def clustered_gain(before: list[float], afters: list[list[float]], clusters: list[str | None] | tuple[str | None, ...],
+                   level: float = LEVEL) -> Gain:
+    """The paired gain with clusters of tasks as the units: within each restart, per-task scores are
+    averaged within their cluster, then the same exact family (`restart_gain`: fractional moves up and
+    down, the two-level interval with restarts) runs on the C cluster means. The estimand is the mean
+    gain over clusters (each cluster weighs the same). Without a cluster of two or more tasks this is
+    exactly `restart_gain` on the tasks."""
+    if len(clusters) != len(before) or not is_clustered(clusters):
+        return restart_gain(before, afters, level)
+    unit = restart_gain(cluster_means(before, clusters), [cluster_means(after, clusters) for after in afters], level)
+    averaged = [mean(after[i] for after in afters) - before[i] for i in range(len(before))]
+    return replace(unit, unit=CLUSTER_UNIT, tasks=len(before), design_effect=design_effect(averaged, clusters),
+                   task_mean=mean(averaged))
+
+
+def clustered_score(per_restart: list[list[float]], clusters: list[str | None] | tuple[str | None, ...],
+                    level: float = LEVEL) -> Estimate:
+    """A score over clusters: each restart's per-task scores averaged within clusters, then `restart_score`
+    (Clopper-Pearson on the C cluster means, two-level with restarts). The mean is over clusters, as the
+    clustered gain's; without a cluster of two or more tasks it is `restart_score` on the tasks."""
+    if not per_restart or len(clusters) != len(per_restart[0]) or not is_clustered(clusters):
+        return restart_score(per_restart, level)
+    unit = restart_score([cluster_means(values, clusters) for values in per_restart], level)
+    return replace(unit, method=unit.method + " over cluster means", unit=CLUSTER_UNIT, tasks=len(clusters))
+
+
+def undecidable_units(n: int, level: float = LEVEL) -> bool:
+    """True when n units can never give a significant gain or harm: even every unit moving fully one way
+    has a p-value above 1 - level (the smallest p-value of the exact family with n units is 2 / 2**n)."""
+    return n <= 0 or gain_p_value(n, float(n), 0.0) > 1 - level + EPSILON
+
+
+def units_needed(level: float = LEVEL) -> int:
+    """The fewest units at which a significant gain or harm is possible at all."""
+    return next(k for k in range(1, 64) if not undecidable_units(k, level))
 
 
 def _normal_upper(z: float) -> float:
@@ -712,18 +807,22 @@ class Regression:
         if self.gain is None:
             return "no task in common with the committed snapshot: regression not tested"
         g = self.gain
-        return (f"transferred change {g.mean:+.3f} [{g.low:+.3f}, {g.high:+.3f}] over {self.common} common task(s) "
+        over = (f"{g.n} cluster(s) of {self.common} common task(s)" if g.clustered
+                else f"{self.common} common task(s)")
+        return (f"transferred change {g.mean:+.3f} [{g.low:+.3f}, {g.high:+.3f}] over {over} "
                 f"vs the committed snapshot (p = {g.p_value:.3g}, tolerance {self.tolerance:.3f})")
 
 
 def regression(before: dict[str, float], after: dict[str, float], tolerance: float,
-               level: float = LEVEL) -> Regression:
-    """Fail only when the paired change after - before on the common tasks is surely below -tolerance."""
+               level: float = LEVEL, clusters: dict[str, str | None] | None = None) -> Regression:
+    """Fail only when the paired change after - before on the common tasks is surely below -tolerance;
+    with `clusters` ({task id: cluster}), clusters of the common tasks are the units (`clustered_gain`)."""
     common = [task for task in before if task in after]
     only_before = tuple(t for t in before if t not in after)
     only_after = tuple(t for t in after if t not in before)
     if not common:
         return Regression(PASS, None, tolerance, 0, only_before, only_after)
-    gain = paired_gain([before[t] for t in common], [after[t] for t in common], level)
+    gain = clustered_gain([before[t] for t in common], [[after[t] for t in common]],
+                          [(clusters or {}).get(t) for t in common], level)
     verdict = FAIL if gain.high < -tolerance - EPSILON else PASS
     return Regression(verdict, gain, tolerance, len(common), only_before, only_after)

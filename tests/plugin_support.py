@@ -47,14 +47,17 @@ CHECKS = {"kind": "rule", "checks": [{"op": "contains", "arg": "Owner:"}, {"op":
 
 
 def make_seed(root: Path, name: str, thresholds: dict[str, float | str] | None = None, tasks: int = 4,
-              expect: str | dict[str, str] | None = None) -> Path:
-    """A valid seed: 8 training tasks, `tasks` held-out tasks, optional [thresholds] and expect."""
+              expect: str | dict[str, str] | None = None, cluster_size: int = 0) -> Path:
+    """A valid seed: 8 training tasks, `tasks` held-out tasks, optional [thresholds] and expect; with
+    `cluster_size` k, held-out tasks 0..k-1 form cluster `topic-0`, the next k `topic-1`, and so on."""
     seed = root / name
     seed.mkdir(parents=True)
     (seed / "SKILL.md").write_text(f"# {name}\n\nRoute the ticket to a team.\n")
-    line = lambda prefix, i: json.dumps({"task_id": f"{prefix}-{i:02d}", "task": f"Route ticket {i}", "judge": CHECKS})
+    line = lambda prefix, i, extra={}: json.dumps(  # noqa: E731
+        {"task_id": f"{prefix}-{i:02d}", "task": f"Route ticket {i}", **extra, "judge": CHECKS})
+    cluster = lambda i: {"cluster": f"topic-{i // cluster_size}"} if cluster_size else {}  # noqa: E731
     (seed / "benchmark.jsonl").write_text("\n".join(line("bm", i) for i in range(8)) + "\n")
-    (seed / "held-out.jsonl").write_text("\n".join(line("hd", i) for i in range(tasks)) + "\n")
+    (seed / "held-out.jsonl").write_text("\n".join(line("hd", i, cluster(i)) for i in range(tasks)) + "\n")
     config = ""
     if isinstance(expect, str):
         config += f"expect = {json.dumps(expect)}\n"

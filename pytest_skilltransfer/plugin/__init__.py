@@ -548,7 +548,9 @@ def junit_properties(data: dict[str, Any]) -> list[tuple[str, object]]:
         "mdg": data["gain"]["mdg"],
         "restarts": len(data.get("restarts") or []) or None,
         "restart_gain_sd": ((data["gain"].get("restarts") or {}).get("sd")),
-        "tasks": data["gain"]["n"],
+        "tasks": data["gain"].get("tasks") or data["gain"]["n"],
+        "clusters": data["gain"].get("clusters"),  # with clusters only (the gain's units), and their design effect
+        "design_effect": data["gain"].get("design_effect"),
         "efficiency": data["efficiency"],
         "efficiency_ci_low": (data.get("efficiency_ci") or {}).get("ci_low"),
         "efficiency_ci_high": (data.get("efficiency_ci") or {}).get("ci_high"),

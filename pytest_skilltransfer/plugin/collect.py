@@ -150,16 +150,25 @@ class SeedModule(pytest.Module):
 
 
 def _warn_if_undecidable(seed: Any) -> None:
-    """A seed whose held-out tasks are too few for the exact test to ever reach significance says so:
-    with n tasks the smallest two-sided sign-flip p-value is 2 / 2**n."""
-    from ..stats import LEVEL
+    """A seed whose held-out tasks (or, when it names clusters, whose clusters) are too few for the exact
+    test to ever reach significance says so: with n units the smallest two-sided p-value is 2 / 2**n."""
+    from ..stats import LEVEL, cluster_count, is_clustered, units_needed
 
     n = len(seed.test)
-    if 2 / 2 ** n > 1 - LEVEL:
-        needed = next(k for k in range(n, 64) if 2 / 2 ** k <= 1 - LEVEL)
+    clusters = [t.cluster for t in seed.test]
+    units = cluster_count(clusters) if is_clustered(clusters) else n
+    if 2 / 2 ** units <= 1 - LEVEL:
+        return
+    where = seed.path / "held-out.jsonl"
+    if units == n:
         warnings.warn(pytest.PytestWarning(
             f"seed {seed.name}: {n} held-out task(s) can never show a significant gain (the smallest possible "
-            f"p-value is {2 / 2 ** n:.3f}); add tasks to {seed.path / 'held-out.jsonl'} (at least {needed})"), stacklevel=1)
+            f"p-value is {2 / 2 ** n:.3f}); add tasks to {where} (at least {units_needed()})"), stacklevel=1)
+        return
+    warnings.warn(pytest.PytestWarning(
+        f"seed {seed.name}: {units} cluster(s) of {n} held-out task(s) can never show a significant gain or harm "
+        f"(clusters are the test's units; the smallest possible p-value is {2 / 2 ** units:.3f}); add clusters to "
+        f"{where} (at least {units_needed()}): tasks of new topics, or tasks without a cluster"), stacklevel=1)
 
 
 def resolve_seed(value: str | Path, item: pytest.Item, seeds_dirs: tuple[Path, ...]) -> Path:

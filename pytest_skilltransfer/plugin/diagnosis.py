@@ -15,7 +15,8 @@ import pytest
 
 from ..edits import Edit
 from ..terminal import safe
-from ..report import efficiency_text, gain_text, mdg_text, night_verdict, p_text, unfinished_answers
+from ..report import (design_effect_text, efficiency_text, gain_text, mdg_text, night_verdict, p_text,
+                      unfinished_answers, units_text)
 from .gating import GateOutcome
 
 TASK_CHARS = 90
@@ -44,8 +45,9 @@ def scores_table(result: dict[str, Any]) -> list[str]:
         mean, interval, soft = _estimate(scores[name])
         lines.append(f"  {name:<12} {mean:>5}  {interval:<13} {soft:>5}")
     gain = result["gain"]
-    lines.append(f"  gain {gain_text(result)} over {gain['n']} task(s), p = {p_text(gain['p_value'])} "
-                 f"({gain['improved']} improved, {gain['worsened']} worse, {gain['tied']} tied), "
+    lines.append(f"  gain {gain_text(result)} over {units_text(gain)}{design_effect_text(gain)}, "
+                 f"p = {p_text(gain['p_value'])} ({gain['improved']} improved, {gain['worsened']} worse, "
+                 f"{gain['tied']} tied{' clusters' if gain.get('unit') == 'cluster' else ''}), "
                  f"minimal detectable gain {mdg_text(result)}; efficiency {efficiency_text(result, interval=True)}")
     return lines
 
@@ -129,7 +131,8 @@ def diagnose(result: dict[str, Any], outcome: GateOutcome, seed_skill: str, task
     for gate in outcome.gates:
         if gate.name == "min_gain" and gate.tasks_for_power is not None and gate.verdict != "pass":
             lines.append(f"  note: at a true gain of {gate.threshold + 0.1:+.2f}, passing min_gain "
-                         f"{gate.threshold:+.2f} with 80% power needs {gate.tasks_for_power} held-out tasks "
+                         f"{gate.threshold:+.2f} with 80% power needs {gate.tasks_for_power} "
+                         f"{'clusters' if result['gain'].get('unit') == 'cluster' else 'held-out tasks'} "
                          "(none getting worse; two-sided alpha 0.05)")
     if outcome.inconclusive and not outcome.failures:
         lines.append("  (an unproven claim is not a pass; --transfer-inconclusive=xfail|pass changes what it does)")

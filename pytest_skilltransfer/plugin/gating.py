@@ -37,6 +37,7 @@ from typing import Any
 
 from .. import stats
 from ..report import CLAIM_GATES, verdict_label  # noqa: F401  (verdict_label: the plugin labels its records)
+from ..report import too_few_clusters, units_text
 from ..seeds import Thresholds
 
 EPSILON = 1e-9
@@ -114,7 +115,18 @@ def gate_level(correction: str, family: int) -> float:
     return stats.LEVEL
 
 
-def _decided_text(tasks: int | None, n: int, restarts: int) -> str:
+def _decided_text(tasks: int | None, n: int, restarts: int, record: dict[str, Any] | None = None,
+                  paired: bool = True) -> str:
+    """What would decide an inconclusive gate; `record` is the gain's (or score's) JSON record, whose
+    `unit` says whether tasks or clusters are counted."""
+    few = too_few_clusters(record) if record is not None and paired else None
+    if few is not None:
+        return few
+    if record is not None and record.get("unit") == "cluster":
+        if tasks is None:
+            return "no number of clusters decides it at this estimate"
+        return (f"the same per-cluster result over {tasks} cluster(s) (now {n}) would decide it; more tasks in the "
+                "same clusters or more samples per task cannot")
     if tasks is None and restarts > 1:
         return ("no number of held-out tasks decides it: the spread between restarts alone spans the threshold; "
                 "more restarts (--restarts) would narrow it")
@@ -126,7 +138,7 @@ def _decided_text(tasks: int | None, n: int, restarts: int) -> str:
 
 def _interval_gate(name: str, label: str, estimate: float, n: int, threshold: float, level: float,
                    paired: bool, extra: str = "", restart_values: list[float] | None = None,
-                   gain: dict[str, Any] | None = None) -> Gate:
+                   gain: dict[str, Any] | None = None, record: dict[str, Any] | None = None) -> Gate:
     values = restart_values or []
     low, high = stats.gain_bounds_of(gain, level) if gain is not None else stats.bounds(estimate, n, level, paired,
                                                                                          values)
@@ -134,7 +146,9 @@ def _interval_gate(name: str, label: str, estimate: float, n: int, threshold: fl
     shown = f"{label} {estimate:+.3f} [{low:+.3f}, {high:+.3f}]" if paired else \
         f"{label} {estimate:.3f} [{low:.3f}, {high:.3f}]"
     over = f", {len(values)} restarts" if len(values) > 1 else ""
-    shown += f" ({level * 100:.4g}% CI, {n} task(s){over}{extra})"
+    record = gain if gain is not None else record
+    counted = units_text(record) if record is not None else f"{n} task(s)"
+    shown += f" ({level * 100:.4g}% CI, {counted}{over}{extra})"
     sign = "+" if paired else ""
     if verdict == stats.PASS:
         return Gate(name, verdict, threshold, estimate, low, high, f"{shown} is at least {name} {threshold:{sign}.3f}")
@@ -143,7 +157,7 @@ def _interval_gate(name: str, label: str, estimate: float, n: int, threshold: fl
     tasks = (stats.gain_tasks_to_decide(gain, threshold, level) if gain is not None else
              stats.tasks_to_decide(estimate, n, threshold, level, paired=paired, restart_values=values))
     message = (f"{shown} neither shows {name} {threshold:{sign}.3f} nor rules it out; "
-               + _decided_text(tasks, n, len(values)))
+               + _decided_text(tasks, n, len(values), record, paired))
     return Gate(name, verdict, threshold, estimate, low, high, message, tasks)
 
 
@@ -172,31 +186,41 @@ def per_task(evaluation: dict[str, Any] | None) -> dict[str, float]:
     return {} if evaluation is None else {t["task_id"]: t["hard"] for t in evaluation["tasks"]}
 
 
+def per_task_clusters(evaluation: dict[str, Any] | None) -> dict[str, str | None]:
+    """{task id: cluster, or None for a task of its own} of one evaluation in the JSON shape."""
+    return {} if evaluation is None else {t["task_id"]: t.get("cluster") for t in evaluation["tasks"]}
+
+
 def _gain_interval(result: dict[str, Any], level: float) -> tuple[float, float, float, int]:
-    """The gain's mean, interval at `level` and task count, from a result in the JSON shape."""
+    """The gain's mean, interval at `level` and unit count (tasks, or clusters), from a result in the JSON shape."""
     gain = result["gain"]
     low, high = stats.gain_bounds_of(gain, level)
     return gain["mean"], low, high, gain["n"]
 
 
-def _shown_gain(mean: float, low: float, high: float, n: int, level: float) -> str:
-    return f"gain {mean:+.3f} [{low:+.3f}, {high:+.3f}] ({level * 100:.4g}% CI, {n} task(s))"
+def _shown_gain(mean: float, low: float, high: float, gain: dict[str, Any], level: float) -> str:
+    return f"gain {mean:+.3f} [{low:+.3f}, {high:+.3f}] ({level * 100:.4g}% CI, {units_text(gain)})"
 
 
 def _harm_gate(result: dict[str, Any], tolerance: float, level: float) -> Gate:
     """Fail when the whole gain interval lies below -tolerance: the target is worse than its own baseline."""
     mean, low, high, n = _gain_interval(result, level)
-    shown = _shown_gain(mean, low, high, n, level)
+    shown = _shown_gain(mean, low, high, result["gain"], level)
     worse = result["gain"].get("worsened")
+    unit = "cluster(s)" if result["gain"].get("unit") == "cluster" else "held-out task(s)"
     if high < -tolerance - EPSILON:
-        count = f"; {worse} of {n} held-out task(s) got worse" if worse is not None else ""
+        count = f"; {worse} of {n} {unit} got worse" if worse is not None else ""
         return Gate("harm_tolerance", stats.FAIL, tolerance, mean, low, high,
                     f"harm: the learned skill makes {result['target']} worse than its own baseline: {shown} lies "
                     f"below -{tolerance:.3f}{count} (turn the harm gate off with harm_tolerance = \"off\", or "
                     "declare it with expect = \"hurts\" in seed.toml)")
+    few = too_few_clusters(result["gain"])
+    if few is not None:
+        return Gate("harm_tolerance", stats.INCONCLUSIVE, tolerance, mean, low, high,
+                    f"harm neither shown nor ruled out: {shown}; {few}")
     size = round(tolerance + HARM_SIZE, 6)
     needed = stats.tasks_for_gain(size, level)
-    power = (f"; a harm of -{size:.2f} takes {needed} held-out task(s) to show with 80% power (now {n})"
+    power = (f"; a harm of -{size:.2f} takes {needed} {unit} to show with 80% power (now {n})"
              if needed is not None else "")
     return Gate("harm_tolerance", stats.PASS, tolerance, mean, low, high,
                 f"no harm shown: {shown} does not lie wholly below -{tolerance:.3f}{power}",
@@ -206,7 +230,7 @@ def _harm_gate(result: dict[str, Any], tolerance: float, level: float) -> Gate:
 def _noninferiority_gate(result: dict[str, Any], margin: float, level: float) -> Gate:
     """Pass only when the whole gain interval is at or above -margin (the burden of proof on safety)."""
     mean, low, high, n = _gain_interval(result, level)
-    shown = _shown_gain(mean, low, high, n, level)
+    shown = _shown_gain(mean, low, high, result["gain"], level)
     verdict = stats.decide(low, high, -margin)
     text = {stats.PASS: f"non-inferior: {shown} lies at or above -{margin:.3f}",
             stats.FAIL: f"inferior: {shown} lies below -{margin:.3f}",
@@ -215,7 +239,8 @@ def _noninferiority_gate(result: dict[str, Any], margin: float, level: float) ->
     tasks = None
     if verdict == stats.INCONCLUSIVE:
         tasks = stats.gain_tasks_to_decide(result["gain"], -margin, level)
-        text += "; " + _decided_text(tasks, n, len((result["gain"].get("restarts") or {}).get("gains") or []))
+        text += "; " + _decided_text(tasks, n, len((result["gain"].get("restarts") or {}).get("gains") or []),
+                                     result["gain"])
     return Gate("noninferiority_margin", verdict, margin, mean, low, high, text, tasks)
 
 
@@ -223,7 +248,11 @@ def _expect_gate(result: dict[str, Any], expected: str) -> Gate:
     """Pass when the measured outcome is the one the seed declares for this pair."""
     gain = result["gain"]
     measured = stats.outcome(gain["ci_low"], gain["ci_high"])
-    shown = _shown_gain(gain["mean"], gain["ci_low"], gain["ci_high"], gain["n"], stats.LEVEL)
+    shown = _shown_gain(gain["mean"], gain["ci_low"], gain["ci_high"], gain, stats.LEVEL)
+    few = too_few_clusters(gain)
+    if few is not None:
+        return Gate("expect", stats.INCONCLUSIVE, 0.0, gain["mean"], gain["ci_low"], gain["ci_high"],
+                    f"cannot show the declared outcome '{expected}' or any other: {shown}; {few}")
     if measured == expected:
         return Gate("expect", stats.PASS, 0.0, gain["mean"], gain["ci_low"], gain["ci_high"],
                     f"shows the declared outcome '{expected}': {shown}")
@@ -257,7 +286,7 @@ def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str
     if thresholds.min_score is not None:
         hard = result["scores"]["transferred"]["hard"]
         gates.append(_interval_gate("min_score", "transferred score", hard["mean"], hard["n"], thresholds.min_score,
-                                    level, False, corrected, hard.get("restart_means")))
+                                    level, False, corrected, hard.get("restart_means"), record=hard))
     if thresholds.min_efficiency is not None:
         decision = _efficiency_gate(result, thresholds.min_efficiency)
         (notes.append if isinstance(decision, str) else gates.append)(decision)  # type: ignore[arg-type]
@@ -268,7 +297,9 @@ def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str
     if thresholds.noninferiority_margin is not None:
         gates.append(_noninferiority_gate(result, thresholds.noninferiority_margin, level))
     if thresholds.regression_tolerance is not None and committed is not None and not updating:
-        check = stats.regression(committed, per_task(result["scores"]["transferred"]), thresholds.regression_tolerance)
+        transferred = result["scores"]["transferred"]
+        check = stats.regression(committed, per_task(transferred), thresholds.regression_tolerance,
+                                 clusters=per_task_clusters(transferred))
         message = check.message()
         if reference is not None:
             message = message.replace("the committed snapshot", reference)

@@ -23,7 +23,8 @@ import html
 import re
 from typing import Any, Iterable
 
-from ..report import gain_text, mdg_text, night_verdict, p_text, pair_lines, summary_line, usd_text, verdict_text
+from ..report import (design_effect_text, gain_text, mdg_text, night_verdict, p_text, pair_lines, summary_line,
+                      units_text, usd_text, verdict_text)
 
 ARMS = ("baseline", "transferred", "direct")
 OUTCOMES = ("hurts", "transfers", "no effect shown")
@@ -268,7 +269,8 @@ def _scores(result: dict[str, Any]) -> str:
                     f'<td class="num">{ev["soft"]["mean"]:.3f}</td></tr>')
     gain = result["gain"]
     return ("<table><tr><th>on the target</th><th>hard</th><th>95% CI</th><th>soft</th></tr>" + "".join(rows)
-            + f'</table><p>gain {esc(gain_text(result))} over {gain["n"]} task(s), p = {p_text(gain["p_value"])}, '
+            + f'</table><p>gain {esc(gain_text(result))} over {esc(units_text(gain) + design_effect_text(gain))}, '
+              f'p = {p_text(gain["p_value"])}, '
               f'minimal detectable gain {mdg_text(result)}; {gain.get("improved", "?")} improved, '
               f'{gain.get("worsened", "?")} worsened, {gain.get("tied", "?")} tied</p>')
 

@@ -14,7 +14,7 @@ import shlex
 from typing import Any
 
 from ..judge_report import judge_lines, unstable_lines
-from ..report import (LEGEND, failure_reason, gain_text, md_table, p_text, pair_lines, price_difference,
+from ..report import (legend, failure_reason, gain_text, md_table, p_text, pair_lines, price_difference,
                       summary_line, table_rows, unfinished_answers, verdict_text)
 from ..result_json import item_counts
 
@@ -182,7 +182,7 @@ def render(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None = 
     ordered = sorted(results, key=_key)
     lines = headline(ordered, errors)
     if ordered:
-        lines += [summary_line(ordered).strip("= "), "", *_table(ordered), "", f"_{LEGEND}_", ""]
+        lines += [summary_line(ordered).strip("= "), "", *_table(ordered), "", f"_{legend(ordered)}_", ""]
         lines += [f"- {line}" for line in pair_lines(ordered)] + [""]
         lines += chart(ordered)
     lines += failure_sections(ordered)

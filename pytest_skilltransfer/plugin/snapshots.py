@@ -27,7 +27,8 @@ from syrupy.extensions.base import AbstractSyrupyExtension
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from ..redaction import redact_text
-from ..report import gain_text, mdg_text, method_text, night_verdict, outcome_text, p_text
+from ..report import (design_effect_text, gain_text, mdg_text, method_text, night_verdict, outcome_text, p_text,
+                      units_text)
 
 if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
@@ -112,7 +113,8 @@ def render(result: dict[str, Any]) -> str:
         _score_row("baseline", scores["baseline"]),
         _score_row("transferred", scores["transferred"]),
         _score_row("direct", scores["direct"]), "",
-        f"- gain: {gain_text(result)} over {result['gain']['n']} task(s), p = {p_text(result['gain']['p_value'])} "
+        f"- gain: {gain_text(result)} over {units_text(result['gain'])}{design_effect_text(result['gain'])}, "
+        f"p = {p_text(result['gain']['p_value'])} "
         f"({method_text(result)}), minimal detectable gain {mdg_text(result)}",
         f"- outcome: {outcome_text(result)}",
         f"- efficiency: {efficiency}",
