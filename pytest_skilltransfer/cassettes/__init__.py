@@ -33,7 +33,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..models.base import ModelCallError, ModelError
 from .miss import CassetteMiss, build_miss, find_in_chain, find_vcr_miss
@@ -128,6 +128,32 @@ def current_phase() -> str | None:
     return getattr(_phase, "name", None)
 
 
+Observer = Callable[[str, bytes, bytes], None]
+_observers: list[Observer] = []
+
+
+def on_recorded(observer: Observer) -> Callable[[], None]:
+    """Call `observer(request path, request body, response body)` for each answer this process records
+    (a live call, not a replay); returns the function that removes it. An observer's error is ignored."""
+    _observers.append(observer)
+    return lambda: _observers.remove(observer) if observer in _observers else None
+
+
+def _notify_recorded(request: Any, response: dict[str, Any]) -> None:
+    if not _observers:
+        return
+    from .match import body_bytes
+    from .store import request_path
+
+    body = response["body"].get("string") or b""
+    for observer in list(_observers):
+        try:
+            observer(request_path(request.uri), body_bytes(request.body),
+                     body if isinstance(body, bytes) else str(body).encode("utf-8"))
+        except Exception:  # noqa: BLE001 - progress figures never stop a recording
+            pass
+
+
 def transport_failure(exc: BaseException) -> ModelCallError | None:
     """A clear error for a cassette miss or a network-guard block hidden in `exc`'s chain."""
     from .netguard import NetworkBlocked
@@ -213,6 +239,7 @@ def _seed_cassette_class() -> type:
                     self.store.inflight.release(key, answered=True)
                 if not self._loading:
                     self._recorded.add(key)
+                    _notify_recorded(request, response)
                 self._keys.append(key)
                 self._index.setdefault(key, []).append(len(self.data) - 1)
 

@@ -37,11 +37,8 @@ Design choices:
 
 from __future__ import annotations
 
-import sys
-import threading
 from pathlib import Path
 import warnings
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Generator
 
@@ -216,6 +213,9 @@ def _engage(config: pytest.Config) -> None:
         from .budget import BudgetPlugin
 
         config.pluginmanager.register(BudgetPlugin(runner.budget), "skilltransfer-budget")
+    from . import live_progress
+
+    live_progress.register(config, settings, runner, lambda item: item.stash.get(SPEC, None))
     if settings.plan:
         config.option.disable_unused_snapshots = True  # no item runs, so no snapshot is "unused"
         config.pluginmanager.register(PlanMode(), "skilltransfer-plan")
@@ -354,20 +354,10 @@ def _progress_writer(config: pytest.Config) -> Callable[[str], None]:
     """Per-night lines with -v: on the terminal in-process, on stderr as `[gwN] ...` on xdist workers."""
     if config.option.verbose <= 0:
         return lambda _line: None
-    lock = threading.Lock()  # the limiter reports from the threads that make the calls
+    from .lines import line_writer
 
-    def write(line: str) -> None:
-        line = safe(line)
-        capman = config.pluginmanager.getplugin("capturemanager")
-        reporter = config.pluginmanager.getplugin("terminalreporter")
-        with lock, capman.global_and_fixture_disabled() if capman else nullcontext():
-            if is_worker(config):
-                sys.stderr.write(f"[{config.workerinput['workerid']}] {line}\n")  # type: ignore[attr-defined]
-                sys.stderr.flush()
-            elif reporter is not None:
-                reporter.write_line(f"  {line}")
-
-    return write
+    write = line_writer(config)
+    return lambda line: write(f"  {line}" if not is_worker(config) else line)
 
 
 # -- collection ----------------------------------------------------------------------------------

@@ -12,8 +12,6 @@ Progress lines are always printed in batch mode (a line per change): waiting is 
 from __future__ import annotations
 
 import sys
-import threading
-from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -109,45 +107,12 @@ def unconfigure(config: pytest.Config) -> None:
 
 def _batch_dollars(provider: str, model_id: str, body: bytes) -> float:
     """One answer's dollars at batch prices (the dated batch lane of `prices.toml`), from its usage."""
-    import json
+    from ..answer_cost import answer_usd
 
-    from ..models import anthropic_wire, openai_wire
-    from ..prices import cost_usd
-
-    wire = anthropic_wire if provider == "anthropic" else openai_wire
-    try:
-        usage = wire.parse_reply(_attrs(json.loads(body)), model_id).usage
-    except Exception:  # noqa: BLE001 - a progress figure, never a reason to fail
-        return 0.0
-    return cost_usd(model_id, usage, "batch") or 0.0
-
-
-class _attrs(dict):  # type: ignore[type-arg]
-    """A JSON object read through attributes, as the wire parsers read SDK objects."""
-
-    def __getattr__(self, name: str) -> Any:
-        value = self.get(name)
-        if isinstance(value, dict):
-            return _attrs(value)
-        if isinstance(value, list):
-            return [_attrs(v) if isinstance(v, dict) else v for v in value]
-        return value
+    return answer_usd(provider, model_id, body, "batch") or 0.0
 
 
 def _writer(config: pytest.Config) -> Any:
-    """Progress lines on the terminal (capture suspended), or on stderr as `[gwN] ...` on xdist workers."""
-    lock = threading.Lock()
+    from .lines import line_writer
 
-    def write(line: str) -> None:
-        capman = config.pluginmanager.getplugin("capturemanager")
-        reporter = config.pluginmanager.getplugin("terminalreporter")
-        with lock, capman.global_and_fixture_disabled() if capman else nullcontext():
-            worker = getattr(config, "workerinput", None)
-            if worker is not None or reporter is None:
-                prefix = f"[{worker['workerid']}] " if worker else ""
-                sys.stderr.write(f"{prefix}{line}\n")
-                sys.stderr.flush()
-            else:
-                reporter.write_line(line)
-
-    return write
+    return line_writer(config)

@@ -232,6 +232,8 @@ def add_options(parser: Any) -> None:
          metavar="PATH")
     _add(group, parser, "skilltransfer-html", "write one self-contained HTML page (per-item drill-down, task x arm "
          "matrix, answers, skill diff, nights, cost; opens from disk) to PATH", metavar="PATH")
+    _add(group, parser, "skilltransfer-progress", "live progress while a run records: auto (a line every 10 s on a "
+         "terminal, 60 s in a log, when some item can record), off, or SECONDS", metavar="auto|off|SECONDS")
     _add(group, parser, "skilltransfer-answer-chars", "characters of each answer kept in the JSON and HTML reports "
          "(0 = none; default 2000)", metavar="N")
     _add(group, parser, "record-mode", "cassettes for real providers: none|once|new_episodes|all "

@@ -9,7 +9,7 @@ is sent to a provider. In-process models (the simulator) need no cassette and co
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -64,9 +64,9 @@ def _money(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.4f}"
 
 
-def build_plans(runner: Runner, items: list[pytest.Item], spec_of: Callable[[pytest.Item], Any]) -> list[ItemPlan]:
-    """Bounds and replay findings for every transfer item, seeds in collection order."""
-    plans: list[ItemPlan] = []
+def _planned(runner: Runner, items: list[pytest.Item], spec_of: Callable[[pytest.Item], Any]) -> Iterator[
+        tuple[Any, list[tuple[pytest.Item, Any, list[Unit], list[Model]]]]]:
+    """Per seed, in collection order: the seed, and each of its items with its spec, units and models."""
     by_seed: dict[Any, list[tuple[pytest.Item, Any]]] = {}
     for item in items:
         spec = spec_of(item)
@@ -77,19 +77,45 @@ def build_plans(runner: Runner, items: list[pytest.Item], spec_of: Callable[[pyt
         judge = runner.judge(seed)
         planner = Planner(seed, runner.settings.protocol, runner.settings.calls.prompt_cache,
                           (judge.model.model_id, judge.samples) if judge is not None else None)
-        # one phase after another: the plan counts the calls that replay before the first miss
-        session = SeedSession(seed, runner.settings.protocol, concurrency=concurrency, concurrent_phases=False)
-        seed_plans = []
+        rows = []
         for item, spec in members:
             models = [runner.model(n) for n in (spec.source, spec.target) + ((spec.optimizer,) if spec.optimizer else ())]
             source, target = models[0].model_id, models[1].model_id
             optimizer = models[2].model_id if spec.optimizer else None
-            units = planner.item(source, target, optimizer or source, optimizer or target)
-            seed_plans.append((ItemPlan(item.nodeid, units, needs_recording(models)), models, spec))
+            rows.append((item, spec, planner.item(source, target, optimizer or source, optimizer or target), models))
+        yield seed, rows
+
+
+def build_plans(runner: Runner, items: list[pytest.Item], spec_of: Callable[[pytest.Item], Any]) -> list[ItemPlan]:
+    """Bounds and replay findings for every transfer item, seeds in collection order."""
+    plans: list[ItemPlan] = []
+    for seed, rows in _planned(runner, items, spec_of):
+        # one phase after another: the plan counts the calls that replay before the first miss
+        session = SeedSession(seed, runner.settings.protocol, concurrency=concurrency, concurrent_phases=False)
+        seed_plans = [(ItemPlan(item.nodeid, units, needs_recording(models)), models, spec)
+                      for item, spec, units, models in rows]
         if any(plan.needs_cassette for plan, _, _ in seed_plans):
             _replay(runner, seed.name, session, seed_plans)
         plans += [plan for plan, _, _ in seed_plans]
     return plans
+
+
+def recording_bound(runner: Runner, items: list[pytest.Item], spec_of: Callable[[pytest.Item], Any]) -> tuple[int, int]:
+    """(items that talk to a provider, calls to providers those items make at most, shared phases once)."""
+    from ..models.providers import ProviderModel
+
+    units: dict[tuple[str, ...], Unit] = {}
+    provider_ids: set[str] = set()
+    count = 0
+    for seed, rows in _planned(runner, items, spec_of):
+        judge = runner.judge(seed)
+        for _, _, item_units, models in rows:
+            models = models + ([judge.model] if judge is not None else [])
+            if needs_recording(models):
+                count += 1
+                units.update((u.key, u) for u in item_units)
+                provider_ids |= {m.model_id for m in models if isinstance(m, ProviderModel)}
+    return count, sum(s.calls for u in units.values() for s in u.shares if s.model_id in provider_ids)
 
 
 def _replay(runner: Runner, seed: str, session: SeedSession, seed_plans: list[tuple[ItemPlan, list[Model], Any]]) -> None:

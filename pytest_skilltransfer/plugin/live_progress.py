@@ -1,0 +1,273 @@
+"""Live progress of a run that records: a compact line now and then, written by the controller only.
+
+    skilltransfer: 3/34 items · 412 calls (plan ≤ 1,024) · $0.41 of $5.00 budget · 2m13s
+
+Items are the transfer items finished of those collected. Calls are the answers this run recorded
+(live provider calls, batch answers too; replays do not count) against the plan's upper bound for the
+items that talk to a provider (`planning.recording_bound`). Dollars are the budget ledger's charge
+with `--max-cost`, else the recorded answers priced by their usage. Each process counts what its
+cassettes record (`cassettes.on_recorded`); an xdist worker publishes its counts to a JSON file in a
+folder the controller names, at most once a second and at each item's end, and the controller sums
+them. Only the controller writes, a whole line at a time (`lines.line_writer`), so lines never
+interleave under `-n`.
+
+`--skilltransfer-progress` (ini `skilltransfer_progress`): `auto` (default: a line every 10 s on a
+terminal, every 60 s in a log, only when something changed, and only when some item can record:
+record mode other than `none` and a provider model, or the batch lane), `off`, or seconds. Under
+`CI=true` replay nothing is recorded, so nothing is printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+PROGRESS_DIR = "skilltransfer_progress_dir"  # workerinput key: where workers publish their counts
+MARKER = "skilltransfer"
+PUBLISH_EVERY_S = 1.0
+TERMINAL_INTERVAL_S, LOG_INTERVAL_S = 10.0, 60.0
+
+
+@dataclass
+class Counts:
+    """What one process knows: its collection's items and plan, and the answers it recorded."""
+
+    items: int = 0  # transfer items collected
+    live_items: int = 0  # of them, items that talk to a provider
+    planned_calls: int = 0  # provider calls those items make at most
+    calls: int = 0  # answers recorded
+    usd: float = 0.0  # their dollars, where priced
+    unpriced: int = 0  # answers without a price
+
+
+def interval(value: str | None, config: pytest.Config) -> float | None:
+    """Seconds between lines, or None when progress is off; `value` is the option's text."""
+    text = (value or "auto").strip().lower()
+    if text == "off":
+        return None
+    if text == "auto":
+        reporter = config.pluginmanager.getplugin("terminalreporter")
+        tty = bool(reporter is not None and reporter._tw.isatty)
+        return TERMINAL_INTERVAL_S if tty else LOG_INTERVAL_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds < float("inf"):
+        raise pytest.UsageError(f"--skilltransfer-progress: expected auto, off or a number of seconds, got {value!r}")
+    return seconds
+
+
+class LiveProgress:
+    """The plugin object: counts in every process, publishes on workers, prints on the controller."""
+
+    def __init__(self, config: pytest.Config, every_s: float, can_record: bool, batch: bool,
+                 budget: Any = None, plan: Callable[[list[pytest.Item]], tuple[int, int]] | None = None) -> None:
+        self.config = config
+        self.every_s = every_s
+        self.can_record = can_record  # record mode other than none
+        self.batch = batch
+        self.budget = budget
+        self.plan = plan
+        self.own = Counts()
+        self.done = 0
+        self.started = time.monotonic()
+        self._lock = threading.Lock()
+        self._published = 0.0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._last_figures: str | None = None
+        self._printed = False
+        self._write: Callable[[str], None] | None = None
+        self._remove_observer: Callable[[], None] | None = None
+        workerinput = getattr(config, "workerinput", None)
+        self.worker_id: str | None = workerinput["workerid"] if workerinput else None
+        self.folder: Path | None = Path(workerinput[PROGRESS_DIR]) if workerinput and workerinput.get(PROGRESS_DIR) \
+            else None
+        self.owned_folder: Path | None = None
+        if self.worker_id is None and _distributed(config):
+            self.folder = self.owned_folder = Path(tempfile.mkdtemp(prefix="skilltransfer-progress-"))
+        from ..cassettes import on_recorded
+
+        self._remove_observer = on_recorded(self._observe)
+
+    # -- counting (every process) --------------------------------------------------------------
+
+    def _observe(self, path: str, request_body: bytes, response_body: bytes) -> None:
+        from ..answer_cost import answer_usd, provider_of_path
+        from ..models.spend_gate import lane_of_body
+
+        try:
+            body = json.loads(request_body or b"{}")
+        except ValueError:
+            body = {}
+        body = body if isinstance(body, dict) else {}
+        lane = "batch" if self.batch else lane_of_body(body)
+        usd = answer_usd(provider_of_path(path), str(body.get("model", "")), response_body, lane)
+        with self._lock:
+            self.own.calls += 1
+            if usd is None:
+                self.own.unpriced += 1
+            else:
+                self.own.usd += usd
+        self._publish()
+
+    def _publish(self, force: bool = False) -> None:
+        """A worker writes its counts for the controller (atomically; at most once a second unless forced)."""
+        if self.worker_id is None or self.folder is None:
+            return
+        now = time.monotonic()
+        with self._lock:
+            if not force and now - self._published < PUBLISH_EVERY_S:
+                return
+            self._published = now
+            text = json.dumps(asdict(self.own))
+        target = self.folder / f"{self.worker_id}.json"
+        try:
+            with tempfile.NamedTemporaryFile("w", dir=self.folder, prefix=".", suffix=".tmp", delete=False) as tmp:
+                tmp.write(text)
+            os.replace(tmp.name, target)
+        except OSError:
+            pass  # a progress figure; the run goes on
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        items = [item for item in session.items if item.get_closest_marker(MARKER) is not None]
+        try:
+            live, planned = self.plan(items) if self.plan is not None and self.can_record else (0, 0)
+        except Exception:  # noqa: BLE001 - a broken seed is reported by its own item; progress goes without a plan
+            live, planned = 0, 0
+        with self._lock:
+            self.own.items, self.own.live_items, self.own.planned_calls = len(items), live, planned
+        self._publish(force=True)
+
+    def pytest_runtest_logfinish(self) -> None:
+        self._publish(force=True)
+
+    # -- printing (the controller, or the only process) -----------------------------------------
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        if self.folder is not None:
+            node.workerinput[PROGRESS_DIR] = str(self.folder)
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.started = time.monotonic()
+        if self.worker_id is not None:
+            return
+        from .lines import line_writer
+
+        self._write = line_writer(self.config)
+        self._thread = threading.Thread(target=self._run, name="skilltransfer-progress", daemon=True)
+        self._thread.start()
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.worker_id is None and report.when == "teardown" and MARKER in report.keywords:
+            with self._lock:
+                self.done += 1
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self._publish(force=True)
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self._thread = None
+        if self._printed:  # the last word: where the run ended
+            self._print(force=True)
+
+    def pytest_unconfigure(self) -> None:
+        if self._remove_observer is not None:
+            self._remove_observer()
+        if self.owned_folder is not None:
+            import shutil
+
+            shutil.rmtree(self.owned_folder, ignore_errors=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self._print()
+
+    def _print(self, force: bool = False) -> None:
+        line = self.line()
+        figures = line.rsplit(" · ", 1)[0] if line else None  # the line without the elapsed time
+        if line is None or self._write is None or (figures == self._last_figures and not force):
+            return
+        self._last_figures = figures
+        self._printed = True
+        self._write(line)
+
+    def totals(self) -> Counts:
+        """The run's counts: this process's, plus every worker's publication."""
+        with self._lock:
+            total = Counts(**asdict(self.own))
+        for path in sorted(self.folder.glob("gw*.json")) if self.folder is not None else []:
+            try:
+                theirs = Counts(**json.loads(path.read_text(encoding="utf-8")))
+            except (OSError, ValueError, TypeError):
+                continue
+            total.items = max(total.items, theirs.items)  # every worker collects every item
+            total.live_items = max(total.live_items, theirs.live_items)
+            total.planned_calls = max(total.planned_calls, theirs.planned_calls)
+            total.calls += theirs.calls
+            total.usd += theirs.usd
+            total.unpriced += theirs.unpriced
+        return total
+
+    def line(self) -> str | None:
+        """The progress line now, or None when this run records nothing (nothing to watch)."""
+        counts = self.totals()
+        if not self.can_record or not (counts.live_items or self.batch):
+            return None
+        with self._lock:
+            done = self.done
+        calls = f"{counts.calls:,} call{'' if counts.calls == 1 else 's'}" + (f" (plan ≤ {counts.planned_calls:,})" if counts.planned_calls else "")
+        if self.budget is not None:
+            state = self.budget.state()
+            dollars = f"${state.committed_usd:,.2f} of ${self.budget.limit_usd:,.2f} budget"
+        else:
+            dollars = f"${counts.usd:,.2f}" + (f" + {counts.unpriced:,} unpriced" if counts.unpriced else "")
+        lane = " · batch lane" if self.batch else ""
+        return (f"skilltransfer: {done}/{counts.items} items · {calls} · {dollars}{lane} · "
+                f"{_elapsed(time.monotonic() - self.started)}")
+
+
+def _distributed(config: pytest.Config) -> bool:
+    """Whether this process is an xdist controller with workers."""
+    return bool(getattr(config.option, "numprocesses", None)) and getattr(config.option, "dist", "no") != "no"
+
+
+def _elapsed(seconds: float) -> str:
+    seconds = int(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def register(config: pytest.Config, settings: Any, runner: Any, spec_of: Callable[[pytest.Item], Any]) -> None:
+    """Add the live progress to an engaged run unless `--skilltransfer-progress off`."""
+    from ..cassettes import default_record_mode
+    from . import batch
+    from .options import _Reader
+    from .planning import recording_bound
+
+    value, _ = _Reader(config).get("skilltransfer-progress")
+    every = interval(value, config)
+    if every is None:
+        return
+    mode = settings.record_mode or default_record_mode()
+    batch_lane = batch.read(config) is not None
+    if mode == "none" and not batch_lane:
+        return  # replay only: nothing is recorded, nothing to watch
+    progress = LiveProgress(config, every, mode != "none", batch_lane, runner.budget,
+                            lambda items: recording_bound(runner, items, spec_of))
+    config.pluginmanager.register(progress, "skilltransfer-progress")

@@ -1,0 +1,87 @@
+"""Live progress while a run records: whole lines from the controller only, counts that match the
+cassettes, a plan bound that holds, and silence under CI replay."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fake_provider import FakeProvider
+from plugin_support import TOY_CONFTEST, make_seed
+
+LINE = re.compile(r"^skilltransfer: (\d+)/(\d+) items · (\d+) calls? \(plan ≤ ([\d,]+)\) · \$[\d,]+\.\d\d(?: \+ (\d+) unpriced)? · "
+                  r"\d+s$")
+
+
+@pytest.fixture(autouse=True)
+def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "CI"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def _project(pytester: pytest.Pytester, url: str, seeds: tuple[str, ...]) -> None:
+    pytester.makeconftest(TOY_CONFTEST)
+    pytester.makeini("[pytest]\nskilltransfer_limit_replay = 0\nskilltransfer_limit_holdout = 0\n")
+    pytester.makepyprojecttoml(f'[tool.skilltransfer.models]\nremote = "anthropic:fake-small@{url}"\n')
+    for name in seeds:
+        make_seed(pytester.path / "seeds", name)
+
+
+def _recorded(pytester: pytest.Pytester) -> int:
+    files = (pytester.path / "cassettes").glob("*/fake-small.yaml")
+    return sum(len(yaml.safe_load(path.read_text())["interactions"]) for path in files)
+
+
+def _progress(result: pytest.RunResult) -> list[re.Match[str]]:
+    lines = result.outlines + result.errlines
+    mentions = [line for line in lines if "skilltransfer:" in line]
+    matches = [LINE.match(line) for line in mentions]
+    assert mentions and all(matches), mentions  # whole lines, nothing interleaved into them
+    return matches  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_recording_run_shows_items_calls_and_dollars_as_it_goes(pytester: pytest.Pytester, workers: int) -> None:
+    with FakeProvider() as fake:
+        fake.delay = 0.02
+        _project(pytester, fake.anthropic_url, ("alpha", "beta"))
+        result = pytester.runpytest_subprocess("--pair", "toy-a:remote", "--record-mode=once", "--snapshot-update",
+                                               "--skilltransfer-progress", "0.2", "-n", str(workers))
+        sent = len(fake.received)
+    result.assert_outcomes(passed=2)
+    lines = _progress(result)
+    assert len(lines) >= 2  # at least one line while working, and the last word
+    last = lines[-1]
+    assert (last[1], last[2]) == ("2", "2")
+    assert int(last[3]) == sent == _recorded(pytester)  # every answer counted once
+    assert int(last[3]) <= int(last[4].replace(",", ""))  # the plan is an upper bound
+    counts = [(int(m[1]), int(m[3])) for m in lines]
+    assert counts == sorted(counts)  # figures only grow
+
+
+def test_replay_under_ci_prints_no_progress(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    with FakeProvider() as fake:
+        _project(pytester, fake.anthropic_url, ("alpha",))
+        pytester.runpytest_subprocess("--pair", "toy-a:remote", "--record-mode=once", "--snapshot-update").assert_outcomes(
+            passed=1)
+        monkeypatch.setenv("CI", "true")
+        result = pytester.runpytest_subprocess("--pair", "toy-a:remote", "--skilltransfer-progress", "0.05")
+    result.assert_outcomes(passed=1)
+    assert not [line for line in result.outlines + result.errlines if "skilltransfer:" in line]
+
+
+def test_in_process_models_record_nothing_and_print_nothing(pytester: pytest.Pytester) -> None:
+    _project(pytester, "http://127.0.0.1:9", ("alpha",))
+    result = pytester.runpytest_subprocess("--pair", "toy-a:toy-b", "--snapshot-update", "--skilltransfer-progress", "0.05")
+    result.assert_outcomes(passed=1)
+    assert not [line for line in result.outlines + result.errlines if "skilltransfer:" in line]
+
+
+def test_a_bad_interval_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    _project(pytester, "http://127.0.0.1:9", ("alpha",))
+    result = pytester.runpytest_subprocess("--pair", "toy-a:toy-b", "--skilltransfer-progress", "soon")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--skilltransfer-progress: expected auto, off or a number of seconds, got 'soon'*"])
