@@ -41,7 +41,9 @@ CONFIG = """\
 #   benchmark.jsonl  training pool, one JSON task per line, split into train and val by a hash
 #   held-out.jsonl   test tasks, never shown to the optimizer
 #   brain/           pages the agent's `search` tool finds (slug = path without .md)
-# Each task line is {{"task_id": "...", "task": "...", "judge": {{...}}}}; the judge is
+# Each task line is {{"task_id": "...", "task": "...", "judge": {{...}}}}, optionally with
+#   "cluster": "billing" to group related tasks (a topic, paraphrases of one question): held-out tasks
+#   sharing a cluster count as one unit of the gain's test (at least 6 clusters for any verdict); the judge is
 #   {{"kind": "rule", "checks": [{{"op": OP, "arg": ARG}}, ...]}}   hard = every check passes
 #   {{"kind": "qrels", "expected_slugs": ["topics/x"], "k": 5}}     the search tool returns these pages
 # ops: {ops}

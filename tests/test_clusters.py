@@ -150,7 +150,8 @@ def test_a_clustered_seed_reports_clusters_and_the_design_effect(pytester: pytes
     make_seed(root, "flat", tasks=40)
     make_seed(root, "topics", tasks=40, cluster_size=5)  # 8 clusters: 3 or 2 of each 5 tasks improve
     result = pytester.runpytest_subprocess("--snapshot-update", "--skilltransfer-json=out.json",
-                                           "--transfer-min-gain=0.1")
+                                           "--transfer-min-gain=0.1", "--skilltransfer-md=out.md",
+                                           "--skilltransfer-html=out.html", "--junitxml=junit.xml")
     report = {r["seed"]: r for r in json.loads((pytester.path / "out.json").read_text())["results"]}
     flat, topics = report["flat"]["gain"], report["topics"]["gain"]
     assert "unit" not in flat and flat["n"] == 40
@@ -168,6 +169,15 @@ def test_a_clustered_seed_reports_clusters_and_the_design_effect(pytester: pytes
     ], consecutive=False)
     result.stdout.fnmatch_lines(["seed *clusters*", "flat *-*transfers*pass*",
                                  "topics *8 of 40, deff *no effect shown*inconclusive*"], consecutive=False)
+    effect = f"{topics['design_effect']:.2f}"
+    markdown = (pytester.path / "out.md").read_text()
+    assert f"| 8 of 40, deff {effect} |" in markdown and "clusters: held-out tasks grouped by `cluster`" in markdown
+    assert f"over 8 cluster(s) of 40 task(s), design effect {effect}" in (pytester.path / "out.html").read_text()
+    snapshot = next((root / "topics" / "__snapshots__").rglob("*.md")).read_text()
+    assert f"- gain: +0.50 [" in snapshot and f"over 8 cluster(s) of 40 task(s), design effect {effect}, p = " in snapshot
+    junit = (pytester.path / "junit.xml").read_text()
+    assert 'name="skilltransfer_clusters" value="8"' in junit and 'name="skilltransfer_tasks" value="40"' in junit
+    assert f'name="skilltransfer_design_effect" value="{topics["design_effect"]}"' in junit
 
 
 def test_too_few_clusters_for_any_verdict_is_said_plainly(pytester: pytest.Pytester) -> None:

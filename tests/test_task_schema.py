@@ -27,7 +27,7 @@ def check(op, arg=None, **extra):
 
 CASES = [
     line(),
-    line(notes="extra fields are kept for people"),
+    line(notes="extra fields are kept for people"), line(cluster="billing"), line(cluster="a b"),
     *[check(op, "Risks") for op in ("section_present", "section_contains", "contains", "not_contains", "tool_called")],
     check("regex", "^Status: (Green|Red)$"), check("max_chars", 900), check("min_chars", 0), check("max_chars", 3.0),
     check("no_refusal"), check("no_refusal", "ignored"),
@@ -42,6 +42,7 @@ CASES = [
     check("max_chars", 2.5), line(judge={"kind": "qrels"}), line(judge={"kind": "qrels", "expected_slugs": []}),
     line(judge={"kind": "qrels", "expected_slugs": [""]}), line(judge={"kind": "qrels", "expected_slugs": ["x"], "k": 0}),
     line(judge={"kind": "qrels", "expected_slugs": ["x"], "k": None}), ["not", "an", "object"],
+    line(cluster=""), line(cluster="  "), line(cluster=3), line(cluster=None), line(cluster=["billing"]),
 ]
 
 
