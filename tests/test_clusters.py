@@ -150,7 +150,8 @@ def test_a_clustered_seed_reports_clusters_and_the_design_effect(pytester: pytes
     make_seed(root, "flat", tasks=40)
     make_seed(root, "topics", tasks=40, cluster_size=5)  # 8 clusters: 3 or 2 of each 5 tasks improve
     result = pytester.runpytest_subprocess("--snapshot-update", "--skilltransfer-json=out.json",
-                                           "--transfer-min-gain=0.1", "--skilltransfer-md=out.md",
+                                           "--transfer-min-gain=0.1", "--transfer-min-score=0.1",
+                                           "--skilltransfer-md=out.md",
                                            "--skilltransfer-html=out.html", "--junitxml=junit.xml")
     report = {r["seed"]: r for r in json.loads((pytester.path / "out.json").read_text())["results"]}
     flat, topics = report["flat"]["gain"], report["topics"]["gain"]
@@ -164,11 +165,14 @@ def test_a_clustered_seed_reports_clusters_and_the_design_effect(pytester: pytes
         "*INCONCLUSIVE gain +0.500 ?-0.*, +0.*? (95% CI, 8 cluster(s) of 40 task(s), p = *) neither shows min_gain "
         "+0.100 nor rules it out; the same per-cluster result over * cluster(s) (now 8) would decide it*",
         "*passing min_gain +0.10 with 80% power needs * clusters *",
+        "  baseline      0.00  ?0.00, 0.37?   0.50",  # Clopper-Pearson over 8 cluster means, not 40 tasks
         "  gain +0.50 ?-0.*, +0.*? over 8 cluster(s) of 40 task(s), design effect *, p = 0.* (8 improved, 0 worse, "
         "0 tied clusters)*",
     ], consecutive=False)
     result.stdout.fnmatch_lines(["seed *clusters*", "flat *-*transfers*pass*",
                                  "topics *8 of 40, deff *no effect shown*inconclusive*"], consecutive=False)
+    score_gate = next(g for g in report["topics"]["gate"]["gates"] if g["gate"] == "min_score")
+    assert "transferred score 0.500 [0.157, 0.843] (95% CI, 8 cluster(s) of 40 task(s))" in score_gate["message"]
     effect = f"{topics['design_effect']:.2f}"
     markdown = (pytester.path / "out.md").read_text()
     assert f"| 8 of 40, deff {effect} |" in markdown and "clusters: held-out tasks grouped by `cluster`" in markdown
