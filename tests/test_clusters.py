@@ -197,3 +197,19 @@ def test_too_few_clusters_for_any_verdict_is_said_plainly(pytester: pytest.Pytes
                                  "12 task(s)*too few clusters for any verdict*"], consecutive=False)
     report = json.loads((pytester.path / "out.json").read_text())["results"][0]
     assert report["outcome"] == "no effect shown" and report["gate"]["verdict"] == "inconclusive"
+
+
+def test_a_declared_outcome_cannot_be_shown_by_too_few_clusters() -> None:
+    from pytest_skilltransfer.plugin.gating import evaluate
+    from pytest_skilltransfer.seeds import Thresholds
+
+    gain = stats.clustered_gain([1.0] * 12, [[0.0] * 12], [f"c{i % 5}" for i in range(12)])
+    result = {"source": "a", "target": "b", "gain": gain.as_dict(), "scores": {"transferred": {"tasks": []}}}
+    for expected in ("no effect shown", "hurts"):
+        outcome = evaluate(result, Thresholds(harm_tolerance=0.0), expected=expected)
+        assert outcome.verdict == stats.INCONCLUSIVE
+        assert "too few clusters for any verdict: 5 cluster(s)" in outcome.inconclusive[0]
+    six = stats.clustered_gain([1.0] * 12, [[0.0] * 12], [f"c{i % 6}" for i in range(12)])
+    result["gain"] = six.as_dict()
+    assert evaluate(result, Thresholds(harm_tolerance=0.0), expected="hurts").verdict == stats.PASS
+    assert evaluate(result, Thresholds(harm_tolerance=0.0)).verdict == stats.FAIL  # 6 clusters all worse: harm
