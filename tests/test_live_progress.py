@@ -85,3 +85,15 @@ def test_a_bad_interval_is_a_usage_error(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("--pair", "toy-a:toy-b", "--skilltransfer-progress", "soon")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--skilltransfer-progress: expected auto, off or a number of seconds, got 'soon'*"])
+
+
+def test_by_default_a_short_recording_in_a_log_prints_its_last_line_only(pytester: pytest.Pytester) -> None:
+    with FakeProvider() as fake:
+        _project(pytester, fake.anthropic_url, ("alpha",))
+        result = pytester.runpytest_subprocess("--pair", "toy-a:remote", "--record-mode=once", "--snapshot-update")
+    result.assert_outcomes(passed=1)
+    lines = _progress(result)  # not a terminal: a line a minute, and the last word
+    assert len(lines) == 1 and (lines[0][1], lines[0][2]) == ("1", "1")
+    off = pytester.runpytest_subprocess("--pair", "toy-a:remote", "--record-mode=new_episodes",
+                                        "--skilltransfer-progress", "off")
+    assert not [line for line in off.outlines + off.errlines if "skilltransfer:" in line]

@@ -33,7 +33,7 @@ LIGHT_MODULES = {  # all the plugin imports in a run that is not its own
     "pytest_skilltransfer.plugin.hookspecs", "pytest_skilltransfer.plugin.markers",
     "pytest_skilltransfer.plugin.compare", "pytest_skilltransfer.plugin.shards", "pytest_skilltransfer.plugin.batch",
     "pytest_skilltransfer.plugin.aa_fixture",
-    "pytest_skilltransfer.bounds", "pytest_skilltransfer.redaction", "pytest_skilltransfer.terminal",
+    "pytest_skilltransfer.bounds", "pytest_skilltransfer.terminal",
 }
 REPORT_PLUGIN = '''
 def pytest_unconfigure(config):

@@ -51,7 +51,6 @@ from .options import (Pair, Settings, add_options, add_short_spellings, apply_pr
                       plan_requested, read_settings)
 from .reporting import ERROR_ATTRIBUTE, REPORT_ATTRIBUTE, TransferReporting, is_worker, plain_nodeid
 from .aa_fixture import transfer_aa  # noqa: F401  (a fixture: pytest finds it in this module)
-from ..redaction import redact_text
 from ..terminal import safe
 
 if TYPE_CHECKING:
@@ -486,6 +485,8 @@ def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapsho
     except (SeedError, ModelError, ModelCallError, NoJudgeConfigured, CalibrationFailed) as exc:
         if hasattr(exc, "with_command"):  # a cassette miss: the command that re-records this very item
             exc = exc.with_command(rerecord_command(item, spec))
+        from ..redaction import redact_text
+
         problem = redact_text(f"{spec.seed_path.name} ({spec.source} -> {spec.target}): {exc}")
     else:
         problem = ""

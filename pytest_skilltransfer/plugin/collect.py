@@ -29,7 +29,6 @@ from typing import Any, Iterator
 
 import pytest
 
-from ..redaction import strip_userinfo
 from ..seed_layout import CONFIG_FILE, GATE_NAMES, is_collectable_seed, is_seed_dir, is_seed_file, seed_file
 from .options import Pair
 
@@ -57,6 +56,8 @@ def seed_nodeid(path: Path, config: pytest.Config) -> Any:
 
 def pair_id(pair: Pair) -> str:
     """The pair as an item id shows it: `SRC->TGT`, without the credentials of any base URL in a name."""
+    from ..redaction import strip_userinfo
+
     return strip_userinfo(f"{pair[0]}->{pair[1]}")
 
 

@@ -13,8 +13,8 @@ interleave under `-n`.
 
 `--skilltransfer-progress` (ini `skilltransfer_progress`): `auto` (default: a line every 10 s on a
 terminal, every 60 s in a log, only when something changed, and only when some item can record:
-record mode other than `none` and a provider model, or the batch lane), `off`, or seconds. Under
-`CI=true` replay nothing is recorded, so nothing is printed.
+record mode other than `none` and a provider model, or the batch lane; a last line when the session
+ends), `off`, or seconds. Under `CI=true` replay nothing is recorded, so nothing is printed.
 """
 
 from __future__ import annotations
@@ -48,15 +48,11 @@ class Counts:
     unpriced: int = 0  # answers without a price
 
 
-def interval(value: str | None, config: pytest.Config) -> float | None:
-    """Seconds between lines, or None when progress is off; `value` is the option's text."""
+def interval(value: str | None) -> float | None:
+    """Seconds between lines (0: `auto`, decided when the session starts), or None when progress is off."""
     text = (value or "auto").strip().lower()
-    if text == "off":
-        return None
-    if text == "auto":
-        reporter = config.pluginmanager.getplugin("terminalreporter")
-        tty = bool(reporter is not None and reporter._tw.isatty)
-        return TERMINAL_INTERVAL_S if tty else LOG_INTERVAL_S
+    if text in ("off", "auto"):
+        return None if text == "off" else 0.0
     try:
         seconds = float(text)
     except ValueError:
@@ -64,6 +60,11 @@ def interval(value: str | None, config: pytest.Config) -> float | None:
     if not 0 < seconds < float("inf"):
         raise pytest.UsageError(f"--skilltransfer-progress: expected auto, off or a number of seconds, got {value!r}")
     return seconds
+
+
+def _auto_interval(config: pytest.Config) -> float:
+    reporter = config.pluginmanager.getplugin("terminalreporter")
+    return TERMINAL_INTERVAL_S if reporter is not None and reporter.isatty() else LOG_INTERVAL_S
 
 
 class LiveProgress:
@@ -85,7 +86,6 @@ class LiveProgress:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_figures: str | None = None
-        self._printed = False
         self._write: Callable[[str], None] | None = None
         self._remove_observer: Callable[[], None] | None = None
         workerinput = getattr(config, "workerinput", None)
@@ -166,6 +166,7 @@ class LiveProgress:
         from .lines import line_writer
 
         self._write = line_writer(self.config)
+        self.every_s = self.every_s or _auto_interval(self.config)
         self._thread = threading.Thread(target=self._run, name="skilltransfer-progress", daemon=True)
         self._thread.start()
 
@@ -182,8 +183,7 @@ class LiveProgress:
         self._stop.set()
         self._thread.join(timeout=5)
         self._thread = None
-        if self._printed:  # the last word: where the run ended
-            self._print(force=True)
+        self._print(force=True)  # the last word: where the run ended
 
     def pytest_unconfigure(self) -> None:
         if self._remove_observer is not None:
@@ -203,7 +203,6 @@ class LiveProgress:
         if line is None or self._write is None or (figures == self._last_figures and not force):
             return
         self._last_figures = figures
-        self._printed = True
         self._write(line)
 
     def totals(self) -> Counts:
@@ -261,13 +260,13 @@ def register(config: pytest.Config, settings: Any, runner: Any, spec_of: Callabl
     from .planning import recording_bound
 
     value, _ = _Reader(config).get("skilltransfer-progress")
-    every = interval(value, config)
+    every = interval(value)
     if every is None:
         return
     mode = settings.record_mode or default_record_mode()
     batch_lane = batch.read(config) is not None
-    if mode == "none" and not batch_lane:
-        return  # replay only: nothing is recorded, nothing to watch
+    if (mode == "none" and not batch_lane) or settings.plan or config.option.collectonly:
+        return  # replay only, a plan or a collection: nothing is recorded, nothing to watch
     progress = LiveProgress(config, every, mode != "none", batch_lane, runner.budget,
                             lambda items: recording_bound(runner, items, spec_of))
     config.pluginmanager.register(progress, "skilltransfer-progress")

@@ -13,7 +13,6 @@ from typing import Any, Callable
 
 import pytest
 
-from ..redaction import redact_text
 from ..terminal import safe
 from .options import SPELLINGS, Settings
 
@@ -108,6 +107,8 @@ class TransferReporting:
             counts = item_counts(self.ordered(), self.errors)
             terminalreporter.write_line("items: " + ", ".join(f"{n} {what}" for what, n in counts.items()))
         for error in errored(self.errors):
+            from ..redaction import redact_text
+
             terminalreporter.write_line(safe(redact_text(f"ERROR {error['item']}: {error['reason']}")))
         for label, path in (("JSON", self.settings.json_path), ("Markdown", self.settings.md_path),
                             ("HTML", self.settings.html_path)):
