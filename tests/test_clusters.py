@@ -176,7 +176,9 @@ def test_a_clustered_seed_reports_clusters_and_the_design_effect(pytester: pytes
     effect = f"{topics['design_effect']:.2f}"
     markdown = (pytester.path / "out.md").read_text()
     assert f"| 8 of 40, deff {effect} |" in markdown and "clusters: held-out tasks grouped by `cluster`" in markdown
-    assert f"over 8 cluster(s) of 40 task(s), design effect {effect}" in (pytester.path / "out.html").read_text()
+    page = (pytester.path / "out.html").read_text()
+    assert f"over 8 cluster(s) of 40 task(s), design effect {effect}" in page
+    assert f'<td class="num">8 of 40, deff {effect}</td>' in page and '<span class="cluster">topic-0</span>' in page
     snapshot = next((root / "topics" / "__snapshots__").rglob("*.md")).read_text()
     assert f"- gain: +0.50 [" in snapshot and f"over 8 cluster(s) of 40 task(s), design effect {effect}, p = " in snapshot
     junit = (pytester.path / "junit.xml").read_text()

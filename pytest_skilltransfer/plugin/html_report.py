@@ -23,7 +23,7 @@ import html
 import re
 from typing import Any, Iterable
 
-from ..report import (design_effect_text, gain_text, mdg_text, night_verdict, p_text, pair_lines, summary_line,
+from ..report import (clusters_text, design_effect_text, gain_text, mdg_text, night_verdict, p_text, pair_lines, summary_line,
                       units_text, usd_text, verdict_text)
 
 ARMS = ("baseline", "transferred", "direct")
@@ -45,7 +45,7 @@ th{background:var(--bg)}td.num{text-align:right;font-variant-numeric:tabular-num
 .chip{display:inline-block;padding:0 6px;border-radius:9px;font-size:12px;border:1px solid var(--line);white-space:nowrap}
 .o-transfers,.v-pass,.t-pass{background:#dafbe1;color:var(--ok)}.o-hurts,.v-fail,.t-fail{background:#ffebe9;color:var(--bad)}
 .o-none,.v-inconclusive{background:#fff8c5;color:var(--mid)}.v-no-gate,.v-unchanged-vs-snapshot{background:#eaeef2;color:var(--muted)}.v-errored{background:#ffebe9;color:var(--bad)}
-.counts span{margin-right:10px}.muted{color:var(--muted)}
+.counts span{margin-right:10px}.muted{color:var(--muted)}.cluster{color:var(--muted);font-size:12px}
 details{border:1px solid var(--line);border-radius:6px;margin:6px 0;padding:2px 8px}
 details>summary{cursor:pointer;padding:2px 0}details[open]>summary{border-bottom:1px solid var(--line);margin-bottom:4px}
 details details{border:0;border-left:3px solid var(--line);border-radius:0;margin:2px 0}
@@ -222,9 +222,12 @@ def _first_gate_message(result: dict[str, Any]) -> str:
 
 
 def _items_table(results: list[dict[str, Any]]) -> str:
-    head = ("seed", "pair", "baseline", "transferred", "direct", "gain [95% CI]", "p", "mdg", "outcome", "gates", "$")
+    clustered = any(clusters_text(r) for r in results)
+    head = ("seed", "pair", "baseline", "transferred", "direct", "gain [95% CI]", "p", "mdg",
+            *(("clusters",) if clustered else ()), "outcome", "gates", "$")
     rows = []
     for r in results:
+        clusters = f'<td class="num">{esc(clusters_text(r) or "-")}</td>' if clustered else ""
         outcome, verdict = outcome_of(r), _verdict(r)
         direct = "-" if r.get("direct_target") is None else f"{r['direct_target']:.2f}"
         rows.append(
@@ -233,7 +236,7 @@ def _items_table(results: list[dict[str, Any]]) -> str:
             f'<td class="num">{r["baseline_target"]:.2f}</td><td class="num">{r["transferred"]:.2f}</td>'
             f'<td class="num">{direct}</td><td class="num" data-v="{r["gain"]["mean"]}">{esc(gain_text(r))}</td>'
             f'<td class="num" data-v="{r["gain"]["p_value"]}">{p_text(r["gain"]["p_value"])}</td>'
-            f'<td class="num">{mdg_text(r)}</td><td>{_chip(outcome, _outcome_class(outcome))}</td>'
+            f'<td class="num">{mdg_text(r)}</td>{clusters}<td>{_chip(outcome, _outcome_class(outcome))}</td>'
             f'<td>{_chip(verdict, "v-" + verdict.replace(" ", "-"))}</td>'
             f'<td class="num">{esc(usd_text(r["cost"].get("total_usd")))}</td></tr>')
     return ('<table class="sortable"><thead><tr>' + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"
@@ -329,7 +332,9 @@ def task_matrix(result: dict[str, Any]) -> str:
         arms = by_arm[task_id]
         hards = {arms[a]["hard"] for a in ARMS if a in arms}
         css = "differs" if len(hards) > 1 else "same"
-        rows.append(f'<tr class="{css}"><td><a href="#{box}-{esc(task_id)}">{esc(task_id)}</a></td>'
+        cluster = next((arms[a]["cluster"] for a in ARMS if a in arms and "cluster" in arms[a]), None)
+        cluster_note = "" if cluster is None else f' <span class="cluster">{esc(cluster)}</span>'
+        rows.append(f'<tr class="{css}"><td><a href="#{box}-{esc(task_id)}">{esc(task_id)}</a>{cluster_note}</td>'
                     + "".join(_cell(arms.get(a)) for a in ARMS) + "</tr>")
         drill.append(f'<details id="{box}-{esc(task_id)}"><summary>{esc(task_id)}'
                      f'{" (differs)" if css == "differs" else ""}</summary><div class="answers">'
