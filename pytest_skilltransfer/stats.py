@@ -431,7 +431,7 @@ def clustered_score(per_restart: list[list[float]], clusters: list[str | None] |
     if not per_restart or len(clusters) != len(per_restart[0]) or not is_clustered(clusters):
         return restart_score(per_restart, level)
     unit = restart_score([cluster_means(values, clusters) for values in per_restart], level)
-    return replace(unit, method=unit.method + " over cluster means", unit=CLUSTER_UNIT, tasks=len(clusters))
+    return replace(unit, method=f"{unit.method} (on cluster means)", unit=CLUSTER_UNIT, tasks=len(clusters))
 
 
 def undecidable_units(n: int, level: float = LEVEL) -> bool:
