@@ -419,8 +419,8 @@ def clustered_gain(before: list[float], afters: list[list[float]], clusters: lis
         return restart_gain(before, afters, level)
     unit = restart_gain(cluster_means(before, clusters), [cluster_means(after, clusters) for after in afters], level)
     averaged = [mean(after[i] for after in afters) - before[i] for i in range(len(before))]
-    return replace(unit, unit=CLUSTER_UNIT, tasks=len(before), design_effect=design_effect(averaged, clusters),
-                   task_mean=mean(averaged))
+    return replace(unit, method=f"{unit.method} (on cluster means)", unit=CLUSTER_UNIT, tasks=len(before),
+                   design_effect=design_effect(averaged, clusters), task_mean=mean(averaged))
 
 
 def clustered_score(per_restart: list[list[float]], clusters: list[str | None] | tuple[str | None, ...],
