@@ -18,6 +18,11 @@ of samples or tasks:
   (unchanged tasks) keep their information, which makes it about half as wide as Clopper-Pearson
   on (d + 1) / 2. Above `N_EXACT` tasks the same statistic is referred to the normal distribution
   (the asymptotic Tango score interval and test, still one construction), and the method says so.
+* Clustered tasks (`clustered_gain`, `clustered_score`): when held-out tasks share clusters (a
+  topic, paraphrases of one question), the unit is the cluster: task values are averaged within
+  each cluster and the same constructions run on the C cluster means, so the estimand is the mean
+  over clusters. The design effect compares the two variances of the mean. Without a cluster of two
+  or more tasks nothing changes.
 * Gates compare the interval with a threshold (`decide`): pass when the whole interval is at or
   above it, fail when the whole interval is below it, inconclusive otherwise. Each side errs with
   probability at most (1 - level) / 2.
