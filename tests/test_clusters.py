@@ -215,3 +215,13 @@ def test_a_declared_outcome_cannot_be_shown_by_too_few_clusters() -> None:
     result["gain"] = six.as_dict()
     assert evaluate(result, Thresholds(harm_tolerance=0.0), expected="hurts").verdict == stats.PASS
     assert evaluate(result, Thresholds(harm_tolerance=0.0)).verdict == stats.FAIL  # 6 clusters all worse: harm
+
+
+def test_compare_to_takes_the_base_score_over_clusters_as_this_run_does() -> None:
+    from pytest_skilltransfer.plugin.compare import _mean_over_units
+
+    committed = {"a": 1.0, "b": 1.0, "c": 1.0, "d": 0.0}
+    tasks = [{"task_id": t, **({"cluster": "x"} if t != "d" else {})} for t in committed]
+    result = {"scores": {"transferred": {"tasks": tasks}}}
+    assert _mean_over_units(committed, result) == pytest.approx(0.5)  # two units: cluster x (1.0) and d (0.0)
+    assert _mean_over_units(committed, {"scores": {"transferred": {"tasks": []}}}) == pytest.approx(0.75)

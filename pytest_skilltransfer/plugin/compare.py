@@ -172,10 +172,19 @@ class Before:
 
         per_task = None if self.text is None else parse_per_task(self.text)
         status = "new" if self.text is None else "unscored" if per_task is None else "compared"
-        before = round(sum(per_task.values()) / len(per_task), 3) if per_task else None
+        before = round(_mean_over_units(per_task, result), 3) if per_task else None
         verdict = regression_verdict(gate) if status == "compared" else status
         return {"ref": self.base.name, "commit": self.base.commit, "snapshot": self.base.relative(self.path),
                 "status": status, "before": before, "after": result["transferred"], "verdict": verdict}
+
+
+def _mean_over_units(per_task: dict[str, float], result: dict[str, Any]) -> float:
+    """The committed per-task scores' mean as this run's transferred score is taken: over tasks, or over
+    clusters when this run's held-out tasks share any (so before and after are the same kind of mean)."""
+    from ..stats import clustered_score
+
+    clusters = {t["task_id"]: t.get("cluster") for t in result["scores"]["transferred"]["tasks"]}
+    return clustered_score([list(per_task.values())], [clusters.get(task) for task in per_task]).mean
 
 
 def regression_verdict(gate: dict[str, Any]) -> str:
