@@ -8,7 +8,7 @@ designs with a true mean gain of 0.30:
 
 * correlated: each cluster is, with equal chance, one the skill helps strongly (P(pass) 0.1 -> 0.9)
   or one it hurts a little (0.5 -> 0.3); tasks are independent given their cluster's kind, so tasks
-  of one cluster are correlated (intra-cluster correlation of the differences about 0.4);
+  of one cluster are correlated (intra-cluster correlation of the differences about 0.45, design effect 2.8);
 * independent: every task 0.3 -> 0.6, clusters are mere labels (no correlation).
 
 For each: the share of runs whose 95% interval holds the true gain (the same exact family, once
