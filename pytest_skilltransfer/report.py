@@ -27,9 +27,10 @@ LEGEND = ("gain: paired per-task gain transferred - baseline with its exact 95% 
           "unchanged vs snapshot when, in addition, the committed snapshot matched")
 
 
-CLUSTERS_LEGEND = ("clusters: held-out tasks grouped by `cluster` are counted per cluster (the test's units; "
-                   "scores and gains are means over clusters): clusters of tasks, and the design effect deff, the "
-                   "variance of the mean over what as many independent tasks would give")
+CLUSTERS_LEGEND = ("clusters: held-out tasks grouped by `cluster` are counted per cluster (the test's units: "
+                   "scores and gains are means over clusters; intervals, p and mdg count clusters): clusters of "
+                   "tasks, and the design effect deff, the variance of the mean over what as many independent "
+                   "tasks would give")
 
 
 def legend(results: list[dict[str, Any]]) -> str:
