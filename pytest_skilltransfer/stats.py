@@ -420,7 +420,9 @@ def clustered_gain(before: list[float], afters: list[list[float]], clusters: lis
     down, the two-level interval with restarts) runs on the C cluster means. The estimand is the mean
     gain over clusters (each cluster weighs the same). Without a cluster of two or more tasks this is
     exactly `restart_gain` on the tasks."""
-    if len(clusters) != len(before) or not is_clustered(clusters):
+    if len(clusters) != len(before):
+        raise ValueError(f"clustered comparison needs a cluster per task, got {len(clusters)} for {len(before)} tasks")
+    if not is_clustered(clusters):
         return restart_gain(before, afters, level)
     unit = restart_gain(cluster_means(before, clusters), [cluster_means(after, clusters) for after in afters], level)
     averaged = [mean(after[i] for after in afters) - before[i] for i in range(len(before))]
@@ -433,7 +435,9 @@ def clustered_score(per_restart: list[list[float]], clusters: list[str | None] |
     """A score over clusters: each restart's per-task scores averaged within clusters, then `restart_score`
     (Clopper-Pearson on the C cluster means, two-level with restarts). The mean is over clusters, as the
     clustered gain's; without a cluster of two or more tasks it is `restart_score` on the tasks."""
-    if not per_restart or len(clusters) != len(per_restart[0]) or not is_clustered(clusters):
+    if per_restart and len(clusters) != len(per_restart[0]):
+        raise ValueError(f"clustered score needs a cluster per task, got {len(clusters)} for {len(per_restart[0])} tasks")
+    if not is_clustered(clusters):
         return restart_score(per_restart, level)
     unit = restart_score([cluster_means(values, clusters) for values in per_restart], level)
     return replace(unit, method=f"{unit.method} (on cluster means)", unit=CLUSTER_UNIT, tasks=len(clusters))
