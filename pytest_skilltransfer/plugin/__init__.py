@@ -602,7 +602,8 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
     item.user_properties.append(("skilltransfer_verdict", run.data["gate"]["label"]))
     if verdict == "fail" or (verdict == "inconclusive" and settings.inconclusive == "fail"):
         texts = {task.id: task.text for task in run.seed.test}
-        raise TransferFailed(diagnose(run.data, outcome, run.seed.skill, texts, mismatch),
+        raise TransferFailed(diagnose({**run.data, "item": plain_nodeid(item.nodeid)}, outcome, run.seed.skill, texts,
+                                      mismatch),
                              failure_reason(run.data))
     if verdict == "inconclusive":
         reason = "inconclusive: " + "; ".join(outcome.inconclusive)
