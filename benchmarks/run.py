@@ -544,10 +544,14 @@ COUNT_MODULES = ("import sys, pytest; code = pytest.main(sys.argv[1:]); "
                  "raise SystemExit(code)")
 
 
+FOREIGN_ENV_DROPPED = ("PYTEST_ADDOPTS", "PYTHONDONTWRITEBYTECODE")  # bytecode cached, as in a user's environment
+
+
 def _foreign_run(project: Path, args: list[str]) -> tuple[float, str, int]:
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", COUNT_MODULES, "-q", "-p", "no:cacheprovider", *args], cwd=project,
-                          capture_output=True, text=True, env={k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"})
+                          capture_output=True, text=True,
+                          env={k: v for k, v in os.environ.items() if k not in FOREIGN_ENV_DROPPED})
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         raise RuntimeError(done.stdout + done.stderr)
@@ -564,6 +568,7 @@ def foreign_project(work: Path, rounds: int) -> list[Row]:
     for n in range(10):
         (project / f"test_part{n}.py").write_text(FOREIGN_TEST)
     rows = []
+    _foreign_run(project, [])  # writes the bytecode caches both variants then read
     for label, extra in (("in-process", []), ("-n 2", ["-n", "2"])):
         times: dict[bool, list[float]] = {True: [], False: []}
         outputs: dict[bool, set[str]] = {True: set(), False: set()}

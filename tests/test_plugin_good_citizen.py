@@ -8,6 +8,7 @@ as printed.
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import shlex
@@ -97,16 +98,21 @@ def test_a_changed_setting_is_named_instead_of_called_a_regression(pytester: pyt
     assert "- protocol settings: `nights=1 edit_budget=2 " in snapshot.read_text()
 
 
-def test_markdown_rerun_and_accept_commands_work_as_printed(pytester: pytest.Pytester) -> None:
+def test_rerun_and_accept_commands_work_as_printed_in_every_report(pytester: pytest.Pytester) -> None:
     project(pytester, ini="skilltransfer_source = toy-a\nskilltransfer_target = toy-b\n", seeds=("alpha",))
     pytester.runpytest("--snapshot-update").assert_outcomes(passed=1)
     skill = pytester.path / "seeds" / "alpha" / "SKILL.md"
     skill.write_text(skill.read_text() + "Keep answers short.\n")  # the learned skill changes with it
-    failed = pytester.runpytest_subprocess("--source=toy-a", "--target=toy-b", "--skilltransfer-md=report.md")
+    failed = pytester.runpytest_subprocess("--source=toy-a", "--target=toy-b", "--skilltransfer-md=report.md",
+                                           "--skilltransfer-html=report.html")
     failed.assert_outcomes(failed=1)
     markdown = (pytester.path / "report.md").read_text()
     commands = dict(re.findall(r"^- (rerun|accept the new result once reviewed): `(.*)`$", markdown, re.M))
     assert set(commands) == {"rerun", "accept the new result once reviewed"}, markdown
+    page = html.unescape((pytester.path / "report.html").read_text())
+    assert dict(re.findall(r"<p>(rerun|accept the new result once reviewed): <code>(.*?)</code></p>", page)) == commands
+    terminal = next(line for line in failed.outlines if line.startswith("snapshot mismatch (accept once reviewed: "))
+    assert terminal == f"snapshot mismatch (accept once reviewed: {commands['accept the new result once reviewed']}):"
     rerun = pytester.runpytest_subprocess(*shlex.split(commands["rerun"])[1:])
     rerun.assert_outcomes(failed=1)  # the same failure, reproduced
     accept = pytester.runpytest_subprocess(*shlex.split(commands["accept the new result once reviewed"])[1:])

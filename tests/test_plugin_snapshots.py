@@ -36,7 +36,8 @@ def test_snapshot_is_created_matched_flagged_and_updated(pytester: pytest.Pytest
     changed = pytester.runpytest_subprocess()
     changed.assert_outcomes(failed=2)
     changed.stdout.fnmatch_lines([
-        "snapshot mismatch (run with --snapshot-update to accept):",
+        "snapshot mismatch (accept once reviewed: pytest 'seeds/alpha/SKILL.md::transfer[[]toy-a->toy-b[]]' "
+        "--transfer-pair 'toy-a->toy-b' --snapshot-update):",
         "  seeds/alpha/__snapshots__/transfer?toy-a_to_toy-b?.md differs: scores unchanged; skill +1/-0 lines",
         "  --- committed snapshot",
         "  +++ this run",

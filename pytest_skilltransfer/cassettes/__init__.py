@@ -218,30 +218,35 @@ def _seed_cassette_class() -> type:
 
         def append(self, request: Any, response: Any) -> None:
             # vcrpy's append deep-copies the response and filters the request again; here the request
-            # is filtered once per call and the response (a fresh dict vcrpy built) is filtered as is
-            with self._lock:
-                request = self._before_record_request(request)
-                if not request:
-                    return
-                response = self._before_record_response(response)
-                if response is None:
-                    return
-                if not self._loading:
-                    problem = response_problem(request_path(request.uri), response["status"]["code"],
-                                               response["body"].get("string"))
-                    if problem is not None:  # never stored, never replayed
+            # is filtered once per call and the response (a fresh dict vcrpy built) is filtered as is.
+            # Filtering, checking and journaling run outside the lock: calls of other threads go on
+            # while this answer is made durable (and their journal lines join the same fsync).
+            request = self._before_record_request(request)
+            if not request:
+                return
+            response = self._before_record_response(response)
+            if response is None:
+                return
+            if not self._loading:
+                problem = response_problem(request_path(request.uri), response["status"]["code"],
+                                           response["body"].get("string"))
+                if problem is not None:  # never stored, never replayed
+                    with self._lock:
                         self.unsaved.append((model_of(request.body), problem))
-                        return
+                    return
+            key = request_key(request)
+            with self._lock:
                 self.data.append((request, response))
                 self.dirty = True
-                key = request_key(request)
-                if not self._loading and self.store.record(to_plain(request, response)):
-                    self.store.inflight.release(key, answered=True)
                 if not self._loading:
                     self._recorded.add(key)
-                    _notify_recorded(request, response)
                 self._keys.append(key)
                 self._index.setdefault(key, []).append(len(self.data) - 1)
+            if self._loading:
+                return
+            if self.store.record(to_plain(request, response)):
+                self.store.inflight.release(key, answered=True)
+            _notify_recorded(request, response)
 
         def can_play_response_for(self, request: Any) -> bool:
             """vcrpy's check, then (when recording) what other processes recorded or are sending: a request

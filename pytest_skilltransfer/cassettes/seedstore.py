@@ -11,6 +11,7 @@ Where two recorded the same request, the later fold wins, as re-recording should
 from __future__ import annotations
 
 import os
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -170,6 +171,7 @@ class SeedStore:
         self.write_error: OSError | None = None  # the first failed write: nothing more is sent after it
         self.unwritten: list[dict[str, Any]] = []  # answers received after it, kept in memory until close
         self._read: dict[Path, int] = {}  # other recorders' journals: bytes read so far
+        self._memory = threading.Lock()  # the bookkeeping below; never held while writing
         self._known: Counter[tuple[str, str, str]] = Counter()  # request keys this recorder can answer
         self._files: dict[Path, tuple[int, int, int]] = {}  # model files as last read: (inode, size, mtime)
         self.cleaned: list[Path] = []  # leftover temporary files removed on open
@@ -233,21 +235,26 @@ class SeedStore:
         After a failed write the answer is kept in memory (`unwritten`) and folded in at close if
         the disk allows then; `write_error` tells the caller to send nothing more.
         """
-        self._known[plain_key(entry)] += 1
-        if self.write_error is None:
+        with self._memory:
+            self._known[plain_key(entry)] += 1
+            failed = self.write_error is not None
+        if not failed:
             try:
                 self.journal.append(entry)
                 return True
             except OSError as err:
-                self.write_error = err
-        self.unwritten.append(entry)
+                with self._memory:
+                    self.write_error = self.write_error or err
+        with self._memory:
+            self.unwritten.append(entry)
         return False
 
     def answers_from_others(self) -> list[dict[str, Any]]:
         """Interactions other processes recorded since the last look: in their journals, or already folded
         into the model files (a recorder that closes moves its journal there, maybe while this one waited)."""
-        found = self._from_journals() + self._from_folded_files()
-        self._known.update(plain_key(entry) for entry in found)
+        with self._memory:
+            found = self._from_journals() + self._from_folded_files()
+            self._known.update(plain_key(entry) for entry in found)
         return found
 
     def _from_journals(self) -> list[dict[str, Any]]:

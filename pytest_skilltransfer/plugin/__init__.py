@@ -218,6 +218,7 @@ def _engage(config: pytest.Config) -> None:
     if settings.plan:
         config.option.disable_unused_snapshots = True  # no item runs, so no snapshot is "unused"
         config.pluginmanager.register(PlanMode(), "skilltransfer-plan")
+    config.pluginmanager.register(ItemHooks(), "skilltransfer-items")
     reporting = TransferReporting(config, settings)
     config.pluginmanager.register(reporting, "skilltransfer-reporting")
     if runner.budget is not None:
@@ -558,8 +559,7 @@ def junit_properties(data: dict[str, Any]) -> list[tuple[str, object]]:
     return [(f"skilltransfer_{name}", value) for name, value in values.items() if value is not None]
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
+def _runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
     """After a transfer test's body passes: gates, snapshot, and the diagnosis on failure."""
     outcome = yield
     run = item.stash.get(RUN, None)
@@ -602,7 +602,8 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
     item.user_properties.append(("skilltransfer_verdict", run.data["gate"]["label"]))
     if verdict == "fail" or (verdict == "inconclusive" and settings.inconclusive == "fail"):
         texts = {task.id: task.text for task in run.seed.test}
-        raise TransferFailed(diagnose(run.data, outcome, run.seed.skill, texts, mismatch),
+        raise TransferFailed(diagnose({**run.data, "item": plain_nodeid(item.nodeid)}, outcome, run.seed.skill, texts,
+                                      mismatch),
                              failure_reason(run.data))
     if verdict == "inconclusive":
         reason = "inconclusive: " + "; ".join(outcome.inconclusive)
@@ -611,7 +612,7 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
         warnings.warn(pytest.PytestWarning(safe(f"{item.nodeid}: {reason}")), stacklevel=1)
 
 
-def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+def _runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
     """Close a seed's cassette once the next item belongs to another seed (or there is none)."""
     spec = item.stash.get(SPEC, None)
     following = nextitem.stash.get(SPEC, None) if nextitem is not None else None
@@ -623,7 +624,7 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
         runner_of(item.config).stop_recording(prune=prune)
 
 
-def pytest_deselected(items: list[pytest.Item]) -> None:
+def _deselected(items: list[pytest.Item]) -> None:
     """A seed with a deselected item is not re-recorded completely: its cassette is not pruned."""
     specs = [item for item in items if SPEC in item.stash]
     if specs:
@@ -632,7 +633,7 @@ def pytest_deselected(items: list[pytest.Item]) -> None:
         note_deselected(specs[0].config, specs, lambda item: seed_key(item.stash.get(SPEC, None)))
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
+def _sessionfinish(session: pytest.Session) -> None:
     runner = session.config.stash.get(RUNNER, None)
     if runner is None:
         return
@@ -646,8 +647,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         runner.budget.ledger.close()
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+def _runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
     """Attach the result to the call report, which xdist carries to the controller."""
     report = yield
     if SPEC in item.stash:
@@ -662,6 +662,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
                                           "source": spec.source, "target": spec.target, "when": report.when,
                                           "reason": reason[0] if reason else "error"})
     return report
+
+
+class ItemHooks:
+    """The per-item hooks, registered only in an engaged run (`_engage`): a foreign suite pays nothing per test."""
+
+    pytest_runtest_call = staticmethod(pytest.hookimpl(wrapper=True)(_runtest_call))
+    pytest_runtest_teardown = staticmethod(_runtest_teardown)
+    pytest_runtest_makereport = staticmethod(pytest.hookimpl(wrapper=True)(_runtest_makereport))
+    pytest_deselected = staticmethod(_deselected)
+    pytest_sessionfinish = staticmethod(_sessionfinish)
 
 
 def _short_summary(report: pytest.TestReport, call: pytest.CallInfo[None]) -> None:

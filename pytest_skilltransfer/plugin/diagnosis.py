@@ -137,7 +137,13 @@ def diagnose(result: dict[str, Any], outcome: GateOutcome, seed_skill: str, task
     if outcome.inconclusive and not outcome.failures:
         lines.append("  (an unproven claim is not a pass; --transfer-inconclusive=xfail|pass changes what it does)")
     if snapshot_diff:
-        lines += ["", "snapshot mismatch (run with --snapshot-update to accept):", *(f"  {d}" for d in snapshot_diff)]
+        from .rerun import rerun_commands
+
+        accept = [command for what, command in rerun_commands({**result, "gate": {"snapshot": snapshot_diff[0]}})
+                  if what != "rerun"]
+        lines += ["", "snapshot mismatch" + (f" (accept once reviewed: {accept[0]})" if accept else
+                                             " (run with --snapshot-update to accept)") + ":",
+                  *(f"  {d}" for d in snapshot_diff)]
     unfinished = unfinished_answers(result)
     if unfinished:
         lines += ["", f"unfinished answers (counted as given): {unfinished}"]

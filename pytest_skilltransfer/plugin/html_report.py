@@ -416,7 +416,9 @@ def _compare(result: dict[str, Any]) -> str:
 def item_section(result: dict[str, Any]) -> str:
     """One folded section with everything about an item."""
     outcome, verdict = outcome_of(result), _verdict(result)
-    rerun = f"<p>rerun: <code>pytest {esc(repr(result['item']))}</code></p>" if result.get("item") else ""
+    from .rerun import rerun_commands
+
+    rerun = "".join(f"<p>{esc(what)}: <code>{esc(command)}</code></p>" for what, command in rerun_commands(result))
     return (f'<details class="item" id="{anchor(result)}" data-outcome="{esc(outcome)}" data-verdict="{esc(verdict)}">'
             f'<summary><b>{esc(_label(result))}</b> {_chip(outcome, _outcome_class(outcome))} '
             f'{_chip(verdict, "v-" + verdict.replace(" ", "-"))} gain {esc(gain_text(result))}</summary>'

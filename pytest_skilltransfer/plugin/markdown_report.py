@@ -9,7 +9,6 @@ judges and the optimization price comparison. A pure function of the item record
 
 from __future__ import annotations
 
-import shlex
 
 from typing import Any
 
@@ -139,20 +138,9 @@ def failure_sections(ordered: list[dict[str, Any]]) -> list[str]:
     return ["## Failures", "", *lines] if lines else []
 
 
-def rerun_commands(result: dict[str, Any]) -> list[tuple[str, str]]:
-    """(what, command) to rerun a failed item as it ran and, when its snapshot differs, to accept the new
-    result. The pair is named (`--transfer-pair`, a spelling no other plugin owns) so the item is
-    collected whichever matrix the run had."""
-    if not result.get("item"):
-        return []
-    rerun = shlex.join(["pytest", result["item"], "--transfer-pair", f"{result['source']}->{result['target']}"])
-    commands = [("rerun", rerun)]
-    if (result.get("gate") or {}).get("snapshot") not in (None, "ok", "not compared"):
-        commands.append(("accept the new result once reviewed", f"{rerun} --snapshot-update"))
-    return commands
-
-
 def rerun_lines(result: dict[str, Any]) -> list[str]:
+    from .rerun import rerun_commands
+
     return [f"- {what}: {_code(command)}" for what, command in rerun_commands(result)]
 
 
