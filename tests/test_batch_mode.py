@@ -82,6 +82,8 @@ def test_a_batch_recording_replays_exactly_like_a_synchronous_one(pytester: pyte
     summary = [line for line in batch.stderr.lines if line.startswith("batch lane: ")]
     assert summary and f"batch lane: {sent_sync} request(s) in " in summary[0], batch.stderr.str()
     print(summary[0], f"({sent_sync} synchronous requests)")
+    last = [line for line in batch.outlines if line.startswith("skilltransfer: ")][-1]  # live progress
+    assert last.startswith(f"skilltransfer: 4/4 items · {sent_sync} calls (plan ≤ ") and " · batch lane · " in last, last
 
     assert interactions(pytester.path / "cassettes") == interactions(pytester.path / "cassettes-sync")
     assert (pytester.path / "cassettes" / "batch-manifest.jsonl").is_file()
