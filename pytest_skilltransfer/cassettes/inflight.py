@@ -4,7 +4,8 @@ Before a recorder sends a request that nothing recorded answers, it claims it: i
 `<seed folder>/.inflight-<digest of the request key>.lock` (filelock, an OS lock the kernel releases
 if the process dies). A second recorder, in any process or xdist worker whatever its `TMPDIR`,
 waits on the same claim; once it gets it, the first recorder's answer is already fsync'd in that
-recorder's journal, where the second finds it (`SeedStore.answers_from_others`) instead of sending.
+recorder's journal, or folded into the model file if that recorder has closed since, where the
+second finds it (`SeedStore.answers_from_others`) instead of sending.
 A recorder killed mid-call frees its claim, and the waiter then sends the request itself.
 
 Claims are held per thread and released when the thread's SDK call ends (`sdk_common.on_call_end`),

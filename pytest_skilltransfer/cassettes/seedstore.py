@@ -213,7 +213,8 @@ class SeedStore:
             for orphan in orphans:
                 orphan.remove()
             self.recovered = len(recovered)
-            def counted(entry: dict[str, Any]) -> Any:
+
+            def counted(entry: dict[str, Any]) -> Any:  # what this recorder can answer, for `answers_from_others`
                 self._known[plain_key(entry)] += 1
                 return (convert or (lambda e: e))(entry)
 
