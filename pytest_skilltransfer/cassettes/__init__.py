@@ -35,8 +35,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
-from ..models.base import ModelCallError, ModelError
-from .miss import CassetteMiss, build_miss, find_in_chain, find_vcr_miss
+from ..models.base import ModelCallError, ModelError, find_in_chain
+from .miss import CassetteMiss, build_miss, find_vcr_miss
 from .scrub import scan_for_secrets
 
 __all__ = [

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..models.base import ModelCallError
+from ..models.base import ModelCallError, find_in_chain
 from ..redaction import redact_text
 from .match import body_diff, closest, model_of, request_key
 from .store import file_name
@@ -123,18 +123,6 @@ def render(d: MissDetails) -> str:
             *(f"    {line}" for line in d.diff.splitlines()),
         ]
     return redact_text("\n".join([head, *(f"  {line}" for line in body), *(f"  {line}" for line in fix_lines(d))]))
-
-
-def find_in_chain(exc: BaseException, kind: type) -> BaseException | None:
-    """The first exception of `kind` in the cause/context chain of `exc`."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        if isinstance(current, kind):
-            return current
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return None
 
 
 def find_vcr_miss(exc: BaseException) -> BaseException | None:

@@ -147,6 +147,18 @@ class ModelCallError(Exception):
     """A call failed (provider error, missing key, cassette miss). The message says what to do."""
 
 
+def find_in_chain(exc: BaseException, kind: type) -> BaseException | None:
+    """The first exception of `kind` in the cause/context chain of `exc`."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, kind):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
 ModelFactory = Callable[[str], Model]
 
 _FAMILIES: list[tuple[str, Callable[[str], bool], ModelFactory, str]] = []

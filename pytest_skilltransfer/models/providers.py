@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 from . import aliases
 from .aliases import Target
 from ..redaction import redact_json, redact_text, register_key_variables, strip_userinfo
-from .base import Model, ModelCallError, ModelError, Reply, Request, ToolCall, Usage, register_family
+from .base import Model, ModelCallError, ModelError, Reply, Request, ToolCall, Usage, find_in_chain, register_family
 from . import spend_gate
 from .batch import BATCH_ANSWER, BATCH_CONCURRENCY, BatchLaneError, SendSynchronously, active_lane, batch_client, group_for
 from .limiter import LIMITERS, observe_client
@@ -148,22 +148,12 @@ class ProviderModel:
         try:
             return wire.send(client, self.target, request)
         except Exception as err:  # noqa: BLE001 - the lane's own errors travel inside the SDK's
-            if _in_chain(err, SendSynchronously) is not None:
+            if find_in_chain(err, SendSynchronously) is not None:
                 return None
-            lane_error = _in_chain(err, BatchLaneError)
+            lane_error = find_in_chain(err, BatchLaneError)
             if lane_error is not None:
                 raise lane_error from None
             raise
-
-
-def _in_chain(exc: BaseException | None, kind: type) -> Any:
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, kind):
-            return exc
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return None
 
 
 def redact_reply(reply: Reply) -> Reply:

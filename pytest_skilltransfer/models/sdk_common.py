@@ -33,7 +33,7 @@ from typing import Any, Callable, Protocol
 
 from ..redaction import redact_text, strip_userinfo
 from .aliases import Target
-from .base import ModelCallError
+from .base import ModelCallError, find_in_chain
 
 REPLAY_KEY = "skilltransfer-replay-placeholder"
 LOCAL_KEY = "skilltransfer-local-placeholder"
@@ -306,18 +306,6 @@ def _status_message(exc: Any) -> str:
     return str(getattr(exc, "message", "") or exc)
 
 
-def find_cause(exc: BaseException, kind: type) -> BaseException | None:
-    """The first exception of `kind` in `exc`'s chain of causes and contexts."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        if isinstance(current, kind):
-            return current
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return None
-
-
 def call_failed(exc: Exception, target: Target, timeout: float) -> ModelCallError:
     """An SDK or transport exception as a ModelCallError that says what to do (secrets redacted)."""
     env = current_environment()
@@ -326,7 +314,7 @@ def call_failed(exc: Exception, target: Target, timeout: float) -> ModelCallErro
         return explained
     where, model, var = endpoint(target), target.model_id, target.key_variable
     left = _time_left()
-    if isinstance(exc, CallDeadlineExceeded) or find_cause(exc, CallDeadlineExceeded) or (left is not None and left <= 0):
+    if isinstance(exc, CallDeadlineExceeded) or find_in_chain(exc, CallDeadlineExceeded) or (left is not None and left <= 0):
         if _call.tried is not None and not _call.tried or (_call.tried and _call.tried[-1].startswith("HTTP 2")):
             _call.tried.append("no answer (timed out)")
         return deadline_exceeded(model, where)

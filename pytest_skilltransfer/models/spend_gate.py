@@ -155,21 +155,7 @@ class GatedPool:
         gate = current()
         if gate is None:
             return self._inner.handle_request(request)
-        raw = b"".join(request.stream)
-        try:
-            body = json.loads(raw or b"{}")
-        except ValueError:
-            body = {}
-        model_id, input_tokens, output_tokens, lane = worst_case(body if isinstance(body, dict) else {}, len(raw))
-        from ..prices import worst_case_usd
-
-        worst = worst_case_usd(model_id, input_tokens, output_tokens, lane)
-        try:
-            if worst is None:
-                raise _unpriced(model_id, lane)
-            token = gate.reserve(model_id, worst)
-        except ModelCallError as exc:
-            raise Refused(exc) from None
+        token, model_id, lane = _reserve(gate, b"".join(request.stream))
         try:
             response = self._inner.handle_request(request)
         except BaseException as exc:
@@ -233,17 +219,24 @@ def reserve_request(raw: bytes, lane: str) -> Reservation | None:
     gate = current()
     if gate is None:
         return None
+    return Reservation(gate, *_reserve(gate, raw, lane))
+
+
+def _reserve(gate: Gate, raw: bytes, lane: str | None = None) -> tuple[int, str, str]:
+    """Reserve a request body's worst case in `lane` (None: the lane the body asks for): (token, model id,
+    lane); raises `Refused` when it does not fit or the model has no price there."""
     try:
         body = json.loads(raw or b"{}")
     except ValueError:
         body = {}
-    model_id, input_tokens, output_tokens, _ = worst_case(body if isinstance(body, dict) else {}, len(raw))
+    model_id, input_tokens, output_tokens, asked = worst_case(body if isinstance(body, dict) else {}, len(raw))
+    lane = lane or asked
     from ..prices import worst_case_usd
 
     worst = worst_case_usd(model_id, input_tokens, output_tokens, lane)
     try:
         if worst is None:
             raise _unpriced(model_id, lane)
-        return Reservation(gate, gate.reserve(model_id, worst), model_id, lane)
+        return gate.reserve(model_id, worst), model_id, lane
     except ModelCallError as exc:
         raise Refused(exc) from None
