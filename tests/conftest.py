@@ -1,7 +1,8 @@
 """The suite runs without the optional plugins that change how pytest runs (pytest-randomly reorders
 and reseeds, pytest-recording owns --record-mode, pytest-shard shards by hash and owns --shard-id,
 pytest-split selects by durations); the coexistence tests turn each on with `-p`.
-Provider retries keep their default budget but wait milliseconds, so fault tests stay fast.
+Provider retries keep their default budget but wait milliseconds, so fault tests stay fast, and no
+provider key or base URL from the environment reaches any test.
 
 Every module of the package is imported once here, in the main thread, before any test runs: an
 in-process pytester run would otherwise import (and assertion-rewrite, i.e. `ast.parse`) plugin
@@ -26,6 +27,15 @@ for _module in pkgutil.walk_packages(pytest_skilltransfer.__path__, "pytest_skil
         importlib.import_module(_module.name)
 
 OPTIONAL_PLUGINS_OFF = "-p no:randomly -p no:recording -p no:pytest-shard -p no:pytest-split"
+PROVIDER_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL")
+
+
+@pytest.fixture(autouse=True)
+def _no_provider_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No key or base URL from the environment reaches a test: SDK clients talk only to the loopback
+    fakes a test names (a test that needs a variable sets it itself)."""
+    for var in PROVIDER_VARIABLES:
+        monkeypatch.delenv(var, raising=False)
 
 
 @pytest.fixture

@@ -15,12 +15,6 @@ COMMAND = ("-m", "pytest", "-p", "no:xdist", "-p", "no:randomly", "--record-mode
            "--transfer-batch", "--transfer-batch-gather=0.3", "--transfer-batch-poll=0.05")
 
 
-@pytest.fixture(autouse=True)
-def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 @pytest.mark.parametrize("event, nth", [("create:before", 2), ("create:after", 3), ("status", 4),
                                         ("results:after", 3)])
 def test_kill_9_and_rerun_pays_no_request_twice(pytester: pytest.Pytester, event: str, nth: int) -> None:

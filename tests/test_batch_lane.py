@@ -21,12 +21,6 @@ FAST = BatchSettings(gather_s=0.1, poll_s=0.02)
 WIRES = ("anthropic", "openai")
 
 
-@pytest.fixture(autouse=True)
-def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 @pytest.fixture
 def fake() -> Any:
     with BatchProvider() as server:

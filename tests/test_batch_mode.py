@@ -15,12 +15,6 @@ from plugin_support import project
 FAST = ("--transfer-batch-gather=0.3", "--transfer-batch-poll=0.05")
 
 
-@pytest.fixture(autouse=True)
-def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 @pytest.fixture
 def fake() -> BatchProvider:
     with BatchProvider() as server:

@@ -21,12 +21,6 @@ OUTPUT_PRICE = 1000.0  # $ per million output tokens: an agent call (512 tokens 
 CALL_USD = 512 * OUTPUT_PRICE / 1_000_000
 
 
-@pytest.fixture(autouse=True)
-def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 @pytest.fixture
 def fake() -> FakeProvider:
     with FakeProvider() as server:

@@ -19,12 +19,6 @@ def ask(text: str) -> Request:
     return Request(system="You are terse.", messages=(Message("user", text),), max_tokens=64)
 
 
-@pytest.fixture(autouse=True)
-def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 def test_the_default_deadline_is_below_retries_times_timeout() -> None:
     policy = sdk_common.CallPolicy()
     assert policy.deadline_s < (policy.max_retries + 1) * policy.timeout_s

@@ -55,12 +55,6 @@ def _ask(i: int, name: str = "w") -> Request:
     return Request(system="s", messages=(Message("user", f"{name} call {i}"),), max_tokens=16)
 
 
-@pytest.fixture(autouse=True)
-def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 @pytest.mark.parametrize("kill_after", [0, 3, 7])
 def test_kill_9_while_recording_loses_at_most_the_call_in_flight(tmp_path: Path, kill_after: int) -> None:
     with FaultyProvider() as fake:

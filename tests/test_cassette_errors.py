@@ -16,12 +16,6 @@ from pytest_skilltransfer.models.providers import build_model
 CALLS = 40
 
 
-@pytest.fixture(autouse=True)
-def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 @pytest.fixture(scope="module")
 def recorded_text(tmp_path_factory: pytest.TempPathFactory) -> str:
     root = tmp_path_factory.mktemp("recorded")

@@ -26,12 +26,6 @@ def ask(i: int) -> Request:
     return Request(system="You are terse.", messages=(Message("user", f"Question {i}?"),), max_tokens=32)
 
 
-@pytest.fixture(autouse=True)
-def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 @pytest.fixture
 def recorded(tmp_path: Path) -> tuple[Path, list, object]:
     """A seed folder recorded against the loopback fake: (model file, replies, model)."""

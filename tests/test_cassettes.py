@@ -37,12 +37,6 @@ def interactions(path: Path) -> list[dict]:
     return yaml.safe_load(path.read_text())["interactions"]
 
 
-@pytest.fixture(autouse=True)
-def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 def test_record_then_replay_offline_gives_identical_replies(tmp_path: Path) -> None:
     fake = FakeProvider().start()
     models = models_for(fake)

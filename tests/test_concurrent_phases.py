@@ -30,12 +30,6 @@ from pytest_skilltransfer.slots import PrioritySlots
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(autouse=True)
-def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 def _both_ways(seed_name: str, config: ProtocolConfig, pairs: list[tuple[str, str]]) -> list[list[dict]]:
     """Every pair through one session, once with the phases in order and once together."""
     runs = []

@@ -43,12 +43,6 @@ def saved(root: Path, seed: str) -> list[dict]:
     return entries + live_or_orphan_entries(folder)
 
 
-@pytest.fixture(autouse=True)
-def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 def clean_reply(protocol: str, text: str) -> object:
     with FaultyProvider() as fake:
         return model_for(fake, protocol).complete(ask(text))

@@ -13,12 +13,6 @@ from pytest_skilltransfer import prices
 from pytest_skilltransfer.models.base import Usage
 
 
-@pytest.fixture(autouse=True)
-def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 def _project(pytester: pytest.Pytester, fake: FakeProvider, entry: str) -> None:
     project(pytester, ini="skilltransfer_pair = cheap:cheap\nskilltransfer_nights = 1\n", seeds=())
     make_seed(pytester.path / "seeds", "alpha", tasks=3)

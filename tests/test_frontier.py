@@ -48,12 +48,6 @@ def test_unpriced_sources_are_never_on_the_frontier() -> None:
     assert not rows["a"]["frontier"] and rows["b"]["frontier"]
 
 
-@pytest.fixture(autouse=True)
-def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 def test_three_sources_for_one_target_print_the_frontier_everywhere(pytester: pytest.Pytester) -> None:
     with FakeProvider() as fake:
         pytester.makeini("[pytest]\nskilltransfer_nights = 1\nskilltransfer_limit_holdout = 0\n")

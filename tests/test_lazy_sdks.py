@@ -16,12 +16,6 @@ def pytest_sessionfinish(session):
 '''
 
 
-@pytest.fixture(autouse=True)
-def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 @pytest.mark.parametrize(("pair", "expected"), [
     ("sim-small:sim-large", {"anthropic": False, "openai": False}),
     ("claude:claude", {"anthropic": True, "openai": False}),

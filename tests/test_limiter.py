@@ -16,9 +16,7 @@ from pytest_skilltransfer.models.providers import build_model
 
 
 @pytest.fixture(autouse=True)
-def _fresh_limiters(monkeypatch: pytest.MonkeyPatch):
-    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
+def _fresh_limiters():
     LIMITERS.configure()
     yield
     LIMITERS.configure()

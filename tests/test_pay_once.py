@@ -3,7 +3,6 @@ write stops sending at once, keeps every answer received or names the loss."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -67,12 +66,6 @@ def _stored(folder: Path) -> list[str]:
     path = folder / "payonce.yaml"
     entries = yaml.safe_load(path.read_text())["interactions"] if path.exists() else []
     return sorted(e["request"]["body"]["json"]["messages"][0]["content"] for e in entries)
-
-
-@pytest.fixture(autouse=True)
-def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
 
 
 @pytest.mark.parametrize("apart_s", [0.0, 1.0])

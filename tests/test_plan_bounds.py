@@ -30,12 +30,6 @@ CONFIGURATIONS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 def _seeds(root: Path, names: tuple[str, ...]) -> None:
     for name in names:
         if (PROJECT_SEEDS / name).is_dir():

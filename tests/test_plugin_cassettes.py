@@ -12,12 +12,6 @@ from fake_provider import FakeProvider
 from plugin_support import project
 
 
-@pytest.fixture(autouse=True)
-def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 def _one_seed_project(pytester: pytest.Pytester, pairs: str) -> FakeProvider:
     """Seed `alpha` with the given pairs of `small`/`large`, both served by a started loopback fake
     (Anthropic wire format); one night, no direct run."""

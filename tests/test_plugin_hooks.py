@@ -58,9 +58,7 @@ def test_a_conftest_registers_models_aliases_and_judge_ops(pytester: pytest.Pyte
                                  "tool_called, rubric, mentions, shouts*"])
 
 
-def test_registered_scrubbers_run_on_recording(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
+def test_registered_scrubbers_run_on_recording(pytester: pytest.Pytester) -> None:
     with FakeProvider() as fake:
         hooked_project(pytester, [])
         pytester.makepyprojecttoml(f'[tool.skilltransfer.models]\nremote = "anthropic:fake-small@{fake.anthropic_url}"\n')

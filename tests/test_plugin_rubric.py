@@ -15,12 +15,6 @@ CRITERION = 'The answer names an owner (an "Owner" line counts).'
 JUDGE = {"kind": "rule", "checks": [{"op": "max_chars", "arg": 200}, {"op": "rubric", "arg": CRITERION}]}
 
 
-@pytest.fixture(autouse=True)
-def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 def rubric_seed(root: Path, name: str = "owners", toml: str = "", calibration: list[dict] | None = None) -> Path:
     seed = root / name
     seed.mkdir(parents=True)

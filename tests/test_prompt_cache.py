@@ -24,12 +24,6 @@ LONG_SKILL = "# Pricing brief\n\n" + "Quote every price with its currency and da
 SEARCH = ToolSpec("search", "Search the notes.", {"type": "object", "properties": {"query": {"type": "string"}}})
 
 
-@pytest.fixture(autouse=True)
-def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 def ask(text: str, system: str = LONG_SKILL, sample_id: int = 0) -> Request:
     return Request(system=system, messages=(Message("user", text),), tools=(SEARCH,), max_tokens=64,
                    sample_id=sample_id)

@@ -18,7 +18,6 @@ from pytest_skilltransfer.models.providers import ProviderModel, build_model, co
 from pytest_skilltransfer.models.sdk_common import MissingAPIKey
 
 SEARCH = ToolSpec("search", "Search the notes.", {"type": "object", "properties": {"query": {"type": "string"}}})
-KEY_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL")
 
 
 def ask(text: str, sample_id: int = 0, tools: tuple = ()) -> Request:
@@ -26,9 +25,7 @@ def ask(text: str, sample_id: int = 0, tools: tuple = ()) -> Request:
 
 
 @pytest.fixture(autouse=True)
-def _clean(monkeypatch: pytest.MonkeyPatch):
-    for var in KEY_VARS:
-        monkeypatch.delenv(var, raising=False)
+def _clean():
     yield
     configure_aliases({})
 

@@ -43,12 +43,6 @@ def ask(text: str) -> Request:
     return Request(system="You are terse.", messages=(Message("user", text),), max_tokens=64)
 
 
-@pytest.fixture(autouse=True)
-def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 @pytest.mark.parametrize(("label", "value"), CASES, ids=[f"{label}-{i}" for i, (label, _) in enumerate(CASES)])
 def test_every_token_family_is_redacted_and_found_by_the_scan(label: str, value: str) -> None:
     text = f"the provider said: {value} (end)"

@@ -26,12 +26,6 @@ EXPECTED = {  # shape -> (anthropic stop_reason, openai stop_reason, kind)
 }
 
 
-@pytest.fixture(autouse=True)
-def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 def _attempt(model: object, text: str) -> object:
     task = Task(id="t", text=text, judge=Judge(kind="rule", checks=()))
     ctx = AgentContext(model=model, cache=CallCache(), meter=Meter(), role="target")  # type: ignore[arg-type]
