@@ -12,6 +12,7 @@ import pytest
 
 from fake_provider import FakeProvider
 from plugin_support import CHECKS, TOY_CONFTEST, make_seed
+from pytest_skilltransfer.cassettes.scrub import USER_SCRUBBERS
 
 ROOT = Path(__file__).resolve().parents[1]
 HOOK = '''
@@ -56,6 +57,7 @@ def test_a_conftest_registers_models_aliases_and_judge_ops(pytester: pytest.Pyte
     broken = pytester.runpytest("--pair", "cheap:echo")
     broken.stdout.fnmatch_lines(["*held-out.jsonl:1: task 'hd-00': check 3: unknown op 'whispers'; known ops: *"
                                  "tool_called, rubric, mentions, shouts*"])
+    assert USER_SCRUBBERS == {"request": [], "response": []}  # in-process runs leave no scrubber behind
 
 
 def test_registered_scrubbers_run_on_recording(pytester: pytest.Pytester) -> None:

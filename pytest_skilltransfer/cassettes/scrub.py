@@ -51,6 +51,12 @@ def add_scrubbers(request: Scrubber | None = None, response: Scrubber | None = N
             USER_SCRUBBERS[kind].append(scrubber)
 
 
+def clear_scrubbers() -> None:
+    """Forget the extra scrubbers (the run that registered them has ended)."""
+    for scrubbers in USER_SCRUBBERS.values():
+        scrubbers.clear()
+
+
 def _user_scrubbed(kind: str, value: Any) -> Any:
     for scrubber in USER_SCRUBBERS[kind]:
         if value is None:

@@ -229,9 +229,11 @@ def _engage(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     if SETTINGS in config.stash:  # an engaged run (only those can have turned the batch lane on)
+        from ..cassettes.scrub import clear_scrubbers
         from . import batch
 
         batch.unconfigure(config)
+        clear_scrubbers()  # a conftest's scrubbers belong to its run, not to the next one in this process
     folder = config.stash.get(SCOPES_DIR, None)
     if folder:
         import shutil
