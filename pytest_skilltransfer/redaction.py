@@ -19,6 +19,10 @@ replace the exact span (a whole PEM block, only the credential after `Basic `), 
 in microseconds, and stay deterministic; `tests/test_secrets.py` checks it against detect-secrets'
 detectors so it finds at least what that scanner finds.
 
+A body or a file is screened once: the detectors are looked for over all its strings (lines)
+together, and each string is then scanned only for the detectors that occur somewhere in it
+(`_screen`), which finds exactly what scanning every string for every detector finds.
+
 `redact_text` and `redact_json` are deterministic and idempotent, so a reply redacted when it is
 recorded equals the same reply redacted again when its cassette is replayed. `find_secrets` is the
 scanner that refuses to write a file still holding one.
@@ -228,13 +232,49 @@ def _matcher(values: tuple[tuple[str, str], ...]) -> _Matcher:
     return _Matcher(whole, labels, runs, windows, values)
 
 
-def _secret_spans(text: str, values: tuple[tuple[str, str], ...]) -> list[tuple[int, int, str]]:
-    """Every secret in `text` as (start, end, what), overlapping spans merged (the first label kept)."""
+@dataclass(frozen=True)
+class _Screen:
+    """What could match anywhere in a batch of texts: the token families whose literals occur in one of
+    them, and whether the known values could. Detectors left out find nothing in any text of the
+    batch, so scanning each text with the rest alone gives the same spans (one pass over the batch
+    instead of every family's literals searched in every string of a body)."""
+
+    tokens: tuple[TokenPattern, ...]
+    values: tuple[tuple[str, str], ...]
+
+    @property
+    def clean(self) -> bool:
+        return not self.tokens and not self.values
+
+
+_SEPARATOR = "\0"  # no literal, value or window of a detector holds it (checked for values)
+
+
+def _screen(texts: list[str], values: tuple[tuple[str, str], ...]) -> _Screen:
+    """The detectors that could match in one of `texts` (see `_Screen`).
+
+    The texts are joined by a character no literal contains, so a literal occurs in the joined text
+    exactly when it occurs in one of them (lower-casing is per character for the ASCII literals)."""
+    joined = _SEPARATOR.join(texts)
+    lowered = joined.lower()
+    tokens = tuple(token for token in TOKEN_PATTERNS
+                   if any(needle in (lowered if token.fold else joined) for needle in token.needles))
+    if values and not any(_SEPARATOR in value for _, value in values):
+        matcher = _matcher(values)
+        if (matcher.whole is None or matcher.whole.search(joined) is None) and matcher.runs.search(joined) is None:
+            values = ()  # no whole value, base64 stretch or run of the values' characters in any text
+    return _Screen(tokens, values)
+
+
+def _secret_spans(text: str, values: tuple[tuple[str, str], ...],
+                  tokens: tuple[TokenPattern, ...] = TOKEN_PATTERNS) -> list[tuple[int, int, str]]:
+    """Every secret in `text` as (start, end, what), overlapping spans merged (the first label kept);
+    `tokens` narrows the families looked for (those a `_Screen` left)."""
     spans: list[tuple[int, int, str]] = []
     if values:
         spans += _matcher(values).spans(text)
-    lowered = text.lower()
-    for token in TOKEN_PATTERNS:
+    lowered = text.lower() if any(token.fold for token in tokens) else text
+    for token in tokens:
         spans += [(start, end, token.label) for start, end in token.spans(text, lowered)]
     merged: list[tuple[int, int, str]] = []
     for start, end, what in sorted(spans, key=lambda s: (s[0], -s[1])):
@@ -251,11 +291,11 @@ def redact_text(text: str, environ: dict[str, str] | None = None) -> str:
     return _redact(text, tuple(known_values(environ))) if text else text
 
 
-def _redact(text: str, values: tuple[tuple[str, str], ...]) -> str:
+def _redact(text: str, values: tuple[tuple[str, str], ...], tokens: tuple[TokenPattern, ...] = TOKEN_PATTERNS) -> str:
     if not text:
         return text
     text = strip_userinfo(text)
-    spans = _secret_spans(text, values)
+    spans = _secret_spans(text, values, tokens)
     if not spans:
         return text
     parts, position = [], 0
@@ -266,17 +306,39 @@ def _redact(text: str, values: tuple[tuple[str, str], ...]) -> str:
 
 
 def redact_json(data: Any, environ: dict[str, str] | None = None) -> Any:
-    """A copy of parsed JSON with every string (keys too) redacted (the key values looked up once)."""
-    return _redact_json(data, tuple(known_values(environ)))
+    """Parsed JSON with every string (keys too) redacted: a copy when one held a secret, else `data`
+    itself (the key values looked up once, the detectors screened once over all the strings)."""
+    values = tuple(known_values(environ))
+    strings: list[str] = []
+    _strings(data, strings)
+    screen = _screen([strip_userinfo(text) for text in strings], values)
+    if screen.clean and not any("@" in text and strip_userinfo(text) != text for text in strings):
+        return data
+    return _redact_json(data, screen.values, screen.tokens)
 
 
-def _redact_json(data: Any, values: tuple[tuple[str, str], ...]) -> Any:
+def _strings(data: Any, found: list[str]) -> None:
+    """Every string in parsed JSON (keys too), appended to `found`."""
     if isinstance(data, str):
-        return _redact(data, values)
+        found.append(data)
+    elif isinstance(data, list):
+        for item in data:
+            _strings(item, found)
+    elif isinstance(data, dict):
+        for key, value in data.items():
+            if isinstance(key, str):
+                found.append(key)
+            _strings(value, found)
+
+
+def _redact_json(data: Any, values: tuple[tuple[str, str], ...], tokens: tuple[TokenPattern, ...]) -> Any:
+    if isinstance(data, str):
+        return _redact(data, values, tokens)
     if isinstance(data, list):
-        return [_redact_json(item, values) for item in data]
+        return [_redact_json(item, values, tokens) for item in data]
     if isinstance(data, dict):
-        return {_redact(k, values) if isinstance(k, str) else k: _redact_json(v, values) for k, v in data.items()}
+        return {_redact(k, values, tokens) if isinstance(k, str) else k: _redact_json(v, values, tokens)
+                for k, v in data.items()}
     return data
 
 
@@ -284,11 +346,13 @@ def find_secrets(text: str, environ: dict[str, str] | None = None) -> list[tuple
     """(line number, what) for every secret left in `text`; empty when it is clean."""
     findings = []
     values = tuple(known_values(environ))
-    for number, line in enumerate(text.splitlines(), start=1):
-        bare = _PLACEHOLDER.sub("", line)
-        if strip_userinfo(bare) != bare:
+    bares = [_PLACEHOLDER.sub("", line) if "[redacted: " in line else line for line in text.splitlines()]
+    screen = _screen(bares, values)
+    for number, bare in enumerate(bares, start=1):
+        if "@" in bare and strip_userinfo(bare) != bare:
             findings.append((number, "URL credentials"))
-        findings.extend((number, _describe(what)) for _, _, what in _secret_spans(bare, values))
+        if not screen.clean:
+            findings.extend((number, _describe(what)) for _, _, what in _secret_spans(bare, screen.values, screen.tokens))
     return findings
 
 

@@ -19,7 +19,7 @@ from pytest_skilltransfer.cassettes import recording, scan_for_secrets
 from pytest_skilltransfer.cassettes import store as cassette_store
 from pytest_skilltransfer.models.base import Message, Request
 from pytest_skilltransfer.models.providers import build_model
-from pytest_skilltransfer.redaction import find_secrets, redact_text, strip_userinfo
+from pytest_skilltransfer.redaction import find_secrets, redact_json, redact_text, strip_userinfo
 
 PASSWORD = "Pw-" + "q8Z" * 6  # not token-shaped: only the URL makes it a secret
 SAMPLES = {
@@ -89,6 +89,28 @@ def test_a_base64_echo_of_a_known_key_is_redacted_at_every_alignment(prefix: str
         clean = redact_text(f"echo {encoded} done")
         assert "(base64)]" in clean
         assert not re.search(r"[A-Za-z0-9+/_\-]{12,}", clean.replace("OPENAI_API_KEY", "")), clean
+
+
+def test_a_body_is_screened_once_yet_redacted_as_each_string_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Redacting a body and scanning a file look for each detector once over all their strings; what
+    they find is what each string (each line) alone gives: a literal split across two strings is not
+    joined, and a secret among many plain strings is still found."""
+    key = "team-gw-" + "R4nd0mK3y" * 2 + "zQ"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    strings = ["plain words", "sk-an", "t-" + "a" * 30, "the key " + key[2:14], "Bearer", " abcdefghij0123456789",
+               f"see http://deploy:{PASSWORD}@127.0.0.1/v1", SAMPLES["GitHub token"][0], "task-oriented", "ghp_", ""]
+    body = {"messages": [{"content": text} for text in strings], strings[1]: {strings[3]: strings[7]}, "n": 3}
+    expected = {"messages": [{"content": redact_text(text)} for text in strings],
+                redact_text(strings[1]): {redact_text(strings[3]): redact_text(strings[7])}, "n": 3}
+    assert redact_json(body) == expected
+    assert redact_json(body) != body and redact_json(expected) == expected
+    plain = {"messages": [{"role": "user", "content": "plain words, nothing else"}], "max_tokens": 64}
+    assert redact_json(plain) is plain  # nothing to redact: no copy
+    text = "\n".join(strings)
+    assert find_secrets(text) == [(number, what) for number, line in enumerate(strings, start=1)
+                                  for _, what in find_secrets(line)]
+    assert {what for _, what in find_secrets(text)} == {"OPENAI_API_KEY (part)", "URL credentials",
+                                                         "GitHub token"}
 
 
 def test_url_userinfo_is_stripped_everywhere_text_goes() -> None:
