@@ -205,7 +205,9 @@ def _gain_interval(result: dict[str, Any], level: float) -> tuple[float, float, 
 
 
 def _shown_gain(mean: float, low: float, high: float, gain: dict[str, Any], level: float) -> str:
-    return f"gain {mean:+.3f} [{low:+.3f}, {high:+.3f}] ({level * 100:.4g}% CI, {units_text(gain)})"
+    restarts = restart_count(gain)
+    over = f", {restarts} restarts" if restarts > 1 else ""
+    return f"gain {mean:+.3f} [{low:+.3f}, {high:+.3f}] ({level * 100:.4g}% CI, {units_text(gain)}{over})"
 
 
 def _harm_gate(result: dict[str, Any], tolerance: float, level: float) -> Gate:
