@@ -315,6 +315,8 @@ def gate_reason(gate: dict[str, Any]) -> str:
     name, verdict, estimate, low, high = (gate[k] for k in ("gate", "verdict", "estimate", "ci_low", "ci_high"))
     if name == "judge_stability":
         return f"pass rests on {estimate:.0f} uncertain rubric verdict(s)"
+    if name == "expect":  # "seed.toml declares 'hurts' for A -> B but the run shows '...': gain ... (95% CI, n)"
+        return gate.get("message", "").split("; ")[0] or f"expect {verdict}"
     fmt = "+.2f" if name in ("min_gain", "regression_tolerance") else ".2f"
     label = GATE_LABELS.get(name, name)
     if estimate is None:

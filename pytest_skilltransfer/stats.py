@@ -39,6 +39,7 @@ from functools import lru_cache
 from typing import Any, Iterable
 
 from . import paired_exact
+from .bounded_mean import mean_bounds
 
 LEVEL = 0.95
 POWER = 0.80
@@ -46,8 +47,8 @@ SCORE_METHOD = "clopper-pearson"
 N_EXACT = 100  # above this many units the gain's test and interval are Tango's asymptotic ones
 GAIN_METHOD = "exact unconditional (Tango score order); interval inverts the same test"
 GAIN_METHOD_LARGE = f"Tango score, asymptotic (above {N_EXACT} tasks); interval inverts the same test"
-RESTART_GAIN_METHOD = ("exact unconditional on restart-averaged tasks at 97.5%, widened by t over the restart "
-                       "effect; p inverts the same interval")
+RESTART_GAIN_METHOD = ("exact unconditional on restart-averaged tasks at 97.5%, widened by a distribution-free "
+                       "bound over restarts at 97.5% (Anderson); p inverts the same interval")
 EPSILON = 1e-9
 MAX_TASKS = 100_000  # beyond this a decision is reported as out of reach
 
@@ -200,7 +201,7 @@ class Gain:
     restart_gains: tuple[float, ...] = ()  # one gain per optimization restart (empty for one restart)
     up: float = 0.0  # sum of the positive per-task differences (the test's "improved" count)
     down: float = 0.0  # sum of the negative per-task differences, as a positive number
-    restart_se: float = 0.0  # with restarts: the standard error of the restart effect (`restart_effect_se`)
+    restart_span: tuple[float, float] = (-1.0, 1.0)  # with restarts: the range a restart's gain can take
     unit: str = TASK_UNIT  # what `n` counts: held-out tasks, or clusters of them (`clustered_gain`)
     tasks: int = 0  # with clusters: the held-out tasks in them (n is then the number of clusters)
     design_effect: float | None = None  # with clusters: Var(mean | clusters) / Var(mean | independent tasks)
@@ -224,7 +225,8 @@ class Gain:
         if self.restart_gains:
             gains = [round(g, 4) for g in self.restart_gains]
             data["restarts"] = {"count": len(gains), "gains": gains, "sd": round(self.restart_sd, 4),
-                                "min": min(gains), "max": max(gains), "effect_se": round(self.restart_se, 6)}
+                                "min": min(gains), "max": max(gains),
+                                "span": [round(self.restart_span[0], 6), round(self.restart_span[1], 6)]}
         if self.clustered:
             data.update({"unit": CLUSTER_UNIT, "clusters": self.n, "tasks": self.tasks,
                          "design_effect": None if self.design_effect is None else round(self.design_effect, 4),
@@ -240,41 +242,32 @@ def _sd(values: list[float]) -> float:
     return math.sqrt(sum((v - center) ** 2 for v in values) / (len(values) - 1))
 
 
-def student_t_quantile(q: float, df: int) -> float:
-    """The q-quantile of Student's t with `df` degrees of freedom (bisection on its Beta form)."""
-    if q < 0.5:
-        return -student_t_quantile(1 - q, df)
-
-    def cdf(x: float) -> float:
-        return 1 - 0.5 * beta_cdf(df / (df + x * x), df / 2, 0.5)
-
-    low, high = 0.0, 1.0
-    while cdf(high) < q:
-        high *= 2
-    for _ in range(100):
-        middle = (low + high) / 2
-        low, high = (middle, high) if cdf(middle) < q else (low, middle)
-    return (low + high) / 2
+SCORE_SPAN = (0.0, 1.0)
+GAIN_SPAN = (-1.0, 1.0)
 
 
-def _restart_margin(values: list[float], level: float) -> float:
-    """The between-restart half-width t(R-1, 1 - a/4) * sd / sqrt(R) of the two-level intervals."""
-    return student_t_quantile(1 - (1 - level) / 4, len(values) - 1) * _sd(values) / math.sqrt(len(values))
+def restart_margins(values: tuple[float, ...] | list[float], span: tuple[float, float],
+                    level: float) -> tuple[float, float]:
+    """How far below and above the restarts' mean the mean over the population of optimizations may lie:
+    the distribution-free bounds (`bounded_mean.mean_bounds`) at level 1 - a/2 for values within `span`."""
+    low, high = mean_bounds(values, span[0], span[1], 1 - (1 - level) / 2)
+    center = mean(values)
+    return max(0.0, center - low), max(0.0, high - center)
 
 
 def score_bounds(mean_value: float, n: int, level: float = LEVEL,
                  restart_means: tuple[float, ...] | list[float] = ()) -> tuple[float, float]:
     """A score's interval from its mean over n tasks (and, with R > 1 restarts, the restarts' means).
 
-    The score counterpart of `gain_bounds`: Clopper-Pearson, and for R > 1 the task-level bound at
-    level 1 - a/2 widened by the between-restart margin.
+    The score counterpart of `restart_interval`: Clopper-Pearson, and for R > 1 the task-level bound at
+    level 1 - a/2 widened by the restart margins (`restart_margins`, scores lying in [0, 1]).
     """
     means = list(restart_means)
     if len(means) <= 1:
         return interval_of_sum(mean_value * n, n, level)
     low, high = interval_of_sum(mean_value * n, n, 1 - (1 - level) / 2)
-    margin = _restart_margin(means, level)
-    return max(0.0, low - margin), min(1.0, high + margin)
+    below, above = restart_margins(means, SCORE_SPAN, level)
+    return max(0.0, low - below), min(1.0, high + above)
 
 
 def restart_score(per_restart: list[list[float]], level: float = LEVEL) -> Estimate:
@@ -283,66 +276,49 @@ def restart_score(per_restart: list[list[float]], level: float = LEVEL) -> Estim
         return score(per_restart[0], level)
     averaged = [mean(values) for values in zip(*per_restart)]
     low, high = score_bounds(mean(averaged), len(averaged), level, [mean(v) for v in per_restart])
-    return Estimate(mean(averaged), low, high, len(averaged), SCORE_METHOD + " widened by t over restarts")
+    return Estimate(mean(averaged), low, high, len(averaged),
+                    SCORE_METHOD + " widened by a distribution-free bound over restarts")
 
 
 def gain_bounds(mean_value: float, n: int, level: float = LEVEL,
-                restart_gains: tuple[float, ...] | list[float] = ()) -> tuple[float, float]:
-    """The gain's interval from what a report keeps: its mean over n tasks and the per-restart gains.
-
-    One restart: the exact task-level interval (`difference_interval_of_mean`) at `level`. R > 1
-    restarts (a two-level design: restarts, then tasks): the exact task-level interval on the
-    restart-averaged per-task gains at level 1 - a/2, widened on each side by the between-restart
-    margin t(R-1, 1 - a/4) * sd(restart gains) / sqrt(R), so the two parts together hold at `level`
-    (Bonferroni). The between-restart sd includes each restart's task noise, which errs wide.
-    """
+                restart_gains: tuple[float, ...] | list[float] = (),
+                span: tuple[float, float] = GAIN_SPAN) -> tuple[float, float]:
+    """The gain's interval from a mean over n tasks and the per-restart gains, for a record that kept no
+    counts: the exact task-level interval (`difference_interval_of_mean`), with R > 1 restarts at level
+    1 - a/2 and widened by the restart margins (`restart_margins`)."""
     gains = list(restart_gains)
     if len(gains) <= 1:
         return difference_interval_of_mean(mean_value, n, level)
     low, high = difference_interval_of_mean(mean_value, n, 1 - (1 - level) / 2)
-    margin = _restart_margin(gains, level)
-    return max(-1.0, low - margin), min(1.0, high + margin)
+    below, above = restart_margins(gains, span, level)
+    return max(-1.0, low - below), min(1.0, high + above)
 
 
-def restart_effect_se(differences: list[list[float]]) -> float:
-    """The standard error of the restart effect in the mean gain, from R x n per-task gains.
-
-    Two-way layout (restarts x tasks, one value per cell): the restart mean square minus the residual
-    one estimates n times the variance between optimizations; its share of the mean's variance is
-    that / (n R). Task noise (and the task x restart interaction) stays with the task-level interval,
-    so nothing is counted twice.
-    """
-    restarts, n = len(differences), len(differences[0])
-    if restarts < 2 or n < 2:
-        return 0.0
-    grand = mean(v for row in differences for v in row)
-    row_means = [mean(row) for row in differences]
-    column_means = [mean(row[i] for row in differences) for i in range(n)]
-    ms_restart = n * sum((m - grand) ** 2 for m in row_means) / (restarts - 1)
-    ms_error = sum((differences[r][i] - row_means[r] - column_means[i] + grand) ** 2
-                   for r in range(restarts) for i in range(n)) / ((restarts - 1) * (n - 1))
-    return math.sqrt(max(ms_restart - ms_error, 0.0) / (n * restarts))
+def restart_span(before: list[float], gains: tuple[float, ...] | list[float]) -> tuple[float, float]:
+    """The range a restart's mean gain can take: every restart is scored against the same baseline, so
+    with scores in [0, 1] its gain lies in [-mean(before), 1 - mean(before)]."""
+    base = mean(before)
+    return min(-base, *gains), max(1.0 - base, *gains)
 
 
-def restart_interval(n: int, up: float, down: float, se: float, restarts: int,
-                     level: float = LEVEL) -> tuple[float, float]:
-    """The two-level interval: the exact task-level interval of the restart-averaged gains at level
-    1 - a/2, widened on each side by t(R - 1, 1 - a/4) times the restart effect's standard error."""
-    alpha = 1 - level
-    low, high = gain_interval(n, up, down, 1 - alpha / 2)
-    margin = student_t_quantile(1 - alpha / 4, restarts - 1) * se if se > 0 else 0.0
-    return max(-1.0, low - margin), min(1.0, high + margin)
+def restart_interval(n: int, up: float, down: float, gains: tuple[float, ...] | list[float],
+                     span: tuple[float, float], level: float = LEVEL) -> tuple[float, float]:
+    """The two-level interval for the mean gain over the population of optimizations (Bonferroni): the
+    exact task-level interval of the restart-averaged gains at level 1 - a/2, widened below and above
+    by the restart margins (`restart_margins`: distribution-free, at level 1 - a/2)."""
+    low, high = gain_interval(n, up, down, 1 - (1 - level) / 2)
+    below, above = restart_margins(gains, span, level)
+    return max(-1.0, low - below), min(1.0, high + above)
 
 
-def restart_p_value(n: int, up: float, down: float, se: float, restarts: int) -> float:
+def restart_p_value(n: int, up: float, down: float, gains: tuple[float, ...] | list[float],
+                    span: tuple[float, float]) -> float:
     """The smallest 1 - level at which `restart_interval` excludes 0 (so p <= 0.05 exactly when the 95%
-    interval does): bisection on alpha, each step the task-level test at the margin."""
+    interval does): bisection on alpha, each step the task-level test at the restart margin."""
     def excludes(alpha: float) -> bool:
-        margin = student_t_quantile(1 - alpha / 4, restarts - 1) * se if se > 0 else 0.0
-        if margin >= 1.0:
-            return False
-        return gain_decision(n, up, down, margin + EPSILON, 1 - alpha / 2) == PASS or \
-            gain_decision(n, up, down, -margin - EPSILON, 1 - alpha / 2) == FAIL
+        below, above = restart_margins(gains, span, 1 - alpha)
+        return (below < 1.0 and gain_decision(n, up, down, below + EPSILON, 1 - alpha / 2) == PASS) or \
+            (above < 1.0 and gain_decision(n, up, down, -above - EPSILON, 1 - alpha / 2) == FAIL)
 
     if not excludes(0.999999):
         return 1.0
@@ -365,13 +341,13 @@ def restart_gain(before: list[float], afters: list[list[float]], level: float = 
     differences = [a - b for b, a in zip(before, averaged)]
     n = len(differences)
     per_restart = tuple(mean(a - b for b, a in zip(before, after)) for after in afters)
-    se = restart_effect_se([[a - b for b, a in zip(before, after)] for after in afters])
+    span = restart_span(before, per_restart)
     up, down = sum(d for d in differences if d > 0), -sum(d for d in differences if d < 0)
-    low, high = restart_interval(n, up, down, se, len(afters), level)
-    return Gain(mean(differences), low, high, n, restart_p_value(n, up, down, se, len(afters)),
+    low, high = restart_interval(n, up, down, per_restart, span, level)
+    return Gain(mean(differences), low, high, n, restart_p_value(n, up, down, per_restart, span),
                 sum(d > EPSILON for d in differences), sum(d < -EPSILON for d in differences),
-                sum(abs(d) <= EPSILON for d in differences), minimal_detectable_gain(n, level),
-                RESTART_GAIN_METHOD, per_restart, up=up, down=down, restart_se=se)
+                sum(abs(d) <= EPSILON for d in differences), minimal_detectable_gain(n, level, restarts=len(afters)),
+                RESTART_GAIN_METHOD, per_restart, up=up, down=down, restart_span=span)
 
 
 # -- clustered tasks -----------------------------------------------------------------------------
@@ -530,6 +506,12 @@ def gain_method(n: int) -> str:
     return GAIN_METHOD_LARGE if n > N_EXACT else GAIN_METHOD
 
 
+def _span_of(restarts: dict[str, Any]) -> tuple[float, float]:
+    """A gain record's restart span (`Gain.restart_span`); records written without one get [-1, 1]."""
+    span = restarts.get("span") or GAIN_SPAN
+    return float(span[0]), float(span[1])
+
+
 def gain_bounds_of(gain: dict[str, Any], level: float = LEVEL) -> tuple[float, float]:
     """A gain record's (`Gain.as_dict`) interval at `level`: its own at 95%, recomputed from its counts
     at another level, the two-level one with restarts."""
@@ -538,9 +520,9 @@ def gain_bounds_of(gain: dict[str, Any], level: float = LEVEL) -> tuple[float, f
     if abs(level - LEVEL) < 1e-12 and "ci_low" in gain:
         return gain["ci_low"], gain["ci_high"]
     if "up" not in gain:  # a record from before the exact family
-        return gain_bounds(gain["mean"], gain["n"], level, restarts)
+        return gain_bounds(gain["mean"], gain["n"], level, restarts, _span_of(spread))
     if len(restarts) > 1:
-        return restart_interval(gain["n"], gain["up"], gain["down"], spread.get("effect_se", 0.0), len(restarts), level)
+        return restart_interval(gain["n"], gain["up"], gain["down"], restarts, _span_of(spread), level)
     return gain_interval(gain["n"], gain["up"], gain["down"], level)
 
 
@@ -648,8 +630,10 @@ def tasks_to_decide(mean_value: float, n: int, threshold: float, level: float = 
     values = list(restart_values)
     if abs(mean_value - threshold) <= EPSILON:
         return None
-    if len(values) > 1 and _restart_margin(values, level) >= abs(mean_value - threshold):
-        return None
+    if len(values) > 1:
+        below, above = restart_margins(values, GAIN_SPAN if paired else SCORE_SPAN, level)
+        if (below if mean_value > threshold else above) >= abs(mean_value - threshold):
+            return None
     if _decided(mean_value, n, threshold, level, paired, values):
         return n
     low, high = n, max(2 * n, 1)
@@ -675,8 +659,9 @@ def gain_tasks_to_decide(gain: dict[str, Any], threshold: float, level: float = 
     n = gain["n"]
     if "up" not in gain:
         return tasks_to_decide(gain["mean"], n, threshold, level, paired=True, restart_values=restarts)
-    if len(restarts) > 1:  # more tasks narrow only the task-level part; the restart effect stays
-        margin = student_t_quantile(1 - (1 - level) / 4, len(restarts) - 1) * spread.get("effect_se", 0.0)
+    if len(restarts) > 1:  # more tasks narrow only the task-level part; the restart margins stay
+        below, above = restart_margins(restarts, _span_of(spread), level)
+        margin = below if gain["mean"] > threshold else above
         if margin >= abs(gain["mean"] - threshold):
             return None
         inner = {"n": n, "up": gain["up"], "down": gain["down"], "mean": gain["mean"]}
@@ -711,17 +696,23 @@ def _binomial_upper_tail(n: int, p: float, k: int) -> float:
 
 
 @lru_cache(maxsize=4096)
-def _improvements_needed(n: int, level: float, threshold: float = 0.0) -> int | None:
+def _improvements_needed(n: int, level: float, threshold: float = 0.0, restarts: int = 1) -> int | None:
     """Fewest improved tasks (the rest tied, none worse) whose gain interval lies at or above
     `threshold` (above 0 for threshold 0); None when none does. The interval rejects `threshold` from
-    above exactly when the one-sided p-value there is at most (1 - level) / 2, monotone in the count."""
-    alpha = (1 - level) / 2
+    above exactly when the one-sided p-value there is at most (1 - level) / 2, monotone in the count.
+    With R > 1 restarts, the two-level interval of R restarts that all moved the same tasks from 0."""
+    inner = level if restarts == 1 else 1 - (1 - level) / 2  # the task-level part's level
 
     def clears(improved: int) -> bool:
+        bar = threshold
+        if restarts > 1:  # the task-level bound must clear the threshold plus the margin below
+            bar += restart_margins([improved / n] * restarts, SCORE_SPAN, level)[0]
+            if bar >= 1.0:
+                return False
         if n > N_EXACT:
-            return gain_interval(n, improved, 0, level)[0] >= threshold - EPSILON and (
-                threshold > 0 or gain_interval(n, improved, 0, level)[0] > EPSILON)
-        return paired_exact.upper_p(n, improved, 0, threshold) <= alpha
+            low = gain_interval(n, improved, 0, inner)[0]
+            return low >= bar - EPSILON and (bar > 0 or low > EPSILON)
+        return paired_exact.upper_p(n, improved, 0, bar) <= (1 - inner) / 2
 
     if not clears(n):
         return None
@@ -732,27 +723,29 @@ def _improvements_needed(n: int, level: float, threshold: float = 0.0) -> int | 
     return high
 
 
-def detection_power(gain: float, n: int, level: float = LEVEL, threshold: float = 0.0) -> float:
+def detection_power(gain: float, n: int, level: float = LEVEL, threshold: float = 0.0, restarts: int = 1) -> float:
     """Chance that n tasks show a gain above `threshold` (0: any gain) when each task improves with
     probability `gain`.
 
     The alternative is the most favourable one for a binary task: a task either improves from fail
-    to pass or is unchanged (no task gets worse, no noise). Real data can only need more tasks.
-    By symmetry it is also the chance of showing harm (`hurts`) of size `gain`.
+    to pass or is unchanged (no task gets worse, no noise; with restarts, every restart alike, from a
+    baseline of 0). Real data can only need more tasks. By symmetry it is also the chance of showing
+    harm (`hurts`) of size `gain`.
     """
-    needed = _improvements_needed(n, level, threshold)
+    needed = _improvements_needed(n, level, threshold, restarts)
     return 0.0 if needed is None else _binomial_upper_tail(n, min(max(gain, 0.0), 1.0), needed)
 
 
 @lru_cache(maxsize=4096)
-def minimal_detectable_gain(n: int, level: float = LEVEL, power: float = POWER) -> float | None:
-    """The smallest gain detected (interval above 0) with probability `power` by n tasks; None if none."""
-    if n <= 0 or detection_power(1.0, n, level) < power:
+def minimal_detectable_gain(n: int, level: float = LEVEL, power: float = POWER, restarts: int = 1) -> float | None:
+    """The smallest gain detected (interval above 0) with probability `power` by n tasks (and R
+    restarts, by the two-level interval); None if none."""
+    if n <= 0 or detection_power(1.0, n, level, restarts=restarts) < power:
         return None
     low, high = 0.0, 1.0
     for _ in range(60):
         middle = (low + high) / 2
-        if detection_power(middle, n, level) >= power:
+        if detection_power(middle, n, level, restarts=restarts) >= power:
             high = middle
         else:
             low = middle
@@ -761,29 +754,31 @@ def minimal_detectable_gain(n: int, level: float = LEVEL, power: float = POWER) 
 
 @lru_cache(maxsize=1024)
 def tasks_for_gain(gain: float, level: float = LEVEL, power: float = POWER, limit: int = 2000,
-                   threshold: float = 0.0) -> int | None:
+                   threshold: float = 0.0, restarts: int = 1) -> int | None:
     """The fewest held-out tasks that show a true `gain` above `threshold` with probability `power`
     (None beyond `limit`). With threshold 0 it is the tasks needed to detect a gain, or a harm, of
     that size; with threshold = min_gain, the tasks needed to *pass* a min_gain gate."""
     if gain <= max(threshold, 0.0):
         return None
     n = 1
-    while detection_power(gain, n, level, threshold) < power:  # double, then bisect (power grows with n)
+    while detection_power(gain, n, level, threshold, restarts) < power:  # double, then bisect (power grows with n)
         if n > limit:
             return None
         n *= 2
     low, high = n // 2, n
     while high - low > 1:
         middle = (low + high) // 2
-        low, high = (low, middle) if detection_power(gain, middle, level, threshold) >= power else (middle, high)
-    while high > 1 and detection_power(gain, high - 1, level, threshold) >= power:  # power is not monotone in n
+        low, high = (low, middle) if detection_power(gain, middle, level, threshold, restarts) >= power else (middle, high)
+    while high > 1 and detection_power(gain, high - 1, level, threshold, restarts) >= power:  # power is not monotone in n
         high -= 1
     return high if high <= limit else None
 
 
-def tasks_to_pass(min_gain: float, margin: float = 0.1, level: float = LEVEL, power: float = POWER) -> int | None:
-    """Held-out tasks needed to pass a `min_gain` gate with probability `power` at a true gain of min_gain + margin."""
-    return tasks_for_gain(round(min_gain + margin, 6), level, power, threshold=min_gain)
+def tasks_to_pass(min_gain: float, margin: float = 0.1, level: float = LEVEL, power: float = POWER,
+                  restarts: int = 1) -> int | None:
+    """Held-out tasks needed to pass a `min_gain` gate with probability `power` at a true gain of min_gain + margin
+    (with R restarts, by the two-level interval); None when no number up to 2000 does."""
+    return tasks_for_gain(round(min_gain + margin, 6), level, power, threshold=min_gain, restarts=restarts)
 
 
 # -- corrections and regressions -----------------------------------------------------------------

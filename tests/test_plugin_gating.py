@@ -197,6 +197,9 @@ def test_a_declared_harm_passes_and_a_changed_outcome_fails(pytester: pytest.Pyt
     result.stdout.fnmatch_lines([
         "*FAILED seed.toml declares 'hurts' for toy-a -> toy-b but the run shows 'transfers': *",
     ])
+    result.stdout.fnmatch_lines([  # the short summary line names the declared and the measured outcome
+        "FAILED seeds/harmful/SKILL.md::transfer?toy-a->toy-b? - seed.toml declares 'hurts' for toy-a -> toy-b "
+        "but the run shows 'transfers': gain +* (95% CI, 12 task(s))"])
     result.stdout.fnmatch_lines(["*harmful*-1.00 ?-1.00, -0.*?*hurts*pass*"])
     per_pair = pytester.path / "seeds" / "harmful" / "seed.toml"
     per_pair.write_text('[expect]\n"toy-a->toy-contrary" = "hurts"\n"*" = "transfers"\n')

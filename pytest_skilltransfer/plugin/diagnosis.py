@@ -17,7 +17,7 @@ from ..edits import Edit
 from ..terminal import safe
 from ..report import (design_effect_text, efficiency_text, gain_text, mdg_text, night_verdict, p_text,
                       unfinished_answers, units_text)
-from .gating import GateOutcome
+from .gating import GateOutcome, restart_count
 
 TASK_CHARS = 90
 
@@ -128,12 +128,18 @@ def diagnose(result: dict[str, Any], outcome: GateOutcome, seed_skill: str, task
     head = f"skill transfer {what} for {result['seed']} ({result['source']} -> {result['target']}):"
     lines = [head, *(f"  FAILED {f}" for f in outcome.failures),
              *(f"  INCONCLUSIVE {m}" for m in outcome.inconclusive), *(f"  note: {n}" for n in outcome.notes)]
+    restarts = restart_count(result["gain"])
+    over = f" and {restarts} restarts" if restarts > 1 else ""
     for gate in outcome.gates:
-        if gate.name == "min_gain" and gate.tasks_for_power is not None and gate.verdict != "pass":
-            lines.append(f"  note: at a true gain of {gate.threshold + 0.1:+.2f}, passing min_gain "
-                         f"{gate.threshold:+.2f} with 80% power needs {gate.tasks_for_power} "
-                         f"{'clusters' if result['gain'].get('unit') == 'cluster' else 'held-out tasks'} "
+        if gate.name != "min_gain" or gate.verdict == "pass":
+            continue
+        at = f"  note: at a true gain of {gate.threshold + 0.1:+.2f}, passing min_gain {gate.threshold:+.2f} with 80% power"
+        if gate.tasks_for_power is not None:
+            lines.append(f"{at} needs {gate.tasks_for_power} "
+                         f"{'clusters' if result['gain'].get('unit') == 'cluster' else 'held-out tasks'}{over} "
                          "(none getting worse; two-sided alpha 0.05)")
+        elif restarts > 1:
+            lines.append(f"{at} takes more restarts than {restarts}: no number of held-out tasks up to 2000 does it")
     if outcome.inconclusive and not outcome.failures:
         lines.append("  (an unproven claim is not a pass; --transfer-inconclusive=xfail|pass changes what it does)")
     if snapshot_diff:

@@ -128,8 +128,9 @@ def _decided_text(tasks: int | None, n: int, restarts: int, record: dict[str, An
         return (f"the same per-cluster result over {tasks} cluster(s) (now {n}) would decide it; more tasks in the "
                 "same clusters or more samples per task cannot")
     if tasks is None and restarts > 1:
-        return ("no number of held-out tasks decides it: the spread between restarts alone spans the threshold; "
-                "more restarts (--restarts) would narrow it")
+        return (f"no number of held-out tasks decides it: the bound over {restarts} restarts alone spans the "
+                "threshold (it assumes nothing about how optimizations vary); more restarts (--restarts) would "
+                "narrow it")
     if tasks is None:
         return "no number of held-out tasks decides it at this estimate (it sits on the threshold)"
     return (f"the same per-task result over {tasks} held-out task(s) (now {n}) would decide it; "
@@ -181,6 +182,11 @@ def _efficiency_gate(result: dict[str, Any], threshold: float) -> Gate | str:
     return Gate("min_efficiency", verdict, threshold, mean, low, high, text)
 
 
+def restart_count(gain: dict[str, Any]) -> int:
+    """How many optimization restarts a gain record averages (1 without restarts)."""
+    return len((gain.get("restarts") or {}).get("gains") or []) or 1
+
+
 def per_task(evaluation: dict[str, Any] | None) -> dict[str, float]:
     """{task id: hard score} of one evaluation in the JSON shape."""
     return {} if evaluation is None else {t["task_id"]: t["hard"] for t in evaluation["tasks"]}
@@ -199,7 +205,9 @@ def _gain_interval(result: dict[str, Any], level: float) -> tuple[float, float, 
 
 
 def _shown_gain(mean: float, low: float, high: float, gain: dict[str, Any], level: float) -> str:
-    return f"gain {mean:+.3f} [{low:+.3f}, {high:+.3f}] ({level * 100:.4g}% CI, {units_text(gain)})"
+    restarts = restart_count(gain)
+    over = f", {restarts} restarts" if restarts > 1 else ""
+    return f"gain {mean:+.3f} [{low:+.3f}, {high:+.3f}] ({level * 100:.4g}% CI, {units_text(gain)}{over})"
 
 
 def _harm_gate(result: dict[str, Any], tolerance: float, level: float) -> Gate:
@@ -219,7 +227,7 @@ def _harm_gate(result: dict[str, Any], tolerance: float, level: float) -> Gate:
         return Gate("harm_tolerance", stats.INCONCLUSIVE, tolerance, mean, low, high,
                     f"harm neither shown nor ruled out: {shown}; {few}")
     size = round(tolerance + HARM_SIZE, 6)
-    needed = stats.tasks_for_gain(size, level)
+    needed = stats.tasks_for_gain(size, level, restarts=restart_count(result["gain"]))
     power = (f"; a harm of -{size:.2f} takes {needed} {unit} to show with 80% power (now {n})"
              if needed is not None else "")
     return Gate("harm_tolerance", stats.PASS, tolerance, mean, low, high,
@@ -282,7 +290,8 @@ def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str
         gate = _interval_gate("min_gain", "gain", gain["mean"], gain["n"], thresholds.min_gain, level, True,
                               f", p = {gain['p_value']:.3g}{corrected}", (gain.get("restarts") or {}).get("gains"),
                               gain=gain)
-        gates.append(replace(gate, tasks_for_power=stats.tasks_to_pass(thresholds.min_gain, POWER_MARGIN, level)))
+        gates.append(replace(gate, tasks_for_power=stats.tasks_to_pass(thresholds.min_gain, POWER_MARGIN, level,
+                                                                        restarts=restart_count(gain))))
     if thresholds.min_score is not None:
         hard = result["scores"]["transferred"]["hard"]
         gates.append(_interval_gate("min_score", "transferred score", hard["mean"], hard["n"], thresholds.min_score,
