@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 def transfer_aa(request: pytest.FixtureRequest, transfer_result: "TransferResult") -> "AACheck":
     """The A/A check of this test's pair: the transferred skill scored twice on the target."""
     from ..models.base import ModelCallError, ModelError
-    from . import SPEC, rerecord_command, runner_of
+    from . import SPEC, runner_of
+    from .rerun import rerecord_command
 
     item = request.node
     spec = item.stash[SPEC]

@@ -1,0 +1,179 @@
+"""The per-item hooks of an engaged run: after a transfer test's body, gate its result (`gating`),
+compare its snapshot and raise the diagnosis on failure; attach the result to the report xdist
+carries to the controller; close a seed's cassette after its last item; one short-summary line per
+failure. Registered by `_engage` only, so a suite without seeds pays nothing per test."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Generator
+
+import pytest
+
+from ..terminal import safe
+from . import RUN, RUNNER, SPEC, ItemRun, runner_of, settings_of
+from .reporting import ERROR_ATTRIBUTE, REPORT_ATTRIBUTE, is_worker, plain_nodeid
+
+
+def junit_properties(data: dict[str, Any]) -> list[tuple[str, object]]:
+    """Scores and cost as (name, value) pairs, as `record_property` makes them, for JUnit XML."""
+    values = {
+        "pair": f"{data['source']}->{data['target']}",
+        "baseline": data["baseline_target"],
+        "transferred": data["transferred"],
+        "direct": data["direct_target"],
+        "gain": data["gain"]["mean"],
+        "gain_ci_low": data["gain"]["ci_low"],
+        "gain_ci_high": data["gain"]["ci_high"],
+        "gain_p_value": data["gain"]["p_value"],
+        "gain_method": data["gain"]["method"],
+        "mdg": data["gain"]["mdg"],
+        "restarts": len(data.get("restarts") or []) or None,
+        "restart_gain_sd": ((data["gain"].get("restarts") or {}).get("sd")),
+        "tasks": data["gain"].get("tasks") or data["gain"]["n"],
+        "clusters": data["gain"].get("clusters"),  # with clusters only (the gain's units), and their design effect
+        "design_effect": data["gain"].get("design_effect"),
+        "efficiency": data["efficiency"],
+        "efficiency_ci_low": (data.get("efficiency_ci") or {}).get("ci_low"),
+        "efficiency_ci_high": (data.get("efficiency_ci") or {}).get("ci_high"),
+        "calls": data["cost"]["calls"],
+        "tokens": data["cost"]["tokens"],
+        "usd": data["cost"]["total_usd"],
+    }
+    judge = data.get("judge")
+    if judge:
+        calibration = judge["calibration"] or {}
+        values.update({"judge": judge["model"], "judge_agreement": judge["agreement"],
+                       "judge_unstable": len(judge["unstable"]), "judge_errors": judge["errors"],
+                       "judge_calibration_accuracy": calibration.get("accuracy")})
+    return [(f"skilltransfer_{name}", value) for name, value in values.items() if value is not None]
+
+
+def _runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
+    """After a transfer test's body passes: gates, snapshot, and the diagnosis on failure."""
+    outcome = yield
+    run = item.stash.get(RUN, None)
+    if run is not None:
+        _gate(item, run)
+    return outcome
+
+
+def _gate(item: pytest.Item, run: ItemRun) -> None:
+    from . import compare, gating, snapshots
+    from ..report import failure_reason
+    from .diagnosis import TransferFailed, diagnose
+
+    settings = settings_of(item.config)
+    thresholds = settings.thresholds(run.seed.thresholds, run.spec.thresholds)
+    committed = snapshots.committed_per_task(run.snapshot, run.data)
+    updating = bool(run.snapshot.update_snapshots)
+    base = compare.before(item.config, snapshots.location(run.snapshot))
+    if base is not None:  # --compare-to: the snapshot committed at the base ref, also while updating
+        committed, updating = base.committed(snapshots.parse_per_task), False
+    family = sum(1 for other in item.session.items if SPEC in other.stash)
+    outcome = gating.evaluate(run.data, thresholds, committed, updating=updating,
+                              correction=settings.correction, family=family,
+                              reference=base.reference if base is not None else None,
+                              expected=run.seed.expected_outcome(run.spec.source, run.spec.target))
+    if base is not None:
+        run.data["compare"] = base.record(run.data, outcome.as_dict())
+    mismatch = snapshots.compare(run.snapshot, run.data) if settings.compare_snapshots else []
+    verdict = "fail" if mismatch else outcome.verdict
+    written = "updated" if run.snapshot.update_snapshots else "ok"
+    run.data["gate"] = {**outcome.as_dict(), "verdict": verdict, "passed": verdict == "pass",
+                        "snapshot": mismatch[0] if mismatch else written if settings.compare_snapshots else "not compared"}
+    run.data["gate"]["label"] = gating.verdict_label(run.data["gate"])
+    for gate in outcome.gates:
+        item.user_properties.append((f"skilltransfer_gate_{gate.name}", gate.verdict))
+        if gate.tasks_for_power is not None:
+            name = "min_gain" if gate.name == "min_gain" else "harm"
+            item.user_properties.append((f"skilltransfer_tasks_for_{name}", gate.tasks_for_power))
+    item.user_properties.append(("skilltransfer_outcome", run.data["outcome"]))
+    item.user_properties.append(("skilltransfer_verdict", run.data["gate"]["label"]))
+    if verdict == "fail" or (verdict == "inconclusive" and settings.inconclusive == "fail"):
+        texts = {task.id: task.text for task in run.seed.test}
+        raise TransferFailed(diagnose({**run.data, "item": plain_nodeid(item.nodeid)}, outcome, run.seed.skill, texts,
+                                      mismatch),
+                             failure_reason(run.data))
+    if verdict == "inconclusive":
+        reason = "inconclusive: " + "; ".join(outcome.inconclusive)
+        if settings.inconclusive == "xfail":
+            pytest.xfail(safe(reason))
+        warnings.warn(pytest.PytestWarning(safe(f"{item.nodeid}: {reason}")), stacklevel=1)
+
+
+def _runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Close a seed's cassette once the next item belongs to another seed (or there is none)."""
+    spec = item.stash.get(SPEC, None)
+    following = nextitem.stash.get(SPEC, None) if nextitem is not None else None
+    if spec is not None and (following is None or following.seed_path != spec.seed_path):
+        from .pruning import may_prune, seed_key
+
+        prune = may_prune(item, seed_key(spec), settings_of(item.config).matrix_from_cli,
+                          lambda other: seed_key(other.stash.get(SPEC, None)), lambda other: RUN in other.stash)
+        runner_of(item.config).stop_recording(prune=prune)
+
+
+def _deselected(items: list[pytest.Item]) -> None:
+    """A seed with a deselected item is not re-recorded completely: its cassette is not pruned."""
+    specs = [item for item in items if SPEC in item.stash]
+    if specs:
+        from .pruning import note_deselected, seed_key
+
+        note_deselected(specs[0].config, specs, lambda item: seed_key(item.stash.get(SPEC, None)))
+
+
+def _sessionfinish(session: pytest.Session) -> None:
+    runner = session.config.stash.get(RUNNER, None)
+    if runner is None:
+        return
+    runner.stop_recording()
+    if runner.recorded:
+        from ..inventory import pin
+
+        pin(runner.settings.cassette_dir, sorted(runner.models_used()))
+    runner.stop_local_server()
+    if runner.budget is not None and is_worker(session.config):
+        runner.budget.ledger.close()
+
+
+def _runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    """Attach the result to the call report, which xdist carries to the controller."""
+    report = yield
+    if SPEC in item.stash:
+        _short_summary(report, call)
+    run = item.stash.get(RUN, None)
+    if run is not None and report.when == "call":
+        setattr(report, REPORT_ATTRIBUTE, {**run.data, "item": plain_nodeid(report.nodeid)})
+    spec = item.stash.get(SPEC, None)
+    if run is None and spec is not None and report.failed:  # errored before a result: counted in every report
+        reason = str(getattr(call.excinfo, "value", "") or report.longreprtext).strip().splitlines()
+        setattr(report, ERROR_ATTRIBUTE, {"item": plain_nodeid(report.nodeid), "seed": spec.seed_path.name,
+                                          "source": spec.source, "target": spec.target, "when": report.when,
+                                          "reason": reason[0] if reason else "error"})
+    return report
+
+
+class ItemHooks:
+    """The per-item hooks, registered only in an engaged run (`_engage`): a foreign suite pays nothing per test."""
+
+    pytest_runtest_call = staticmethod(pytest.hookimpl(wrapper=True)(_runtest_call))
+    pytest_runtest_teardown = staticmethod(_runtest_teardown)
+    pytest_runtest_makereport = staticmethod(pytest.hookimpl(wrapper=True)(_runtest_makereport))
+    pytest_deselected = staticmethod(_deselected)
+    pytest_sessionfinish = staticmethod(_sessionfinish)
+
+
+def _short_summary(report: pytest.TestReport, call: pytest.CallInfo[None]) -> None:
+    """One line in pytest's short test summary for a transfer failure (the reason first); the item's
+    report (longrepr) keeps the whole diagnosis."""
+    from .diagnosis import TransferFailed
+
+    crash = getattr(report.longrepr, "reprcrash", None)
+    error = getattr(call.excinfo, "value", None)
+    if crash is None or not isinstance(error, pytest.fail.Exception) or error.pytrace:
+        return
+    if isinstance(error, TransferFailed):
+        crash.message = error.summary
+    elif error.msg and "\n" in error.msg:
+        crash.message = error.msg.strip().splitlines()[0]
