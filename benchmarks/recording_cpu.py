@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gc
 import sys
 import tempfile
 import time
@@ -44,6 +45,19 @@ def _measure(owner: Any, name: str, label: str) -> None:
     setattr(owner, name, measured)
 
 
+_gc_started: list[float] = []
+
+
+def _time_collections(phase: str, info: dict[str, Any]) -> None:
+    """gc callback: the wall time of each collection (the GIL is held throughout, so it is CPU)."""
+    if phase == "start":
+        _gc_started[:] = [time.perf_counter()]
+    elif _gc_started:
+        label = "full collections" if info["generation"] == 2 else "young collections"
+        _cpu[label] += time.perf_counter() - _gc_started[0]
+        _cpu[label + " count"] += 1
+
+
 def _instrument() -> None:
     import anthropic._response
     import httpx2
@@ -66,6 +80,7 @@ def _instrument() -> None:
     _measure(anthropic._response.APIResponse, "parse", "sdk parse")
     _measure(openai._legacy_response.LegacyAPIResponse, "parse", "sdk parse")
     _measure(judges, "score", "judges")
+    gc.callbacks.append(_time_collections)
 
 
 ROWS = (  # (label, how it is computed, indent)
@@ -84,6 +99,8 @@ ROWS = (  # (label, how it is computed, indent)
     ("judges", "judges", 1),
     ("engine, threads, ledger, everything else", "process - model call - judges", 1),
     ("body redaction (request and response, inside the vcrpy rows)", "body redaction", 1),
+    ("cyclic GC, young generations (inside whichever row it struck)", "young collections", 1),
+    ("cyclic GC, full collections (inside whichever row it struck)", "full collections", 1),
 )
 
 
@@ -112,6 +129,7 @@ def main() -> None:
     for label, expression, indent in ROWS:
         value = _value(expression, run.cpu_s)
         print(f"{'  ' * indent}{label:<{64 - 2 * indent}} {value * 1000 / run.calls:6.2f} ms per call")
+    print(f"  ({_cpu['full collections count']:.0f} full collections, {len(gc.get_objects()):,} objects tracked)")
 
 
 if __name__ == "__main__":

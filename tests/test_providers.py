@@ -119,6 +119,31 @@ def test_importing_providers_does_not_import_the_sdks() -> None:
     subprocess.run([sys.executable, "-c", code], check=True, cwd=root)
 
 
+FREEZE_CHECK = """
+import gc, sys
+from pytest_skilltransfer.models import sdk_common
+{before}
+sdk_common.make_client(("anthropic", "Anthropic"), "key-placeholder", "http://127.0.0.1:9", 0, 5.0)
+frozen = gc.get_freeze_count()
+young = gc.get_objects()
+print(frozen, len(young))
+"""
+
+
+@pytest.mark.parametrize("imported_first", [False, True])
+def test_the_objects_an_sdk_import_leaves_are_frozen_once(imported_first: bool) -> None:
+    """Full collections would walk the SDK's long-lived objects again and again: its first import
+    here moves them to the permanent generation; an SDK the process imported itself is left alone."""
+    code = FREEZE_CHECK.format(before="import anthropic" if imported_first else "")
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", code], check=True, cwd=root, capture_output=True, text=True)
+    frozen, tracked = map(int, done.stdout.split())
+    if imported_first:
+        assert frozen == 0
+    else:
+        assert frozen > 50_000 and tracked < frozen / 4, (frozen, tracked)
+
+
 # --- wire formats --------------------------------------------------------------------------------
 
 
