@@ -114,7 +114,8 @@ def _value(expression: str, process: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cap", type=int, help="calls per model")
-    parser.add_argument("--latency", type=float, default=bench.LATENCY_S, help="seconds the fake waits before answering")
+    parser.add_argument("--latency", type=float, default=bench.LATENCY_S,
+                        help="seconds the fake waits before answering")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="skilltransfer-cpu-") as tmp, bench.FakeProcess(args.latency) as fake:
         bench._aliases(fake)
@@ -124,7 +125,8 @@ def main() -> None:
         run = bench._record(fake, args.cap, Path(tmp) / "rec", args.latency)
     floor = f"floor {run.floor_s:.2f} s ({run.wall_s / run.floor_s:.2f}x), " if run.floor_s else ""
     rounds = f"whole rounds {run.rounds_s:.2f} s ({run.wall_s / run.rounds_s:.2f}x), " if run.rounds_s else ""
-    print(f"cap {args.cap}, latency {args.latency * 1000:.0f} ms: {run.calls} calls, wall {run.wall_s:.2f} s, {floor}{rounds}"
+    print(f"cap {args.cap}, latency {args.latency * 1000:.0f} ms: {run.calls} calls, wall {run.wall_s:.2f} s, "
+          f"{floor}{rounds}"
           f"{run.calls / run.wall_s:.0f} calls/s")
     for label, expression, indent in ROWS:
         value = _value(expression, run.cpu_s)

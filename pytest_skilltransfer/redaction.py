@@ -352,7 +352,8 @@ def find_secrets(text: str, environ: dict[str, str] | None = None) -> list[tuple
         if "@" in bare and strip_userinfo(bare) != bare:
             findings.append((number, "URL credentials"))
         if not screen.clean:
-            findings.extend((number, _describe(what)) for _, _, what in _secret_spans(bare, screen.values, screen.tokens))
+            spans = _secret_spans(bare, screen.values, screen.tokens)
+            findings.extend((number, _describe(what)) for _, _, what in spans)
     return findings
 
 

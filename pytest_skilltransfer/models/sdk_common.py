@@ -21,9 +21,9 @@ concurrency limiter watching 429/529 responses) sees every client's traffic.
 Importing an SDK (`import_sdk`, on its first client) leaves about 90,000 objects that live as long
 as the process (its types and their pydantic schemas). Every full collection of the cyclic garbage
 collector would walk them again (with both SDKs 0.15-0.2 s, the GIL held, once or twice per few
-hundred recorded calls); so right after the import, once the young generations are collected, the objects
-then alive are moved to the permanent generation (`gc.freeze`, as pre-fork servers do). Objects
-made later are collected as before; an SDK the process had already imported is left alone.
+hundred recorded calls); so right after the import, once the young generations are collected, the
+objects then alive are moved to the permanent generation (`gc.freeze`, as pre-fork servers do).
+Objects made later are collected as before; an SDK the process had already imported is left alone.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from __future__ import annotations
 import gc
 import importlib
 import os
-import sys
 import random
+import sys
 import threading
 import time
 from collections.abc import Iterator
