@@ -53,11 +53,12 @@ def _lower(values: list[float], floor: float, d: float) -> float:
 def mean_bounds(values: list[float] | tuple[float, ...], floor: float, ceiling: float,
                 level: float) -> tuple[float, float]:
     """Two-sided bounds at `level` (each side missing with probability at most (1 - level) / 2) for the
-    mean of the distribution that drew `values`, knowing only that it lies within [floor, ceiling]."""
+    mean of the distribution that drew `values`, knowing only that it lies within [floor, ceiling]. A
+    value outside that range (a rounding error) widens it to include the value, so a bound never claims
+    more than the draws allow."""
     values = list(values)
     if not values:
         return floor, ceiling
-    if min(values) < floor or max(values) > ceiling:
-        raise ValueError(f"values outside their stated range [{floor}, {ceiling}]: {min(values)}..{max(values)}")
+    floor, ceiling = min(floor, *values), max(ceiling, *values)
     d = one_sided_ks_critical(len(values), round((1 - level) / 2, 12))
     return _lower(values, floor, d), -_lower([-v for v in values], -ceiling, d)
