@@ -78,7 +78,7 @@ def restart_coverage() -> None:
                 averaged = [stats.mean(a[i] for a in afters) - before[i] for i in range(n)]
                 up, down = sum(d for d in averaged if d > 0), -sum(d for d in averaged if d < 0)
                 gains = [stats.mean(a[i] - before[i] for i in range(n)) for a in afters]
-                low, high = stats.restart_interval(n, up, down, gains, stats.restart_span(before, gains))
+                low, high = stats.restart_interval(n, up, down, gains, stats.restart_span(before))
                 hits += low <= truth + 1e-9 and truth - 1e-9 <= high
                 claims += low > 0 or high < 0
                 s_low, s_high = _spread_interval(n, up, down, gains)

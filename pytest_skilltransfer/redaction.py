@@ -311,8 +311,9 @@ def redact_json(data: Any, environ: dict[str, str] | None = None) -> Any:
     values = tuple(known_values(environ))
     strings: list[str] = []
     _strings(data, strings)
-    screen = _screen([strip_userinfo(text) for text in strings], values)
-    if screen.clean and not any("@" in text and strip_userinfo(text) != text for text in strings):
+    stripped = [strip_userinfo(text) for text in strings]
+    screen = _screen(stripped, values)
+    if screen.clean and stripped == strings:
         return data
     return _redact_json(data, screen.values, screen.tokens)
 

@@ -246,13 +246,26 @@ SCORE_SPAN = (0.0, 1.0)
 GAIN_SPAN = (-1.0, 1.0)
 
 
+def part_level(level: float) -> float:
+    """The level of each part of a two-level interval (tasks, restarts): 1 - a/2, so that together they
+    hold at `level` (Bonferroni)."""
+    return 1 - (1 - level) / 2
+
+
 def restart_margins(values: tuple[float, ...] | list[float], span: tuple[float, float],
                     level: float) -> tuple[float, float]:
     """How far below and above the restarts' mean the mean over the population of optimizations may lie:
-    the distribution-free bounds (`bounded_mean.mean_bounds`) at level 1 - a/2 for values within `span`."""
-    low, high = mean_bounds(values, span[0], span[1], 1 - (1 - level) / 2)
+    the distribution-free bounds (`bounded_mean.mean_bounds`) at `part_level` for values within `span`."""
+    low, high = mean_bounds(values, span[0], span[1], part_level(level))
     center = mean(values)
     return max(0.0, center - low), max(0.0, high - center)
+
+
+def _widened(task_bounds: tuple[float, float], values: tuple[float, ...] | list[float], span: tuple[float, float],
+             level: float, limits: tuple[float, float]) -> tuple[float, float]:
+    """A task-level interval (taken at `part_level`) widened by the restart margins, within `limits`."""
+    below, above = restart_margins(values, span, level)
+    return max(limits[0], task_bounds[0] - below), min(limits[1], task_bounds[1] + above)
 
 
 def score_bounds(mean_value: float, n: int, level: float = LEVEL,
@@ -265,9 +278,7 @@ def score_bounds(mean_value: float, n: int, level: float = LEVEL,
     means = list(restart_means)
     if len(means) <= 1:
         return interval_of_sum(mean_value * n, n, level)
-    low, high = interval_of_sum(mean_value * n, n, 1 - (1 - level) / 2)
-    below, above = restart_margins(means, SCORE_SPAN, level)
-    return max(0.0, low - below), min(1.0, high + above)
+    return _widened(interval_of_sum(mean_value * n, n, part_level(level)), means, SCORE_SPAN, level, SCORE_SPAN)
 
 
 def restart_score(per_restart: list[list[float]], level: float = LEVEL) -> Estimate:
@@ -289,16 +300,14 @@ def gain_bounds(mean_value: float, n: int, level: float = LEVEL,
     gains = list(restart_gains)
     if len(gains) <= 1:
         return difference_interval_of_mean(mean_value, n, level)
-    low, high = difference_interval_of_mean(mean_value, n, 1 - (1 - level) / 2)
-    below, above = restart_margins(gains, span, level)
-    return max(-1.0, low - below), min(1.0, high + above)
+    return _widened(difference_interval_of_mean(mean_value, n, part_level(level)), gains, span, level, GAIN_SPAN)
 
 
-def restart_span(before: list[float], gains: tuple[float, ...] | list[float]) -> tuple[float, float]:
+def restart_span(before: list[float]) -> tuple[float, float]:
     """The range a restart's mean gain can take: every restart is scored against the same baseline, so
     with scores in [0, 1] its gain lies in [-mean(before), 1 - mean(before)]."""
     base = mean(before)
-    return min(-base, *gains), max(1.0 - base, *gains)
+    return -base, 1.0 - base
 
 
 def restart_interval(n: int, up: float, down: float, gains: tuple[float, ...] | list[float],
@@ -306,9 +315,7 @@ def restart_interval(n: int, up: float, down: float, gains: tuple[float, ...] | 
     """The two-level interval for the mean gain over the population of optimizations (Bonferroni): the
     exact task-level interval of the restart-averaged gains at level 1 - a/2, widened below and above
     by the restart margins (`restart_margins`: distribution-free, at level 1 - a/2)."""
-    low, high = gain_interval(n, up, down, 1 - (1 - level) / 2)
-    below, above = restart_margins(gains, span, level)
-    return max(-1.0, low - below), min(1.0, high + above)
+    return _widened(gain_interval(n, up, down, part_level(level)), gains, span, level, GAIN_SPAN)
 
 
 def restart_p_value(n: int, up: float, down: float, gains: tuple[float, ...] | list[float],
@@ -317,8 +324,9 @@ def restart_p_value(n: int, up: float, down: float, gains: tuple[float, ...] | l
     interval does): bisection on alpha, each step the task-level test at the restart margin."""
     def excludes(alpha: float) -> bool:
         below, above = restart_margins(gains, span, 1 - alpha)
-        return (below < 1.0 and gain_decision(n, up, down, below + EPSILON, 1 - alpha / 2) == PASS) or \
-            (above < 1.0 and gain_decision(n, up, down, -above - EPSILON, 1 - alpha / 2) == FAIL)
+        inner = part_level(1 - alpha)
+        return (below < 1.0 and gain_decision(n, up, down, below + EPSILON, inner) == PASS) or \
+            (above < 1.0 and gain_decision(n, up, down, -above - EPSILON, inner) == FAIL)
 
     if not excludes(0.999999):
         return 1.0
@@ -341,7 +349,7 @@ def restart_gain(before: list[float], afters: list[list[float]], level: float = 
     differences = [a - b for b, a in zip(before, averaged)]
     n = len(differences)
     per_restart = tuple(mean(a - b for b, a in zip(before, after)) for after in afters)
-    span = restart_span(before, per_restart)
+    span = restart_span(before)
     up, down = sum(d for d in differences if d > 0), -sum(d for d in differences if d < 0)
     low, high = restart_interval(n, up, down, per_restart, span, level)
     return Gain(mean(differences), low, high, n, restart_p_value(n, up, down, per_restart, span),
@@ -666,7 +674,7 @@ def gain_tasks_to_decide(gain: dict[str, Any], threshold: float, level: float = 
             return None
         inner = {"n": n, "up": gain["up"], "down": gain["down"], "mean": gain["mean"]}
         shifted = threshold + margin if gain["mean"] > threshold else threshold - margin
-        return gain_tasks_to_decide(inner, shifted, 1 - (1 - level) / 2, limit)
+        return gain_tasks_to_decide(inner, shifted, part_level(level), limit)
     if n <= 0 or abs(gain["mean"] - threshold) <= EPSILON:
         return None
 
@@ -701,7 +709,7 @@ def _improvements_needed(n: int, level: float, threshold: float = 0.0, restarts:
     `threshold` (above 0 for threshold 0); None when none does. The interval rejects `threshold` from
     above exactly when the one-sided p-value there is at most (1 - level) / 2, monotone in the count.
     With R > 1 restarts, the two-level interval of R restarts that all moved the same tasks from 0."""
-    inner = level if restarts == 1 else 1 - (1 - level) / 2  # the task-level part's level
+    inner = level if restarts == 1 else part_level(level)  # the task-level part's level
 
     def clears(improved: int) -> bool:
         bar = threshold

@@ -192,7 +192,7 @@ def _restart_interval(before: list[float], afters: list[list[float]]) -> tuple[f
     averaged = [stats.mean(a[i] for a in afters) - before[i] for i in range(n)]
     up, down = sum(d for d in averaged if d > 0), -sum(d for d in averaged if d < 0)
     gains = [stats.mean(a[i] - before[i] for i in range(n)) for a in afters]
-    return stats.restart_interval(n, up, down, gains, stats.restart_span(before, gains))
+    return stats.restart_interval(n, up, down, gains, stats.restart_span(before))
 
 
 @pytest.mark.parametrize("n, restarts", [(6, 3), (24, 3), (24, 5)])

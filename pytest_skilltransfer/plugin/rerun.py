@@ -1,6 +1,6 @@
 """The commands every report prints for an item: rerun it as it ran and, when its snapshot differs, accept
-the new result; and, on a cassette miss, the command that re-records it. One source, so the terminal diagnosis, the Markdown report and the HTML page agree and
-a test that runs one of them vouches for all."""
+the new result; and, on a cassette miss, the command that re-records it. One source, so the terminal
+diagnosis, the Markdown report and the HTML page agree and a test that runs one of them vouches for all."""
 
 from __future__ import annotations
 
