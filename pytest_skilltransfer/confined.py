@@ -80,11 +80,24 @@ def _read_regular(fd: int, max_bytes: int | None) -> bytes:
             raise ConfinementError(f"is {file_kind(info.st_mode)}, not a regular file; a seed file must be a regular "
                                    "file")
         os.set_blocking(fd, True)
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
+        return _read_to_end(fd, info.st_size, None if max_bytes is None else max_bytes + 1)
     finally:
         os.close(fd)
-    return data
+
+
+def _read_to_end(fd: int, size: int, limit: int | None) -> bytes:
+    """Everything up to the end of the file, or its first `limit` bytes; `size` (from fstat) sizes the
+    first read, so a small file is not read into a buffer as large as the limit."""
+    chunks: list[bytes] = []
+    got = 0
+    while limit is None or got < limit:
+        want = size + 1 - got if got <= size else 1 << 16  # the file may have grown since fstat
+        chunk = os.read(fd, want if limit is None else min(want, limit - got))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
 
 
 class ConfinedFolder:
@@ -100,6 +113,7 @@ class ConfinedFolder:
         self.what = what
         self.resolved = path.resolve()
         self._inside = self.resolved.as_posix().rstrip("/") + "/"  # a direct file's path is this plus its name
+        self._prefix = os.path.join(str(path), "")  # how `path / name` spells itself
         self._fd: int | None = None
         if _system_folder(self.resolved) is None and _DIR_FD:
             try:  # not following a link swapped in since the resolution
@@ -122,7 +136,7 @@ class ConfinedFolder:
     def _direct_name(self, path: Path) -> str | None:
         """The name of `path` when the descriptor can answer for it: a plain name directly inside the folder."""
         name = path.name
-        if self._fd is None or name in ("", ".", "..") or path.parent != self.path or \
+        if self._fd is None or name in ("", ".", "..") or str(path) != self._prefix + name or \
                 _system_folder(self._inside + name) is not None:
             return None
         return name
