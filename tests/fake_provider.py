@@ -196,13 +196,15 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.fake.connections.discard(self.connection)
         super().finish()
 
+    def parse_request(self) -> bool:
+        self.arrived = time.monotonic()  # the request line is in: the fixed latency counts from here
+        return super().parse_request()
+
     def do_POST(self) -> None:  # noqa: N802 - http.server naming
         fake = self.server.fake
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         body = json.loads(raw or b"{}")
         fake.log(self.path, dict(self.headers), body)
-        if fake.delay:
-            time.sleep(fake.delay)
         key = self.headers.get("x-api-key") or (self.headers.get("authorization") or "").removeprefix("Bearer ")
         if (fake.require_key and not key) or (fake.accepted_keys is not None and key not in fake.accepted_keys):
             return self._send(401, _error_body(self.path, 401))
@@ -246,6 +248,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self.server.fake.gzip_bodies:
             data = gzip.compress(data)
             headers["content-encoding"] = "gzip"
+        wait = self.arrived + self.server.fake.delay - time.monotonic()
+        if wait > 0:  # every answer, errors too, leaves `delay` after its request arrived, however long it took to make
+            time.sleep(wait)
         self.send_response(status)
         for name, value in headers.items():
             self.send_header(name, value)
