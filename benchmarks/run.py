@@ -190,46 +190,68 @@ def _warm_sdks() -> float:
     return _warm_s[0]
 
 
+REPEATS = 3  # each timed recording runs this often; rows give the median and the range (a shared machine)
+
+
+def _median_run(runs: list[Recorded]) -> Recorded:
+    return sorted(runs, key=lambda r: r.wall_s)[len(runs) // 2]
+
+
+def _spread(runs: list[Recorded], value: Callable[[Recorded], float], digits: int = 2) -> str:
+    values = sorted(value(r) for r in runs)
+    return f"{values[0]:.{digits}f}-{values[-1]:.{digits}f}" if len(values) > 1 else f"{values[0]:.{digits}f}"
+
+
 def recording_floor(work: Path, quick: bool = False) -> list[Row]:
-    """Each workload at each cap, the phases together and (cap > 1) in order; every variant of a
-    workload must give the same results and cassette files."""
+    """Each workload at each cap, the phases together (`REPEATS` times) and (cap > 1) once in order;
+    every recording of a workload must give the same results and cassette files."""
     rows = []
+    repeats = 1 if quick else REPEATS
     with FakeProcess(LATENCY_S) as fake:
         _aliases(fake)
         warm = _warm_sdks()
         for label, config, caps, goal in WORKLOADS:
             caps = tuple(cap for cap in caps if cap > 1) if quick else caps
-            runs: dict[str, Recorded] = {}
+            together: dict[int, list[Recorded]] = {}
+            in_order: dict[int, Recorded] = {}
             for cap in caps:
-                for together in (False, True) if cap > 1 else (True,):
-                    name = f"{cap}-{'together' if together else 'in order'}"
-                    runs[name] = _record(fake, cap, work / f"rec-{label}-{name}", LATENCY_S, together, config)
-            reference = runs[f"{caps[0]}-together"]
-            same = all(r.results == reference.results and r.files == reference.files for r in runs.values())
+                times = repeats if cap > 1 else 1  # cap 1 is long and steady
+                together[cap] = [_record(fake, cap, work / f"rec-{label}-{cap}-{n}", LATENCY_S, True, config)
+                                 for n in range(times)]
+                if cap > 1:
+                    in_order[cap] = _record(fake, cap, work / f"rec-{label}-{cap}-in-order", LATENCY_S, False, config)
+            everything = [r for runs in together.values() for r in runs] + list(in_order.values())
+            same = all(r.results == everything[0].results and r.files == everything[0].files for r in everything)
             for cap in caps:
-                run = runs[f"{cap}-together"]
-                before = runs.get(f"{cap}-in order")
+                runs = together[cap]
+                run = _median_run(runs)
+                before = in_order.get(cap)
                 before_text = f"; phases in order {before.wall_s:.1f} s = {before.wall_s / run.floor_s:.2f}x" if before else ""
+                of_runs = f"median of {len(runs)} recordings, range {_spread(runs, lambda r: r.wall_s / r.floor_s)}x; " \
+                    if len(runs) > 1 else ""
                 rows.append((f"recording {seeds_text()}, {label}: {run.calls} calls at {LATENCY_S * 1000:.0f} ms, "
                              f"cap {cap}/model",
                              f"wall {run.wall_s:.2f} s vs floor {run.floor_s:.2f} s (critical path {run.path_s:.1f} s, "
                              f"busiest model {run.throughput_s:.2f} s; in whole rounds of the cap {run.rounds_s:.2f} s), "
-                             f"CPU {run.cpu_s:.2f} s{before_text}; then saving {run.save_s:.2f} s; "
+                             f"{of_runs}CPU {run.cpu_s:.2f} s{before_text}; then saving {run.save_s:.2f} s; "
                              f"identical results and cassettes: {'yes' if same else 'NO'}; SDKs warmed first ({warm:.1f} s)",
                              f"{run.wall_s / run.floor_s:.2f}x the floor" + (" (goal <= 1.15x)" if goal and cap > 1 else "")
                              + f"; {run.wall_s / run.rounds_s:.2f}x whole rounds"))
     return rows
 
 
-def recording_rate(work: Path) -> list[Row]:
+def recording_rate(work: Path, quick: bool = False) -> list[Row]:
     """Calls per second recording through the protocol against a fake that answers at once."""
     with FakeProcess(0.0) as fake:
         _aliases(fake)
         warm = _warm_sdks()
-        run = _record(fake, DEFAULT_CONCURRENCY, work / "rec-rate", 0.0)
+        runs = [_record(fake, DEFAULT_CONCURRENCY, work / f"rec-rate-{n}", 0.0) for n in range(1 if quick else REPEATS)]
+    run = _median_run(runs)
+    of_runs = f"median of {len(runs)} recordings, range {_spread(runs, lambda r: r.calls / r.wall_s, 0)} calls/s; " \
+        if len(runs) > 1 else ""
     return [(f"recording at zero latency, {seeds_text()}, cap {DEFAULT_CONCURRENCY}/model",
              f"{run.calls} calls in {run.wall_s:.2f} s ({run.cpu_s * 1000 / run.calls:.1f} ms CPU per call), "
-             f"then saving {run.save_s:.2f} s; SDKs warmed first ({warm:.1f} s)",
+             f"{of_runs}then saving {run.save_s:.2f} s; SDKs warmed first ({warm:.1f} s)",
              f"{run.calls / run.wall_s:.0f} calls/s (goal >= 200); {run.calls / (run.wall_s + run.save_s):.0f} with saving")]
 
 
@@ -710,7 +732,7 @@ def main() -> None:
         work = Path(tmp)
         sections: list[tuple[str, Callable[[], list[Row]]]] = [
             ("recording", lambda: recording_floor(work, args.quick)),
-            ("recording rate", lambda: recording_rate(work)),
+            ("recording rate", lambda: recording_rate(work, args.quick)),
             ("replay", lambda: replay_cost(work, sizes)),
             ("replay floor", lambda: replay_floor(work)),
             ("cassette open", lambda: cassette_open(work, sizes, reference)),
