@@ -77,8 +77,13 @@ def _instrument() -> None:
     _measure(stubs, "_record_responses", "vcrpy record + cassette append")
     _measure(journal.Journal, "append", "journal append")
     _measure(scrub, "redact_body", "body redaction")
-    _measure(anthropic._response.APIResponse, "parse", "sdk parse")
-    _measure(openai._legacy_response.LegacyAPIResponse, "parse", "sdk parse")
+    _measure(anthropic._response.APIResponse, "parse", "response reading")
+    _measure(openai._legacy_response.LegacyAPIResponse, "parse", "response reading")
+    for name in ("read_answer", "response_problem"):  # the JSON check (named so in older checkouts)
+        if hasattr(providers, name):
+            _measure(providers, name, "response reading")
+    for wire in (anthropic_wire, openai_wire):
+        _measure(wire, "parse_reply", "response reading")
     _measure(judges, "score", "judges")
     gc.callbacks.append(_time_collections)
 
@@ -94,8 +99,8 @@ ROWS = (  # (label, how it is computed, indent)
     ("journal append (line, secret scan, write, fsync)", "journal append", 4),
     ("httpx itself (hooks, cookies, request/response objects)",
      "httpx send - vcrpy request + cassette lookup - transport - vcrpy record + cassette append", 3),
-    ("SDK response parsing", "sdk parse", 2),
-    ("rest of the model call (checks, reply, limiter, spend gate)", "model call - sdk send - sdk parse", 2),
+    ("response reading (JSON check, SDK types where used, reply)", "response reading", 2),
+    ("rest of the model call (redaction, limiter, spend gate)", "model call - sdk send - response reading", 2),
     ("judges", "judges", 1),
     ("engine, threads, ledger, everything else", "process - model call - judges", 1),
     ("body redaction (request and response, inside the vcrpy rows)", "body redaction", 1),

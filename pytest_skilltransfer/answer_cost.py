@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 
 def provider_of_path(path: str) -> str:
@@ -18,19 +17,8 @@ def answer_usd(provider: str, model_id: str, body: bytes | str, lane: str) -> fl
 
     wire = openai_wire if provider == "openai" else anthropic_wire
     try:
-        usage = wire.parse_reply(_Attrs(json.loads(body)), model_id).usage
+        usage = wire.parse_reply(json.loads(body), model_id).usage
     except Exception:  # noqa: BLE001 - a figure for progress lines, never a reason to fail
         return None
     return None if usage.unreported else cost_usd(model_id, usage, lane)
 
-
-class _Attrs(dict):  # type: ignore[type-arg]
-    """A JSON object read through attributes, as the wire parsers read SDK objects."""
-
-    def __getattr__(self, name: str) -> Any:
-        value = self.get(name)
-        if isinstance(value, dict):
-            return _Attrs(value)
-        if isinstance(value, list):
-            return [_Attrs(v) if isinstance(v, dict) else v for v in value]
-        return value

@@ -125,32 +125,32 @@ def request_params(target: Target, request: Request, prompt_cache: bool = True) 
     return mark_cache_prefix(params) if prompt_cache else params
 
 
-def parse_reply(message: Any, model_id: str) -> Reply:
-    """A Messages API response as our Reply."""
+def parse_reply(message: dict[str, Any], model_id: str) -> Reply:
+    """A Messages API response's JSON as our Reply."""
     texts, calls = [], []
-    for block in message.content or []:
-        kind = getattr(block, "type", "")
+    for block in message.get("content") or []:
+        kind = block.get("type") if isinstance(block, dict) else None
         if kind == "text":
-            texts.append(block.text)
+            texts.append(block.get("text") or "")
         elif kind == "tool_use":
-            arguments = block.input if isinstance(block.input, dict) else {"input": block.input}
-            calls.append(ToolCall(id=block.id, name=block.name, arguments=dict(arguments)))
-    usage = getattr(message, "usage", None)
-    written = getattr(usage, "cache_creation_input_tokens", 0) or 0
-    read = getattr(usage, "cache_read_input_tokens", 0) or 0
-    input_tokens = (getattr(usage, "input_tokens", 0) or 0) + written + read
+            arguments = block.get("input")
+            arguments = arguments if isinstance(arguments, dict) else {"input": arguments}
+            calls.append(ToolCall(id=block.get("id") or "", name=block.get("name") or "", arguments=dict(arguments)))
+    usage = message.get("usage") if isinstance(message.get("usage"), dict) else {}
+    written, read = usage.get("cache_creation_input_tokens") or 0, usage.get("cache_read_input_tokens") or 0
     return Reply(
         text="".join(texts),
         tool_calls=tuple(calls),
-        usage=Usage(input_tokens=input_tokens, output_tokens=getattr(usage, "output_tokens", 0) or 0,
-                    cache_write_tokens=written, cache_read_tokens=read,
-                    unreported=0 if usage is not None and getattr(usage, "input_tokens", None) is not None else 1),
-        model=getattr(message, "model", "") or model_id,
-        stop_reason=getattr(message, "stop_reason", "") or "",
+        usage=Usage(input_tokens=(usage.get("input_tokens") or 0) + written + read,
+                    output_tokens=usage.get("output_tokens") or 0, cache_write_tokens=written, cache_read_tokens=read,
+                    unreported=0 if usage.get("input_tokens") is not None else 1),
+        model=message.get("model") or model_id,
+        stop_reason=message.get("stop_reason") or "",
     )
 
 
 def send(client: Any, target: Target, request: Request) -> Any:
-    """One call; returns the SDK's raw response (`.http_response`, `.parse()`), checked before parsing."""
+    """One call (`messages.with_raw_response.create`: the SDK's retries, timeouts and errors); returns the
+    httpx response, checked and parsed by the caller (its JSON is read once, not into the SDK's types)."""
     params = request_params(target, request, prompt_cache=call_policy().prompt_cache)
-    return client.messages.with_raw_response.create(**params)
+    return client.messages.with_raw_response.create(**params).http_response

@@ -26,7 +26,7 @@ from .batch import BATCH_ANSWER, BATCH_CONCURRENCY, BatchLaneError, SendSynchron
 from .limiter import LIMITERS, observe_client
 from .sdk_common import (CallDeadlineExceeded, bad_response, cached_client, call_deadline, call_failed, call_policy,
                          client_settings, make_client)
-from .validity import excerpt, response_problem
+from .validity import excerpt, read_answer
 
 FAMILY = "providers"
 MAX_ALIAS_DEPTH = 8
@@ -98,8 +98,9 @@ class ProviderModel:
     def complete(self, request: Request) -> Reply:
         """One API call; every failure is a ModelCallError that says what to do.
 
-        The raw response is checked first: a 2xx body that is not a complete provider answer
-        is an error here (the cassettes never store it either). The reply's texts are redacted.
+        The response's JSON is read once and checked first: a 2xx body that is not a complete provider
+        answer is an error here (the cassettes never store it either); the reply is read from that
+        JSON (the wire's `parse_reply`, not the SDK's types). The reply's texts are redacted.
         Under a budget every request sent reserves its worst case first (`spend_gate`) and the
         answered one is settled to its usage here.
         """
@@ -111,19 +112,17 @@ class ProviderModel:
         # one bound for a call and its retries (a batched call waits for its batch instead)
         with spend_gate.tracking() as spend, nullcontext() if batched else call_deadline(call_policy()):
             try:
-                raw, live = None, False
+                http, live = None, False
                 if lane is not None and settings is not None and not settings.replay:
-                    raw = self._through_batch(lane, wire, settings.api_key, request)
-                    live = raw is not None and BATCH_ANSWER in raw.http_response.extensions
-                if raw is None:
+                    http = self._through_batch(lane, wire, settings.api_key, request)
+                    live = http is not None and BATCH_ANSWER in http.extensions
+                if http is None:
                     with LIMITERS.get(self.model_id, DEFAULT_CONCURRENCY, self.server_slots).slot() as call:
-                        raw = wire.send(client, self.target, request)
+                        http = wire.send(client, self.target, request)
                     live = call.live
-                http = raw.http_response
-                problem = response_problem(http.url.path, http.status_code, http.content)
+                answer, problem = read_answer(http.url.path, http.status_code, http.content)
                 if problem is not None:
                     raise bad_response(self.target, http.status_code, problem, excerpt(http.content))
-                message = raw.parse()
             except spend_gate.Refused as refused:
                 raise refused.error from None
             except ModelCallError as err:
@@ -132,7 +131,7 @@ class ProviderModel:
                 raise
             except Exception as err:  # noqa: BLE001 - SDK and transport errors alike
                 raise call_failed(err, self.target, call_policy().timeout_s) from err
-            reply = redact_reply(wire.parse_reply(message, self.model_id))
+            reply = redact_reply(wire.parse_reply(answer, self.model_id))
             if spend is not None:
                 spend.settle(reply.usage)
         if live:

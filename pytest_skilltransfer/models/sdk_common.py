@@ -18,6 +18,10 @@ HTTP hooks: every client is built by `make_client` on an SDK `DefaultHttpxClient
 hooks dispatch to `add_http_hook` registrations at call time, so a hook added later (say, a
 concurrency limiter watching 429/529 responses) sees every client's traffic.
 
+Cookies: the clients keep none (`NoCookies`, the cookie jar httpx's maintainers suggest for this).
+The APIs authenticate by key; a cookie a provider or its CDN sets is never sent back, so no session
+value can travel between models, runs or threads, and no call pays for cookie parsing and matching.
+
 Importing an SDK (`import_sdk`, on its first client) leaves about 90,000 objects that live as long
 as the process (its types and their pydantic schemas). Every full collection of the cyclic garbage
 collector would walk them again (with both SDKs 0.15-0.2 s, the GIL held, once or twice per few
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+from http.cookiejar import CookieJar
 import os
 import random
 import sys
@@ -377,6 +382,16 @@ def _retry_timeout(self: Any, remaining_retries: int, options: Any, response_hea
     return wait
 
 
+class NoCookies(CookieJar):
+    """A cookie jar that keeps nothing: cookies a response sets are dropped, so requests carry none."""
+
+    def extract_cookies(self, response: Any, request: Any) -> None:
+        return None
+
+    def set_cookie(self, cookie: Any) -> None:
+        return None
+
+
 _import_lock = threading.Lock()
 
 
@@ -403,6 +418,7 @@ def make_client(client_class: tuple[str, str], api_key: str, base_url: str | Non
                                                   "_skilltransfer_policy": policy or _policy})
     extra = {"transport": transport} if transport is not None else {}
     http_client = sdk.DefaultHttpxClient(event_hooks={"request": [_clamp_attempt, _dispatch("request")],
-                                                      "response": [_note_response, _dispatch("response")]}, **extra)
+                                                      "response": [_note_response, _dispatch("response")]},
+                                         cookies=NoCookies(), **extra)
     return cls(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout,
                default_headers=DEFAULT_HEADERS, http_client=http_client)

@@ -49,16 +49,22 @@ def response_problem(path: str, status: int, body: bytes | str | None) -> str | 
     `path` is the request path: `/messages` answers are checked as the Messages API, `/completions`
     answers as Chat Completions; other paths need only a 2xx JSON body.
     """
+    return read_answer(path, status, body)[1]
+
+
+def read_answer(path: str, status: int, body: bytes | str | None) -> tuple[dict[str, Any], str | None]:
+    """The response's JSON object and None when it is a usable recording (`response_problem`), else
+    an empty object and why it is not one: the body is parsed once, for the check and the reply."""
     if not 200 <= status < 300:
-        return f"HTTP {status}"
+        return {}, f"HTTP {status}"
     data = _json(body)
     if not isinstance(data, dict):
-        return "the body is not JSON" if data is None else "the body is not a JSON object"
+        return {}, "the body is not JSON" if data is None else "the body is not a JSON object"
     if path.endswith("/messages"):
-        return _messages_problem(data)
+        return data, _messages_problem(data)
     if path.endswith("/completions"):
-        return _chat_problem(data)
-    return None
+        return data, _chat_problem(data)
+    return data, None
 
 
 def excerpt(body: bytes | str | None, limit: int = 200) -> str:
