@@ -137,7 +137,7 @@ class ConfinedFolder:
         """The name of `path` when the descriptor can answer for it: a plain name directly inside the folder."""
         name = path.name
         if self._fd is None or name in ("", ".", "..") or str(path) != self._prefix + name or \
-                _system_folder(self._inside + name) is not None:
+                (self._inside == "/" and _system_folder(self._inside + name) is not None):  # the folder is "/"
             return None
         return name
 

@@ -142,9 +142,10 @@ class SeedModule(pytest.Module):
                 "or set skilltransfer_source / skilltransfer_target in [tool.pytest.ini_options]")
         fixtureinfo = None  # the pairs' closure is one, as for a parametrized function's calls
         for pair in pairs:
+            shown = pair_id(pair)
             item = TransferItem.from_parent(
-                self, name=f"{ITEM_PREFIX}{pair_id(pair)}]", originalname=ITEM_PREFIX[:-1], callobj=run_transfer,
-                callspec=CallSpec(_idlist=(pair_id(pair),)), fixtureinfo=fixtureinfo,
+                self, name=f"{ITEM_PREFIX}{shown}]", originalname=ITEM_PREFIX[:-1], callobj=run_transfer,
+                callspec=CallSpec(_idlist=(shown,)), fixtureinfo=fixtureinfo,
             )
             fixtureinfo = item._fixtureinfo
             item.add_marker(pytest.mark.skilltransfer(seed=str(seed_path), source=pair[0], target=pair[1]))
