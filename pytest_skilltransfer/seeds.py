@@ -27,7 +27,7 @@ from typing import Any, Iterator
 
 from .judges import BOUND_OPS, EXTRA_OPS, JUDGE_KINDS, RUBRIC_OP, TEXT_OPS, Check, Judge, compile_pattern, has_rubric, rule_ops
 from .bounds import over_maximum
-from .confined import ConfinementError, read_confined
+from .confined import ConfinedFolder, ConfinementError, read_confined
 from .tools import corpus_pages, decode_utf8, is_inside
 from .regex_portability import javascript_problems
 from .rubric import CalibrationItem
@@ -58,21 +58,26 @@ def _over(size: int, limits: SeedLimits, name: str, what: str) -> str | None:
 
 
 def read_text_file(path: Path, problems: list[SeedProblem], limits: SeedLimits | None = None,
-                   limit: str | None = None, inside: Path | None = None, what: str = "the seed folder") -> str | None:
+                   limit: str | None = None, inside: Path | None = None, what: str = "the seed folder",
+                   folder: ConfinedFolder | None = None) -> str | None:
     """A seed file as text, or None after appending why not (confinement, unreadable, over a limit, not UTF-8).
 
-    The file must be a regular file resolving inside `inside` (default: the folder holding it).
+    The file must be a regular file resolving inside `inside` (default: the folder holding it, read
+    through `folder` when given: the seed folder, resolved once).
     """
     cap = getattr(limits, limit) if limits is not None and limit is not None else None
     try:
-        data = read_confined(path, inside if inside is not None else path.parent, what, cap)
+        if inside is None and folder is not None:
+            data = folder.read(path, cap)
+        else:
+            data = read_confined(path, inside if inside is not None else path.parent, what, cap)
     except ConfinementError as exc:
         problems.append(SeedProblem(str(path), str(exc)))
         return None
     except OSError as exc:
         problems.append(SeedProblem(str(path), f"cannot be read ({exc.strerror or exc})"))
         return None
-    if limits is not None and limit is not None:
+    if cap is not None and len(data) > cap:  # a regular file read in full up to cap + 1 bytes: over only then
         over = _over(max(len(data), _size(path)), limits, limit, "the file")
         if over:
             problems.append(SeedProblem(str(path), over))
@@ -90,9 +95,9 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _present(path: Path) -> bool:
+def _present(path: Path, folder: ConfinedFolder | None = None) -> bool:
     """Whether anything is at `path` (a dangling symlink or a FIFO too): it is then read, and refused if it must be."""
-    return path.is_symlink() or path.exists()
+    return folder.present(path) if folder is not None else path.is_symlink() or path.exists()
 
 
 @dataclass(frozen=True)
@@ -326,9 +331,10 @@ def _parse_check(raw: Any, where: str, problems: list[SeedProblem]) -> Check | N
     return Check(op=op, arg=arg)
 
 
-def json_lines(path: Path, shape: str, problems: list[SeedProblem]) -> Iterator[tuple[int, str, dict[str, Any]]]:
+def json_lines(path: Path, shape: str, problems: list[SeedProblem],
+               folder: ConfinedFolder | None = None) -> Iterator[tuple[int, str, dict[str, Any]]]:
     """(line number, `file:line`, object) per non-blank JSONL line; malformed lines become problems."""
-    for number, line in enumerate((read_text_file(path, problems) or "").splitlines(), start=1):
+    for number, line in enumerate((read_text_file(path, problems, folder=folder) or "").splitlines(), start=1):
         where = f"{path}:{number}"
         if not line.strip():
             continue
@@ -343,12 +349,13 @@ def json_lines(path: Path, shape: str, problems: list[SeedProblem]) -> Iterator[
         yield number, where, raw
 
 
-def read_tasks(path: Path, problems: list[SeedProblem], limits: SeedLimits | None = None) -> list[Task]:
+def read_tasks(path: Path, problems: list[SeedProblem], limits: SeedLimits | None = None,
+               folder: ConfinedFolder | None = None) -> list[Task]:
     """Read a JSONL task file, appending every problem (with file:line) to `problems`."""
     limits = limits or SeedLimits()
     tasks: list[Task] = []
     seen: dict[str, int] = {}
-    for number, where, raw in json_lines(path, "{task_id, task, judge}", problems):
+    for number, where, raw in json_lines(path, "{task_id, task, judge}", problems, folder):
         missing = [k for k in ("task_id", "task", "judge") if k not in raw]
         if missing:
             problems.append(SeedProblem(where, f"missing field(s): {', '.join(missing)}"))
@@ -380,10 +387,10 @@ def read_tasks(path: Path, problems: list[SeedProblem], limits: SeedLimits | Non
     return tasks
 
 
-def _read_config(path: Path, problems: list[SeedProblem]) -> dict[str, Any]:
-    if not _present(path):
+def _read_config(path: Path, problems: list[SeedProblem], folder: ConfinedFolder | None = None) -> dict[str, Any]:
+    if not _present(path, folder):
         return {}
-    text = read_text_file(path, problems)
+    text = read_text_file(path, problems, folder=folder)
     if text is None:
         return {}
     try:
@@ -471,11 +478,11 @@ def _judge_settings(table: dict[str, Any], where: str, problems: list[SeedProble
     return JudgeSettings(**values)
 
 
-def read_calibration(path: Path, problems: list[SeedProblem]) -> list[CalibrationItem]:
+def read_calibration(path: Path, problems: list[SeedProblem], folder: ConfinedFolder | None = None) -> list[CalibrationItem]:
     """Read `judge-calibration.jsonl`: {"answer", "criterion", "expected": "pass" | "fail", optional "task"}."""
     items: list[CalibrationItem] = []
     fields = ("answer", "criterion", "expected", "task")
-    for _, where, raw in json_lines(path, "{answer, criterion, expected}", problems):
+    for _, where, raw in json_lines(path, "{answer, criterion, expected}", problems, folder):
         unknown = sorted(set(raw) - set(fields))
         missing = [k for k in fields[:3] if k not in raw]
         if unknown or missing:
@@ -498,7 +505,7 @@ def read_calibration(path: Path, problems: list[SeedProblem]) -> list[Calibratio
 
 
 def _corpus_dir(root: Path, config: dict[str, Any], config_path: Path, limits: SeedLimits,
-                problems: list[SeedProblem]) -> Path | None:
+                problems: list[SeedProblem], seed_folder: ConfinedFolder | None = None) -> Path | None:
     """The validated corpus folder (None when there is none), its pages checked, problems appended."""
     name = config.get("corpus", DEFAULT_CORPUS_DIR)
     if not isinstance(name, str):
@@ -508,6 +515,11 @@ def _corpus_dir(root: Path, config: dict[str, Any], config_path: Path, limits: S
         problems.append(SeedProblem(where, f"{name!r} is an absolute path; name a folder inside the seed folder"))
         return None
     folder = root / name
+    if seed_folder is not None and folder.parent == root and not _present(folder, seed_folder):
+        # nothing there: it would resolve inside the seed and is not a folder
+        if "corpus" in config:
+            problems.append(SeedProblem(str(config_path), f"corpus folder {folder} does not exist"))
+        return None
     if not is_inside(folder, root):
         problems.append(SeedProblem(where, f"{name!r} resolves to {folder.resolve()}, outside the seed folder "
                                            f"{root.resolve()}; the corpus must live inside the seed"))
@@ -547,11 +559,17 @@ def load_seed(path: str | Path, limits: SeedLimits | None = None) -> Seed:
     """Load and validate one seed folder. Raises SeedError listing every problem."""
     limits = limits or SeedLimits()
     root = Path(path)
-    problems: list[SeedProblem] = []
     if not root.is_dir():
         raise SeedError(root, [SeedProblem(str(root), "not a folder; a seed is a folder holding SKILL.md")])
+    with ConfinedFolder(root) as folder:
+        return _load_folder(root, limits, folder)
+
+
+def _load_folder(root: Path, limits: SeedLimits, folder: ConfinedFolder) -> Seed:
+    """`load_seed` of a folder, its files read through `folder`."""
+    problems: list[SeedProblem] = []
     config_path = root / CONFIG_FILE
-    config = _read_config(config_path, problems)
+    config = _read_config(config_path, problems, folder)
     split_values = _number_table(config.get("split", {}) if isinstance(config.get("split"), dict) else {},
                                  ("val_fraction", "seed"), f"{config_path} [split]", problems)
     split = SplitSettings(**{**SplitSettings().__dict__, **split_values})
@@ -578,31 +596,31 @@ def load_seed(path: str | Path, limits: SeedLimits | None = None) -> Seed:
         problems.append(SeedProblem(f"{config_path} optimizer", "is empty; name a model, or remove the key"))
     skill_path = skill_location(root, config, config_path, problems)
     skill = ""
-    if skill_path is not None and not _present(skill_path):
+    if skill_path is not None and not _present(skill_path, folder):
         problems.append(SeedProblem(str(skill_path), "missing: every seed needs its deficient skill, as SKILL.md in "
                                     "the seed folder or named by `skill = \"<path>\"` in seed.toml"))
     elif skill_path is not None:
         named = isinstance(config.get("skill"), str)
         skill = read_text_file(skill_path, problems, limits, "skill_bytes",
-                               inside=repository_root(root) if named else root,
-                               what="the repository" if named else "the seed folder") or ""
+                               inside=repository_root(root) if named else None,
+                               what="the repository" if named else "the seed folder", folder=folder) or ""
         if not skill.strip() and not any(p.where == str(skill_path) for p in problems):
             problems.append(SeedProblem(str(skill_path), "is empty"))
     pools: dict[str, list[Task]] = {}
     for name in (TRAIN_FILE, TEST_FILE):
         file = root / name
-        if not _present(file):
+        if not _present(file, folder):
             problems.append(SeedProblem(str(file), "missing: a seed needs both benchmark.jsonl and held-out.jsonl"))
             pools[name] = []
             continue
-        pools[name] = read_tasks(file, problems, limits)
+        pools[name] = read_tasks(file, problems, limits, folder)
         if not pools[name] and not any(p.where.startswith(str(file)) for p in problems):
             problems.append(SeedProblem(str(file), "holds no tasks"))
     judge = _judge_settings(config["judge"] if isinstance(config.get("judge"), dict) else {},
                             f"{config_path} [judge]", problems)
     calibration_path = root / CALIBRATION_FILE
-    calibration = read_calibration(calibration_path, problems) if _present(calibration_path) else []
-    corpus_dir = _corpus_dir(root, config, config_path, limits, problems)
+    calibration = read_calibration(calibration_path, problems, folder) if _present(calibration_path, folder) else []
+    corpus_dir = _corpus_dir(root, config, config_path, limits, problems, folder)
     train, val = split_train_val(root.name, pools[TRAIN_FILE], split) if not problems else ((), ())
     if not problems and (not train or not val):
         problems.append(SeedProblem(str(root / TRAIN_FILE), f"the split left train={len(train)} and val={len(val)} tasks; "

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -207,3 +210,90 @@ def test_ordinary_regexes_are_far_below_the_compile_bound() -> None:
 
     for pattern in (r"^(\w+\s?)+[^\w\s]{2}Q$", r"\d{3}-\d{3}-\d{4}", r"(?i)^Owner: @\w+$", r"[a-z]{2,5}(?:, [a-z]+){0,9}"):
         assert expanded_size(pattern) < MAX_EXPANDED_SIZE // 100
+
+
+def _outcome(read: Any) -> tuple[str, Any]:
+    try:
+        return "read", read()
+    except OSError as exc:  # ConfinementError included: its words are the refusal a seed problem shows
+        return type(exc).__name__, exc.strerror or str(exc)
+
+
+KINDS = ("file", "empty", "link out", "link to /proc", "link to /dev/zero", "fifo", "folder", "missing",
+         "dangling link", "link inside", "relative link inside", "link via ..")
+
+
+def _make(seed: Path, outside: Path, name: str, kind: str) -> None:
+    import os
+
+    path = seed / name
+    if kind == "file":
+        path.write_text("# Skill\n" * 100)
+    elif kind == "empty":
+        path.write_text("")
+    elif kind == "link out":
+        path.symlink_to(outside)
+    elif kind == "link to /proc":
+        path.symlink_to("/proc/self/environ")
+    elif kind == "link to /dev/zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "dangling link":
+        path.symlink_to(seed / "nothing-here")
+    elif kind in ("link inside", "relative link inside"):
+        (seed / "sub").mkdir(exist_ok=True)
+        (seed / "sub" / "source.md").write_text("# Shared\n")
+        path.symlink_to(seed / "sub" / "source.md" if kind == "link inside" else Path("sub") / "source.md")
+    elif kind == "link via ..":
+        path.symlink_to(Path("..") / outside.name)
+
+
+@pytest.mark.parametrize("through", ["the folder", "a symlink to the folder"])
+def test_a_seed_folder_read_through_its_descriptor_reads_and_refuses_as_each_file_alone(
+        tmp_path: Path, through: str) -> None:
+    """The seed loader resolves the seed folder once and opens its files relative to it: every outcome
+    (the bytes, or the refusal and its words) is the one `read_confined` gives for the file on its own."""
+    from pytest_skilltransfer.confined import ConfinedFolder, read_confined
+
+    outside = tmp_path / "outside.txt"
+    outside.write_text("DATABASE_PASSWORD=hunter2\n")
+    real = tmp_path / "seed"
+    real.mkdir()
+    for kind in KINDS:
+        if kind != "missing":
+            _make(real, outside, kind.replace(" ", "-").replace("/", "") + ".md", kind)
+    seed = real
+    if through != "the folder":
+        seed = tmp_path / "linked-seed"
+        seed.symlink_to(real, target_is_directory=True)
+    outcomes = {}
+    with ConfinedFolder(seed) as folder:
+        for kind in KINDS:
+            path = seed / (kind.replace(" ", "-").replace("/", "") + ".md")
+            for limit in (None, 10):
+                alone = _outcome(lambda: read_confined(path, seed, max_bytes=limit))
+                assert _outcome(lambda: folder.read(path, limit)) == alone, kind
+            assert folder.present(path) == (path.is_symlink() or path.exists()), kind
+            outcomes[kind] = _outcome(lambda: folder.read(path))
+    assert outcomes["file"] == ("read", b"# Skill\n" * 100) and outcomes["missing"][0] == "FileNotFoundError"
+    assert "outside the seed folder" in outcomes["link out"][1] and "under /proc" in outcomes["link to /proc"][1]
+    assert outcomes["fifo"][1].startswith("is a FIFO") and outcomes["folder"][1].startswith("is a folder")
+
+
+def test_a_seed_folder_under_a_system_folder_is_read_as_each_file_alone(tmp_path: Path) -> None:
+    from pytest_skilltransfer.confined import ConfinedFolder, read_confined
+
+    folder_path = Path("/dev/shm")
+    if not folder_path.is_dir():
+        pytest.skip("no /dev/shm here")
+    seed = Path(tempfile.mkdtemp(dir=folder_path))
+    try:
+        (seed / "SKILL.md").write_text("# Skill\n")
+        with ConfinedFolder(seed) as folder:
+            refusal = _outcome(lambda: folder.read(seed / "SKILL.md"))
+        assert refusal == _outcome(lambda: read_confined(seed / "SKILL.md", seed)) and "under /dev" in refusal[1]
+    finally:
+        shutil.rmtree(seed)

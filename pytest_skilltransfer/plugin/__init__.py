@@ -435,7 +435,7 @@ def order_by_seed(items: list[pytest.Item]) -> None:
     keys = []
     for index, item in enumerate(items):
         spec = item.stash.get(SPEC, None)
-        group = spec.seed_path.resolve() if spec is not None else index
+        group = runner_of(item.config).key(spec.seed_path) if spec is not None else index
         keys.append(first.setdefault(group, index))
     items[:] = [item for _, _, item in sorted(zip(keys, range(len(items)), items), key=lambda t: t[:2])]
 
@@ -446,7 +446,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if is_worker(session.config):
         from .xdist_scheduling import write_scopes
 
-        write_scopes(session.config, {item.nodeid: str(item.stash[SPEC].seed_path.resolve())
+        key = runner_of(session.config).key
+        write_scopes(session.config, {item.nodeid: str(key(item.stash[SPEC].seed_path))
                                       for item in session.items if SPEC in item.stash})
 
 

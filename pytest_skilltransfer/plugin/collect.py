@@ -140,11 +140,13 @@ class SeedModule(pytest.Module):
             raise self.CollectError(
                 f"seed {seed.name}: no models to run; pass --source and --target (or --pair SRC:TGT), "
                 "or set skilltransfer_source / skilltransfer_target in [tool.pytest.ini_options]")
+        fixtureinfo = None  # the pairs' closure is one, as for a parametrized function's calls
         for pair in pairs:
             item = TransferItem.from_parent(
                 self, name=f"{ITEM_PREFIX}{pair_id(pair)}]", originalname=ITEM_PREFIX[:-1], callobj=run_transfer,
-                callspec=CallSpec(_idlist=(pair_id(pair),)),
+                callspec=CallSpec(_idlist=(pair_id(pair),)), fixtureinfo=fixtureinfo,
             )
+            fixtureinfo = item._fixtureinfo
             item.add_marker(pytest.mark.skilltransfer(seed=str(seed_path), source=pair[0], target=pair[1]))
             item.extra_keyword_matches.add(f"{pair[0]}_to_{pair[1]}")  # `-k` cannot spell "->"
             yield item

@@ -55,6 +55,7 @@ class Runner:
     settings: Settings
     progress: Progress
     _seeds: dict[Path, Seed | SeedError] = field(default_factory=dict)
+    _keys: dict[Path, Path] = field(default_factory=dict)  # a seed path as given -> resolved, once
     _sessions: dict[Path, SeedSession] = field(default_factory=dict)
     _models: dict[str, Model] = field(default_factory=dict)
     broken_seeds: set[str] = field(default_factory=set)  # node ids of seeds that failed to load
@@ -64,9 +65,16 @@ class Runner:
     concurrent_phases: bool = True  # a transfer's independent phases run at the same time (see `phases`)
     recorded: bool = False  # a recording context that may write was opened (models.lock pins its aliases)
 
+    def key(self, path: Path) -> Path:
+        """The seed folder `path` names, symlinks resolved (once per path: the seed is loaded once, too)."""
+        key = self._keys.get(path)
+        if key is None:
+            key = self._keys[path] = path.resolve()
+        return key
+
     def seed(self, path: Path) -> Seed:
         """Load a seed once; raises the engine's SeedError (every problem, file:line) each time it is asked."""
-        key = path.resolve()
+        key = self.key(path)
         if key not in self._seeds:
             try:
                 self._seeds[key] = load_seed(key, self.settings.seed_limits)
@@ -101,7 +109,7 @@ class Runner:
         return JudgeSetup(model, chosen.samples or 1, chosen.min_accuracy or 0.0)
 
     def session(self, path: Path) -> SeedSession:
-        key = path.resolve()
+        key = self.key(path)
         if key not in self._sessions:
             seed = self.seed(key)
             self._sessions[key] = SeedSession(seed, self.settings.protocol, self.progress, concurrency,
