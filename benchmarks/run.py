@@ -126,7 +126,7 @@ class Recorded:
     floor_s: float
     path_s: float  # the critical paths (calls on the longest dependency path x latency), item by item
     throughput_s: float  # the busiest model's calls x latency / cap, item by item
-    rounds_s: float  # max(critical path, the busiest model's calls in whole rounds of `cap` x latency), item by item
+    rounds_s: float  # max(critical path in rounds of the cap, the busiest model's calls in whole rounds) x latency, item by item
     calls: int
     results: list[dict[str, Any]]
     files: dict[str, str]
@@ -158,8 +158,10 @@ def _record(fake: FakeProcess, cap: int, folder: Path, latency: float, together:
             item_throughput = max(per_model.values(), default=0) * latency / cap
             path, throughput = path + item_path, throughput + item_throughput
             floor += max(item_path, item_throughput)
-            # no schedule beats this either: a model serves at most `cap` calls per latency
-            rounds += max(item_path, max((-(-n // cap) for n in per_model.values()), default=0) * latency)
+            # no schedule beats this either: a model serves at most `cap` calls per latency, on the path
+            # (the engine's round clock) and over the item (the busiest model's calls)
+            item_rounds = context.run(phases.rounds_on_path) if hasattr(phases, "rounds_on_path") else 0
+            rounds += max(item_path, item_rounds * latency, max((-(-n // cap) for n in per_model.values()), default=0) * latency)
             calls += sum(per_model.values())
             results.append(result_to_json(result))
         start = time.perf_counter()

@@ -135,9 +135,9 @@ class CallCache:
     """
 
     def __init__(self, slots: ModelSlots | None = None) -> None:
-        self._replies: dict[str, tuple[Reply, int]] = {}  # key -> (reply, its place on the path clock)
+        self._replies: dict[str, tuple[Reply, phases.Place]] = {}  # key -> (reply, its place on the path clock)
         self._fingerprints: dict[str, str] = {}
-        self._pending: dict[str, Future[tuple[Reply, int]]] = {}
+        self._pending: dict[str, Future[tuple[Reply, phases.Place]]] = {}
         self._users: dict[str, list[Meter]] = {}
         self._lock = threading.Lock()
         self.slots = slots
@@ -171,7 +171,7 @@ class CallCache:
                 del self._pending[key]
             mine.set_exception(exc)
             raise
-        place = phases.calls_on_path() + 1
+        place = phases.sent(model.model_id)
         phases.advance_path(place)
         with self._lock:
             self._replies[key] = (reply, place)

@@ -13,16 +13,20 @@ What stays as in a sequential run:
 
 Every thread of a chain carries the chain and a *path clock* (contextvars): the clock counts the
 calls sent on the longest dependency path so far, so a run can state its critical path in calls
-(`calls_on_path`), independent of latency, caps and load.
+(`calls_on_path`), independent of latency, caps and load. A second clock counts the same path in
+*rounds* of the per-model cap (`rounds_on_path`): an evaluation whose jobs send J calls to a model
+that takes at most W at a time lasts at least ceil(J / W) calls' latencies, however it is scheduled,
+so with a fixed latency `rounds_on_path() x latency` is a lower bound on a run's wall at that cap.
 """
 
 from __future__ import annotations
 
 import contextvars
+import math
 import threading
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -54,8 +58,16 @@ class _Group:
             self.failed_at = min(self.failed_at, index)
 
 
+class Place(NamedTuple):
+    """A point on the path clock: calls on the longest path to it, and the same path in rounds of the cap."""
+
+    calls: int = 0
+    rounds: int = 0
+
+
 _CHAIN: contextvars.ContextVar[_Chain | None] = contextvars.ContextVar("skilltransfer_chain", default=None)
-_PATH: contextvars.ContextVar[int] = contextvars.ContextVar("skilltransfer_calls_on_path", default=0)
+_PATH: contextvars.ContextVar[Place] = contextvars.ContextVar("skilltransfer_calls_on_path", default=Place())
+_SENT: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("skilltransfer_sent", default=None)
 
 
 def check_halted() -> None:
@@ -74,13 +86,32 @@ def enter_phase(name: str) -> None:
 
 def calls_on_path() -> int:
     """Calls sent on the longest dependency path leading here."""
-    return _PATH.get()
+    return _PATH.get().calls
 
 
-def advance_path(to: int) -> None:
-    """The path now includes a call answered at path position `to` (a sent call: position + 1)."""
-    if to > _PATH.get():
-        _PATH.set(to)
+def rounds_on_path() -> int:
+    """The longest dependency path leading here in rounds of the per-model cap (see the module docstring)."""
+    return _PATH.get().rounds
+
+
+def sent(model_id: str) -> Place:
+    """A call to `model_id` was sent from here: the place of its answer (one further on both clocks)."""
+    here = _PATH.get()
+    models = _SENT.get()
+    if models is not None:
+        models.add(model_id)
+    return Place(here.calls + 1, here.rounds + 1)
+
+
+def advance_path(to: Place) -> None:
+    """The path now includes an answer at place `to` (each clock keeps the longer path)."""
+    here = _PATH.get()
+    if to.calls > here.calls or to.rounds > here.rounds:
+        _PATH.set(Place(max(here.calls, to.calls), max(here.rounds, to.rounds)))
+
+
+def _latest(places: Sequence[Place]) -> Place:
+    return Place(max((p.calls for p in places), default=0), max((p.rounds for p in places), default=0))
 
 
 class ChainFailed(Exception):
@@ -124,7 +155,7 @@ def run_chains(chains: Sequence[Callable[[], T]], concurrent: bool, name: str = 
             if group.failed_at < i:
                 break
             contexts[i].run(run, i)
-    advance_path(max((ctx.get(_PATH, 0) for ctx in contexts), default=0))
+    advance_path(_latest([ctx.get(_PATH, Place()) for ctx in contexts]))
     for i, (ok, value) in enumerate(outcomes):
         if not ok and value is not None and not isinstance(value, Halted):
             raise ChainFailed(states[i].phase, value) from value  # type: ignore[arg-type]
@@ -133,18 +164,29 @@ def run_chains(chains: Sequence[Callable[[], T]], concurrent: bool, name: str = 
     return [value for _, value in outcomes]  # type: ignore[misc]
 
 
-def fan_out(fn: Callable[[T], R], jobs: Sequence[T], workers: int, name: str) -> list[R]:
+def fan_out(fn: Callable[[T], R], jobs: Sequence[T], workers: int, name: str, model_id: str | None = None) -> list[R]:
     """`fn` over the jobs, `workers` at a time, results in the jobs' order; each job runs in a copy of
-    the caller's context (its chain and path clock), and the caller's clock ends at the longest job's."""
+    the caller's context (its chain and path clock), and the caller's clock ends at the longest job's.
+
+    With `model_id` (the model the jobs call, `workers` its cap), the round clock also counts the
+    rounds that model needs: ceil(jobs that sent it a call / workers) after the start."""
     if not jobs:
         return []
+    start = _PATH.get()
     contexts = [contextvars.copy_context() for _ in jobs]  # the jobs are independent, even one at a time
+    models: list[set[str]] = [set() for _ in jobs]
+    for ctx, box in zip(contexts, models):
+        ctx.run(_SENT.set, box)
     if workers <= 1 or len(jobs) <= 1:
         results = [ctx.run(fn, job) for ctx, job in zip(contexts, jobs)]
     else:
         with ThreadPoolExecutor(max_workers=min(workers, len(jobs)), thread_name_prefix=name) as pool:
             results = list(pool.map(lambda pair: pair[0].run(fn, pair[1]), zip(contexts, jobs)))
-    advance_path(max(ctx.get(_PATH, 0) for ctx in contexts))
+    end = _latest([ctx.get(_PATH, Place()) for ctx in contexts])
+    if model_id is not None:
+        senders = sum(model_id in box for box in models)
+        end = Place(end.calls, max(end.rounds, start.rounds + math.ceil(senders / max(workers, 1))))
+    advance_path(end)
     return results
 
 
@@ -158,7 +200,7 @@ class Memo(Generic[K, T]):
     def __init__(self) -> None:
         self._done: dict[K, T] = {}
         self._tags: dict[K, object] = {}
-        self._pending: dict[K, tuple[Future[tuple[T, int]], object]] = {}
+        self._pending: dict[K, tuple[Future[tuple[T, Place]], object]] = {}
         self._lock = threading.Lock()
 
     def get(self, key: K, compute: Callable[[], T], tag: object = None,
@@ -172,13 +214,13 @@ class Memo(Generic[K, T]):
                 return self._done[key]
             waiting = self._pending.get(key)
             if waiting is None:
-                mine: Future[tuple[T, int]] = Future()
+                mine: Future[tuple[T, Place]] = Future()
                 self._pending[key] = (mine, tag)
             elif joined is not None:
                 joined(waiting[1])
         if waiting is not None:
-            value, path = waiting[0].result()
-            advance_path(path)
+            value, at = waiting[0].result()
+            advance_path(at)
             return value
         try:
             value = compute()
@@ -191,7 +233,7 @@ class Memo(Generic[K, T]):
             self._done[key] = value
             self._tags[key] = tag
             del self._pending[key]
-        mine.set_result((value, calls_on_path()))
+        mine.set_result((value, _PATH.get()))
         return value
 
     def replace(self, key: K, value: T) -> None:

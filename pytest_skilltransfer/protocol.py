@@ -375,7 +375,7 @@ class SeedSession:
                                 verdict.rubric, attempt.stop_reason)
 
         # results keep the jobs' order, so any concurrency gives the same evaluation
-        results = phases.fan_out(judge, jobs, self.concurrency(model), f"{model.model_id}-call")
+        results = phases.fan_out(judge, jobs, self.concurrency(model), f"{model.model_id}-call", model.model_id)
         per_task = tuple(
             TaskResult(task.id, tuple(r for (t, _), r in zip(jobs, results) if t is task), task.cluster)
             for task in tasks

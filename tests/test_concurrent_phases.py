@@ -236,3 +236,43 @@ def test_the_path_clock_counts_dependent_calls_whatever_the_concurrency() -> Non
 
         paths.append(contextvars.copy_context().run(chain))
     assert paths == [4, 4]
+
+
+def test_the_round_clock_counts_the_rounds_a_capped_model_needs() -> None:
+    """20 independent calls to one model that takes 8 at a time: one call deep, three rounds deep;
+    answers already known cost no round (each chain starts on a fresh clock: an empty context)."""
+    model = resolve_model("sim-small")
+    cache = CallCache()
+
+    def attempt(i: int) -> None:
+        cache.call(model, Request(system="s", messages=(Message("user", f"task {i}"),)), Meter(), "agent")
+
+    def chain(jobs: list[int], model_id: str | None) -> tuple[int, int]:
+        phases.fan_out(attempt, jobs, 8, "t", model_id)
+        return phases.calls_on_path(), phases.rounds_on_path()
+
+    assert contextvars.Context().run(chain, list(range(20)), model.model_id) == (1, 3)
+    assert contextvars.Context().run(chain, list(range(20, 40)), None) == (1, 1)
+    assert contextvars.Context().run(chain, list(range(12)), model.model_id) == (0, 0)  # all known
+
+
+def test_the_round_clock_bounds_the_wall_of_a_fixed_latency_run() -> None:
+    """A bound is a bound: with every call taking `delay`, no run is shorter than its rounds x `delay`."""
+    seed = load_seed(ROOT / "seeds" / "ticket-router")
+    delay = 0.03
+    for workers in (1, 2, 8):
+        config = ProtocolConfig(nights=1, workers=workers, limit_replay=2, limit_holdout=0, samples=2)
+        source = _Recorder(resolve_model("sim-small"), delay=delay)
+        target = _Recorder(resolve_model("sim-large"), delay=delay)
+        session = SeedSession(seed, config, concurrent_phases=True)
+
+        def run() -> tuple[float, int, int]:
+            start = time.perf_counter()
+            session.transfer(source, target)
+            return time.perf_counter() - start, phases.calls_on_path(), phases.rounds_on_path()
+
+        wall, calls, rounds = contextvars.Context().run(run)
+        assert rounds >= calls > 0
+        assert wall >= rounds * delay, (workers, wall, rounds)
+        if workers == 1:
+            assert rounds > calls  # one call at a time: every evaluation takes as many rounds as it has calls

@@ -126,3 +126,24 @@ def test_openai_reply_from_json() -> None:
     assert reply.usage == Usage(input_tokens=7, output_tokens=2, cache_read_tokens=5)
     refused = openai_wire.parse_reply({"choices": [{"finish_reason": "stop", "message": {"refusal": "No."}}]}, "m")
     assert (refused.stop_reason, refused.refusal, refused.usage.unreported) == ("refusal", "No.", 1)
+
+
+def test_one_redaction_pass_over_a_reply_equals_each_part_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_skilltransfer.models.base import Reply
+    from pytest_skilltransfer.models.providers import redact_reply
+    from pytest_skilltransfer.redaction import redact_json, redact_text
+
+    key = "sk-ant-api03-" + "k" * 40
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    replies = [
+        Reply(text=f"the key is {key}, see http://user:pw@host/x", refusal="ghp_" + "a" * 36,
+              tool_calls=(ToolCall("1", "save", {"value": key, key: ["AKIA" + "B" * 16]}), ToolCall("2", "noop", {}))),
+        Reply(text="nothing secret", tool_calls=(ToolCall("3", "search", {"query": "x"}),)),
+    ]
+    for reply in replies:
+        expected = (redact_text(reply.text), redact_text(reply.refusal), [redact_json(c.arguments) for c in reply.tool_calls])
+        redacted = redact_reply(reply)
+        assert (redacted.text, redacted.refusal, [c.arguments for c in redacted.tool_calls]) == expected
+        assert [(c.id, c.name) for c in redacted.tool_calls] == [(c.id, c.name) for c in reply.tool_calls]
+    assert redact_reply(replies[1]) is replies[1]  # nothing to redact: the reply itself
+    assert key not in repr(redact_reply(replies[0]))

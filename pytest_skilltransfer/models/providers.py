@@ -19,7 +19,7 @@ from urllib.parse import urlparse
 
 from . import aliases
 from .aliases import Target
-from ..redaction import redact_json, redact_text, register_key_variables, strip_userinfo
+from ..redaction import redact_json, register_key_variables, strip_userinfo
 from .base import Model, ModelCallError, ModelError, Reply, Request, ToolCall, Usage, find_in_chain, register_family
 from . import spend_gate
 from .batch import BATCH_ANSWER, BATCH_CONCURRENCY, BatchLaneError, SendSynchronously, active_lane, batch_client, group_for
@@ -156,11 +156,14 @@ class ProviderModel:
 
 
 def redact_reply(reply: Reply) -> Reply:
-    """The reply with secrets redacted from its texts and tool arguments (as its cassette stores them)."""
-    calls = tuple(ToolCall(c.id, c.name, redact_json(c.arguments)) for c in reply.tool_calls)
-    text, refusal = redact_text(reply.text), redact_text(reply.refusal)
-    if (text, refusal, calls) == (reply.text, reply.refusal, reply.tool_calls):
+    """The reply with secrets redacted from its texts and tool arguments (as its cassette stores them),
+    all of them in one pass (`redact_json`: the key values looked up and the detectors screened once)."""
+    parts = [reply.text, reply.refusal, [c.arguments for c in reply.tool_calls]]
+    clean = redact_json(parts)
+    if clean == parts:
         return reply
+    text, refusal, arguments = clean
+    calls = tuple(ToolCall(c.id, c.name, a) for c, a in zip(reply.tool_calls, arguments))
     return replace(reply, text=text, refusal=refusal, tool_calls=calls)
 
 
