@@ -32,6 +32,7 @@ Objects made later are collected as before; an SDK the process had already impor
 
 from __future__ import annotations
 
+import atexit
 import gc
 import importlib
 from http.cookiejar import CookieJar
@@ -263,12 +264,26 @@ _clients_lock = threading.Lock()
 
 
 def cached_client(key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
-    """One SDK client per (provider, base URL, key, policy), shared across threads."""
+    """One SDK client per (provider, base URL, key, policy), shared across threads; all are closed at exit."""
     with _clients_lock:
         client = _clients.get(key)
         if client is None:
+            if not _clients:
+                atexit.register(close_clients)
             client = _clients[key] = build()
         return client
+
+
+def close_clients() -> None:
+    """Close every cached client (their pooled connections), at exit: nothing is left open for the interpreter."""
+    with _clients_lock:
+        clients = list(_clients.values())
+        _clients.clear()
+    for client in clients:
+        try:
+            client.close()
+        except Exception:  # noqa: BLE001 - closing at exit must not fail the exit
+            pass
 
 
 HttpHook = Callable[[Any], None]
