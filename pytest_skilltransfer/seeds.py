@@ -515,16 +515,13 @@ def _corpus_dir(root: Path, config: dict[str, Any], config_path: Path, limits: S
         problems.append(SeedProblem(where, f"{name!r} is an absolute path; name a folder inside the seed folder"))
         return None
     folder = root / name
-    if seed_folder is not None and folder.parent == root and not _present(folder, seed_folder):
-        # nothing there: it would resolve inside the seed and is not a folder
-        if "corpus" in config:
-            problems.append(SeedProblem(str(config_path), f"corpus folder {folder} does not exist"))
-        return None
-    if not is_inside(folder, root):
+    # nothing directly in the seed folder under that name: inside the seed and not a folder, no resolving needed
+    missing = seed_folder is not None and folder.parent == root and not _present(folder, seed_folder)
+    if not missing and not is_inside(folder, root):
         problems.append(SeedProblem(where, f"{name!r} resolves to {folder.resolve()}, outside the seed folder "
                                            f"{root.resolve()}; the corpus must live inside the seed"))
         return None
-    if not folder.is_dir():
+    if missing or not folder.is_dir():
         if "corpus" in config:
             problems.append(SeedProblem(str(config_path), f"corpus folder {folder} does not exist"))
         return None

@@ -109,14 +109,15 @@ def parse_reply(completion: dict[str, Any], model_id: str) -> Reply:
     )
     refusal = _field(message, "refusal") or ""
     usage = completion.get("usage")
+    details = _field(usage, "prompt_tokens_details")
     return Reply(
         text=_field(message, "content") or "",
         tool_calls=calls,
         usage=Usage(
             input_tokens=_field(usage, "prompt_tokens") or 0,
             output_tokens=_field(usage, "completion_tokens") or 0,
-            cache_write_tokens=_detail(_field(usage, "prompt_tokens_details"), "cache_write_tokens"),
-            cache_read_tokens=_detail(_field(usage, "prompt_tokens_details"), "cached_tokens"),
+            cache_write_tokens=_detail(details, "cache_write_tokens"),
+            cache_read_tokens=_detail(details, "cached_tokens"),
             unreported=0 if _field(usage, "prompt_tokens") is not None else 1,
         ),
         model=completion.get("model") or model_id,
