@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Callable, TypeVar
 
-from . import judges, phases, restarts, timed_regex
+from . import judges, ledger, phases, restarts, timed_regex
 from .bounds import over_maximum
 from .agent import AgentContext, run_task
 from .edits import Edit, apply_edits
@@ -226,6 +226,7 @@ class TransferResult:
     judge: "JudgeSummary | None" = None
     split_seed: int = 0  # restart 1's train/val split seed
     more_runs: tuple[RestartRun, ...] = ()  # restarts 2..R
+    bill: dict[str, Costs] | None = None  # what this result paid per phase (`ledger.bill`); None: `phase_costs`
 
     @property
     def runs(self) -> tuple[RestartRun, ...]:
@@ -260,9 +261,13 @@ class TransferResult:
         return None if estimate is None else estimate.mean
 
     def phase_costs(self) -> dict[str, Costs]:
-        """Calls and tokens per protocol phase (every restart's), keyed by (model id, role)."""
+        """Calls and tokens per protocol phase (every restart's), keyed by (model id, role), in the
+        protocol's order (the judge's calibration first): what each phase used, shared or not."""
         runs = self.runs
-        phases = {
+        phases: dict[str, Costs] = {}
+        if self.judge is not None and self.judge.calibration_costs:
+            phases["judge-calibration"] = self.judge.calibration_costs
+        phases |= {
             "baseline": self.baseline.costs,
             "optimize-source": _merge_costs(*(run.learned.costs for run in runs)),
             "transferred": _merge_costs(*(run.transferred.costs for run in runs)),
@@ -270,9 +275,11 @@ class TransferResult:
         if self.direct_optimization is not None and self.direct is not None:
             phases["optimize-direct"] = _merge_costs(*(r.direct_optimization.costs for r in runs if r.direct_optimization))
             phases["direct"] = _merge_costs(*(run.direct.costs for run in runs if run.direct))
-        if self.judge is not None and self.judge.calibration_costs:
-            phases["judge-calibration"] = self.judge.calibration_costs
         return phases
+
+    def billed_costs(self) -> dict[str, Costs]:
+        """What this result paid per phase: each answer once, none that an earlier result paid (`ledger.bill`)."""
+        return self.bill if self.bill is not None else ledger.bill(self.phase_costs(), set())
 
 
 @dataclass(frozen=True)
@@ -345,6 +352,7 @@ class SeedSession:
         self._evaluations: phases.Memo[tuple[str, str, str, int], tuple[Evaluation, Meter]] = phases.Memo()
         self._optimizations: phases.Memo[tuple[str, str, int], tuple[Optimization, Meter]] = phases.Memo()
         self._transfers = 0  # transfers started: the first part of every phase's rank
+        self._paid: set[str] = set()  # answers a result's bill has charged (each is paid once)
         self.phase = ""  # the protocol phase that failed (or runs, when one runs), for error messages
 
     def evaluate(self, model: Model, skill: str, split: str, meter: Meter | None = None,
@@ -529,7 +537,7 @@ class SeedSession:
             runs.append(RestartRun(restart, restarts.split_seed(self.seed, restart), settled(learned),
                                    settled(transferred), settled(direct_opt), settled(direct)))
         first = runs[0]
-        return TransferResult(
+        result = TransferResult(
             seed=self.seed.name,
             source=source.model_id,
             target=target.model_id,
@@ -544,6 +552,7 @@ class SeedSession:
             more_runs=tuple(runs[1:]),
             judge=judge,
         )
+        return replace(result, bill=ledger.bill(result.phase_costs(), self._paid))
 
     def _baseline(self, target: Model, rank: tuple[int, ...]) -> Evaluation:
         phases.enter_phase("baseline")
@@ -615,5 +624,5 @@ def _observations(tasks: tuple[Task, ...], evaluation: Evaluation) -> tuple[list
 
 
 def total_costs(result: TransferResult) -> Costs:
-    """All phases' calls and tokens of a result, merged per (model id, role)."""
-    return _merge_costs(*result.phase_costs().values())
+    """What a result paid, all phases merged per (model id, role) (see `TransferResult.billed_costs`)."""
+    return _merge_costs(*result.billed_costs().values())
