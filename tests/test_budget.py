@@ -76,8 +76,49 @@ def test_an_unpriced_judge_is_refused_before_any_call(pytester: pytest.Pytester,
     _project(pytester, fake, seeds=("alpha",))
     result = pytester.runpytest_subprocess("--max-cost=1", "--judge=openai:mystery-judge@https://llm.example.com")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--max-cost: no price for openai:mystery-judge@https://llm.example.com*"])
+    result.stderr.fnmatch_lines(["*--max-cost: the models named for this run include models without a price*",
+                                 '*mystery-judge) has no price: add [[]tool.skilltransfer.prices[]] "mystery-judge"*'])
     assert fake.received == []
+
+
+def test_an_unpriced_loopback_model_gets_no_request_and_the_run_names_it(pytester: pytest.Pytester,
+                                                                        fake: FakeProvider) -> None:
+    _project(pytester, fake, seeds=("alpha",))
+    pytester.makepyprojecttoml(f'''
+        [tool.skilltransfer.models]
+        paid = "openai:fake-paid@{fake.openai_url}"
+    ''')  # a loopback URL, no price: a local gateway in front of a paid API looks exactly like this
+    result = pytester.runpytest_subprocess("--record-mode=once", "--max-cost=0.01")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(['*paid (fake-paid) has no price: add [[]tool.skilltransfer.prices[]] "fake-paid" = *'
+                                 '*[[]tool.skilltransfer.models[]] "paid" = { provider = "openai", model = "fake-paid", '
+                                 f'base_url = "{fake.openai_url}", free = true }}*'])
+    assert fake.received == []
+
+
+def test_a_seeds_unpriced_judge_is_refused_when_the_items_are_collected(pytester: pytest.Pytester,
+                                                                         fake: FakeProvider) -> None:
+    _project(pytester, fake, seeds=("alpha",))
+    (pytester.path / "seeds" / "alpha" / "seed.toml").write_text(
+        f'[judge]\nmodel = "openai:fake-judge@{fake.openai_url}"\n')
+    result = pytester.runpytest_subprocess("--record-mode=once", "--max-cost=0.01")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--max-cost: the collected items include models without a price*",
+                                 '*fake-judge) has no price: add [[]tool.skilltransfer.prices[]] "fake-judge"*'])
+    assert fake.received == []
+
+
+def test_a_model_declared_free_runs_under_a_budget(pytester: pytest.Pytester, fake: FakeProvider) -> None:
+    _project(pytester, fake, seeds=("alpha",), tasks=2)
+    pytester.makepyprojecttoml(f'''
+        [tool.skilltransfer.models]
+        paid = {{ provider = "openai", model = "fake-paid", base_url = "{fake.openai_url}", free = true }}
+    ''')
+    result = pytester.runpytest_subprocess("--record-mode=once", "--snapshot-update", "--max-cost=0.01",
+                                           "--skilltransfer-json=r.json")
+    result.assert_outcomes(passed=1)
+    assert json.loads((pytester.path / "r.json").read_text())["budget"]["charged_usd"] == 0.0
+    assert fake.received
 
 
 # -- the ledger itself ------------------------------------------------------------------------------

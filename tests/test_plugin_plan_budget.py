@@ -85,11 +85,11 @@ def test_a_budget_needs_prices(pytester: pytest.Pytester, fake: FakeProvider) ->
     ''')
     result = pytester.runpytest_subprocess("--max-cost=1")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--max-cost: no price for mystery, so no call to it could be reserved; nothing was "
-                                 "sent*[tool.skilltransfer.prices]*"])
+    result.stderr.fnmatch_lines(["*--max-cost: * without a price, so no call to them could be reserved; nothing was "
+                                 "sent*", "*mystery (mystery-model) has no price: add [[]tool.skilltransfer.prices[]]*"])
 
 
-@pytest.mark.parametrize("bad", ["free", "0", "-1"])
+@pytest.mark.parametrize("bad", ["free", "0", "-1", "inf", "nan"])
 def test_bad_budgets_are_usage_errors(pytester: pytest.Pytester, bad: str) -> None:
     project(pytester, seeds=("alpha",))
     result = pytester.runpytest_subprocess(f"--max-cost={bad}")

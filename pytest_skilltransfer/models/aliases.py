@@ -50,6 +50,7 @@ class Target:
     base_url: str | None = None
     api_key_env: str | None = None
     service_tier: str | None = None  # OpenAI only: "flex" or "default" (None: the run's --transfer-service-tier)
+    free: bool = False  # declared to cost nothing (`free = true`): priced at 0 unless a price is given
 
     @property
     def key_variable(self) -> str:
@@ -159,6 +160,8 @@ def set_user_aliases(table: dict[str, Any]) -> None:
                 raise ModelError(
                     f"[tool.skilltransfer.models] {alias}: service_tier = {tier!r} is not offered; OpenAI models "
                     f"take one of {', '.join(SERVICE_TIERS)}")
+            if not isinstance(value.get("free", False), bool):
+                raise ModelError(f"[tool.skilltransfer.models] {alias}: free = {value['free']!r}: use true or false")
             checked[alias] = dict(value)
         else:
             raise ModelError(
@@ -237,7 +240,7 @@ def lookup(name: str) -> Target | str | None:
         assert base is not None
         register_url_credentials(entry.get("base_url"))
         return Target(base.provider, base.model_id, entry.get("base_url") or None, entry.get("api_key_env"),
-                      entry.get("service_tier"))
+                      entry.get("service_tier"), bool(entry.get("free", False)))
     if isinstance(entry, str):
         return parse_explicit(entry) or entry
     explicit = parse_explicit(name)

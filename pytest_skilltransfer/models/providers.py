@@ -210,11 +210,11 @@ def build_model(name: str) -> Model:
             return resolve_model(target)
         except ModelError as err:
             raise ModelError(f"model alias {name!r} points to {target!r}, which is unknown.\n{err}") from err
-    if target.base_url and is_loopback_url(target.base_url):
-        from ..prices import mark_local
-
-        mark_local(target.model_id)
     local_ids = {spec.split(":", 1)[1].split("@")[0] for spec in aliases.local_aliases().values()}
+    if target.free or target.model_id in local_ids:
+        from ..prices import mark_free
+
+        mark_free(target.model_id)  # declared free, or the built-in local model; a loopback URL alone is not
     return ProviderModel(name, target, server_slots=LOCAL_SERVER_SLOTS if target.model_id in local_ids else None)
 
 

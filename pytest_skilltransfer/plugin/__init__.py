@@ -299,19 +299,11 @@ BUDGET_LEDGER = "skilltransfer_budget_ledger"
 def _budget(config: pytest.Config, settings: Settings) -> Any:
     """The run's budget (see `budget`): xdist workers use the ledger file the controller made."""
     from ..models.base import resolve_model
-    from ..prices import lane_of, rates_of
-    from .budget import Budget
+    from .budget import Budget, refuse_unpriced
 
     names = {m for pair in settings.pairs for m in pair} | ({settings.optimizer} if settings.optimizer else set())
     names |= {j.model for j in (settings.ini_judge, settings.cli_judge) if j.model}
-    ids = {name: resolve_model(name).model_id for name in names}
-    unpriced = sorted(f"{name} ({ids[name]}, {lane_of(ids[name])} lane)" if lane_of(ids[name]) != "standard"
-                      else name for name in names if rates_of(ids[name], lane_of(ids[name])) is None)
-    if unpriced:
-        raise pytest.UsageError(
-            f"--max-cost: no price for {', '.join(unpriced)}, so no call to it could be reserved; nothing was sent. "
-            'Price it in pyproject.toml: [tool.skilltransfer.prices] "<model id>" = { input = <$/Mtok>, '
-            "output = <$/Mtok> }")
+    refuse_unpriced([resolve_model(name) for name in names], "the models named for this run")
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None and workerinput.get(BUDGET_LEDGER):
         return Budget(settings.max_cost, Path(workerinput[BUDGET_LEDGER]))
@@ -410,6 +402,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         _mark_model_kinds(item, spec)
         if grouped:
             item.add_marker(pytest.mark.xdist_group(spec.seed_path.name))
+    _refuse_unpriced_items(config, items)
+
+
+def _refuse_unpriced_items(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under `--max-cost`: every model the collected items would call (pair, optimizer, the seed's
+    judge) must be priced, or the run stops before its first request (see `budget`)."""
+    runner = config.stash.get(RUNNER, None)
+    if runner is None or runner.budget is None:
+        return
+    from ..models.base import ModelError
+    from ..seeds import SeedError
+
+    models = []
+    for item in items:
+        spec = item.stash.get(SPEC, None)
+        if spec is None:
+            continue
+        models += [runner.model(name) for name in (spec.source, spec.target, spec.optimizer) if name]
+        try:
+            judge = runner.judge(runner.seed(spec.seed_path))
+        except (SeedError, ModelError):
+            continue  # a broken seed is reported by its own items
+        if judge is not None:
+            models.append(judge.model)
+    from .budget import refuse_unpriced
+
+    refuse_unpriced(models, "the collected items")
 
 
 def _mark_model_kinds(item: pytest.Item, spec: TransferSpec) -> None:

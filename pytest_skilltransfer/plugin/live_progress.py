@@ -4,8 +4,9 @@
 
 Items are the transfer items finished of those collected. Calls are the answers this run recorded
 (live provider calls, batch answers too; replays do not count) against the plan's upper bound for the
-items that talk to a provider (`planning.recording_bound`). Dollars are the budget ledger's charge
-with `--max-cost`, else the recorded answers priced by their usage. Each process counts what its
+items that talk to a provider (`planning.recording_bound`). Dollars are what was paid: the budget
+ledger's settled charge with `--max-cost` (the reservations of calls in flight are shown apart, never
+as spend), else the recorded answers priced by their usage; either is the bill the summary prints. Each process counts what its
 cassettes record (`cassettes.on_recorded`); an xdist worker publishes its counts to a JSON file in a
 folder the controller names, at most once a second and at each item's end, and the controller sums
 them. Only the controller writes, a whole line at a time (`lines.line_writer`), so lines never
@@ -232,7 +233,8 @@ class LiveProgress:
         calls = f"{counts.calls:,} call{'' if counts.calls == 1 else 's'}" + (f" (plan ≤ {counts.planned_calls:,})" if counts.planned_calls else "")
         if self.budget is not None:
             state = self.budget.state()
-            dollars = f"${state.committed_usd:,.2f} of ${self.budget.limit_usd:,.2f} budget"
+            dollars = f"${state.settled_usd:,.2f} of ${self.budget.limit_usd:,.2f} budget" + (
+                f" (${state.open_usd:,.2f} reserved for calls in flight)" if state.open_usd else "")
         else:
             dollars = f"${counts.usd:,.2f}" + (f" + {counts.unpriced:,} unpriced" if counts.unpriced else "")
         lane = " · batch lane" if self.batch else ""
