@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from pytest_skilltransfer import prices
+from pytest_skilltransfer.pricing import prices
 from pytest_skilltransfer.models.aliases import builtin_aliases, sdk_model_ids
 from pytest_skilltransfer.models.base import ModelError, Usage
 from pytest_skilltransfer.models.providers import build_model, known_aliases
@@ -80,7 +80,7 @@ def test_bad_overrides_are_rejected(bad: dict) -> None:
 
 
 def test_a_loopback_url_is_not_a_price_but_a_declared_free_model_or_the_local_family_is() -> None:
-    from pytest_skilltransfer.local import LOCAL_MODEL_ALIAS
+    from pytest_skilltransfer.models.local import LOCAL_MODEL_ALIAS
     from pytest_skilltransfer.models.providers import configure_aliases
 
     build_model("openai:my-gateway@http://127.0.0.1:8080/v1")  # a proxy in front of a paid API looks like this

@@ -1,7 +1,7 @@
 """`--max-cost USD`: a budget the run cannot cross.
 
 Every request that leaves for a provider first reserves its worst-case dollars in the run's
-reservation ledger (`pytest_skilltransfer.reservations`, through the network gate
+reservation ledger (`pytest_skilltransfer.pricing.reservations`, through the network gate
 `models.spend_gate`); the reservation is settled to the reply's usage when it arrives. A call whose
 worst case does not fit is not sent: it fails with `BudgetExceeded`, naming the budget, what was
 spent and what is reserved for calls in flight. Replayed calls never reach the gate and cost nothing.
@@ -29,7 +29,7 @@ from typing import Any, Iterable
 import pytest
 
 from ..models import spend_gate
-from ..reservations import BudgetExceeded, LedgerState, ReservationLedger
+from ..pricing.reservations import BudgetExceeded, LedgerState, ReservationLedger
 
 __all__ = ["Budget", "BudgetExceeded", "LEDGER_NAME"]
 LEDGER_NAME = "budget.sqlite3"
@@ -38,7 +38,7 @@ LEDGER_NAME = "budget.sqlite3"
 def unpriced(models: Iterable[Any]) -> list[str]:
     """One line per model that `--max-cost` cannot price in its lane, with the line that prices it
     (and, for a provider model, the models-table line that declares it free)."""
-    from ..prices import lane_of, price_line, rates_of
+    from ..pricing.prices import lane_of, price_line, rates_of
 
     lines = []
     for model in sorted({m.model_id: m for m in models}.values(), key=lambda m: m.model_id):
