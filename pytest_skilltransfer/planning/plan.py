@@ -336,3 +336,36 @@ def lane_prices(units: list[Unit]) -> dict[str, dict[str, float | None]]:
 
     return {lane: {kind: units_usd(units, kind_in(lane, kind), lane) for kind in ("bound", "expected", "expected-no-cache")}
             for lane in LANES}
+
+
+def share_usd(share: Share, kind: str, lane: str | None = None) -> float | None:
+    """One share's dollars in `lane` (None: the lane its model runs in): `bound` or `expected`; the batch
+    lane expects no prompt-cache reads (the requests of one batch do not read each other's writes)."""
+    if kind == "bound":
+        return share.bound_usd(lane)
+    return share.expected_usd(lane, cache_reads=priced_lane(share.model_id, lane) != "batch")
+
+
+def breakdown(items: list[tuple[str, list[Unit]]], lane: str | None = None) -> dict[str, dict[str, dict[str, float | None]]]:
+    """Where the money goes: dollars at most and expected by pair, phase, role and model, each unit once
+    (a unit several items share is put on the first item's pair, as the run's bill charges it).
+    `items`: (pair label, its units) in run order; `lane` None prices each model in its own lane."""
+    seen: set[tuple[str, ...]] = set()
+    tables: dict[str, dict[str, dict[str, float | None]]] = {"by_pair": {}, "by_phase": {}, "by_role": {},
+                                                             "by_model": {}}
+    for pair, units in items:
+        for unit in units:
+            if unit.key in seen:
+                continue
+            seen.add(unit.key)
+            for share in unit.shares:
+                model = f"{share.model_id} ({priced_lane(share.model_id, lane)})"
+                for table, name in (("by_pair", pair), ("by_phase", unit.phase), ("by_role", share.role),
+                                    ("by_model", model)):
+                    row = tables[table].setdefault(name, {"bound_usd": 0.0, "expected_usd": 0.0, "calls": 0})
+                    row["calls"] = (row["calls"] or 0) + share.calls
+                    for kind in ("bound", "expected"):
+                        usd, key = share_usd(share, kind, lane), f"{kind}_usd"
+                        row[key] = None if usd is None or row[key] is None else row[key] + usd
+    return {name: {k: {f: (round(v, 6) if isinstance(v, float) else v) for f, v in row.items()}
+                   for k, row in table.items()} for name, table in tables.items()}

@@ -302,10 +302,14 @@ class PlanMode:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
         from ..pricing.prices import shipped_table
-        from .planning import build_plans, plan_lines
+        from .planning import build_plans, plan_json, plan_lines
 
         runner = runner_of(session.config)
         plans = build_plans(runner, session.items, lambda item: item.stash.get(SPEC, None))
+        reporting = session.config.pluginmanager.getplugin("skilltransfer-reporting")
+        if reporting is not None:  # `--skilltransfer-json` writes the plan
+            plan = plan_json(plans, shipped_table().effective)
+            reporting.run_fields.append(lambda: {"plan": plan})
         reporter = session.config.pluginmanager.getplugin("terminalreporter")
         if reporter is not None:
             reporter.write_sep("=", "skill transfer plan")

@@ -15,7 +15,7 @@ import pytest
 
 from ..engine.protocol import SeedSession
 from ..models.base import Model, ModelCallError, Reply, Request
-from ..planning.plan import Planner, Unit, lane_prices, units_usd
+from ..planning.plan import Planner, Unit, breakdown, lane_prices, units_usd
 from .runner import Runner, concurrency, needs_recording
 
 
@@ -26,6 +26,7 @@ class ItemPlan:
     nodeid: str
     units: list[Unit]
     needs_cassette: bool
+    pair: str = ""  # "source->target" (model ids)
     replayed: int = 0
     miss_phase: str | None = None  # None: everything replayed (or no cassette needed)
     error: str = ""
@@ -92,7 +93,8 @@ def build_plans(runner: Runner, items: list[pytest.Item], spec_of: Callable[[pyt
     for seed, rows in _planned(runner, items, spec_of):
         # one phase after another: the plan counts the calls that replay before the first miss
         session = SeedSession(seed, runner.settings.protocol, concurrency=concurrency, concurrent_phases=False)
-        seed_plans = [(ItemPlan(item.nodeid, units, needs_recording(models)), models, spec)
+        seed_plans = [(ItemPlan(item.nodeid, units, needs_recording(models),
+                                f"{models[0].model_id}->{models[1].model_id}"), models, spec)
                       for item, spec, units, models in rows]
         if any(plan.needs_cassette for plan, _, _ in seed_plans):
             _replay(runner, seed.name, session, seed_plans)
@@ -161,6 +163,33 @@ def lane_lines(units: list[Unit]) -> list[str]:
     return _table(rows)
 
 
+def breakdown_lines(plans: list[ItemPlan]) -> list[str]:
+    """Where the money goes, each model in its lane: `$ expected (≤ bound)` by pair, phase, role and model."""
+    tables = breakdown([(plan.pair, plan.units) for plan in plans])
+    lines = ["where the money goes ($ expected, ≤ bound; shared phases once, on the first item using them):"]
+    for title, key in (("pair", "by_pair"), ("phase", "by_phase"), ("role", "by_role"), ("model (lane)", "by_model")):
+        cells = [f"{name} {_money(row['expected_usd'])} (≤ {_money(row['bound_usd'])})"
+                 for name, row in tables[key].items()]
+        lines.append(f"  by {title}: " + ", ".join(cells))
+    return lines
+
+
+def plan_json(plans: list[ItemPlan], price_date: str) -> dict[str, Any]:
+    """The plan as JSON (`--plan --skilltransfer-json PATH`): items, the total, the lanes and the breakdown."""
+    unique = list({u.key: u for plan in plans for u in plan.units}.values())
+
+    def figures(units: list[Unit]) -> dict[str, Any]:
+        return {"calls": sum(u.calls for u in units), "input_tokens": _sum(units, "input_tokens"),
+                "output_tokens": _sum(units, "output_tokens"), "bound_usd": _usd(units),
+                "expected_usd": _usd(units, "expected")}
+
+    return {"prices_effective": price_date,
+            "items": [{"item": plan.nodeid, "pair": plan.pair, **figures(plan.units), "replayed": plan.replayed,
+                       "miss_phase": plan.miss_phase} for plan in plans],
+            "total": figures(unique), "lanes": lane_prices(unique),
+            "breakdown": breakdown([(plan.pair, plan.units) for plan in plans])}
+
+
 def plan_lines(plans: list[ItemPlan], price_date: str) -> list[str]:
     """The table the plan option prints."""
     header = ("item", "calls ≤", "input tok ≤", "output tok ≤", "$ ≤", "$ expected", "cassettes")
@@ -182,6 +211,8 @@ def plan_lines(plans: list[ItemPlan], price_date: str) -> list[str]:
         f"skill-transfer plan: no model was called; upper bounds at prices.toml of {price_date}",
         *_table(rows, rule_before_last=True),
         *priced,
+        "",
+        *breakdown_lines(plans),
         "",
         *lane_lines(unique),
         "",
