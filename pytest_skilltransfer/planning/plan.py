@@ -319,10 +319,10 @@ def units_usd(units: list[Unit], kind: str = "bound", lane: str | None = None) -
     values: list[float | None] = []
     for unit in units:
         for share in unit.shares:
-            if kind == "bound":
-                values.append(share.bound_usd(lane))
+            if kind == "expected-no-cache":
+                values.append(share.expected_usd(lane, cache_reads=False))
             else:
-                values.append(share.expected_usd(lane, cache_reads=kind == "expected"))
+                values.append(share_usd(share, kind, lane))
     return _sum(values)
 
 
@@ -369,3 +369,9 @@ def breakdown(items: list[tuple[str, list[Unit]]], lane: str | None = None) -> d
                         row[key] = None if usd is None or row[key] is None else row[key] + usd
     return {name: {k: {f: (round(v, 6) if isinstance(v, float) else v) for f, v in row.items()}
                    for k, row in table.items()} for name, table in tables.items()}
+
+
+def configured_prices(units: list[Unit]) -> dict[str, float | None]:
+    """Dollars at most and expected with each model in the lane it runs in (its own `lane`, `--transfer-batch`,
+    a flex service tier), as the run will pay them."""
+    return {kind: _sum([share_usd(s, kind) for u in units for s in u.shares]) for kind in ("bound", "expected")}

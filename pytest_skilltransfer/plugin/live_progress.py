@@ -104,6 +104,7 @@ class LiveProgress:
 
     def _observe(self, path: str, request_body: bytes, response_body: bytes) -> None:
         from ..models.spend_gate import lane_of_body
+        from ..pricing.prices import lane_of
         from ..planning.answer_cost import answer_usd, provider_of_path
 
         try:
@@ -111,8 +112,9 @@ class LiveProgress:
         except ValueError:
             body = {}
         body = body if isinstance(body, dict) else {}
-        lane = "batch" if self.batch else lane_of_body(body)
-        usd = answer_usd(provider_of_path(path), str(body.get("model", "")), response_body, lane)
+        model_id = str(body.get("model", ""))
+        lane = "batch" if lane_of(model_id) == "batch" else lane_of_body(body)  # each model in its own lane
+        usd = answer_usd(provider_of_path(path), model_id, response_body, lane)
         with self._lock:
             self.own.calls += 1
             if usd is None:

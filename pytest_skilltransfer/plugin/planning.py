@@ -15,7 +15,7 @@ import pytest
 
 from ..engine.protocol import SeedSession
 from ..models.base import Model, ModelCallError, Reply, Request
-from ..planning.plan import Planner, Unit, breakdown, lane_prices, units_usd
+from ..planning.plan import Planner, Unit, breakdown, configured_prices, lane_prices, units_usd
 from .runner import Runner, concurrency, needs_recording
 
 
@@ -157,6 +157,8 @@ def _table(rows: list[tuple[str, ...]], rule_before_last: bool = False) -> list[
 def lane_lines(units: list[Unit]) -> list[str]:
     """The planned run priced in every lane: at most, expected, and expected without cache reads."""
     rows = [("lane (whole run)", "$ ≤", "$ expected", "$ expected, no cache reads")]
+    mine = configured_prices(units)
+    rows.append(("as configured (each model in its lane)", _money(mine["bound"]), _money(mine["expected"]), ""))
     for lane, figures in lane_prices(units).items():
         label = "flex (where offered)" if lane == "flex" else lane
         rows.append((label, *(_money(figures[k]) for k in ("bound", "expected", "expected-no-cache"))))
@@ -186,7 +188,7 @@ def plan_json(plans: list[ItemPlan], price_date: str) -> dict[str, Any]:
     return {"prices_effective": price_date,
             "items": [{"item": plan.nodeid, "pair": plan.pair, **figures(plan.units), "replayed": plan.replayed,
                        "miss_phase": plan.miss_phase} for plan in plans],
-            "total": figures(unique), "lanes": lane_prices(unique),
+            "total": figures(unique), "lanes": {"as_configured": configured_prices(unique), **lane_prices(unique)},
             "breakdown": breakdown([(plan.pair, plan.units) for plan in plans])}
 
 

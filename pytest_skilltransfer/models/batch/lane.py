@@ -58,6 +58,7 @@ class BatchSettings:
     poll_s: float = 30.0  # between two status checks of one batch
     max_wait_s: float = 26 * 3600.0  # the run stops cleanly after waiting this long (batches expire at 24 h)
     max_attempts: int = 3  # submissions per request at most
+    every_model: bool = True  # False: only the models whose own lane is batch (`lane = "batch"`) use it
 
 
 @dataclass(frozen=True)
