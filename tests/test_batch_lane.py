@@ -195,6 +195,9 @@ class _Ledger:
         self.reserved.append(worst_usd)
         return len(self.reserved)
 
+    def reserve_step(self, worst: list[tuple[str, float]]) -> list[int]:
+        return [self.reserve(model_id, usd) for model_id, usd in worst]
+
     def settle(self, token: int, actual_usd: float, flag: str = "") -> None:
         self.settled.append(actual_usd)
 
@@ -228,3 +231,16 @@ def test_under_a_budget_each_parked_request_reserves_at_batch_prices_and_settles
     expected = [(r.usage.input_tokens * 1.0 + r.usage.output_tokens * 2.0) / 1e6 for r in replies]
     assert sorted(ledger.settled) == pytest.approx(sorted(expected))  # batch rates, not the synchronous ones
     assert all(s <= r for s, r in zip(sorted(ledger.settled), sorted(ledger.reserved)))
+
+
+def test_the_progress_line_gives_an_eta_from_the_observed_turnaround(fake: BatchProvider, tmp_path: Path) -> None:
+    lines: list[str] = []
+    configure_batch(FAST, tmp_path, lines.append)
+    fake.turnaround_s = 0.3
+    model = _model(fake, "anthropic")
+    with recording(tmp_path, "seed", "new_episodes"):
+        _all(model, _asks(3, "first"))  # no turnaround observed yet: no ETA
+        assert not any("next answer in" in line for line in lines)
+        _all(model, _asks(3, "second"))
+    eta = [line for line in lines if "batches: 1 pending" in line and "batches take ~0:00:00, next answer in ~" in line]
+    assert eta, lines

@@ -181,3 +181,35 @@ def test_a_killed_process_leaves_only_the_calls_it_sent_and_is_not_waited_for(tm
         ledger.reserve("m", 0.5)  # refused at once: the dead process's call will never settle
     ledger.settle(ledger.reserve("m", 0.4), 0.4)
     assert ledger.state().committed_usd == pytest.approx(1.0)
+
+
+def test_a_step_is_reserved_whole_or_not_at_all(tmp_path) -> None:
+    ledger = ReservationLedger(tmp_path / "budget.sqlite3", 1.0)
+    first = ledger.reserve_step([("m", 0.3), ("m", 0.3)])
+    assert first is not None and len(first) == 2
+    assert ledger.reserve_step([("m", 0.3), ("m", 0.3)]) is None  # does not fit now, may once the first settles
+    assert ledger.state().open_usd == pytest.approx(0.6)  # nothing of the waiting step was reserved
+    for token in first:
+        ledger.settle(token, 0.05)
+    assert ledger.reserve_step([("m", 0.3), ("m", 0.3)]) is not None  # fits after the settles
+    with pytest.raises(BudgetExceeded, match="a step of 4 request.s. to m was not sent.*never a trickle"):
+        ledger.reserve_step([("m", 0.3)] * 4)  # cannot fit even with nothing in flight: refused whole
+    assert ledger.state().refused == 4
+
+
+def test_the_batch_lane_refuses_a_step_that_cannot_fit_whole_instead_of_trickling(pytester: pytest.Pytester) -> None:
+    from batch_provider import BatchProvider
+
+    with BatchProvider() as fake:
+        project(pytester, ini="skilltransfer_pair = paid:paid\nskilltransfer_nights = 1\n", seeds=())
+        make_seed(pytester.path / "seeds", "alpha", tasks=6)
+        pytester.makepyprojecttoml(f'''
+            [tool.skilltransfer.models]
+            paid = {{ provider = "anthropic", model = "fake-paid", base_url = "{fake.anthropic_url}", lane = "batch" }}
+            [tool.skilltransfer.prices]
+            "fake-paid" = {{ input = 1.0, output = 1.0, batch = {{ input = 1.0, output = 1.0 }} }}
+        ''')  # one request's worst case is about $0.002: a step of 6 needs about $0.012
+        result = pytester.runpytest_subprocess("--record-mode=once", "--max-cost=0.006",
+                                               "--transfer-batch-gather=0.3", "--transfer-batch-poll=0.05")
+        assert fake.created == []  # not a batch of one or two requests: nothing
+    result.stdout.fnmatch_lines(["*--max-cost 0.006: a step of * request(s) to fake-paid was not sent*"])
