@@ -37,7 +37,8 @@ from dataclasses import asdict, dataclass
 from ..engine.agent import ATTEMPT_MAX_TOKENS, MAX_TOOL_STEPS
 from ..engine.judges import has_rubric
 from ..engine.protocol import ProtocolConfig, capped
-from ..engine.reflect import EXCERPT_CHARS, MAX_FAILURES_SHOWN, MAX_SUCCESSES_SHOWN, REFLECT_SYSTEM, RETRY_NOTE
+from ..engine.reflect import (EXCERPT_CHARS, MAX_FAILURES_SHOWN, MAX_SUCCESSES_SHOWN, REFLECT_MAX_TOKENS, REFLECT_SYSTEM,
+                              RETRY_NOTE)
 from ..engine.restarts import split_seed, train_val
 from ..engine.rubric import JUDGE_MAX_TOKENS, JUDGE_SYSTEM, REASON_CHARS, VERDICT_SCHEMA
 from ..engine.rubric import RETRY_NOTE as JUDGE_RETRY_NOTE
@@ -51,7 +52,6 @@ CHARS_PER_TOKEN = 4
 TOOL_RESULT_CHARS = MAX_RESULTS * 320  # a search result at its largest: rows of slug, title and a 200-character snippet
 REFLECT_CALLS = 2  # the reflection, and one retry when its edits do not parse
 JUDGE_CALLS = 2  # a verdict, and one retry when it cannot be read
-REFLECT_MAX_TOKENS = 1024
 REQUEST_OVERHEAD = 64
 MESSAGE_OVERHEAD = 8
 TOOL_PROMPT = 512
