@@ -59,6 +59,9 @@ def bill(phases: dict[str, dict[tuple[str, str], Tally]], paid: set[str]) -> dic
     for phase, costs in phases.items():
         rows = billed[phase] = {}
         for key, tally in costs.items():
+            if not tally.answers:  # a tally made without its answers (by hand): charged as it stands
+                rows[key] = tally
+                continue
             row = Tally(evidence=tally.evidence, answers=tally.answers)
             for answer, (usage, uses) in sorted(tally.answers.items()):
                 reused = uses

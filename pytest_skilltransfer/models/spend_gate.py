@@ -215,6 +215,16 @@ class Reservation:
         self.gate.release(self.token)
 
 
+def reserve_request(raw: bytes, lane: str) -> Reservation | None:
+    """Reserve one request body's worst case in `lane`, waiting while calls in flight may free enough (None
+    without a budget); raises `Refused` when it does not fit. The batch lane uses it for a request already
+    in a batch (a resumed run adopts it): nothing is sent, but its answer is charged when it arrives."""
+    gate = current()
+    if gate is None:
+        return None
+    return Reservation(gate, *_reserve(gate, raw, lane))
+
+
 def reserve_step(raws: list[bytes], lane: str) -> list[Reservation | None] | None:
     """Reserve a whole step's request bodies in `lane` at once, all or none (the batch lane sends a step as
     one batch): their reservations (each None without a budget), or None while calls in flight may free

@@ -19,7 +19,9 @@ process died during create) is looked up at the provider first and abandoned onl
 Under a budget (`--max-cost`) a step is reserved as a whole when it is flushed (`spend_gate.reserve_step`:
 every request's worst case at batch prices, all or none): a step that does not fit yet waits, parked, for
 the batches in flight to settle, and one that cannot fit at all fails whole, naming the budget; it is
-never trickled out as single requests (each batch is a provider round trip of minutes to hours).
+never trickled out as single requests (each batch is a provider round trip of minutes to hours). A
+request already in a batch (a resumed run adopts it) sends nothing; it reserves on its own, so its
+answer is charged when it arrives.
 
 `max_wait_s` bounds the wait: past it every waiting call fails with `BatchWaitExceeded`, the
 batches stay at the provider and in the manifest, and the same command later collects them.
@@ -149,14 +151,20 @@ class BatchLane:
         """Park one request until its outcome is known: (outcome, its budget reservation or None, for the
         caller to settle); raises BatchLaneError or SendSynchronously (its reservation released)."""
         parked = Parked(group, item, raw)
+        if self.manifest.known(group.name, item.custom_id) is not None:
+            from ..spend_gate import reserve_request
+
+            parked.reservation = reserve_request(raw, "batch")  # already in a batch: charged when it answers
         with self._cond:
             if self._stopped:
-                raise BatchWaitExceeded(self._stopped)
-            self._start_locked()
-            self.requests_total += 1
-            self._place_locked(parked)
-            self._last_park = time.monotonic()
-            self._cond.notify_all()
+                parked.error = BatchWaitExceeded(self._stopped)
+                parked.done.set()
+            else:
+                self._start_locked()
+                self.requests_total += 1
+                self._place_locked(parked)
+                self._last_park = time.monotonic()
+                self._cond.notify_all()
         parked.done.wait()
         if parked.error is not None:
             if parked.reservation is not None:
