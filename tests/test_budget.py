@@ -108,6 +108,17 @@ def test_a_seeds_unpriced_judge_is_refused_when_the_items_are_collected(pytester
     assert fake.received == []
 
 
+def test_under_xdist_a_seeds_unpriced_judge_fails_every_item_before_any_request(pytester: pytest.Pytester,
+                                                                               fake: FakeProvider) -> None:
+    _project(pytester, fake, seeds=("alpha",))
+    (pytester.path / "seeds" / "alpha" / "seed.toml").write_text(
+        f'[judge]\nmodel = "openai:fake-judge@{fake.openai_url}"\n')
+    result = pytester.runpytest_subprocess("--record-mode=once", "--max-cost=1", "-n", "2")
+    assert result.parseoutcomes().get("errors") == 1 and "INTERNALERROR" not in result.stdout.str()
+    result.stdout.fnmatch_lines(['*fake-judge) has no price: add [[]tool.skilltransfer.prices[]] "fake-judge"*'])
+    assert fake.received == []
+
+
 def test_a_model_declared_free_runs_under_a_budget(pytester: pytest.Pytester, fake: FakeProvider) -> None:
     _project(pytester, fake, seeds=("alpha",), tasks=2)
     pytester.makepyprojecttoml(f'''

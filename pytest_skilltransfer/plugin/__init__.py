@@ -283,7 +283,9 @@ def _budget(config: pytest.Config, settings: Settings) -> Any:
 
     names = {m for pair in settings.pairs for m in pair} | ({settings.optimizer} if settings.optimizer else set())
     names |= {j.model for j in (settings.ini_judge, settings.cli_judge) if j.model}
-    refuse_unpriced([resolve_model(name) for name in names], "the models named for this run")
+    refusal = refuse_unpriced([resolve_model(name) for name in names], "the models named for this run")
+    if refusal:
+        raise pytest.UsageError(refusal)
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None and workerinput.get(BUDGET_LEDGER):
         return Budget(settings.max_cost, Path(workerinput[BUDGET_LEDGER]))
@@ -412,7 +414,11 @@ def _refuse_unpriced_items(config: pytest.Config, items: list[pytest.Item]) -> N
             models.append(judge.model)
     from .budget import refuse_unpriced
 
-    refuse_unpriced(models, "the collected items")
+    refusal = refuse_unpriced(models, "the collected items")
+    if refusal and is_worker(config):
+        runner.budget.refusal = refusal  # a worker's collection cannot stop the run: each item fails, unsent
+    elif refusal:
+        raise pytest.UsageError(refusal)
 
 
 def _mark_model_kinds(item: pytest.Item, spec: TransferSpec) -> None:

@@ -58,12 +58,13 @@ def unpriced(models: Iterable[Any]) -> list[str]:
     return lines
 
 
-def refuse_unpriced(models: Iterable[Any], what: str) -> None:
-    """Raise a usage error naming every model `--max-cost` cannot price (nothing has been sent)."""
+def refuse_unpriced(models: Iterable[Any], what: str) -> str | None:
+    """The refusal naming every model `--max-cost` cannot price, or None when all are priced."""
     lines = unpriced(models)
-    if lines:
-        raise pytest.UsageError(f"--max-cost: {what} include models without a price, so no call to them could be "
-                                "reserved; nothing was sent. In pyproject.toml:\n" + "\n".join(lines))
+    if not lines:
+        return None
+    return (f"--max-cost: {what} include models without a price, so no call to them could be reserved; nothing "
+            "was sent. In pyproject.toml:\n" + "\n".join(lines))
 
 
 class Budget:
@@ -76,6 +77,7 @@ class Budget:
             self.owned_dir = Path(tempfile.mkdtemp(prefix="skilltransfer-budget-"))
             path = self.owned_dir / LEDGER_NAME
         self.path = Path(path)
+        self.refusal: str | None = None  # on an xdist worker: why no item may run (see `refuse_unpriced`)
         self.ledger = ReservationLedger(self.path, limit_usd)
         spend_gate.install(self.ledger)
 

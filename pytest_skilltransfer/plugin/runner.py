@@ -119,6 +119,8 @@ class Runner:
 
     def transfer(self, path: Path, source: str, target: str, optimizer: str | None) -> TransferResult:
         """Run (or reuse) the protocol for one seed and pair, inside the seed's cassette when needed."""
+        if self.budget is not None and self.budget.refusal:
+            raise ModelError(self.budget.refusal)  # an unpriced model under --max-cost: nothing is sent
         session = self.session(path)
         names = [source, target] + ([optimizer] if optimizer else [])
         models = [self.model(name) for name in names]
