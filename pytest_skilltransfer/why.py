@@ -116,6 +116,13 @@ def why(result: dict[str, Any]) -> dict[str, Any]:
     return {"kind": kind, "checks": checks, "learned_lines": lines}
 
 
+def changed(result: dict[str, Any]) -> bool:
+    """Whether the item changed against the base ref (`--compare-to`): a regression verdict or another score."""
+    compare = result.get("compare") or {}
+    return bool(compare) and (compare.get("verdict") not in (None, "pass")
+                              or compare.get("before") != compare.get("after"))
+
+
 def is_hand_written(result: dict[str, Any]) -> bool:
     """A hand-written test (a `transfer` fixture call in a test function), not an item of the seed matrix."""
     item = result.get("item", "")

@@ -29,7 +29,7 @@ from ..report import (clusters_text, design_effect_text, failure_reason, gain_te
                       p_text, pair_lines, summary_line, units_text, usd_text, verdict_text)
 from ..summary import summarize
 from ..terminal import safe
-from ..why import check_arms, holm_outcomes, is_hand_written, run_checks, why
+from ..why import changed, check_arms, holm_outcomes, is_hand_written, run_checks, why
 
 ARMS = ("baseline", "transferred", "direct")
 OUTCOMES = ("hurts", "transfers", "no effect shown")
@@ -166,9 +166,7 @@ def _label(result: dict[str, Any]) -> str:
 
 
 def _changed(result: dict[str, Any]) -> bool:
-    compare = result.get("compare") or {}
-    return bool(compare) and (compare.get("verdict") not in (None, "pass")
-                              or compare.get("before") != compare.get("after"))
+    return changed(result)
 
 
 def attention_first(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
