@@ -50,7 +50,7 @@ th{background:var(--bg)}td.num{text-align:right;font-variant-numeric:tabular-num
 .chip{display:inline-block;padding:0 6px;border-radius:9px;font-size:12px;border:1px solid var(--line);white-space:nowrap}
 .o-transfers,.v-pass,.t-pass{background:#dafbe1;color:var(--ok)}.o-hurts,.v-fail,.t-fail{background:#ffebe9;color:var(--bad)}
 .o-none,.v-inconclusive{background:#fff8c5;color:var(--mid)}.v-no-gate,.v-unchanged-vs-snapshot,.hand{background:#eaeef2;color:var(--muted)}.v-errored{background:#ffebe9;color:var(--bad)}
-.counts span{margin-right:10px}.muted{color:var(--muted)}.cluster{color:var(--muted);font-size:12px}
+.counts>span{margin-right:10px}caption{text-align:left}.muted{color:var(--muted)}.cluster{color:var(--muted);font-size:12px}
 details{border:1px solid var(--line);border-radius:6px;margin:6px 0;padding:2px 8px}
 details>summary{cursor:pointer;padding:2px 0}details[open]>summary{border-bottom:1px solid var(--line);margin-bottom:4px}
 details details{border:0;border-left:3px solid var(--line);border-radius:0;margin:2px 0}
