@@ -9,22 +9,19 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from browser_support import launched_browser, open_page
 
 from pytest_skilltransfer.merge import main as merge
 from pytest_skilltransfer.plugin import html_report
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = "docs-style or release-advisor or change-review"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 
 
 def run_project(tmp: Path, name: str, *args: str) -> tuple[Path, Path, str]:
@@ -50,23 +47,7 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def browser() -> Any:
-    if CHROMIUM is None:  # .ci/run installs it, so CI always runs these
-        pytest.skip("the browser tests need Debian's chromium: apt-get install chromium")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
-
-
-def open_page(browser: Any, path: Path, javascript: bool) -> tuple[Any, Any, list[str]]:
-    """The page loaded from file:// with every request it made recorded."""
-    context = browser.new_context(java_script_enabled=javascript, viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    requests: list[str] = []
-    page.on("request", lambda request: requests.append(request.url))
-    page.goto(path.as_uri())
-    return context, page, requests
+    yield from launched_browser()
 
 
 def test_the_run_writes_the_page_and_says_where(pages: dict[str, Any]) -> None:
