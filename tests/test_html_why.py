@@ -22,8 +22,8 @@ from browser_support import launched_browser, open_page
 from test_terminal_output import EVIL_CONFTEST, HOSTILE
 from plugin_support import CHECKS
 
-from pytest_skilltransfer.plugin import html_report, markdown_report
-from pytest_skilltransfer.terminal import is_safe
+from pytest_skilltransfer.guards.terminal import is_safe
+from pytest_skilltransfer.reports import html_report, markdown_report
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = "howto-answers or ticket-router or router_skill"
