@@ -320,7 +320,7 @@ def price_difference(results: list[dict[str, Any]]) -> str | None:
 
 
 GATE_LABELS = {"min_gain": "gain", "min_score": "score", "min_efficiency": "efficiency",
-               "regression_tolerance": "change vs snapshot"}
+               "regression_tolerance": "change vs snapshot", "harm_tolerance": "gain"}
 
 
 def gate_reason(gate: dict[str, Any]) -> str:
@@ -331,7 +331,7 @@ def gate_reason(gate: dict[str, Any]) -> str:
         return f"pass rests on {estimate:.0f} uncertain rubric verdict(s)"
     if name == "expect":  # "seed.toml declares 'hurts' for A -> B but the run shows '...': gain ... (95% CI, n)"
         return gate.get("message", "").split("; ")[0] or f"expect {verdict}"
-    fmt = "+.2f" if name in ("min_gain", "regression_tolerance") else ".2f"
+    fmt = "+.2f" if name in ("min_gain", "regression_tolerance", "harm_tolerance") else ".2f"
     label = GATE_LABELS.get(name, name)
     if estimate is None:
         shown = f"{label} undefined"
