@@ -59,13 +59,13 @@ def screenshots(browser: Any, page_path: Path, out: Path) -> tuple[Path, Path]:
     """The first screen, and the failing item opened at its top (JavaScript on, as a reader has it)."""
     context, page, _ = open_page(browser, page_path, javascript=True)
     try:
-        first = out / "html-report.png"
+        first = out / "html-report-harmed.png"
         page.screenshot(path=str(first))
         item = page.locator(f"#{html_report.anchor(failing_item(page_path))}")
         item.locator("> summary").click()
         page.evaluate("el => window.scrollTo(0, el.getBoundingClientRect().top + window.scrollY - 8)",
                       item.element_handle())
-        opened = out / "html-report-item.png"
+        opened = out / "html-report-harmed-item.png"
         page.screenshot(path=str(opened))
         return first, opened
     finally:
