@@ -7,12 +7,20 @@ opens from disk, a CI artifact or a static host alike. It reads with JavaScript 
 `<details>`, the "tasks that differ" filter is a CSS checkbox; the script only adds sorting and the
 outcome / verdict filters.
 
-First screen (for a reviewer with ten seconds): the headline (items by outcome and by gate verdict,
-dollars), the per-pair aggregate, one chart of every item's gain with its 95% interval, and the items
-that failed, hurt or changed against the base ref. Below, one folded section per item (for the
-engineer with ten minutes): gates and their messages, the three scores with intervals, the task x arm
-matrix with each task's answers side by side and the checks they missed, the learned skill as a diff
-against the seed's, the nights, cost per role and phase, restarts, before -> after against the base.
+Control and bidi characters from tasks, skills and answers are written as visible escapes (`guards.terminal`).
+
+First screen (for a reviewer with ten seconds), why first: one count (the (seed, pair) outcomes after Holm,
+as the summary line counts them; the matrix items' gate verdicts; hand-written tests apart), dollars, then
+"Needs a look": each failed, hurting, inconclusive or changed item with the gate's one-line reason, the
+checks newly missed (task counts), the learned lines they point at (`why`) and the rerun / accept
+command; a search box over items and tasks (JavaScript only; the page reads without it). Below: the
+summary line and per-pair aggregate, the checks missed most across the run, one chart of every matrix
+item's gain with its 95% interval, the items table, the hand-written tests apart, the source frontier,
+spend (and the budget), a plan when the report has one. Then one folded section per item (for the
+engineer with ten minutes): gates and their messages, the three scores with intervals, checks x arms,
+the task x arm matrix with each task's answers side by side and the checks they missed, the learned
+skill as a diff against the seed's, the nights, cost per role and phase, restarts, before -> after
+against the base.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from .report import (
     verdict_text,
 )
 from .result_json import item_counts
-from .why import changed, holm_outcomes, is_hand_written, why
+from .why import changed, holm_outcomes, is_hand_written, run_checks, why
 
 PLOT_WIDTH = 41  # cells for gains -1 .. +1, 0.05 each
 CHECK_CHARS = 60
@@ -278,6 +278,19 @@ def render(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None = 
     return safe("\n".join(lines))
 
 
+def run_check_lines(ordered: list[dict[str, Any]], top: int = 10) -> list[str]:
+    """The checks missed most with the learned skill across the (seed, pair) items, per arm."""
+    rows = [r for r in run_checks(ordered) if r["transferred"] or r["baseline"]][:top]
+    if not rows:
+        return []
+    lines = ["## Checks missed most", "", "_missed held-out tasks summed over the (seed, pair) items; items: those "
+             "whose transferred arm misses it_", "", "| check | items | baseline | transferred | direct | change |",
+             "|---|---|---|---|---|---|"]
+    lines += [f"| {_cell(_code(r['check']))} | {r['items']} | {r['baseline']} | {r['transferred']} | {r['direct']} | "
+              f"{r['change']:+d} |" for r in rows]
+    return lines + [""]
+
+
 def details_lines(ordered: list[dict[str, Any]]) -> list[str]:
     """Everything below the first screen."""
     lines = gate_lines(ordered)
@@ -285,6 +298,7 @@ def details_lines(ordered: list[dict[str, Any]]) -> list[str]:
         lines += [summary_line(ordered).strip("= "), "", *_table(ordered), "", f"_{legend(ordered)}_", ""]
         lines += [f"- {line}" for line in pair_lines(ordered)] + [""]
         lines += chart(ordered)
+        lines += run_check_lines(ordered)
     difference = price_difference(ordered)
     if difference:
         lines += [difference, ""]
