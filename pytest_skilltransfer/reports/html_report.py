@@ -300,13 +300,13 @@ def reason(result: dict[str, Any]) -> str:
     return gate_reason(gates[0]) if gates else f"gain {gain_text(result)}"
 
 
-def _why_item(result: dict[str, Any]) -> str:
+def _why_item(result: dict[str, Any], holm: dict[tuple[str, str, str], str]) -> str:
     """One entry of "Needs a look": the item, its reason, the checks newly missed with their task counts and the
     learned lines they point at, and the commands."""
     from .rerun import rerun_commands
 
-    verdict, outcome = _verdict(result), outcome_of(result)
-    css = "w-fail" if verdict == "fail" or outcome == "hurts" else "w-changed" if _changed(result) else "w-inconclusive"
+    verdict, outcome = _verdict(result), holm_outcome_of(result, holm)
+    css = "w-fail" if verdict == "fail" or outcome_of(result) == "hurts" else "w-changed" if _changed(result) else "w-inconclusive"
     found = why(result)
     checks = []
     for check in found["checks"]:
@@ -331,12 +331,12 @@ def _why_item(result: dict[str, Any]) -> str:
             + (f"<ul>{commands}</ul>" if commands else "") + "</li>")
 
 
-def _attention(results: list[dict[str, Any]]) -> str:
+def _attention(results: list[dict[str, Any]], holm: dict[tuple[str, str, str], str]) -> str:
     """"Needs a look": each failed, hurting, inconclusive or changed item and why."""
     flagged = needs_a_look(results)
     if not flagged:
         return "<p>No item failed, hurt its target or changed against the base.</p>"
-    return '<ul class="why">' + "".join(_why_item(r) for r in flagged) + "</ul>"
+    return '<ul class="why">' + "".join(_why_item(r, holm) for r in flagged) + "</ul>"
 
 
 def _items_table(results: list[dict[str, Any]], holm: dict[tuple[str, str, str], str], hand: bool = False) -> str:
@@ -667,7 +667,7 @@ def render(report: dict[str, Any]) -> str:
         holm = holm_outcomes(summary)
         matrix = [r for r in results if not is_hand_written(r)]
         hand = [r for r in results if is_hand_written(r)]
-        body += ["<h2>Needs a look</h2>", _attention(results), _search(),
+        body += ["<h2>Needs a look</h2>", _attention(results, holm), _search(),
                  "<h2>Summary</h2>", f"<p>{esc(summary_line(results).strip('= '))}</p>",
                  "<ul>" + "".join(f"<li>{esc(line)}</li>" for line in pair_lines(results)) + "</ul>",
                  "<h2>Checks missed most</h2>", run_check_table(report.get("checks") or run_checks(results)),
