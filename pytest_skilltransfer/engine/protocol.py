@@ -292,6 +292,17 @@ class TransferResult:
         estimate = self.efficiency_estimate
         return None if estimate is None else estimate.mean
 
+    def _portable_eval_costs(self, run: PortableRun) -> Costs:
+        """A portable skill's test costs; when an earlier phase scored the very same skill on the target (the
+        baseline, or this restart's transferred or direct skill), the shared evaluation is a cache hit here."""
+        skill = run.learned.learned_skill
+        same = next((r for r in self.runs if r.restart == run.restart), None)
+        earlier = [self.learned.initial_skill]
+        if same is not None:
+            earlier += [same.learned.learned_skill]
+            earlier += [same.direct_optimization.learned_skill] if same.direct_optimization else []
+        return _as_cached(run.transferred.costs) if skill in earlier else run.transferred.costs
+
     def phase_costs(self) -> dict[str, Costs]:
         """Calls and tokens per protocol phase (every restart's), keyed by (model id, role)."""
         runs = self.runs
@@ -305,7 +316,7 @@ class TransferResult:
             phases["direct"] = _merge_costs(*(run.direct.costs for run in runs if run.direct))
         if self.portable:
             phases["optimize-portable"] = _merge_costs(*(p.learned.costs for p in self.portable))
-            phases["portable"] = _merge_costs(*(p.transferred.costs for p in self.portable))
+            phases["portable"] = _merge_costs(*(self._portable_eval_costs(p) for p in self.portable))
         if self.judge is not None and self.judge.calibration_costs:
             phases["judge-calibration"] = self.judge.calibration_costs
         return phases
@@ -337,6 +348,11 @@ def capped(tasks: tuple[Task, ...], limit: int, split_seed: int) -> tuple[Task, 
     ranked = sorted(tasks, key=lambda t: hashlib.sha256(f"{split_seed}:{t.id}".encode()).hexdigest())
     chosen = {t.id for t in ranked[:limit]}
     return tuple(t for t in tasks if t.id in chosen)
+
+
+def _as_cached(costs: Costs) -> Costs:
+    """The same calls seen as cache hits: no call sent, no token paid."""
+    return {key: Tally(0, t.calls + t.cached, evidence=t.evidence) for key, t in costs.items()}
 
 
 def _merge_costs(*parts: Costs) -> Costs:
