@@ -429,7 +429,7 @@ def _portable(result: dict[str, Any]) -> str:
                    f'<td class="num">[{c["ci_low"]:+.3f}, {c["ci_high"]:+.3f}]</td><td class="num">{c["level"]:.4f}</td>'
                    f'<td class="num">{c["p_value"]:.3g}</td><td class="num">{c["p_holm"]:.3g}</td>'
                    f'<td>{esc(c["outcome"])}</td></tr>' for c in portable["family"]["comparisons"])
-    per_model = ", ".join(f"{m['model']} {m['calls']} calls {usd_text(m['usd'])}" for m in portable["extra_cost"]["per_model"])
+    per_model = ", ".join(f"{m['model']} {m['calls']} calls ${usd_text(m['usd'])}" for m in portable["extra_cost"]["per_model"])
     word = portable["outcome"]
     css = {"more portable": "o-transfers", "less portable": "o-hurts"}.get(word, "o-none")
     return (f"<h3>Portable skill (validated on {esc(', '.join(portable['validate_on']))}, tolerance "
