@@ -138,3 +138,24 @@ def test_the_plan_bounds_and_prices_the_listed_models_and_replay_is_offline(pyte
     assert portable["extra_cost"]["usd"] == pytest.approx(arm_usd, abs=1e-6)
     replayed = json.loads((pytester.path / "r2.json").read_text())["results"][0]["portable"]
     assert replayed["family"] == portable["family"] and replayed["learned_skill"] == portable["learned_skill"]
+
+
+def test_rerun_commands_keep_the_validation_set() -> None:
+    from pytest_skilltransfer.reports.rerun import rerun_commands
+
+    result = {"item": "seeds/a/SKILL.md::transfer[s->t]", "source": "s", "target": "t",
+              "portable": {"validate_on": ["t", "u"], "tolerance": 0.05}}
+    assert rerun_commands(result)[0][1] == ("pytest 'seeds/a/SKILL.md::transfer[s->t]' --transfer-pair 's->t' "
+                                            "--transfer-validate-on t,u --transfer-validate-tolerance 0.05")
+
+
+def test_xdist_gives_the_same_portable_arm(pytester: pytest.Pytester) -> None:
+    root = project(pytester, seeds=("alpha", "beta"))
+    (root / "beta" / "seed.toml").write_text('validate_on = "toy-contrary"\n')
+    options = ["--pair=toy-small:toy-half", "--pair=toy-small:toy-contrary", "--validate-on=toy-half",
+               "--no-snapshots", "--transfer-harm-tolerance=off", "-p", "no:randomly"]
+    pytester.runpytest(*options, "--skilltransfer-json=r.json")
+    serial = {r["item"]: r["portable"] for r in json.loads((pytester.path / "r.json").read_text())["results"]}
+    pytester.runpytest_subprocess(*options, "-n", "2", "--skilltransfer-json=r.json")
+    parallel = {r["item"]: r["portable"] for r in json.loads((pytester.path / "r.json").read_text())["results"]}
+    assert len(serial) == 4 and serial == parallel
