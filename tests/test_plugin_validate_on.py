@@ -74,6 +74,11 @@ def test_bad_values_are_usage_errors_naming_the_option(pytester: pytest.Pytester
     mixed.stderr.fnmatch_lines(["*--validate-on: 'off' cannot be combined with model names*"])
     tolerance = pytester.runpytest("--pair=toy-small:toy-large", "--validate-on=toy-half", "--validate-tolerance=2")
     tolerance.stderr.fnmatch_lines(["*--validate-tolerance: must be within [[]0, 1[]]*"])
+    (pytester.path / "seeds" / "alpha" / "seed.toml").write_text('validate_on = "nosuch-model"\n')
+    in_seed = pytester.runpytest("--pair=toy-small:toy-large")
+    assert in_seed.ret == pytest.ExitCode.USAGE_ERROR
+    in_seed.stderr.fnmatch_lines(["*seeds/alpha/seed.toml validate_on: *nosuch-model*"])
+    assert pytester.runpytest("--pair=toy-small:toy-large", "--validate-on=off", "--no-snapshots").ret == 0
 
 
 # -- against a loopback provider -------------------------------------------------------------------------

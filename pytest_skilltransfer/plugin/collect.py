@@ -239,6 +239,14 @@ def seed_validation(spec: TransferSpec, runner: Any) -> TransferSpec:
     except SeedError:  # reported when the item runs (or as its seed's collection error)
         seed = None
     models = settings.validate_on(seed.validate_on if seed else ())
+    if seed is not None and models == seed.validate_on:
+        from ..models.base import ModelError
+
+        for name in models:
+            try:
+                runner.model(name)
+            except ModelError as exc:
+                raise pytest.UsageError(f"{seed.path / 'seed.toml'} validate_on: {exc}") from None
     tolerance = settings.validate_tolerance
     if tolerance is None:
         tolerance = seed.validate_tolerance if seed and seed.validate_tolerance is not None else 0.0
