@@ -37,6 +37,12 @@ def test_the_harmed_target_listed_keeps_the_harmful_edit_out(pytester: pytest.Py
     ])
     (portable,) = _portable(pytester)
     assert portable["outcome"] == "more portable" and portable["validate_on"] == ["toy-contrary"]
+    from pytest_skilltransfer.plugin.item_hooks import junit_properties
+
+    report = json.loads((pytester.path / "r.json").read_text())["results"][0]
+    properties = dict(junit_properties(report))
+    assert properties["skilltransfer_portable_outcome"] == "more portable"
+    assert properties["skilltransfer_validate_on"] == "toy-contrary" and properties["skilltransfer_portable"] == 1.0
 
 
 def test_without_the_option_nothing_changes(pytester: pytest.Pytester) -> None:
