@@ -170,3 +170,34 @@ def test_xdist_gives_the_same_portable_arm(pytester: pytest.Pytester) -> None:
     pytester.runpytest_subprocess(*options, "-n", "2", "--skilltransfer-json=r.json")
     parallel = {r["item"]: r["portable"] for r in json.loads((pytester.path / "r.json").read_text())["results"]}
     assert len(serial) == 4 and serial == parallel
+
+
+def test_the_batch_lane_records_the_listed_models_as_a_synchronous_run_does(pytester: pytest.Pytester) -> None:
+    from batch_provider import BatchProvider
+    from test_batch_mode import FAST, interactions
+
+    with BatchProvider() as fake:
+        project(pytester, ini="skilltransfer_pair = small:large\nskilltransfer_nights = 2\n"
+                "skilltransfer_validate_on = listed\nskilltransfer_optimizer = toy-opt\n", seeds=("alpha",))
+        pytester.makepyprojecttoml(f'''
+            [tool.skilltransfer.models]
+            small = "anthropic:fake-small@{fake.anthropic_url}"
+            large = "openai:fake-large@{fake.openai_url}"
+            listed = "openai:fake-listed@{fake.openai_url}"
+        ''')
+        sync = pytester.runpytest_subprocess("--record-mode=once", "--snapshot-update", "--skilltransfer-json=sync.json")
+        sync.assert_outcomes(passed=1)
+        sent_sync = fake.served_sync
+        shutil.move(pytester.path / "cassettes", pytester.path / "cassettes-sync")
+        batch = pytester.runpytest_subprocess("--record-mode=once", "--transfer-batch", *FAST,
+                                              "--skilltransfer-json=batch.json")
+        batch.assert_outcomes(passed=1)
+        assert fake.served_sync == sent_sync and fake.total_paid == sent_sync and not fake.paid_twice()
+    listed = [p for p in (pytester.path / "cassettes").rglob("*.yaml") if "fake-listed" in p.name]
+    assert listed, "the listed model's calls were recorded in its own cassette"
+    assert interactions(pytester.path / "cassettes") == interactions(pytester.path / "cassettes-sync")
+    arm = lambda name: json.loads((pytester.path / name).read_text())["results"][0]["portable"]  # noqa: E731
+    sync_arm, batch_arm = arm("sync.json"), arm("batch.json")
+    for key in ("family", "learned_skill", "optimization", "outcome", "transferred"):
+        assert batch_arm[key] == sync_arm[key], key
+    assert batch_arm["extra_cost"]["calls"] == sync_arm["extra_cost"]["calls"] > 0
