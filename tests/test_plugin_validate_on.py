@@ -25,8 +25,10 @@ def test_the_harmed_target_listed_keeps_the_harmful_edit_out(pytester: pytest.Py
     make_seed(root, "alpha", tasks=12)
     result = pytester.runpytest("--pair=toy-small:toy-contrary", "--validate-on=toy-contrary", "-v",
                                 "--skilltransfer-json=r.json", "--no-snapshots", "-p", "no:randomly",
-                                "--transfer-harm-tolerance=off")
+                                "--transfer-harm-tolerance=off", "--skilltransfer-md=r.md")
     assert result.ret == 0, result.stdout.str()
+    markdown = (pytester.path / "r.md").read_text()
+    assert "## Portable skills (--validate-on)" in markdown and "| more portable |" in markdown
     result.stdout.fnmatch_lines([
         "*validated on toy-contrary: night 1: val 0.25 -> 1.00, toy-contrary 1.00 -> *, 1 edit(s) rejected "
         "(blocked by toy-contrary)",

@@ -59,3 +59,15 @@ def blocked_lines(results: list[dict[str, Any]]) -> list[str]:
             lines.append(f"{result['seed']} ({result['source']} -> {result['target']}): edits blocked: "
                          f"{'; '.join(blocked)}")
     return lines
+
+
+def portable_markdown(results: list[dict[str, Any]]) -> list[str]:
+    """The same rows as a Markdown table under a heading (none without a portable arm)."""
+    items = sorted((r for r in results if r.get("portable")), key=lambda r: (r["source"], r["target"], r["seed"]))
+    if not items:
+        return []
+    head = "| " + " | ".join(COLUMNS) + " |"
+    rule = "|" + "---|" * len(COLUMNS)
+    rows = ["| " + " | ".join(cell.replace("|", "\\|") for cell in comparison_row(r)) + " |" for r in items]
+    return ["## Portable skills (--validate-on)", "", f"_{HEADING.partition(': ')[2]}_", "", head, rule, *rows,
+            *(f"- {line}" for line in blocked_lines(items)), ""]
