@@ -19,7 +19,9 @@ MIN_LABEL_CHARS = 12
 LEGEND = ("gain: paired per-task gain transferred - baseline with its exact 95% interval; p: the same exact test "
           "(unconditional, Tango-ordered) at no effect, so p <= 0.05 exactly when the interval excludes 0; "
           "mdg: smallest gain detected with 80% power at this task count; "
-          "restarts: optimizations per item and the sd of their gains (the interval includes it); "
+          "restarts: optimizations per item and the sd of their gains (the gain's interval, over the population of "
+          "optimizations, includes it); these skills: the mean gain of the R skills actually learned, exact over "
+          "tasks with no bound over restarts (harm, min_gain and regression also fail on it, and on restart 1 alone); "
           "eff.: gain / direct headroom, shown when the headroom is significant; "
           "outcome: transfers / hurts (interval wholly above / below 0), no effect shown (it spans 0: "
           "read it with mdg, it is not evidence of safety); "
@@ -120,11 +122,19 @@ def restarts_text(result: dict[str, Any]) -> str | None:
     return None if not spread else f"{spread['count']} sd {spread['sd']:.2f}"
 
 
+def these_text(result: dict[str, Any]) -> str | None:
+    """`-0.59 [-0.81, -0.31]`: the mean gain of the R skills actually learned with its exact interval over
+    tasks (`stats.these_bounds_of`); None for a single optimization or a record without it."""
+    these = (result["gain"].get("restarts") or {}).get("these")
+    return None if not these else f"{result['gain']['mean']:+.2f} [{these['ci_low']:+.2f}, {these['ci_high']:+.2f}]"
+
+
 def _with_restarts(results: list[dict[str, Any]], columns: tuple[str, ...], rows: list[tuple[str, ...]],
                    after: str) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
-    """Insert the restarts column after `after` when any result has restarts, and the clusters column
-    (`clusters_text`) after that when any result counts clusters."""
-    for name, cell, empty in (("clusters", clusters_text, "-"), ("restarts", restarts_text, "1")):
+    """Insert the restarts and these-skills columns after `after` when any result has restarts, and the
+    clusters column (`clusters_text`) after them when any result counts clusters."""
+    for name, cell, empty in (("clusters", clusters_text, "-"), ("these skills [95% CI]", these_text, "-"),
+                              ("restarts", restarts_text, "1")):
         if not any(cell(r) for r in results):
             continue
         at = columns.index(after) + 1
@@ -266,7 +276,7 @@ def text_table(results: list[dict[str, Any]], max_width: int = TABLE_WIDTH) -> s
     column = 0  # the seed
     excess = sum(widths) + 2 * (len(widths) - 1) - (max_width - 1)
     if excess > 0:
-        widths[column] = max(MIN_LABEL_CHARS, widths[column] - excess)
+        widths[column] = min(widths[column], max(MIN_LABEL_CHARS, widths[column] - excess))
         rows = [row if j == 0 else (_short(row[column], widths[column]), *row[column + 1:])
                 for j, row in enumerate(rows)]
     lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(rows[0])).rstrip(),

@@ -112,17 +112,19 @@ def test_restarts_reach_every_report(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(failed=1)
     data = json.loads(raw_json)["results"][0]
     assert data["config"]["restarts"] == 3 and [r["restart"] for r in data["restarts"]] == [1, 2, 3]
-    assert data["gain"]["restarts"] == {"count": 3, "gains": [0.5, 0.5, 0.5], "sd": 0.0, "min": 0.5, "max": 0.5,
-                                        "span": [0.0, 1.0]}
+    spread = data["gain"]["restarts"]
+    assert {k: spread[k] for k in ("count", "gains", "sd", "min", "max", "span")} == {
+        "count": 3, "gains": [0.5, 0.5, 0.5], "sd": 0.0, "min": 0.5, "max": 0.5, "span": [0.0, 1.0]}
+    assert 0 < spread["these"]["ci_low"] < 0.5 and spread["first"]["mean"] == 0.5  # these 3 skills; restart 1 alone
     assert data["gain"]["ci_low"] < 0 < 0.5 < data["gain"]["mdg"] and data["outcome"] == "no effect shown"
     assert data["scores"]["transferred"]["hard"]["restart_means"] == [0.5, 0.5, 0.5]
     gate = data["gate"]["gates"][0]
     assert gate["gate"] == "min_gain" and gate["verdict"] == "inconclusive" and gate["tasks_for_power"] is None
     result.stdout.fnmatch_lines(["*no number of held-out tasks decides it: the bound over 3 restarts alone spans*",
                                  "*passing min_gain +0.10 with 80% power takes more restarts than 3*"])
-    result.stdout.fnmatch_lines(["seed  base  transf.  gain ?95% CI?         restarts   p *",
+    result.stdout.fnmatch_lines(["seed  base  transf.  gain ?95% CI?         restarts   these skills ?95% CI?  p *",
                                  "toy-a -> toy-half:",
-                                 "beta  0.00  0.50     +0.50 ?-0.*, +1.00?  3 sd 0.00  *"])
+                                 "beta  0.00  0.50     +0.50 ?-0.*, +1.00?  3 sd 0.00  +0.50 ?+0.3*, +0.6*?   *"])
     assert "| restarts |" in markdown and "| 3 sd 0.00 |" in markdown
     snapshot = (pytester.path / "seeds" / "beta" / "__snapshots__" / "transfer[toy-a_to_toy-half].md").read_text()
     assert "- restarts: 1 (split seed 42) +0.500, 2 (split seed 43) +0.500, 3 (split seed 44) +0.500; sd 0.000" in snapshot

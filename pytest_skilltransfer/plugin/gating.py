@@ -182,14 +182,73 @@ def _efficiency_gate(result: dict[str, Any], threshold: float) -> Gate | str:
     return Gate("min_efficiency", verdict, threshold, mean, low, high, text)
 
 
-def restart_count(gain: dict[str, Any]) -> int:
-    """How many optimization restarts a gain record averages (1 without restarts)."""
-    return len((gain.get("restarts") or {}).get("gains") or []) or 1
+restart_count = stats.restart_count_of
+
+
+@dataclass(frozen=True)
+class View:
+    """One reading of a gain's evidence that a restarts run must not be weaker than (`single_views`)."""
+
+    label: str
+    mean: float
+    low: float
+    high: float
+
+    def text(self) -> str:
+        return f"{self.label} {self.mean:+.3f} [{self.low:+.3f}, {self.high:+.3f}]"
+
+
+def single_views(gain: dict[str, Any], level: float) -> tuple[View, ...]:
+    """With R > 1 restarts, the readings of the same evidence a gate fails on besides the interval over the
+    population of optimizations: the mean over these R skills (exact, no bound over restarts) and restart 1
+    alone (the run without --restarts: same split, same sample ids, same test). Empty for one optimization."""
+    views = []
+    these = stats.these_bounds_of(gain, level)
+    if these is not None:
+        views.append(View(f"these {restart_count(gain)} skills", gain["mean"], *these))
+    first = stats.first_bounds_of(gain, level)
+    if first is not None:
+        views.append(View("restart 1 alone (the kept skill, as a run without --restarts)", *first))
+    return tuple(views)
+
+
+def _beside(views: tuple[View, ...]) -> str:
+    return "".join(f"; {view.text()}" for view in views)
+
+
+SINGLE_RULE = ("with restarts a gate fails whenever restart 1 alone (the run without --restarts) or the mean of "
+               "these skills fails it: more restarts never pass what one optimization fails")
+
+
+def _failed_view(views: tuple[View, ...], threshold: float) -> View | None:
+    """The first view whose whole interval lies below `threshold`."""
+    return next((v for v in views if v.high < threshold - EPSILON), None)
 
 
 def per_task(evaluation: dict[str, Any] | None) -> dict[str, float]:
     """{task id: hard score} of one evaluation in the JSON shape."""
     return {} if evaluation is None else {t["task_id"]: t["hard"] for t in evaluation["tasks"]}
+
+
+def per_task_first(evaluation: dict[str, Any] | None) -> dict[str, float] | None:
+    """{task id: restart 1's hard score} of a restart-averaged evaluation; None for one optimization."""
+    tasks = [] if evaluation is None else evaluation["tasks"]
+    if not tasks or len(tasks[0].get("restarts") or []) <= 1:
+        return None
+    return {t["task_id"]: t["restarts"][0] for t in tasks}
+
+
+def _single_floor(gate: Gate, views: tuple[View, ...], level: float) -> Gate:
+    """A claim gate with restarts fails when any single view (`single_views`) lies wholly below its threshold,
+    whatever the interval over the population of optimizations says; the views are shown beside it."""
+    failed = _failed_view(views, gate.threshold)
+    if gate.verdict == stats.FAIL or failed is None:
+        return replace(gate, message=gate.message + _beside(views)) if views else gate
+    population = f"gain {gate.estimate:+.3f} [{gate.low:+.3f}, {gate.high:+.3f}]"
+    return Gate(gate.name, stats.FAIL, gate.threshold, failed.mean, failed.low, failed.high,
+                f"{failed.text()} ({level * 100:.4g}% CI) is below {gate.name} {gate.threshold:+.3f} ({SINGLE_RULE}); "
+                f"over the population of optimizations {population}{_beside(views)}",
+                tasks_for_power=gate.tasks_for_power)
 
 
 def per_task_clusters(evaluation: dict[str, Any] | None) -> dict[str, str | None]:
@@ -213,15 +272,19 @@ def _shown_gain(mean: float, low: float, high: float, gain: dict[str, Any], leve
 def _harm_gate(result: dict[str, Any], tolerance: float, level: float) -> Gate:
     """Fail when the whole gain interval lies below -tolerance: the target is worse than its own baseline."""
     mean, low, high, n = _gain_interval(result, level)
-    shown = _shown_gain(mean, low, high, result["gain"], level)
+    views = single_views(result["gain"], level)
+    shown = _shown_gain(mean, low, high, result["gain"], level) + _beside(views)
     worse = result["gain"].get("worsened")
     unit = "cluster(s)" if result["gain"].get("unit") == "cluster" else "held-out task(s)"
-    if high < -tolerance - EPSILON:
+    failed = None if high < -tolerance - EPSILON else _failed_view(views, -tolerance)
+    if high < -tolerance - EPSILON or failed is not None:
         count = f"; {worse} of {n} {unit} got worse" if worse is not None else ""
-        return Gate("harm_tolerance", stats.FAIL, tolerance, mean, low, high,
+        which = "" if failed is None else f" (the interval of {failed.label} lies below it; {SINGLE_RULE})"
+        estimate, low, high = (mean, low, high) if failed is None else (failed.mean, failed.low, failed.high)
+        return Gate("harm_tolerance", stats.FAIL, tolerance, estimate, low, high,
                     f"harm: the learned skill makes {result['target']} worse than its own baseline: {shown} lies "
-                    f"below -{tolerance:.3f}{count} (turn the harm gate off with harm_tolerance = \"off\", or "
-                    "declare it with expect = \"hurts\" in seed.toml)")
+                    f"below -{tolerance:.3f}{which}{count} (turn the harm gate off with harm_tolerance = \"off\", "
+                    "or declare it with expect = \"hurts\" in seed.toml)")
     few = too_few_clusters(result["gain"])
     if few is not None:
         return Gate("harm_tolerance", stats.INCONCLUSIVE, tolerance, mean, low, high,
@@ -290,8 +353,9 @@ def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str
         gate = _interval_gate("min_gain", "gain", gain["mean"], gain["n"], thresholds.min_gain, level, True,
                               f", p = {gain['p_value']:.3g}{corrected}", (gain.get("restarts") or {}).get("gains"),
                               gain=gain)
-        gates.append(replace(gate, tasks_for_power=stats.tasks_to_pass(thresholds.min_gain, POWER_MARGIN, level,
-                                                                        restarts=restart_count(gain))))
+        gate = replace(gate, tasks_for_power=stats.tasks_to_pass(thresholds.min_gain, POWER_MARGIN, level,
+                                                                  restarts=restart_count(gain)))
+        gates.append(_single_floor(gate, single_views(gain, level), level))
     if thresholds.min_score is not None:
         hard = result["scores"]["transferred"]["hard"]
         gates.append(_interval_gate("min_score", "transferred score", hard["mean"], hard["n"], thresholds.min_score,
@@ -310,6 +374,13 @@ def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str
         check = stats.regression(committed, per_task(transferred), thresholds.regression_tolerance,
                                  clusters=per_task_clusters(transferred))
         message = check.message()
+        first = per_task_first(transferred)
+        if first is not None and check.verdict != stats.FAIL:  # restart 1 alone: the run without --restarts
+            alone = stats.regression(committed, first, thresholds.regression_tolerance,
+                                     clusters=per_task_clusters(transferred))
+            if alone.verdict == stats.FAIL:
+                check = alone
+                message = f"restart 1 alone (the kept skill, as a run without --restarts): {alone.message()} ({SINGLE_RULE})"
         if reference is not None:
             message = message.replace("the committed snapshot", reference)
         if check.verdict == stats.FAIL:
