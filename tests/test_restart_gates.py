@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilltransfer import stats
+from pytest_skilltransfer.evidence import stats
 from pytest_skilltransfer.plugin.gating import evaluate
-from pytest_skilltransfer.seeds import Thresholds
+from pytest_skilltransfer.engine.seeds import Thresholds
 
 SEEDS = Path(__file__).resolve().parent.parent / "seeds"
 

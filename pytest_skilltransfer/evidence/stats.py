@@ -55,6 +55,7 @@ from .gain_tests import (  # noqa: F401 (re-exported)
     difference_interval,
     difference_interval_of_mean,
     efficiency_ratio,
+    first_bounds_of,
     gain_bounds,
     gain_bounds_of,
     gain_decision,
@@ -70,6 +71,7 @@ from .gain_tests import (  # noqa: F401 (re-exported)
     restart_gain,
     restart_interval,
     restart_margins,
+    restart_count_of,
     restart_p_value,
     restart_score,
     restart_span,
@@ -77,6 +79,7 @@ from .gain_tests import (  # noqa: F401 (re-exported)
     tasks_for_gain,
     tasks_to_decide,
     tasks_to_pass,
+    these_bounds_of,
     undecidable_units,
     units_needed,
 )
