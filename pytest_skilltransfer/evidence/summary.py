@@ -16,12 +16,12 @@ verdict), the summary of merged shards equals the summary of one run over the sa
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 from ..pricing.cost_breakdown import breakdown
+from .family import seeds_needed  # noqa: F401 (re-exported: the summary's minimum of seeds)
 from .frontier import frontier
-from .stats import HURTS, LEVEL, NO_EFFECT, TRANSFERS, gain_interval, holm, mean, mean_gain_interval
+from .stats import HURTS, LEVEL, NO_EFFECT, TRANSFERS, holm, mean, mean_gain_interval
 
 CORRECTION = "holm"
 ALPHA = round(1 - LEVEL, 6)
@@ -44,15 +44,6 @@ def _holm_outcome(result: dict[str, Any], p_holm: float) -> str:
     if p_holm > ALPHA + 1e-12:
         return NO_EFFECT
     return TRANSFERS if result["gain"]["mean"] > 0 else HURTS
-
-
-@lru_cache(maxsize=None)
-def seeds_needed(level: float = LEVEL) -> int:
-    """The fewest seeds whose interval over seeds can lie wholly above 0 (every seed at gain +1)."""
-    k = 1
-    while gain_interval(k, k, 0.0, level)[0] <= 0:
-        k += 1
-    return k
 
 
 def over_seeds(gains: list[float], level: float = LEVEL) -> tuple[float, float]:
