@@ -310,14 +310,18 @@ class PlanMode:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
         from ..pricing.prices import shipped_table
+        from .decidable import plan_lines as decidability_lines
+        from .decidable import undecidable_items
         from .planning import build_plans, plan_lines
 
         runner = runner_of(session.config)
-        plans = build_plans(runner, session.items, lambda item: item.stash.get(SPEC, None))
+        spec_of = lambda item: item.stash.get(SPEC, None)  # noqa: E731
+        plans = build_plans(runner, session.items, spec_of)
         reporter = session.config.pluginmanager.getplugin("terminalreporter")
         if reporter is not None:
             reporter.write_sep("=", "skill transfer plan")
-            for line in plan_lines(plans, shipped_table().effective):
+            for line in plan_lines(plans, shipped_table().effective) + decidability_lines(
+                    undecidable_items(runner, session.items, spec_of)):
                 reporter.write_line(safe(line))
         return True
 
@@ -418,6 +422,16 @@ def order_by_seed(items: list[pytest.Item]) -> None:
         group = runner_of(item.config).key(spec.seed_path) if spec is not None else index
         keys.append(first.setdefault(group, index))
     items[:] = [item for _, _, item in sorted(zip(keys, range(len(items)), items), key=lambda t: t[:2])]
+
+
+@pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
+def pytest_collection_modifyitems_decidability(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """After deselection: each item of the run that can never be a finding after Holm says so, once. (pytest
+    registers a plugin's hook functions only under names that start with `pytest_`, whatever their specname.)"""
+    from .decidable import warn_undecidable
+
+    if not settings_of(config).plan and any(SPEC in item.stash for item in items):  # --plan prints it in the plan
+        warn_undecidable(runner_of(config), items, lambda item: item.stash.get(SPEC, None))
 
 
 @pytest.hookimpl(tryfirst=True)

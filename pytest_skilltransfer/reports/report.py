@@ -202,7 +202,8 @@ def summary_line(results: list[dict[str, Any]]) -> str:
     total = [r["cost"]["total_usd"] for r in results]
     usd = None if any(v is None for v in total) else sum(total)
     return (f"=== transfer {', '.join(pairs)}: of {summary['hypotheses']} (seed, pair), after Holm (FWER 5%): "
-            f"{counts['transfers']} transfer, {counts['hurts']} hurt, {counts['no effect shown']} no effect shown; "
+            f"{counts['transfers']} transfer, {counts['hurts']} hurt, {counts['no effect shown']} no effect shown"
+            f"{undecidable_text(summary.get('undecidable', 0))}; "
             f"mean gain {summary['mean_gain']:+.2f}, cost ${usd_text(usd)}{cache_text(results)} ===")
 
 
@@ -217,12 +218,20 @@ def cache_text(results: list[dict[str, Any]]) -> str:
     return f", prompt cache saved ${amount} ({read} tokens read, {written} written)"
 
 
+def undecidable_text(count: int, why: bool = True) -> str:
+    """`, 3 undecidable (...)`: the items that could never pass Holm in this run's family, counted apart; empty
+    when there are none."""
+    if not count:
+        return ""
+    return f", {count} undecidable" + (" (too few held-out tasks to ever pass Holm among these items)" if why else "")
+
+
 def pair_lines(results: list[dict[str, Any]]) -> list[str]:
     """Per pair, the mean gain over seeds with its exact 95% interval over seeds."""
     from ..evidence.summary import summarize
 
     return [f"{p['source']} -> {p['target']}: {p['transfers']} transfer, {p['hurts']} hurt, "
-            f"{p['no_effect']} no effect shown after Holm; mean gain over {p['seeds']} seed(s) {p['mean_gain']:+.2f} "
+            f"{p['no_effect']} no effect shown{undecidable_text(p.get('undecidable', 0), why=False)} after Holm; mean gain over {p['seeds']} seed(s) {p['mean_gain']:+.2f} "
             + (f"[{p['ci_low']:+.2f}, {p['ci_high']:+.2f}] (interval over seeds like these)" if p["ci_low"] is not None
                else f"(too few seeds for an interval over seeds: {p['seeds_needed']} needed)")
             for p in summarize(results)["pairs"]]
