@@ -631,6 +631,37 @@ def minimal_detectable_gain(n: int, level: float = LEVEL, power: float = POWER, 
     return high
 
 
+@lru_cache(maxsize=256)
+def _passing_counts(n: int, level: float) -> tuple[tuple[int, int], ...]:
+    """Every (improved, worsened) count of n binary tasks whose gain interval lies above 0."""
+    return tuple((up, down) for up in range(n + 1) for down in range(n + 1 - up)
+                 if gain_decision(n, float(up), float(down), EPSILON, level) == PASS)
+
+
+def mixed_detection_power(improve: float, worsen: float, n: int, level: float = LEVEL) -> float:
+    """Chance that n binary tasks show a gain (interval above 0) when each improves from fail to pass with
+    probability `improve`, gets worse with probability `worsen`, and is otherwise unchanged: exact, over every
+    (improved, worsened) count. With `worsen` 0 it is `detection_power`, the most favourable case."""
+    if n <= 0 or n > N_EXACT:
+        raise ValueError(f"mixed_detection_power enumerates 1..{N_EXACT} tasks, got {n}")
+    same = max(0.0, 1 - improve - worsen)
+    return sum(math.comb(n, up) * math.comb(n - up, down) * improve ** up * worsen ** down * same ** (n - up - down)
+               for up, down in _passing_counts(n, level))
+
+
+@lru_cache(maxsize=256)
+def minimal_detectable_net_gain(n: int, worsen: float, level: float = LEVEL, power: float = POWER) -> float | None:
+    """The smallest net gain (share improved - share worsened) detected with probability `power` by n binary
+    tasks of which a share `worsen` gets worse: `minimal_detectable_gain` (the best case) when `worsen` is 0."""
+    if mixed_detection_power(1.0 - worsen, worsen, n, level) < power:
+        return None
+    low, high = 0.0, 1.0 - worsen
+    for _ in range(40):
+        middle = (low + high) / 2
+        low, high = (low, middle) if mixed_detection_power(middle, worsen, n, level) >= power else (middle, high)
+    return high - worsen
+
+
 @lru_cache(maxsize=1024)
 def tasks_for_gain(gain: float, level: float = LEVEL, power: float = POWER, limit: int = 2000,
                    threshold: float = 0.0, restarts: int = 1) -> int | None:

@@ -66,6 +66,8 @@ from .gain_tests import (  # noqa: F401 (re-exported)
     is_clustered,
     mean_gain_interval,
     minimal_detectable_gain,
+    minimal_detectable_net_gain,
+    mixed_detection_power,
     paired_gain,
     part_level,
     restart_gain,
