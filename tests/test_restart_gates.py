@@ -100,3 +100,15 @@ def test_a_restart_that_alone_would_fail_fails_the_item_even_when_the_others_hel
     (gate,) = outcome.gates
     assert gate.verdict == stats.FAIL and "restart 1 alone" in gate.message and gate.high < 0
     assert evaluate(_record(before, [helps] * 5), Thresholds(harm_tolerance=0.0)).verdict == stats.PASS
+
+
+def test_more_samples_narrow_a_noisy_gain_and_leave_a_steady_one_alone() -> None:
+    """What the gates' samples note says: one sample per task of a noisy task moves it up or down by chance;
+    averaging many samples keeps the mean and drops the moves that cancel, so the interval narrows. A steady
+    task's value is the same at any number of samples."""
+    one_sample = stats.paired_gain([0.0] * 24, [1.0] * 12 + [0.0] * 12)
+    noisy_one = stats.paired_gain([1.0] * 6 + [0.0] * 18, [0.0] * 6 + [1.0] * 12 + [0.0] * 6)  # 12 up, 6 down
+    noisy_many = stats.paired_gain([0.5] * 24, [0.75] * 24)  # the same +0.25 on every task, noise averaged out
+    assert noisy_one.mean == pytest.approx(noisy_many.mean) == pytest.approx(0.25)
+    assert noisy_many.high - noisy_many.low < noisy_one.high - noisy_one.low
+    assert one_sample.low > 0  # steady tasks: the number of tasks, not of samples, sets it

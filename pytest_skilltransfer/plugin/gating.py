@@ -22,6 +22,14 @@ The burden of proof lies on the claim a gate protects:
 * Efficiency is undefined without a direct run (the gate is skipped with a note), and inconclusive
   when the direct headroom is not significantly above 0.
 
+With R > 1 restarts (`--restarts`) the gain's interval covers the mean over the population of
+optimizations, which a few restarts bound only loosely. More restarts must never weaken a gate, so harm,
+min_gain and the regression gate also fail whenever restart 1 alone (exactly the run without restarts:
+same split, same sample ids, same exact test at the same level) or the mean of these R skills (the exact
+interval over tasks of the restart-averaged gains, with no bound over restarts) fails them (`single_views`);
+both are shown beside the population interval. A harmless skill is then failed for harm with probability
+at most 2 x 2.5% (two one-sided tests), against 2.5% for one optimization.
+
 With `correction="bonferroni"` the intervals are taken at level 1 - 0.05 / m for the m transfer items
 of the run (the run summary applies Holm to all items; a gate cannot wait for the others).
 
@@ -45,6 +53,11 @@ DEFAULT_HARM_TOLERANCE = 0.0
 POWER_MARGIN = 0.1  # the min_gain power note: tasks to pass the gate at a true gain of min_gain + this
 HARM_SIZE = 0.2  # the harm gate's power note: tasks to show a harm this much beyond the tolerance
 CORRECTIONS = ("none", "bonferroni")
+# What more samples per task can do: a task's value is the mean of its samples, so on a noisy task more samples
+# average out moves up and down that are only sampling noise (fewer discordant tasks, a narrower interval); on
+# steady tasks they change nothing, and no number of them stands in for more units.
+SAMPLES_NOTE = ("narrow it only by averaging out noisy tasks' sampling noise, never past what the units themselves "
+                "show")
 
 
 @dataclass(frozen=True)
@@ -125,7 +138,7 @@ def _decided_text(tasks: int | None, n: int, restarts: int, record: dict[str, An
         if tasks is None:
             return "no number of clusters decides it at this estimate"
         return (f"the same per-cluster result over {tasks} cluster(s) (now {n}) would decide it; more tasks in the "
-                "same clusters or more samples per task cannot")
+                f"same clusters or more samples per task {SAMPLES_NOTE}")
     if tasks is None and restarts > 1:
         return (f"no number of held-out tasks decides it: the bound over {restarts} restarts alone spans the "
                 "threshold (it assumes nothing about how optimizations vary); more restarts (--restarts) would "
@@ -133,7 +146,7 @@ def _decided_text(tasks: int | None, n: int, restarts: int, record: dict[str, An
     if tasks is None:
         return "no number of held-out tasks decides it at this estimate (it sits on the threshold)"
     return (f"the same per-task result over {tasks} held-out task(s) (now {n}) would decide it; "
-            "more samples per task cannot")
+            f"more samples per task {SAMPLES_NOTE}")
 
 
 def _interval_gate(name: str, label: str, estimate: float, n: int, threshold: float, level: float,
