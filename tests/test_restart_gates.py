@@ -31,7 +31,7 @@ def test_five_restarts_that_all_hurt_fail_the_harm_gate_and_a_harmless_seed_pass
     _copy_seed(pytester, "status-report", drop_expect=True)
     _copy_seed(pytester, "ticket-router")
     result = pytester.runpytest_subprocess("seeds", "--source=sim-small", "--target=sim-large", "--restarts=5",
-                                           "--snapshot-update", "-p", "no:cacheprovider")
+                                           "--snapshot-update", "-p", "no:cacheprovider", "--skilltransfer-html=r.html")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*FAILED*status-report/SKILL.md::transfer?sim-small->sim-large?*"])
     result.stdout.fnmatch_lines(["*harm: the learned skill makes sim-large worse than its own baseline: gain -0.59* "
@@ -40,6 +40,8 @@ def test_five_restarts_that_all_hurt_fail_the_harm_gate_and_a_harmless_seed_pass
                                  "[[]-0.798, -0.292[]]*"])
     result.stdout.fnmatch_lines(["*restarts*these skills ?95% CI?*", "status-rep* -0.59 [[]-1.00, +0.*[]]  5 sd *"
                                  "  -0.59 [[]-0.8*, -0.3*[]] *fail"])
+    page = (pytester.path / "r.html").read_text()
+    assert "over the population of optimizations -0.59 [-1.00, +0.1" in page and "these 5 skills -0.59 [-0.8" in page
     assert "ticket-router/SKILL.md::transfer[sim-small->sim-large] PASSED" in pytester.runpytest_subprocess(
         "seeds/ticket-router", "--source=sim-small", "--target=sim-large", "--restarts=5", "-v",
         "-p", "no:cacheprovider").stdout.str()

@@ -32,6 +32,7 @@ from .report import (
     p_text,
     pair_lines,
     summary_line,
+    these_text,
     units_text,
     usd_text,
     verdict_text,
@@ -411,8 +412,12 @@ def _restarts(result: dict[str, Any]) -> str:
     rows = "".join(f'<tr><td>{r["restart"]}</td><td>{r["split_seed"]}</td><td class="num">{r["transferred"]:.3f}</td>'
                    f'<td class="num">{"-" if r["direct"] is None else format(r["direct"], ".3f")}</td>'
                    f'<td class="num">{r["gain"]:+.3f}</td></tr>' for r in runs)
-    return ("<h3>Restarts</h3><table><tr><th>restart</th><th>split seed</th><th>transferred</th><th>direct</th>"
-            f"<th>gain</th></tr>{rows}</table>")
+    these = these_text(result)
+    caption = (f'<caption class="muted">over the population of optimizations {esc(gain_text(result))}; these '
+               f'{len(runs)} skills {esc(these)} (exact over tasks; harm, min_gain and regression also fail on it '
+               "and on restart 1 alone)</caption>" if these else "")
+    return ("<h3>Restarts</h3><table>" + caption + "<tr><th>restart</th><th>split seed</th><th>transferred</th>"
+            f"<th>direct</th><th>gain</th></tr>{rows}</table>")
 
 
 def _compare(result: dict[str, Any]) -> str:
