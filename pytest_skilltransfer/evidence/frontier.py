@@ -165,9 +165,9 @@ def _gain_cell(row: dict[str, Any]) -> str:
 
 def _note(row: dict[str, Any]) -> str:
     notes = []
-    if row["frontier"]:
+    if row.get("frontier"):
         notes.append("on the frontier")
-    if row["dominated_by"]:
+    if row.get("dominated_by"):
         notes.append("dominated by " + ", ".join(row["dominated_by"]))
     if row["verdict"] == "hurts":
         notes.append("hurts the target")
@@ -192,27 +192,45 @@ def _comparison_lines(block: dict[str, Any]) -> list[str]:
     return lines
 
 
+FRONTIER_TITLE = ("source frontier for target {target} (gain over seeds with its 95% interval, from {needed} seeds; "
+                  "dominated: another source at least as good with confidence on the seeds both ran, paired, and no "
+                  "dearer per seed)")
+
+
+def frontier_title(block: dict[str, Any]) -> str:
+    """The heading of one target's frontier."""
+    return FRONTIER_TITLE.format(target=block["target"], needed=block.get("seeds_needed", seeds_needed()))
+
+
+def frontier_rows(block: dict[str, Any]) -> list[tuple[str, ...]]:
+    """One target's frontier as rows (a header row first): each source, cheapest per seed first, then direct."""
+    rows = [("source", "seeds", "mean gain [95% CI]", "efficiency", "$ per seed", "gain per $", "")]
+    for row in sorted(block["sources"], key=lambda r: (r["usd_per_seed"] is None, r["usd_per_seed"] or 0)):
+        eff = "-" if row["efficiency"] is None else f"{row['efficiency']:.2f}"
+        rows.append((row["source"], str(row["seeds"]), _gain_cell(row), eff, _money(row["usd_per_seed"]),
+                     _per(row["gain_per_usd"], row["usd_per_seed"]), _note(row)))
+    direct = block["direct"]
+    if direct is not None:
+        rows.append((f"direct on {block['target']}", str(direct["seeds"]), _gain_cell(direct), "1.00",
+                     _money(direct["usd_per_seed"]), _per(direct["gain_per_usd"], direct["usd_per_seed"]),
+                     "reference: optimized on the target"))
+    return rows
+
+
+def comparison_lines(block: dict[str, Any]) -> list[str]:
+    """The paired comparisons of one target's sources, under their heading."""
+    return ["paired on shared seeds (other - this: mean gain difference [95% CI]):", *_comparison_lines(block)]
+
+
 def frontier_lines(targets: list[dict[str, Any]]) -> list[str]:
     """For the terminal, Markdown and `merge`: one block per target tried with several sources."""
     lines: list[str] = []
     for block in targets:
         if len(block["sources"]) < 2:
             continue
-        rows = [("source", "seeds", "mean gain [95% CI]", "efficiency", "$ per seed", "gain per $", "")]
-        for row in sorted(block["sources"], key=lambda r: (r["usd_per_seed"] is None, r["usd_per_seed"] or 0)):
-            eff = "-" if row["efficiency"] is None else f"{row['efficiency']:.2f}"
-            rows.append((row["source"], str(row["seeds"]), _gain_cell(row), eff, _money(row["usd_per_seed"]),
-                         _per(row["gain_per_usd"], row["usd_per_seed"]), _note(row)))
-        direct = block["direct"]
-        if direct is not None:
-            rows.append((f"direct on {block['target']}", str(direct["seeds"]), _gain_cell(direct), "1.00",
-                         _money(direct["usd_per_seed"]), _per(direct["gain_per_usd"], direct["usd_per_seed"]),
-                         "reference: optimized on the target"))
+        rows = frontier_rows(block)
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        lines.append(f"source frontier for target {block['target']} (gain over seeds with its 95% interval, from "
-                     f"{block['seeds_needed']} seeds; dominated: another source at least as good with confidence on "
-                     "the seeds both ran, paired, and no dearer per seed):")
+        lines.append(frontier_title(block) + ":")
         lines += ["  " + "  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() for r in rows]
-        lines.append("paired on shared seeds (other - this: mean gain difference [95% CI]):")
-        lines += _comparison_lines(block)
+        lines += comparison_lines(block)
     return lines
