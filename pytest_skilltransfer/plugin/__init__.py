@@ -17,7 +17,7 @@ Design choices:
   once per pair.
 * Order and xdist: a seed's items share its baseline and optimizations through one `SeedSession`
   per seed per process, and its cassette, so all items of a seed (hand-written tests naming it
-  included) run one after another (`order_by_seed`, after any reordering such as pytest-randomly)
+  included) run one after another (`pytest_collection_modifyitems_order_by_seed`, after any reordering such as pytest-randomly)
   and on one worker; then `-n 2` computes exactly what `-n 0` computes and no request is sent
   twice. Under `-n` without an explicit `--dist`, the plugin installs `SeedScheduling`
   (`xdist_scheduling`: xdist's own LoadScope pattern, scoped by the seed each worker reports for
@@ -413,7 +413,7 @@ def _mark_model_kinds(item: pytest.Item, spec: TransferSpec) -> None:
 
 
 @pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
-def order_by_seed(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems_order_by_seed(items: list[pytest.Item]) -> None:
     """After every other reordering (-p randomly, --ff): a seed's items run one after another.
 
     Stable: each seed's items move up to its first item, so a seed's cassette is opened once and
