@@ -105,7 +105,7 @@ def check_cassettes(cassette_dir: Path, report: Report) -> None:
         return
     output = io.StringIO()
     with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-        code = reindex([cassette_dir], check=True)
+        code = reindex([cassette_dir], check=True, batches=False)
     summary = output.getvalue().strip().splitlines()
     if code == 0:
         report(True, f"cassettes: {summary[-1] if summary else 'readable'}")
@@ -124,6 +124,21 @@ def check_cassettes(cassette_dir: Path, report: Report) -> None:
         if newest and newest != spec:
             report(True, f"{alias} is pinned to {spec} by {cassette_dir}/models.lock (the SDK's newest is {newest}; "
                    "delete the line and re-record to move)")
+
+
+def check_batches(cassette_dir: Path, report: Report) -> None:
+    """Batches of the manifest no run collected: they hold paid requests the next recording run collects."""
+    from .models.batch.manifest import FILE_NAME, Manifest, ManifestError, pending_text
+
+    if not (cassette_dir / FILE_NAME).is_file():
+        return
+    try:
+        text = pending_text(Manifest.open(cassette_dir))
+    except ManifestError as exc:
+        report(False, str(exc))
+        return
+    if text is not None:
+        report(False, text)
 
 
 def check_snapshots(seeds_root: Path, pairs: list[tuple[str, str]], report: Report) -> None:
@@ -188,6 +203,7 @@ def main(argv: list[str]) -> int:
     check_keys(models, report)
     check_local(models, report)
     check_cassettes(Path(args.cassette_dir), report)
+    check_batches(Path(args.cassette_dir), report)
     check_snapshots(Path(args.seeds), pairs, report)
     print(f"{problems} problem(s)" if problems else "everything is ready")
     return 1 if problems else 0
