@@ -12,6 +12,7 @@ answering each item exactly as the synchronous fake answers the same request. Co
     fail_batch_calls(*faults)   the next batch API calls (create, status) get, in order: an HTTP status
                    (429, 500, ...) with the provider's error body, or "reset-after-create" (the batch is
                    created, then the connection is reset before any answer)
+    list_fault     an HTTP status every batch listing (the look-up of an uncertain create) answers with
     kill_on(event, pid, nth)   SIGKILL the client process at the nth `event`: "create:before" (the create
                    request is dropped), "create:after" (created, no reply), "status" (a status check,
                    no reply), "results:after" (shortly after the results were sent)
@@ -68,6 +69,10 @@ class _BatchHandler(_Handler):
         path = self.path.split("?")[0]
         if path == "/v1/messages/batches" or path == "/v1/batches":
             provider = "anthropic" if "messages" in path else "openai"
+            with fake._lock:
+                fake.listings += 1
+            if fake.list_fault:
+                return self._send(fake.list_fault, _error_body(path, fake.list_fault))
             return self._send(200, fake.listing(provider))
         parts = path.strip("/").split("/")
         if path.startswith("/v1/messages/batches/") and path.endswith("/results"):
@@ -150,6 +155,8 @@ class BatchProvider(FakeProvider):
         self.paid: Counter[str] = Counter()
         self.served_sync = 0
         self.status_checks = 0
+        self.listings = 0
+        self.list_fault: int | None = None
         self._faults: deque[str] = deque()
         self._batch_faults: deque[int | str] = deque()
         self._kill: tuple[str, int, int] | None = None
