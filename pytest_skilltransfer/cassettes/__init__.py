@@ -93,12 +93,14 @@ class Recording:
         """A clear error for a cassette miss or a network-guard block hidden in `exc`'s chain."""
         return transport_failure(exc)
 
-    def prune_unused(self) -> None:
+    def prune_unused(self, spare: frozenset[str] = frozenset()) -> None:
         """On close, keep only the interactions this context replayed or recorded (record modes
-        new_episodes and all). For a context in which every item of the seed ran to its result:
-        whatever it did not use is stale, e.g. the requests of a skill's previous text."""
+        new_episodes and all) in every model file but those named in `spare`. For the files every item
+        that could use them ran to its result in: whatever it did not use is stale, e.g. the requests
+        of a skill's previous text."""
         if self.cassette is not None and self.mode in ("new_episodes", "all"):
             self.cassette.prune_unused = True
+            self.cassette.prune_spare = spare
 
 
 _state_lock = threading.Lock()
@@ -208,6 +210,7 @@ def _seed_cassette_class() -> type:
             self._keys: list[tuple[str, str, str]] = []  # the request key of each interaction in `data`
             self._recorded: set[tuple[str, str, str]] = set()
             self.prune_unused = False
+            self.prune_spare: frozenset[str] = frozenset()  # model files pruning leaves alone
             super().__init__(*args, **kwargs)
             # one redaction pass per request and no deep copies (see `scrub`); they replace vcrpy's
             # composed filters, which deep-copy first and then run the same filters
@@ -352,7 +355,7 @@ def _seed_cassette_class() -> type:
         def _save(self, force: bool = False) -> None:
             self._end_claims()
             # every recording is already in the journal: fold it into the files (and prune, when asked)
-            self.store.close(self.used_keys() if self.prune_unused else None)
+            self.store.close(self.used_keys() if self.prune_unused else None, self.prune_spare)
 
     return SeedCassette
 

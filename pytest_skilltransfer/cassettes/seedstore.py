@@ -133,11 +133,14 @@ def fold(folder: Path, entries: list[dict[str, Any]], tolerate_damage: bool = Fa
     return changed
 
 
-def prune(folder: Path, keep: set[tuple[str, str, str]]) -> list[Path]:
-    """Remove the interactions whose request is not in `keep` from every model file of the folder (a
-    file left empty is removed with its index); call with the folder lock held. Returns the files changed."""
+def prune(folder: Path, keep: set[tuple[str, str, str]], spare: frozenset[str] = frozenset()) -> list[Path]:
+    """Remove the interactions whose request is not in `keep` from every model file of the folder but
+    those named in `spare` (a file left empty is removed with its index); call with the folder lock held.
+    Returns the files changed."""
     changed = []
     for path in model_files(folder):
+        if path.name in spare:
+            continue
         entries = _raw_entries(path, tolerate_damage=False)
         kept = [entry for entry in entries if _key_or_none(entry) in keep]
         if len(kept) == len(entries):
@@ -295,13 +298,13 @@ class SeedStore:
                     found.append(entry)
         return found
 
-    def close(self, keep: set[tuple[str, str, str]] | None = None) -> list[Path]:
+    def close(self, keep: set[tuple[str, str, str]] | None = None, spare: frozenset[str] = frozenset()) -> list[Path]:
         """Fold this process's journal into the model files and remove it; the files changed.
 
         Answers that could not be journaled are folded in too; if that fails as well, CassetteWriteError
         names every answer lost (the journaled ones stay in the journal for the next run). With `keep`
         (request keys), every stored interaction whose request is not among them is removed too: a
-        re-record of every item of the seed keeps only what those items used (see `prune`).
+        re-record keeps only what its items used, in every model file but those in `spare` (see `prune`)
         """
         self.inflight.release()
         if self.loaded is not None:
@@ -309,7 +312,7 @@ class SeedStore:
         changed = self._fold_journal()
         if keep is not None and self.writes and self.folder.is_dir():
             with folder_lock(self.folder):
-                changed += [path for path in prune(self.folder, keep) if path not in changed]
+                changed += [path for path in prune(self.folder, keep, spare) if path not in changed]
         return changed
 
     def _fold_journal(self) -> list[Path]:
