@@ -207,7 +207,7 @@ class _Ledger:
 
 def test_under_a_budget_each_parked_request_reserves_at_batch_prices_and_settles(fake: BatchProvider,
                                                                                  tmp_path: Path) -> None:
-    from pytest_skilltransfer import prices
+    from pytest_skilltransfer.pricing import prices
     from pytest_skilltransfer.models import spend_gate
 
     prices.configure_prices({"lane-anthropic": {"input": 2.0, "output": 4.0, "batch": {"input": 1.0, "output": 2.0}}})
@@ -252,7 +252,7 @@ def test_a_look_up_that_keeps_failing_ends_in_a_clear_error_after_bounded_tries(
     assert [line for line in lines if "look-up failed" in line][-1].endswith("try 3 of 4, next in 0.16 s")
 
     # resolved by hand with the command the error names: the next run collects the batch, paying nothing again
-    from pytest_skilltransfer.cli import main
+    from pytest_skilltransfer.commands.cli import main
 
     assert main(["batches", "adopt", submission, fake.created[0].id, "--cassette-dir", str(tmp_path)]) == 0
     fake.list_fault = None
