@@ -199,9 +199,9 @@ class SeedStore:
                 loaded.entries = [(convert or (lambda e: e))(e) for e in merge(loaded.entries, pending)]
                 return loaded
             return self._keep(open_folder(self.folder, convert=convert))
+        ensure_ignored(self.folder.parent)  # from the first recording on
         if not self.folder.is_dir():
             return Loaded()
-        ensure_ignored(self.folder.parent)
         with folder_lock(self.folder):
             self.cleaned = clean_leftovers(self.folder)
             clean_claims(self.folder)
@@ -310,9 +310,11 @@ class SeedStore:
         if self.loaded is not None:
             self.loaded.close_files()  # nothing is replayed any more; the fold may replace the files
         changed = self._fold_journal()
-        if keep is not None and self.writes and self.folder.is_dir():
+        if self.writes and self.folder.is_dir():
             with folder_lock(self.folder):
-                changed += [path for path in prune(self.folder, keep, spare) if path not in changed]
+                if keep is not None:
+                    changed += [path for path in prune(self.folder, keep, spare) if path not in changed]
+                clean_claims(self.folder)  # a run that recorded nothing (refused, rate-limited) leaves none either
         return changed
 
     def _fold_journal(self) -> list[Path]:
@@ -375,18 +377,22 @@ def _describe(entry: dict[str, Any]) -> str:
     return f"{model_of_plain(entry)}: {text!r}"
 
 
-_IGNORED = (".lock", ".journal-*", ".inflight-*", ".*.tmp")
+_IGNORED = (".lock", ".journal-*", ".inflight-*", ".*.tmp", "batch-manifest.jsonl.lock")
+_MARK = "# written by pytest-skilltransfer: recordings in progress, never committed\n"
 
 
 def ensure_ignored(cassette_dir: Path) -> None:
     """Write `<cassette dir>/.gitignore` naming the lock, journal, claim and temporary files, when missing,
     so `git add cassettes` never commits a recording in progress."""
     path = cassette_dir / ".gitignore"
-    if path.exists():
-        return
     try:
+        text = path.read_text(encoding="utf-8") if path.exists() else None
+        if text is not None and not text.startswith(_MARK):
+            return  # the project's own file: theirs to keep
+        missing = [p for p in _IGNORED if p not in (text or "").splitlines()]
+        if not missing:
+            return
         cassette_dir.mkdir(parents=True, exist_ok=True)
-        path.write_text("# written by pytest-skilltransfer: recordings in progress, never committed\n"
-                        + "".join(f"{pattern}\n" for pattern in _IGNORED), encoding="utf-8")
+        write_atomically(path, (text or _MARK) + "".join(f"{pattern}\n" for pattern in missing))
     except OSError:
         pass
