@@ -179,8 +179,9 @@ class RecordingStopped(ModelCallError):
     def __init__(self, store: Any, model: str) -> None:
         err = store.write_error
         super().__init__(
-            f"recording stopped for {store.folder}: writing its journal failed ({err.strerror or err}), so no "
-            f"further call is sent in this run (this one to {model} was not). The {len(store.unwritten)} answer(s) "
+            f"recording stopped for {store.folder}: the disk refused a write to its journal or the room for an "
+            f"answer ({err.strerror or err}), so no further call is sent in this run (this one to {model} was not). "
+            f"The {len(store.unwritten)} answer(s) "
             "received since are kept in memory and written when the seed closes if the disk allows; any that "
             "cannot be are named then. Free disk space and run again with --record-mode=new_episodes.")
 
@@ -217,7 +218,7 @@ def _seed_cassette_class() -> type:
             self._before_record_request = filter_request_once
             self._before_record_response = filter_recorded_response
             # a call that failed gives up its claim, so other recorders waiting on it send it themselves
-            self._end_claims = sdk_common.on_call_end(lambda: self.store.inflight.release())
+            self._end_claims = sdk_common.on_call_end(lambda: self.store.end_call())
 
         def append(self, request: Any, response: Any) -> None:
             # vcrpy's append deep-copies the response and filters the request again; here the request
@@ -247,7 +248,7 @@ def _seed_cassette_class() -> type:
                 self._index.setdefault(key, []).append(len(self.data) - 1)
             if self._loading:
                 return
-            if self.store.record(to_plain(request, response)):
+            if self.store.record(to_plain(request, response), key):
                 self.store.inflight.release(key, answered=True)
             _notify_recorded(request, response)
 
@@ -262,18 +263,27 @@ def _seed_cassette_class() -> type:
             if not filtered or (self.record_mode == RecordMode.ONCE and model_of(filtered.body) in self.loaded_models):
                 return False  # a miss, as before
             if self.store.write_error is not None:
-                stopped = RecordingStopped(self.store, model_of(filtered.body))
-                sdk_common.stop_retrying(stopped)
-                raise stopped
+                self._stop(filtered)
             key = request_key(filtered)
             if self._adopt(request):
                 return True
-            if not self.store.inflight.claim(key, sdk_common.call_policy().deadline_s):
-                return False  # waited a whole call deadline: send it (paying twice beats hanging)
-            if self._adopt(request):
+            if self.store.inflight.claim(key, sdk_common.call_policy().deadline_s) and self._adopt(request):
                 self.store.inflight.release(key, answered=True)
                 return True
-            return False  # this thread holds the claim until its answer is journaled or its call ends
+            # to be sent (after a whole call deadline without the claim, too: paying twice beats hanging);
+            # this thread holds the claim until its answer is journaled or its call ends
+            try:
+                self.store.reserve(key, filtered.body)  # the answer's room in the journal, before paying
+            except OSError:
+                self.store.inflight.release(key)
+                self._stop(filtered)
+            return False
+
+        def _stop(self, filtered: Any) -> None:
+            """Send nothing more: a write failed or the disk has no room for another answer."""
+            stopped = RecordingStopped(self.store, model_of(filtered.body))
+            sdk_common.stop_retrying(stopped)
+            raise stopped
 
         def _adopt(self, request: Any) -> bool:
             """Take in what other processes journaled since the last look; whether `request` is now answered."""

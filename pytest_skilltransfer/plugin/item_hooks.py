@@ -113,7 +113,12 @@ def _runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
         configured, shared = runner.prune_scope(spec.seed_path)
         spared = spared_files(item, seed_key(spec), lambda other: other.stash.get(SPEC, None),
                               lambda other: RUN in other.stash, configured, shared, runner.model_files)
-        runner.stop_recording(spare=spared)
+        from ..models.base import ModelCallError
+
+        try:
+            runner.stop_recording(spare=spared)
+        except ModelCallError as exc:  # a save that failed (disk full, ...): its message says what was kept
+            pytest.fail(safe(str(exc)), pytrace=False)
 
 
 def _deselected(items: list[pytest.Item]) -> None:
