@@ -9,6 +9,7 @@ answering each item exactly as the synchronous fake answers the same request. Co
     fail_items(*kinds)   the next items processed get, in order: "errored" (a provider-side error, to
                    be retried), "invalid" (the request is refused), "canceled", "expired"
     expire_next    the next batch expires with every item unprocessed
+    unlucky        this many times, the first request processed errors (a provider-side error) whenever it comes
     fail_batch_calls(*faults)   the next batch API calls (create, status) get, in order: an HTTP status
                    (429, 500, ...) with the provider's error body, or "reset-after-create" (the batch is
                    created, then the connection is reset before any answer)
@@ -150,6 +151,8 @@ class BatchProvider(FakeProvider):
         self.turnaround_s = 0.0
         self.shuffle = True
         self.expire_next = False
+        self.unlucky = 0
+        self._unlucky_id: str | None = None
         self.batches: dict[str, _Batch] = {}
         self.files: dict[str, bytes] = {}
         self.paid: Counter[str] = Counter()
@@ -252,6 +255,8 @@ class BatchProvider(FakeProvider):
         for item in batch.items:
             kind = "canceled" if batch.canceled else "expired" if expire else (
                 self._faults.popleft() if self._faults else "succeeded")
+            if self.unlucky and kind == "succeeded" and self._unlucky_id in (None, item["custom_id"]):
+                self._unlucky_id, self.unlucky, kind = item["custom_id"], self.unlucky - 1, "errored"
             results.append((item, kind))
             batch.outcomes[kind] += 1
             if kind == "succeeded":

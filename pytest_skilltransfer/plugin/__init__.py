@@ -280,19 +280,20 @@ BUDGET_LEDGER = "skilltransfer_budget_ledger"
 def _budget(config: pytest.Config, settings: Settings) -> Any:
     """The run's budget (see `budget`): xdist workers use the ledger file the controller made."""
     from ..models.registry import resolve_model
-    from ..pricing.prices import lane_of, rates_of
+    from ..pricing.prices import lane_of, price_fix, rates_of
     from .budget import Budget
 
     names = {m for pair in settings.pairs for m in pair} | ({settings.optimizer} if settings.optimizer else set())
     names |= {j.model for j in (settings.ini_judge, settings.cli_judge) if j.model}
     ids = {name: resolve_model(name).model_id for name in names}
-    unpriced = sorted(f"{name} ({ids[name]}, {lane_of(ids[name])} lane)" if lane_of(ids[name]) != "standard"
-                      else name for name in names if rates_of(ids[name], lane_of(ids[name])) is None)
-    if unpriced:
+    missing = sorted(name for name in names if rates_of(ids[name], lane_of(ids[name])) is None)
+    if missing:
+        unpriced = [f"{name} ({ids[name]}, {lane_of(ids[name])} lane)" if lane_of(ids[name]) != "standard" else name
+                    for name in missing]
+        fixes = "; ".join(dict.fromkeys(price_fix(ids[name], lane_of(ids[name])) for name in missing))
         raise pytest.UsageError(
             f"--max-cost: no price for {', '.join(unpriced)}, so no call to it could be reserved; nothing was sent. "
-            'Price it in pyproject.toml: [tool.skilltransfer.prices] "<model id>" = { input = <$/Mtok>, '
-            "output = <$/Mtok> }")
+            f"Price it in pyproject.toml: {fixes}")
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None and workerinput.get(BUDGET_LEDGER):
         return Budget(settings.max_cost, Path(workerinput[BUDGET_LEDGER]))

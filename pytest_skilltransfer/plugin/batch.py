@@ -27,7 +27,6 @@ if TYPE_CHECKING:  # the batch lane is imported only by runs that use it (see `e
 
 FALLBACKS = ("batch", "sync")
 PENDING = ("wait", "cancel")
-MAX_WAIT_S = 7 * 86400.0  # batches expire after 24 h: a longer wait only hides a stuck run
 UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
@@ -70,9 +69,11 @@ def duration(value: Any, where: str) -> float:
         raise pytest.UsageError(f"{where}: expected a duration such as 90, 45m or 8h, got {value!r}") from None
     if not number > 0 or number == float("inf"):
         raise pytest.UsageError(f"{where}: must be a positive duration, got {value!r}")
-    if number > MAX_WAIT_S:
-        raise pytest.UsageError(f"{where}: at most {MAX_WAIT_S / 86400:g}d ({MAX_WAIT_S:g} s), got {value!r}: "
-                                "a provider's batch expires after 24 h")
+    from ..guards.bounds import MAX_SECONDS
+
+    if number > MAX_SECONDS:  # a provider's batch expires after 24 h: a longer wait only hides a stuck run
+        raise pytest.UsageError(f"{where}: must be at most 7d ({MAX_SECONDS:g} s, the documented maximum), "
+                                f"got {value!r}")
     return number
 
 

@@ -417,8 +417,11 @@ class BatchLane:
         elif parked.failures >= self.settings.max_attempts:
             self._fail_locked(parked, BatchLaneError(
                 f"{parked.group.model_id}: request failed in {parked.failures} batch(es) "
-                f"({'; '.join(parked.reasons)}); nothing was recorded for it. Run again to retry, or use "
-                "--transfer-batch-fallback=sync to send such requests synchronously."))
+                f"({'; '.join(parked.reasons)}); nothing was recorded for it. To retry it, run the same command with "
+                "--record-mode=new_episodes (what was recorded is replayed and only what is missing is sent; with "
+                "--record-mode=once a model that already has recordings for the seed records nothing more, so the "
+                "retry would be a cassette miss), or add --transfer-batch-fallback=sync to send such requests "
+                "synchronously."))
         else:
             self._requeue_locked(parked)
 
