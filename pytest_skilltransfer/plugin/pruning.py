@@ -36,6 +36,8 @@ def spared_files(item: pytest.Item, seed: Path, spec_of: Callable[[pytest.Item],
     ran = [spec_of(other) for other in mine if finished(other)]
     pending = [spec_of(other) for other in mine if not finished(other)]
     pending += [spec for spec in item.config.stash.get(DESELECTED, []) if _seed(spec) == seed]
+    if not ran:
+        return None  # nothing ran to a result: nothing is known to be stale
     ran_pairs = {(spec.source, spec.target) for spec in ran}
     names = [[spec.source, spec.target] + ([spec.optimizer] if spec.optimizer else []) for spec in pending]
     names += [list(pair) for pair in configured if pair not in ran_pairs]
