@@ -450,7 +450,7 @@ def _describe(entry: dict[str, Any]) -> str:
     return f"{model_of_plain(entry)}: {text!r}"
 
 
-_IGNORED = (".lock", ".journal-*", ".inflight-*", ".*.tmp", "batch-manifest.jsonl.lock")
+_IGNORED = (".lock", ".*.lock", ".journal-*", ".inflight-*", ".*.tmp", "batch-manifest.jsonl.lock")
 _MARK = "# written by pytest-skilltransfer: recordings in progress, never committed\n"
 
 

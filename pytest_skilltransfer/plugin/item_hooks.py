@@ -138,7 +138,12 @@ def _sessionfinish(session: pytest.Session) -> None:
     if runner.recorded:
         from ..reports.inventory import pin
 
-        pin(runner.settings.cassette_dir, sorted(runner.models_used()))
+        try:
+            pin(runner.settings.cassette_dir, sorted(runner.models_used()))
+        except OSError as err:  # a full disk: the recordings are kept, only the pins are not written
+            warnings.warn(pytest.PytestWarning(safe(
+                f"{runner.settings.cassette_dir / 'models.lock'} could not be written ({err.strerror or err}): the "
+                "model ids of this recording are not pinned; free disk space and run again")), stacklevel=1)
     runner.stop_local_server()
     if runner.budget is not None and is_worker(session.config):
         runner.budget.ledger.close()
