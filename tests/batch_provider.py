@@ -5,6 +5,8 @@ OpenAI's Batch API (`/v1/files` upload and content, `/v1/batches`: create, retri
 answering each item exactly as the synchronous fake answers the same request. Configurable:
 
     turnaround_s   seconds from create until a batch has ended (results are computed then)
+    hold_from      batches from this number on (1 = the first) do not end until it is set back to None
+                   (or they are canceled)
     shuffle        results come out of order (a seeded permutation)
     fail_items(*kinds)   the next items processed get, in order: "errored" (a provider-side error, to
                    be retried), "invalid" (the request is refused), "canceled", "expired"
@@ -15,7 +17,8 @@ answering each item exactly as the synchronous fake answers the same request. Co
                    created, then the connection is reset before any answer)
     list_fault     an HTTP status every batch listing (the look-up of an uncertain create) answers with
     kill_on(event, pid, nth)   SIGKILL the client process at the nth `event`: "create:before" (the create
-                   request is dropped), "create:after" (created, no reply), "status" (a status check,
+                   request is dropped), "create:after" (created, no reply), "create:sent" (0.5 s after the
+                   create's reply was sent), "status" (a status check,
                    no reply), "results:after" (shortly after the results were sent)
 
 `paid` counts, per request body digest, the items answered successfully (what a provider bills);
@@ -51,6 +54,7 @@ class _Batch:
                  input_file: str = "") -> None:
         self.provider = provider
         self.id = (f"msgbatch_{number:04d}" if provider == "anthropic" else f"batch_{number:04d}")
+        self.number = number
         self.items = items  # {"custom_id", "body"}
         self.metadata = metadata
         self.input_file = input_file
@@ -133,7 +137,9 @@ class _BatchHandler(_Handler):
             self.close_connection = True
             self.connection.close()
             return None
-        return self._send(200, fake.describe(batch))
+        self._send(200, fake.describe(batch))
+        fake.maybe_kill("create:sent", delay=0.5)
+        return None
 
     def _send_raw(self, status: int, data: bytes) -> None:
         self.send_response(status)
@@ -149,6 +155,7 @@ class BatchProvider(FakeProvider):
     def __init__(self) -> None:
         super().__init__()
         self.turnaround_s = 0.0
+        self.hold_from: int | None = None
         self.shuffle = True
         self.expire_next = False
         self.unlucky = 0
@@ -249,6 +256,8 @@ class BatchProvider(FakeProvider):
         if batch.ended is not None:
             return
         if not batch.canceled and time.time() - batch.created < self.turnaround_s:
+            return
+        if not batch.canceled and self.hold_from is not None and batch.number >= self.hold_from:
             return
         expire, self.expire_next = self.expire_next, False
         results = []

@@ -30,13 +30,17 @@ def _setup(pytester: pytest.Pytester, fake: BatchProvider) -> None:
     ''')
 
 
-def _kill_with_batches_in_flight(pytester: pytest.Pytester, fake: BatchProvider) -> None:
-    """A batch recording killed (-9) at its first status check: its first batches are at the provider."""
+def _kill_with_batches_in_flight(pytester: pytest.Pytester, fake: BatchProvider) -> set[str]:
+    """A batch recording killed (-9) just after its fifth create: its third round trip's batches (the fourth and
+    fifth) are in flight at the provider, the first rounds' answers recorded. Returns what those batches hold."""
+    fake.hold_from = 4
     worker = subprocess.Popen([sys.executable, *BATCH], cwd=pytester.path, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True)
-    fake.kill_on("status", worker.pid, 1)
+    fake.kill_on("create:sent", worker.pid, 5)
     out, _ = worker.communicate(timeout=300)
     assert worker.returncode == -signal.SIGKILL, out
+    assert len(fake.created) == 5 and not fake.received
+    return {_body(item["body"]) for batch in fake.created[3:] for item in batch.items}
 
 
 def _body(body: dict) -> str:
@@ -58,23 +62,25 @@ def _run(pytester: pytest.Pytester, *args: str) -> subprocess.CompletedProcess:
 def test_a_synchronous_run_after_a_killed_batch_run_collects_the_batches_and_pays_nothing_twice(
         pytester: pytest.Pytester) -> None:
     with BatchProvider() as fake:
-        fake.turnaround_s = 2.0
         _setup(pytester, fake)
-        _kill_with_batches_in_flight(pytester, fake)
+        in_flight = _kill_with_batches_in_flight(pytester, fake)
         batched = _batched(fake)
-        assert len(fake.created) >= 1 and batched and not fake.received
 
         index = _run(pytester, "-m", "pytest_skilltransfer", "index", "--check", "cassettes")
-        assert index.returncode == 1 and "uncollected: " in index.stdout and "line 1: batch " in index.stdout, \
+        assert index.returncode == 1 and "uncollected batch submission(s) holding" in index.stdout, \
             index.stdout + index.stderr
+        assert ": 2 uncollected" in index.stdout and "batch batch_0004 of " in index.stdout and "batch msgbatch_0005 of " in index.stdout
         doctor = _run(pytester, "-m", "pytest_skilltransfer", "doctor")
-        assert "uncollected batch submission(s)" in doctor.stdout and "line 1: batch " in doctor.stdout, doctor.stdout
+        assert "uncollected batch submission(s)" in doctor.stdout and ": batch batch_0004 of " in doctor.stdout, \
+            doctor.stdout
 
+        fake.hold_from = None  # the batches end while the next run waits for them
         rerun = _run(pytester, *BASE, "--skilltransfer-json=r.json")  # no --transfer-batch
         assert rerun.returncode == 0, rerun.stdout + rerun.stderr
         sent = _sent_sync(fake)
-        print(f"{len(batched)} request(s) batched before the kill; the synchronous rerun sent {len(sent)}, "
-              f"{len(batched & set(sent))} of them already batched")
+        print(f"{len(batched)} request(s) batched before the kill, {len(in_flight)} of them in batches in flight; "
+              f"the synchronous rerun sent {len(sent)}, {len(batched & set(sent))} of them already batched")
+        assert len(in_flight) >= 5
         assert not batched & set(sent), "a request sitting in an uncollected batch was sent synchronously"
         assert len(set(sent)) == len(sent) and not fake.paid_twice() and len(fake.created) == len(set(
             b.id for b in fake.created))
@@ -91,15 +97,15 @@ def test_a_synchronous_run_after_a_killed_batch_run_collects_the_batches_and_pay
 
 def test_cancel_instead_of_waiting_cancels_the_batches_and_sends_their_requests_once(pytester: pytest.Pytester) -> None:
     with BatchProvider() as fake:
-        fake.turnaround_s = 3600.0  # would never end during the test
         _setup(pytester, fake)
-        _kill_with_batches_in_flight(pytester, fake)
-        batched = _batched(fake)
+        in_flight = _kill_with_batches_in_flight(pytester, fake)  # the held batches never end by themselves
+        batched, paid = _batched(fake), fake.total_paid
         rerun = _run(pytester, *BASE, "--transfer-batch-pending=cancel")
         assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-        assert all(b.canceled for b in fake.created) and fake.total_paid == 0
+        assert [b.canceled for b in fake.created] == [False] * 3 + [True] * 2 and fake.total_paid == paid
         sent = _sent_sync(fake)
-        assert batched <= set(sent) and len(set(sent)) == len(sent)  # canceled unanswered: sent once, synchronously
+        assert in_flight <= set(sent) and not (batched - in_flight) & set(sent)  # only the canceled ones again
+        assert len(set(sent)) == len(sent)
         assert "canceled at the provider (--transfer-batch-pending=cancel)" in rerun.stdout + rerun.stderr
 
 
