@@ -5,8 +5,8 @@ or recorded, whenever every item that could use that file ran to a result in thi
 per model file, not per command line. The items that could use a seed's files are the items of this
 session for the seed, the ones deselected (`-k`, `--lf`), and, when the command line names the
 matrix (`--source/--target`, `--pair`), the items the configured matrix defines (the ini matrix with
-the seed's own pairs). An item uses the files of its source, target and optimizer; the judge's and
-the configured optimizers' files are shared by every item. A file used by an item that did not run
+the seed's own pairs). An item uses the files of its source, target and optimizer; the judge's, the
+configured optimizers' and the validation models' (`--validate-on`) files are shared by every item. A file used by an item that did not run
 (deselected, errored before a result, on another xdist worker, or outside a command-line matrix) is
 spared; a run in which every such item ran prunes every file.
 """

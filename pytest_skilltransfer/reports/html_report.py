@@ -537,6 +537,9 @@ def _nights(optimization: dict[str, Any] | None, label: str) -> str:
                             f"{esc(' '.join(str(e.get('content', '')).split())[:200])}</li>"
                             for e in night.get("unmatched", []))
         note = f" ({esc(night['note'])})" if night.get("note") else ""
+        note += "".join(f", {esc(v['model'])} {v['before']:.3f} -&gt; {'-' if v['after'] is None else format(v['after'], '.3f')}"
+                        for v in night.get("validation", []))
+        note += f" (blocked by {esc(', '.join(night['blocked_by']))})" if night.get("blocked_by") and not night["accepted"] else ""
         items.append(f"<li>night {night['night']}: val {night['val_before']:.3f} -&gt; {after}, "
                      f"<b>{esc(night_verdict(night))}</b>{note}<ul>{edits}{unmatched}</ul></li>")
     return (f"<h3>{esc(label)}: agent {esc(optimization.get('agent', ''))}, optimizer "
@@ -568,6 +571,29 @@ def _restarts(result: dict[str, Any]) -> str:
             f"<th>gain</th></tr>{rows}</table>")
 
 
+def _portable(result: dict[str, Any]) -> str:
+    """With --validate-on: the family of three comparisons, the extra cost and the portable skill's nights."""
+    portable = result.get("portable")
+    if not portable:
+        return ""
+    from .portable import extra_cost_text
+
+    rows = "".join(f'<tr><td>{esc(c["label"])}</td><td class="num">{c["mean"]:+.3f}</td>'
+                   f'<td class="num">[{c["ci_low"]:+.3f}, {c["ci_high"]:+.3f}]</td><td class="num">{c["level"]:.4f}</td>'
+                   f'<td class="num">{c["p_value"]:.3g}</td><td class="num">{c["p_holm"]:.3g}</td>'
+                   f'<td>{esc(c["outcome"])}</td></tr>' for c in portable["family"]["comparisons"])
+    per_model = ", ".join(f"{m['model']} {m['calls']} calls ${usd_text(m['usd'])}" for m in portable["extra_cost"]["per_model"])
+    word = portable["outcome"]
+    css = {"more portable": "o-transfers", "less portable": "o-hurts"}.get(word, "o-none")
+    return (f"<h3>Portable skill (validated on {esc(', '.join(portable['validate_on']))}, tolerance "
+            f"{portable['tolerance']:g})</h3><p>{_chip(word, css)} on {esc(result['target'])}: single-model "
+            f"{result['transferred']:.2f}, multi-model {portable['transferred']['hard']['mean']:.2f}, baseline "
+            f"{result['baseline_target']:.2f}; extra cost {esc(extra_cost_text(portable['extra_cost']))} "
+            f"({esc(per_model)})</p><table><tr><th>comparison</th><th>gain</th><th>interval</th><th>level</th>"
+            f"<th>p</th><th>p (Holm)</th><th>outcome</th></tr>{rows}</table>"
+            f"{_nights(portable.get('optimization'), 'Against the validation set, on the source')}")
+
+
 def _compare(result: dict[str, Any]) -> str:
     compare = result.get("compare")
     if not compare:
@@ -593,7 +619,7 @@ def item_section(result: dict[str, Any], holm: dict[tuple[str, str, str], str] |
             f"<h3>Learned skill (diff against the seed's)</h3>{skill_diff(result)}"
             f"<h3>Nights</h3>{_nights(result['optimization'].get('source'), 'On the source')}"
             f"{_nights(result['optimization'].get('direct'), 'Direct, on the target')}"
-            f"{_restarts(result)}<h3>Cost</h3>{_costs(result)}</details>")
+            f"{_restarts(result)}{_portable(result)}<h3>Cost</h3>{_costs(result)}</details>")
 
 
 def _errors(errors: list[dict[str, Any]]) -> str:
