@@ -5,15 +5,20 @@ OpenAI's Batch API (`/v1/files` upload and content, `/v1/batches`: create, retri
 answering each item exactly as the synchronous fake answers the same request. Configurable:
 
     turnaround_s   seconds from create until a batch has ended (results are computed then)
+    hold_from      batches from this number on (1 = the first) do not end until it is set back to None
+                   (or they are canceled)
     shuffle        results come out of order (a seeded permutation)
     fail_items(*kinds)   the next items processed get, in order: "errored" (a provider-side error, to
                    be retried), "invalid" (the request is refused), "canceled", "expired"
     expire_next    the next batch expires with every item unprocessed
+    unlucky        this many times, the first request processed errors (a provider-side error) whenever it comes
     fail_batch_calls(*faults)   the next batch API calls (create, status) get, in order: an HTTP status
                    (429, 500, ...) with the provider's error body, or "reset-after-create" (the batch is
                    created, then the connection is reset before any answer)
+    list_fault     an HTTP status every batch listing (the look-up of an uncertain create) answers with
     kill_on(event, pid, nth)   SIGKILL the client process at the nth `event`: "create:before" (the create
-                   request is dropped), "create:after" (created, no reply), "status" (a status check,
+                   request is dropped), "create:after" (created, no reply), "create:sent" (0.5 s after the
+                   create's reply was sent), "status" (a status check,
                    no reply), "results:after" (shortly after the results were sent)
 
 `paid` counts, per request body digest, the items answered successfully (what a provider bills);
@@ -49,6 +54,7 @@ class _Batch:
                  input_file: str = "") -> None:
         self.provider = provider
         self.id = (f"msgbatch_{number:04d}" if provider == "anthropic" else f"batch_{number:04d}")
+        self.number = number
         self.items = items  # {"custom_id", "body"}
         self.metadata = metadata
         self.input_file = input_file
@@ -68,6 +74,10 @@ class _BatchHandler(_Handler):
         path = self.path.split("?")[0]
         if path == "/v1/messages/batches" or path == "/v1/batches":
             provider = "anthropic" if "messages" in path else "openai"
+            with fake._lock:
+                fake.listings += 1
+            if fake.list_fault:
+                return self._send(fake.list_fault, _error_body(path, fake.list_fault))
             return self._send(200, fake.listing(provider))
         parts = path.strip("/").split("/")
         if path.startswith("/v1/messages/batches/") and path.endswith("/results"):
@@ -127,7 +137,9 @@ class _BatchHandler(_Handler):
             self.close_connection = True
             self.connection.close()
             return None
-        return self._send(200, fake.describe(batch))
+        self._send(200, fake.describe(batch))
+        fake.maybe_kill("create:sent", delay=0.5)
+        return None
 
     def _send_raw(self, status: int, data: bytes) -> None:
         self.send_response(status)
@@ -143,13 +155,18 @@ class BatchProvider(FakeProvider):
     def __init__(self) -> None:
         super().__init__()
         self.turnaround_s = 0.0
+        self.hold_from: int | None = None
         self.shuffle = True
         self.expire_next = False
+        self.unlucky = 0
+        self._unlucky_id: str | None = None
         self.batches: dict[str, _Batch] = {}
         self.files: dict[str, bytes] = {}
         self.paid: Counter[str] = Counter()
         self.served_sync = 0
         self.status_checks = 0
+        self.listings = 0
+        self.list_fault: int | None = None
         self._faults: deque[str] = deque()
         self._batch_faults: deque[int | str] = deque()
         self._kill: tuple[str, int, int] | None = None
@@ -240,11 +257,15 @@ class BatchProvider(FakeProvider):
             return
         if not batch.canceled and time.time() - batch.created < self.turnaround_s:
             return
+        if not batch.canceled and self.hold_from is not None and batch.number >= self.hold_from:
+            return
         expire, self.expire_next = self.expire_next, False
         results = []
         for item in batch.items:
             kind = "canceled" if batch.canceled else "expired" if expire else (
                 self._faults.popleft() if self._faults else "succeeded")
+            if self.unlucky and kind == "succeeded" and self._unlucky_id in (None, item["custom_id"]):
+                self._unlucky_id, self.unlucky, kind = item["custom_id"], self.unlucky - 1, "errored"
             results.append((item, kind))
             batch.outcomes[kind] += 1
             if kind == "succeeded":

@@ -272,3 +272,36 @@ def test_under_a_budget_a_resumed_run_charges_the_adopted_answers_once(fake: Bat
     assert len(replies) == 4 and len(fake.created) == 1 and fake.total_paid == 4
     expected = [(r.usage.input_tokens * 1.0 + r.usage.output_tokens * 2.0) / 1e6 for r in replies]
     assert sorted(second_ledger.settled) == pytest.approx(sorted(expected)) and not second_ledger.released
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_a_look_up_that_keeps_failing_ends_in_a_clear_error_after_bounded_tries(fake: BatchProvider, tmp_path: Path,
+                                                                                  wire: str) -> None:
+    lines: list[str] = []
+    configure_batch(BatchSettings(gather_s=0.1, poll_s=0.02, max_checks=4, max_wait_s=20), tmp_path, lines.append)
+    fake.fail_batch_calls("reset-after-create")
+    fake.list_fault = 404
+    started = time.monotonic()
+    with recording(tmp_path, "seed", "new_episodes"):
+        outcomes = _all(_model(fake, wire), _asks(2))
+    assert time.monotonic() - started < 10 and fake.listings == 4  # 4 tries, with backoff, never to the ceiling
+    assert all(isinstance(o, ModelCallError) and not isinstance(o, BatchWaitExceeded) for o in outcomes), outcomes
+    text = str(outcomes[0])
+    assert f"{tmp_path / 'batch-manifest.jsonl'}:1: the look-up of submission " in text and "4 time(s)" in text
+    assert "a batch of 2 request(s) submitted" in text and "may exist at" in text
+    submission = Manifest.open(tmp_path).submissions.popitem()[0]
+    assert f"python -m pytest_skilltransfer batches adopt {submission} BATCH_ID" in text
+    assert f"batches abandon {submission}" in text
+    assert len(fake.created) == 1 and fake.served_sync == 0 and _stored(tmp_path) == 0
+    assert [line for line in lines if "look-up failed" in line][-1].endswith("try 3 of 4, next in 0.16 s")
+
+    # resolved by hand with the command the error names: the next run collects the batch, paying nothing again
+    from pytest_skilltransfer.commands.cli import main
+
+    assert main(["batches", "adopt", submission, fake.created[0].id, "--cassette-dir", str(tmp_path)]) == 0
+    fake.list_fault = None
+    configure_batch(FAST, tmp_path)
+    with recording(tmp_path, "seed", "new_episodes"):
+        again = _all(_model(fake, wire), _asks(2))
+    assert not [o for o in again if isinstance(o, Exception)]
+    assert len(fake.created) == 1 and fake.total_paid == 2 and _stored(tmp_path) == 2

@@ -93,12 +93,14 @@ class Recording:
         """A clear error for a cassette miss or a network-guard block hidden in `exc`'s chain."""
         return transport_failure(exc)
 
-    def prune_unused(self) -> None:
+    def prune_unused(self, spare: frozenset[str] = frozenset()) -> None:
         """On close, keep only the interactions this context replayed or recorded (record modes
-        new_episodes and all). For a context in which every item of the seed ran to its result:
-        whatever it did not use is stale, e.g. the requests of a skill's previous text."""
+        new_episodes and all) in every model file but those named in `spare`. For the files every item
+        that could use them ran to its result in: whatever it did not use is stale, e.g. the requests
+        of a skill's previous text."""
         if self.cassette is not None and self.mode in ("new_episodes", "all"):
             self.cassette.prune_unused = True
+            self.cassette.prune_spare = spare
 
 
 _state_lock = threading.Lock()
@@ -177,8 +179,9 @@ class RecordingStopped(ModelCallError):
     def __init__(self, store: Any, model: str) -> None:
         err = store.write_error
         super().__init__(
-            f"recording stopped for {store.folder}: writing its journal failed ({err.strerror or err}), so no "
-            f"further call is sent in this run (this one to {model} was not). The {len(store.unwritten)} answer(s) "
+            f"recording stopped for {store.folder}: the disk refused a write to its journal or the room for an "
+            f"answer ({err.strerror or err}), so no further call is sent in this run (this one to {model} was not). "
+            f"The {len(store.unwritten)} answer(s) "
             "received since are kept in memory and written when the seed closes if the disk allows; any that "
             "cannot be are named then. Free disk space and run again with --record-mode=new_episodes.")
 
@@ -208,13 +211,14 @@ def _seed_cassette_class() -> type:
             self._keys: list[tuple[str, str, str]] = []  # the request key of each interaction in `data`
             self._recorded: set[tuple[str, str, str]] = set()
             self.prune_unused = False
+            self.prune_spare: frozenset[str] = frozenset()  # model files pruning leaves alone
             super().__init__(*args, **kwargs)
             # one redaction pass per request and no deep copies (see `scrub`); they replace vcrpy's
             # composed filters, which deep-copy first and then run the same filters
             self._before_record_request = filter_request_once
             self._before_record_response = filter_recorded_response
             # a call that failed gives up its claim, so other recorders waiting on it send it themselves
-            self._end_claims = sdk_common.on_call_end(lambda: self.store.inflight.release())
+            self._end_claims = sdk_common.on_call_end(lambda: self.store.end_call())
 
         def append(self, request: Any, response: Any) -> None:
             # vcrpy's append deep-copies the response and filters the request again; here the request
@@ -244,7 +248,7 @@ def _seed_cassette_class() -> type:
                 self._index.setdefault(key, []).append(len(self.data) - 1)
             if self._loading:
                 return
-            if self.store.record(to_plain(request, response)):
+            if self.store.record(to_plain(request, response), key):
                 self.store.inflight.release(key, answered=True)
             _notify_recorded(request, response)
 
@@ -259,18 +263,27 @@ def _seed_cassette_class() -> type:
             if not filtered or (self.record_mode == RecordMode.ONCE and model_of(filtered.body) in self.loaded_models):
                 return False  # a miss, as before
             if self.store.write_error is not None:
-                stopped = RecordingStopped(self.store, model_of(filtered.body))
-                sdk_common.stop_retrying(stopped)
-                raise stopped
+                self._stop(filtered)
             key = request_key(filtered)
             if self._adopt(request):
                 return True
-            if not self.store.inflight.claim(key, sdk_common.call_policy().deadline_s):
-                return False  # waited a whole call deadline: send it (paying twice beats hanging)
-            if self._adopt(request):
+            if self.store.inflight.claim(key, sdk_common.call_policy().deadline_s) and self._adopt(request):
                 self.store.inflight.release(key, answered=True)
                 return True
-            return False  # this thread holds the claim until its answer is journaled or its call ends
+            # to be sent (after a whole call deadline without the claim, too: paying twice beats hanging);
+            # this thread holds the claim until its answer is journaled or its call ends
+            try:
+                self.store.reserve(key, filtered.body)  # the answer's room in the journal, before paying
+            except OSError:
+                self.store.inflight.release(key)
+                self._stop(filtered)
+            return False
+
+        def _stop(self, filtered: Any) -> None:
+            """Send nothing more: a write failed or the disk has no room for another answer."""
+            stopped = RecordingStopped(self.store, model_of(filtered.body))
+            sdk_common.stop_retrying(stopped)
+            raise stopped
 
         def _adopt(self, request: Any) -> bool:
             """Take in what other processes journaled since the last look; whether `request` is now answered."""
@@ -352,7 +365,7 @@ def _seed_cassette_class() -> type:
         def _save(self, force: bool = False) -> None:
             self._end_claims()
             # every recording is already in the journal: fold it into the files (and prune, when asked)
-            self.store.close(self.used_keys() if self.prune_unused else None)
+            self.store.close(self.used_keys() if self.prune_unused else None, self.prune_spare)
 
     return SeedCassette
 

@@ -66,13 +66,13 @@ class InFlight:
         self._claims()[key] = lock
         return True
 
-    def release(self, key: tuple[str, str, str] | None = None, answered: bool = False) -> None:
+    def release(self, key: tuple[str, str, str] | None = None, answered: bool = False) -> list[tuple[str, str, str]]:
         """Give up this thread's claim on `key` (all of this thread's claims when None).
 
         `answered`: the answer is durable in the journal, so the claim file is removed first; whoever
         waits on it, or comes later, finds the answer (they look after taking a claim).
         """
-        claims = self._claims()
+        claims, released = self._claims(), []
         for held in [key] if key is not None else list(claims):
             lock = claims.pop(held, None)
             if lock is None:
@@ -80,6 +80,8 @@ class InFlight:
             if answered:
                 Path(lock.lock_file).unlink(missing_ok=True)
             lock.release()
+            released.append(held)
+        return released
 
 
 def clean_claims(folder: Path) -> None:

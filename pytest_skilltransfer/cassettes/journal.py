@@ -11,6 +11,12 @@ line, and holds `<same name>.lock` (filelock) for as long as it records. Closing
 into the readable model files and removes both. A process killed with `kill -9` leaves its journal
 behind with every answered call in it (at most the line being written is torn, and is skipped); the
 kernel releases its lock, so the next process to open the folder sees an orphan and folds it in.
+
+Room before paying: before a request is sent, the room its answer's line can take is reserved on
+disk (`reserve`: `<same name>.reserve`, allocated with `posix_fallocate`), and given back just before
+the line is written. A disk that is full refuses the reservation, so the request is not sent; an
+answer that was paid for always finds its room. A killed writer's reserve file is removed by the
+next open (`clean_reserves`).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from .store import fsync_folder, refuse_secrets, structure_problem
 PREFIX = ".journal-"
 SUFFIX = ".jsonl"
 LOCK_SUFFIX = ".lock"
+RESERVE_SUFFIX = ".reserve"
 
 
 def _lock_path(journal: Path) -> Path:
@@ -53,6 +60,48 @@ class Journal:
         self._written = 0  # lines written so far
         self._durable = 0  # lines known to be on disk
         self._syncing = False
+        self._reserve: Any = None  # the reserve file's descriptor, once something was reserved
+        self._reserved = 0  # bytes it holds
+
+    @property
+    def reserve_path(self) -> Path:
+        return self.path.with_name(self.path.name[: -len(SUFFIX)] + RESERVE_SUFFIX)
+
+    def _own(self) -> None:
+        """Take the journal's lock (call with `_lock` held): before any of its files exists, so none is taken
+        for an orphan's."""
+        if self._owner is None:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            owner = _file_lock(_lock_path(self.path))
+            owner.acquire()
+            self._owner = owner
+
+    def reserve(self, size: int) -> None:
+        """Hold `size` more bytes of disk for lines to come; OSError (ENOSPC, ...) when the disk has no room."""
+        with self._lock:
+            self._own()
+            if self._reserve is None:
+                self._reserve = os.open(self.reserve_path, os.O_RDWR | os.O_CREAT, 0o600)
+            os.posix_fallocate(self._reserve, 0, self._reserved + size)
+            self._reserved += size
+
+    def unreserve(self, size: int) -> None:
+        """Give `size` reserved bytes back (before writing the line they were held for)."""
+        with self._lock:
+            self._shrink(max(0, self._reserved - size))
+
+    def _shrink(self, size: int) -> None:
+        if self._reserve is None:
+            return
+        try:
+            os.ftruncate(self._reserve, size)
+        except OSError:
+            pass
+        self._reserved = size
+        if size == 0:
+            os.close(self._reserve)
+            self._reserve = None
+            self.reserve_path.unlink(missing_ok=True)
 
     def append(self, entry: dict[str, Any]) -> None:
         """Write one interaction and return once it is on disk; refuses (SecretInCassette) a line holding a
@@ -61,10 +110,7 @@ class Journal:
         refuse_secrets(self.path, line)
         with self._lock:
             if self._handle is None:
-                self.folder.mkdir(parents=True, exist_ok=True)
-                owner = _file_lock(_lock_path(self.path))
-                owner.acquire()  # before the journal exists, so nobody takes it for an orphan
-                self._owner = owner
+                self._own()  # before the journal exists, so nobody takes it for an orphan
                 self._handle = open(self.path, "a", encoding="utf-8")
                 fsync_folder(self.folder)
             self._handle.write(line)
@@ -108,6 +154,7 @@ class Journal:
     def abandon(self) -> None:
         """Close the journal and give up its lock, keeping the file: the next open folds it in."""
         with self._lock:
+            self._shrink(0)
             if self._handle is not None:
                 self._close()
             if self._owner is not None:
@@ -117,6 +164,7 @@ class Journal:
     def discard(self) -> None:
         """Close and remove the journal (after its entries were folded into the model files)."""
         with self._lock:
+            self._shrink(0)
             if self._handle is not None:
                 self._close()
                 self.path.unlink(missing_ok=True)
@@ -189,6 +237,25 @@ def claim_orphans(folder: Path) -> list[Orphan]:
             claim.release()
             _lock_path(path).unlink(missing_ok=True)
     return claimed
+
+
+def clean_reserves(folder: Path) -> None:
+    """Remove reserve files whose writer is gone (call with the folder lock held)."""
+    from filelock import Timeout
+
+    for path in folder.glob(f"{PREFIX}*{RESERVE_SUFFIX}") if folder.is_dir() else []:
+        lock_path = path.with_name(path.name[: -len(RESERVE_SUFFIX)] + LOCK_SUFFIX)
+        claim = _file_lock(lock_path)
+        try:
+            claim.acquire()
+        except Timeout:
+            continue  # its writer is still recording
+        try:
+            path.unlink(missing_ok=True)
+            if not lock_path.with_name(lock_path.name[: -len(LOCK_SUFFIX)] + SUFFIX).exists():
+                lock_path.unlink(missing_ok=True)
+        finally:
+            claim.release()
 
 
 def live_or_orphan_entries(folder: Path) -> list[dict[str, Any]]:

@@ -1,6 +1,7 @@
 """`python -m pytest_skilltransfer index [DIR ...] [--check]`: bring the index beside every model file
 up to date and fold journals killed recorders left, or (with `--check`, for CI) fail when an index is
-missing, stale or wrong (rows checked against the file) or a journal is not folded.
+missing, stale or wrong (rows checked against the file) or a journal is not folded. Both report
+batches of the folder's batch manifest that no run collected (with `--check` they fail it too).
 
 Recording writes the index with each model file, so this is needed only after a model file changed
 by other means: a hand edit, a merge, files recorded before indexes existed. A stale index costs
@@ -94,8 +95,9 @@ def _held(journal: Path) -> bool:
     return False
 
 
-def run(roots: list[Path], check: bool) -> int:
-    """Index (or check) every model file under `roots`; 0 when all are current afterwards."""
+def run(roots: list[Path], check: bool, batches: bool = True) -> int:
+    """Index (or check) every model file under `roots`; 0 when all are current afterwards (and, with
+    `check` and `batches`, no batch of a manifest is uncollected)."""
     counts = {"current": 0, "stale": 0, "wrong": 0, "written": 0, "unindexable": 0, "damaged": 0, "orphan": 0,
               "unfolded": 0, "folded": 0}
     for root in roots:
@@ -137,11 +139,31 @@ def run(roots: list[Path], check: bool) -> int:
           + (" removed" if counts["orphan"] and not check else "")
           + (f", {counts['folded']} journal(s) folded" if counts["folded"] else "")
           + (f", {counts['unfolded']} unfolded journal(s)" if counts["unfolded"] else ""))
+    uncollected = sum(uncollected_batches(root) for root in roots) if batches else 0
     if counts["damaged"]:
+        return 1
+    if check and uncollected:
         return 1
     if check:
         return 1 if counts["stale"] or counts["wrong"] or counts["orphan"] or counts["unfolded"] else 0
     return 1 if counts["unfolded"] else 0
+
+
+def uncollected_batches(root: Path) -> int:
+    """Print what the folder's batch manifest holds that no run collected; how many submissions that is."""
+    from ..models.batch.manifest import FILE_NAME, Manifest, ManifestError, pending_text
+
+    if not (root / FILE_NAME).is_file():
+        return 0
+    try:
+        manifest = Manifest.open(root)
+    except ManifestError as err:
+        print(f"damaged: {err}", file=sys.stderr)
+        return 1
+    text = pending_text(manifest)
+    if text is not None:
+        print(f"uncollected: {text}")
+    return len(manifest.open_submissions())
 
 
 def main(argv: list[str]) -> int:
@@ -151,6 +173,7 @@ def main(argv: list[str]) -> int:
                     "without parsing it; --check only reports missing or stale indexes and exits 1 if any.")
     parser.add_argument("dirs", nargs="*", type=Path, default=[Path("cassettes")],
                         help="cassette folders (default: cassettes)")
-    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when an index is missing, stale or wrong, or a journal is unfolded")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when an index is missing, stale or wrong, a journal is unfolded, "
+                        "or the batch manifest names batches no run collected")
     args = parser.parse_args(argv)
     return run(args.dirs, args.check)

@@ -10,6 +10,7 @@ Where two recorded the same request, the later fold wins, as re-recording should
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections import Counter
@@ -23,7 +24,7 @@ from ..models.base import ModelCallError
 from ..models.validity import response_problem
 from .index import index_path
 from .inflight import InFlight, clean_claims
-from .journal import Journal, claim_orphans, journals, live_or_orphan_entries, parse_journal_lines
+from .journal import Journal, claim_orphans, clean_reserves, journals, live_or_orphan_entries, parse_journal_lines
 from .store import (
     CassetteFileError,
     Rejected,
@@ -133,11 +134,14 @@ def fold(folder: Path, entries: list[dict[str, Any]], tolerate_damage: bool = Fa
     return changed
 
 
-def prune(folder: Path, keep: set[tuple[str, str, str]]) -> list[Path]:
-    """Remove the interactions whose request is not in `keep` from every model file of the folder (a
-    file left empty is removed with its index); call with the folder lock held. Returns the files changed."""
+def prune(folder: Path, keep: set[tuple[str, str, str]], spare: frozenset[str] = frozenset()) -> list[Path]:
+    """Remove the interactions whose request is not in `keep` from every model file of the folder but
+    those named in `spare` (a file left empty is removed with its index); call with the folder lock held.
+    Returns the files changed."""
     changed = []
     for path in model_files(folder):
+        if path.name in spare:
+            continue
         entries = _raw_entries(path, tolerate_damage=False)
         kept = [entry for entry in entries if _key_or_none(entry) in keep]
         if len(kept) == len(entries):
@@ -173,6 +177,7 @@ class SeedStore:
         self._read: dict[Path, int] = {}  # other recorders' journals: bytes read so far
         self._memory = threading.Lock()  # the bookkeeping below; never held while writing
         self._known: Counter[tuple[str, str, str]] = Counter()  # request keys this recorder can answer
+        self._room: dict[tuple[str, str, str], int] = {}  # journal room reserved per claimed request
         self._files: dict[Path, tuple[int, int, int]] = {}  # model files as last read: (inode, size, mtime)
         self.cleaned: list[Path] = []  # leftover temporary files removed on open
         self.recovered = 0  # interactions folded in from killed recorders' journals
@@ -196,12 +201,13 @@ class SeedStore:
                 loaded.entries = [(convert or (lambda e: e))(e) for e in merge(loaded.entries, pending)]
                 return loaded
             return self._keep(open_folder(self.folder, convert=convert))
+        ensure_ignored(self.folder.parent)  # from the first recording on
         if not self.folder.is_dir():
             return Loaded()
-        ensure_ignored(self.folder.parent)
         with folder_lock(self.folder):
             self.cleaned = clean_leftovers(self.folder)
             clean_claims(self.folder)
+            clean_reserves(self.folder)
             orphans = claim_orphans(self.folder)
             recovered = [e for orphan in orphans for e in orphan.entries if _usable(e)]
             try:
@@ -230,15 +236,48 @@ class SeedStore:
         self.loaded = loaded
         return loaded
 
-    def record(self, entry: dict[str, Any]) -> bool:
-        """Make one recorded interaction durable now; False when the write failed (disk full, ...).
+    def reserve(self, key: tuple[str, str, str], body: bytes | str | None) -> None:
+        """Hold the disk room the answer to this request can take in the journal, before it is sent (once per
+        claim); OSError when the disk has no room: the request must not be sent then (`write_error` is set)."""
+        with self._memory:
+            if key in self._room:
+                return
+            if self.write_error is not None:
+                raise self.write_error
+        size = answer_room(body)
+        try:
+            self.journal.reserve(size)
+        except OSError as err:
+            with self._memory:
+                self.write_error = self.write_error or err
+            raise
+        with self._memory:
+            self._room[key] = size
+
+    def end_call(self) -> None:
+        """A call of this thread ended: give up its claims and the room reserved for them."""
+        for key in self.inflight.release():
+            self._give_back(key)
+
+    def _give_back(self, key: tuple[str, str, str]) -> int:
+        """Release the room reserved for `key`; how many bytes that was."""
+        with self._memory:
+            size = self._room.pop(key, 0)
+        if size:
+            self.journal.unreserve(size)
+        return size
+
+    def record(self, entry: dict[str, Any], key: tuple[str, str, str] | None = None) -> bool:
+        """Make one recorded interaction durable now, in the room reserved for it (`key`: its claim's key);
+        False when the write failed (disk full, ...).
 
         After a failed write the answer is kept in memory (`unwritten`) and folded in at close if
         the disk allows then; `write_error` tells the caller to send nothing more.
         """
+        reserved = self._give_back(key) if key is not None else 0
         with self._memory:
             self._known[plain_key(entry)] += 1
-            failed = self.write_error is not None
+            failed = self.write_error is not None and not reserved  # a reserved answer has its room
         if not failed:
             try:
                 self.journal.append(entry)
@@ -295,21 +334,26 @@ class SeedStore:
                     found.append(entry)
         return found
 
-    def close(self, keep: set[tuple[str, str, str]] | None = None) -> list[Path]:
+    def close(self, keep: set[tuple[str, str, str]] | None = None, spare: frozenset[str] = frozenset()) -> list[Path]:
         """Fold this process's journal into the model files and remove it; the files changed.
 
         Answers that could not be journaled are folded in too; if that fails as well, CassetteWriteError
         names every answer lost (the journaled ones stay in the journal for the next run). With `keep`
         (request keys), every stored interaction whose request is not among them is removed too: a
-        re-record of every item of the seed keeps only what those items used (see `prune`).
+        re-record keeps only what its items used, in every model file but those in `spare` (see `prune`)
         """
         self.inflight.release()
         if self.loaded is not None:
             self.loaded.close_files()  # nothing is replayed any more; the fold may replace the files
         changed = self._fold_journal()
-        if keep is not None and self.writes and self.folder.is_dir():
-            with folder_lock(self.folder):
-                changed += [path for path in prune(self.folder, keep) if path not in changed]
+        if self.writes and self.folder.is_dir():
+            try:
+                with folder_lock(self.folder):
+                    if keep is not None:
+                        changed += [path for path in prune(self.folder, keep, spare) if path not in changed]
+                    clean_claims(self.folder)  # a run that recorded nothing (refused, rate-limited) leaves none either
+            except OSError as err:
+                raise CassetteSaveError(self.folder, None, err) from err
         return changed
 
     def _fold_journal(self) -> list[Path]:
@@ -329,8 +373,25 @@ class SeedStore:
                 pass  # the disk is still full: what reached the journal file is folded by the next open
             if self.unwritten and isinstance(err, OSError):
                 raise CassetteWriteError(self.folder, self.unwritten, err) from err
+            if isinstance(err, OSError):
+                raise CassetteSaveError(self.folder, self.journal.path, err) from err
             raise
         return changed
+
+
+ROOM_PER_TOKEN = 16  # bytes a reply token can take in a journal line at most (JSON escapes of wide characters)
+ROOM_OVERHEAD = 16384  # headers, usage and the line's own fields
+
+
+def answer_room(body: bytes | str | None) -> int:
+    """The journal room a request's interaction can take: the request twice over (as sent and as stored)
+    plus its reply at `max_tokens` (or 8192 tokens when it names none)."""
+    raw = body.encode("utf-8") if isinstance(body, str) else (body or b"")
+    try:
+        tokens = int(json.loads(raw).get("max_tokens") or json.loads(raw).get("max_completion_tokens") or 8192)
+    except (ValueError, AttributeError, TypeError):
+        tokens = 8192
+    return 2 * len(raw) + ROOM_PER_TOKEN * max(tokens, 0) + ROOM_OVERHEAD
 
 
 def _signatures(folder: Path) -> dict[Path, tuple[int, int, int]]:
@@ -357,6 +418,23 @@ class CassetteWriteError(ModelCallError):
             "--record-mode=new_episodes; everything else recorded is kept.")
 
 
+class CassetteSaveError(ModelCallError):
+    """The model files could not be written at close; every answer is safe in the journal."""
+
+    def __init__(self, folder: Path, journal: Path | None, err: OSError) -> None:
+        kept = ("the model files are as they were (unused interactions were not pruned, unheld claim files not "
+                "removed: the next run does it)" if journal is None else
+                f"every answer of this run is in {journal.name}, which the next run that opens the seed folds in "
+                f"(or `python -m pytest_skilltransfer index {folder.parent}`)")
+        super().__init__(
+            f"recording {folder}: its model files could not be written ({err.strerror or err}{_where(err)}). Nothing "
+            f"is lost: {kept}; free disk space first. Nothing is sent again for it.")
+
+
+def _where(err: OSError) -> str:
+    return f": {err.filename}" if getattr(err, "filename", None) else ""
+
+
 def _describe(entry: dict[str, Any]) -> str:
     """`model: first words of the last user message` for naming a lost answer."""
     body = (entry.get("request") or {}).get("body") or {}
@@ -372,18 +450,22 @@ def _describe(entry: dict[str, Any]) -> str:
     return f"{model_of_plain(entry)}: {text!r}"
 
 
-_IGNORED = (".lock", ".journal-*", ".inflight-*", ".*.tmp")
+_IGNORED = (".lock", ".*.lock", ".journal-*", ".inflight-*", ".*.tmp", "batch-manifest.jsonl.lock")
+_MARK = "# written by pytest-skilltransfer: recordings in progress, never committed\n"
 
 
 def ensure_ignored(cassette_dir: Path) -> None:
     """Write `<cassette dir>/.gitignore` naming the lock, journal, claim and temporary files, when missing,
     so `git add cassettes` never commits a recording in progress."""
     path = cassette_dir / ".gitignore"
-    if path.exists():
-        return
     try:
+        text = path.read_text(encoding="utf-8") if path.exists() else None
+        if text is not None and not text.startswith(_MARK):
+            return  # the project's own file: theirs to keep
+        missing = [p for p in _IGNORED if p not in (text or "").splitlines()]
+        if not missing:
+            return
         cassette_dir.mkdir(parents=True, exist_ok=True)
-        path.write_text("# written by pytest-skilltransfer: recordings in progress, never committed\n"
-                        + "".join(f"{pattern}\n" for pattern in _IGNORED), encoding="utf-8")
+        path.write_text((text or _MARK) + "".join(f"{pattern}\n" for pattern in missing), encoding="utf-8")
     except OSError:
         pass

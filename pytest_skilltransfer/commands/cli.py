@@ -7,6 +7,7 @@
     python -m pytest_skilltransfer html REPORT.json -o PAGE.html   (the HTML page of a JSON report)
     python -m pytest_skilltransfer models                (names, resolved ids, prices, recordings, pins)
     python -m pytest_skilltransfer doctor                (keys, models, prices, cassettes, snapshots, plugins)
+    python -m pytest_skilltransfer batches [adopt|abandon ...]  (the batch manifest, see `commands.batches`)
     python -m pytest_skilltransfer check SEED TASK_ID ANSWER_FILE  (which checks an answer passes)
 
 `run` is a front end to pytest with this plugin: its OPTIONS are the options of pytest's
@@ -182,6 +183,10 @@ def main(argv: list[str] | None = None) -> int:
         from ..reports.inventory import main as models_main
 
         return models_main(argv[1:])
+    if argv[:1] == ["batches"]:
+        from .batches import main as batches_main
+
+        return batches_main(argv[1:])
     if argv[:1] == ["doctor"]:
         from .doctor import main as doctor_main
 

@@ -80,7 +80,7 @@ def check_models(pairs: list[tuple[str, str]], report: Report, roles: dict[str, 
     declared free): an unpriced one cannot be counted by --plan and is refused by --max-cost."""
     from ..models.base import ModelError
     from ..models.registry import resolve_model
-    from ..pricing.prices import price_line, rates_of
+    from ..pricing.prices import price_fix, rates_of
 
     models = []
     if not pairs:
@@ -97,7 +97,7 @@ def check_models(pairs: list[tuple[str, str]], report: Report, roles: dict[str, 
         models.append(model)
         if rates_of(model.model_id) is None:
             report(False, f"model {name} ({model.model_id}){where[name]} has no price: --plan cannot count it and "
-                   f"--max-cost refuses it; add {price_line(model.model_id)} to pyproject.toml (or, if it really "
+                   f"--max-cost refuses it; add {price_fix(model.model_id, 'standard')} to pyproject.toml (or, if it really "
                    "costs nothing, declare it `free = true` in [tool.skilltransfer.models])")
         else:
             report(True, f"model {name} -> {model.model_id}{where[name]}")
@@ -128,7 +128,7 @@ def check_cassettes(cassette_dir: Path, report: Report) -> None:
         return
     output = io.StringIO()
     with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-        code = reindex([cassette_dir], check=True)
+        code = reindex([cassette_dir], check=True, batches=False)
     summary = output.getvalue().strip().splitlines()
     if code == 0:
         report(True, f"cassettes: {summary[-1] if summary else 'readable'}")
@@ -147,6 +147,21 @@ def check_cassettes(cassette_dir: Path, report: Report) -> None:
         if newest and newest != spec:
             report(True, f"{alias} is pinned to {spec} by {cassette_dir}/models.lock (the SDK's newest is {newest}; "
                    "delete the line and re-record to move)")
+
+
+def check_batches(cassette_dir: Path, report: Report) -> None:
+    """Batches of the manifest no run collected: they hold paid requests the next recording run collects."""
+    from ..models.batch.manifest import FILE_NAME, Manifest, ManifestError, pending_text
+
+    if not (cassette_dir / FILE_NAME).is_file():
+        return
+    try:
+        text = pending_text(Manifest.open(cassette_dir))
+    except ManifestError as exc:
+        report(False, str(exc))
+        return
+    if text is not None:
+        report(False, text)
 
 
 def check_snapshots(seeds_root: Path, pairs: list[tuple[str, str]], report: Report) -> None:
@@ -211,6 +226,7 @@ def main(argv: list[str]) -> int:
     check_keys(models, report)
     check_local(models, report)
     check_cassettes(Path(args.cassette_dir), report)
+    check_batches(Path(args.cassette_dir), report)
     check_snapshots(Path(args.seeds), pairs, report)
     print(f"{problems} problem(s)" if problems else "everything is ready")
     return 1 if problems else 0

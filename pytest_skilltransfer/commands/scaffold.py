@@ -82,6 +82,8 @@ GITIGNORE = """\
 cassettes/**/.lock
 cassettes/**/.*.lock
 cassettes/**/.journal-*
+cassettes/**/.inflight-*
+cassettes/**/batch-manifest.jsonl.lock
 """
 GITATTRIBUTES = """\
 # pytest-skilltransfer: cassette indexes are generated beside each model file; collapsed in reviews

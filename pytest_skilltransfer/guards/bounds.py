@@ -19,6 +19,9 @@ MAXIMA: dict[str, int] = {
 }
 
 
+MAX_SECONDS = 7 * 86400.0  # any duration a user sets (timeouts, deadlines, backoffs, the batch wait): a week
+
+
 def over_maximum(name: str, value: int) -> str | None:
     """Why `value` is too large for the setting `name` (a key of `MAXIMA`), or None when it is within bounds."""
     most = MAXIMA[name]

@@ -10,7 +10,9 @@ What is a secret:
   alignment, so it is found inside a longer encoded string such as a `Basic` credential);
 - a string of a known token family (`TOKEN_PATTERNS`, one row per family with the shape its issuer
   documents: Anthropic, OpenAI, GitHub, GitLab, Slack, AWS, Google, Stripe, npm, PyPI, Hugging Face,
-  SendGrid, JWTs, PEM private-key blocks, bearer and HTTP Basic credentials);
+  SendGrid, JWTs, PEM private-key blocks, bearer and HTTP Basic credentials), or a truncated one:
+  its marker followed by at least `MIN_SECRET_LENGTH` characters of its shape (a reply that cuts a
+  token short still leaks most of it);
 - the userinfo of a URL (`scheme://user:password@host`): stripped, the URL kept.
 
 A secret becomes `[redacted: <what>]`, so a reviewer sees that something was there and what it
@@ -86,26 +88,26 @@ TOKEN_PATTERNS: tuple[TokenPattern, ...] = (
         r"(?:(?:(?!-----)[\s\S]){0,20000}-----END[A-Z0-9 ]{0,40} PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\]*)"),
         ("PRIVATE KEY",)),
     TokenPattern("Anthropic API key", re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}"), ("sk-ant-",)),
-    TokenPattern("OpenAI-style API key", re.compile(_NOT_WORD + r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
+    TokenPattern("OpenAI-style API key", re.compile(_NOT_WORD + r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{8,}"),
                  ("sk-",)),
-    TokenPattern("GitHub token", re.compile(_NOT_WORD + r"(?:gh[pousr]_[A-Za-z0-9_]{30,255}|github_pat_[A-Za-z0-9_]{22,255})"),
+    TokenPattern("GitHub token", re.compile(_NOT_WORD + r"(?:gh[pousr]_[A-Za-z0-9_]{8,255}|github_pat_[A-Za-z0-9_]{8,255})"),
                  ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
     TokenPattern("GitLab token", re.compile(
-        _NOT_WORD + r"(?:(?:" + "|".join(_GITLAB_PREFIXES) + r")-[A-Za-z0-9_\-]{20,}|GR1348941[A-Za-z0-9_\-]{20,})"),
+        _NOT_WORD + r"(?:(?:" + "|".join(_GITLAB_PREFIXES) + r")-[A-Za-z0-9_\-]{8,}|GR1348941[A-Za-z0-9_\-]{8,})"),
         tuple(p + "-" for p in _GITLAB_PREFIXES) + ("GR1348941",)),
-    TokenPattern("Slack token", re.compile(r"xox[abposrce]-[A-Za-z0-9\-]{10,}|xapp-\d-[A-Za-z0-9\-]{10,}"
+    TokenPattern("Slack token", re.compile(r"xox[abposrce]-[A-Za-z0-9\-]{8,}|xapp-\d-[A-Za-z0-9\-]{8,}"
                                            r"|https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9_/]{20,}"),
                  ("xox", "xapp-", "hooks.slack.com")),
-    TokenPattern("AWS access key", re.compile(r"(?<![A-Z0-9])(?:" + "|".join(_AWS_PREFIXES) + r")[0-9A-Z]{16}(?![A-Z0-9])"),
+    TokenPattern("AWS access key", re.compile(r"(?<![A-Z0-9])(?:" + "|".join(_AWS_PREFIXES) + r")[0-9A-Z]{8,16}(?![A-Z0-9])"),
                  _AWS_PREFIXES),
     TokenPattern("AWS secret key", re.compile(r"(?i)aws_?secret_?(?:access_?)?key[\"']?\s*[:=]\s*[\"']?"
                                               r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"), ("secret",), True),
-    TokenPattern("Google API key", re.compile(_NOT_WORD + r"AIza[0-9A-Za-z_\-]{35}"), ("AIza",)),
-    TokenPattern("Stripe key", re.compile(_NOT_WORD + r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{20,}"), ("k_live_", "k_test_")),
-    TokenPattern("npm token", re.compile(_NOT_WORD + r"npm_[A-Za-z0-9]{36}"), ("npm_",)),
-    TokenPattern("PyPI token", re.compile(r"pypi-AgE[A-Za-z0-9_\-]{50,}"), ("pypi-AgE",)),
-    TokenPattern("Hugging Face token", re.compile(_NOT_WORD + r"hf_[A-Za-z0-9]{30,}"), ("hf_",)),
-    TokenPattern("SendGrid key", re.compile(r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}"), ("SG.",)),
+    TokenPattern("Google API key", re.compile(_NOT_WORD + r"AIza[0-9A-Za-z_\-]{8,35}"), ("AIza",)),
+    TokenPattern("Stripe key", re.compile(_NOT_WORD + r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{8,}"), ("k_live_", "k_test_")),
+    TokenPattern("npm token", re.compile(_NOT_WORD + r"npm_[A-Za-z0-9]{8,36}"), ("npm_",)),
+    TokenPattern("PyPI token", re.compile(r"pypi-AgE[A-Za-z0-9_\-]{8,}"), ("pypi-AgE",)),
+    TokenPattern("Hugging Face token", re.compile(_NOT_WORD + r"hf_[A-Za-z0-9]{8,}"), ("hf_",)),
+    TokenPattern("SendGrid key", re.compile(r"SG\.[A-Za-z0-9_\-]{22}(?:\.[A-Za-z0-9_\-]{1,43})?|SG\.[A-Za-z0-9_\-]{8,22}"), ("SG.",)),
     TokenPattern("JWT", re.compile(_NOT_WORD + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"), ("eyJ",)),
     TokenPattern("bearer token", re.compile(r"(?i)(?<=bearer )[A-Za-z0-9._\-]{16,}"), ("bearer ",), True),
     TokenPattern("Basic credential", re.compile(r"(?i)(?<=basic )[A-Za-z0-9+/]{8,}={0,2}"), ("basic ",), True,

@@ -101,22 +101,24 @@ class ProviderModel:
     def max_concurrency(self) -> int:
         """How many calls to this model may be in flight at once (configured, or the default; in batch
         mode every call of a step, since they wait for one batch rather than hold a connection)."""
-        if self._batches() is not None:
+        lane = self._batches()
+        if lane is not None and lane.settings.submit:
             return BATCH_CONCURRENCY
         return LIMITERS.maximum(self.model_id, DEFAULT_CONCURRENCY, self.server_slots)
 
     def _batches(self) -> Any:
         """The batch lane, when it is on and this model can use it (not the local llama server) and goes
         there (its own `lane = "batch"`, or `--transfer-batch` unless its own lane is another); its calls
-        are then priced in the batch lane."""
+        are then priced in the batch lane (not when it only collects batches of earlier runs)."""
         lane = active_lane()
         if lane is None or self.server_slots is not None or self.target.lane in ("standard", "flex"):
             return None
         if self.target.lane != "batch" and not lane.settings.every_model:
             return None
-        from ..pricing.prices import mark_lane
+        if lane.settings.submit:
+            from ..pricing.prices import mark_lane
 
-        mark_lane(self.model_id, "batch")
+            mark_lane(self.model_id, "batch")
         return lane
 
     def __repr__(self) -> str:
@@ -150,8 +152,9 @@ class ProviderModel:
                 if lane is not None and settings is not None and not settings.replay:
                     http = self._through_batch(lane, wire, settings.api_key, request)
                     live = http is not None and BATCH_ANSWER in http.extensions
-                if http is None:
-                    with LIMITERS.get(self.model_id, DEFAULT_CONCURRENCY, self.server_slots).slot() as call:
+                if http is None:  # a synchronous call (after the lane: bounded by its own deadline)
+                    with call_deadline(call_policy()) if batched else nullcontext(), \
+                            LIMITERS.get(self.model_id, DEFAULT_CONCURRENCY, self.server_slots).slot() as call:
                         http = wire.send(client, self.target, request)
                     live = call.live
                 answer, problem = read_answer(http.url.path, http.status_code, http.content)

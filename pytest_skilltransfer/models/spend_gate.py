@@ -178,10 +178,12 @@ class GatedPool:
 
 
 def _unpriced(model_id: str, lane: str) -> ModelCallError:
+    from ..pricing.prices import price_fix
+
     where = f" in the {lane} lane" if lane != "standard" else ""
     return ModelCallError(
         f"--max-cost: {model_id} has no price{where}, so a call to it cannot be reserved and was not sent. Price it "
-        f'in pyproject.toml: [tool.skilltransfer.prices] "{model_id}" = {{ input = <$/Mtok>, output = <$/Mtok> }}')
+        f"in pyproject.toml: {price_fix(model_id, lane)}")
 
 
 def gate_client(client: Any) -> Any:

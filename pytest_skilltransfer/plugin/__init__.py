@@ -181,9 +181,10 @@ def _engage(config: pytest.Config) -> None:
     from ..models.sdk_common import configure_calls
 
     configure_calls(settings.calls)
+    from ..cassettes import default_record_mode
     from . import batch
 
-    batch.configure(config, settings.cassette_dir)
+    batch.configure(config, settings.cassette_dir, settings.record_mode or default_record_mode())
     runner = config.stash[RUNNER] = Runner(settings, progress)
     if settings.max_cost is not None:
         runner.budget = _budget(config, settings)

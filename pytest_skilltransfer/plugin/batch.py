@@ -7,6 +7,12 @@ default 30 s), `--transfer-batch-gather S` (quiet period before a flush, default
 `--transfer-batch-max-wait DURATION` (default 26h; `90m`, `8h`, seconds) after which the run stops
 cleanly, to be resumed by the same command. The manifest lives in the cassette folder.
 Progress lines are always printed in batch mode (a line per change): waiting is the whole run.
+
+Every recording run reads the manifest, batch mode or not: a run without `--transfer-batch` turns the
+lane on in collect-only mode when the manifest names batches, so a request that sits in one is
+collected from it and never sent synchronously as well. `--transfer-batch-pending wait|cancel`
+(default wait) says what happens to batches of earlier runs still in flight: wait for them (up to
+the max wait), or cancel them at the provider (their answered requests are still collected).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ if TYPE_CHECKING:  # the batch lane is imported only by runs that use it (see `e
     from ..models.batch import BatchSettings
 
 FALLBACKS = ("batch", "sync")
+PENDING = ("wait", "cancel")
 UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
@@ -47,6 +54,9 @@ def add_options(parser: pytest.Parser) -> None:
     _add(group, parser, "batch-max-wait", "stop waiting for batches after this long (90m, 8h, seconds; "
          "default 26h): the run stops cleanly, keeps every answer and resumes with the same command",
          metavar="DURATION")
+    _add(group, parser, "batch-pending", "batches of earlier runs still in flight that hold requests of this run "
+         "(any recording run reads the batch manifest): wait (collect them when they end; default) or cancel "
+         "(cancel them at the provider, collect what they answered, send the rest again)", metavar="MODE")
 
 
 def duration(value: Any, where: str) -> float:
@@ -59,12 +69,18 @@ def duration(value: Any, where: str) -> float:
         raise pytest.UsageError(f"{where}: expected a duration such as 90, 45m or 8h, got {value!r}") from None
     if not number > 0 or number == float("inf"):
         raise pytest.UsageError(f"{where}: must be a positive duration, got {value!r}")
+    from ..guards.bounds import MAX_SECONDS
+
+    if number > MAX_SECONDS:  # a provider's batch expires after 24 h: a longer wait only hides a stuck run
+        raise pytest.UsageError(f"{where}: must be at most 7d ({MAX_SECONDS:g} s, the documented maximum), "
+                                f"got {value!r}")
     return number
 
 
-def read(config: pytest.Config) -> BatchSettings | None:
+def read(config: pytest.Config, collect: bool = False) -> BatchSettings | None:
     """The batch settings, or None when batch mode is off: on for every provider model with
-    `--transfer-batch`, else for the models whose own lane is batch (`lane = "batch"` in the models table)."""
+    `--transfer-batch`, else for the models whose own lane is batch (`lane = "batch"` in the models table);
+    with `collect` (every recording run) the collect-only settings when neither is on."""
     from ..models.aliases import batch_lane_aliases
     from ..models.batch import BatchSettings
     from .options import _choice, _Reader
@@ -73,28 +89,46 @@ def read(config: pytest.Config) -> BatchSettings | None:
     reader = _Reader(config)
     value, where = reader.get("batch")
     every_model = value is not None and _bool(value, where)
-    if not every_model and not batch_lane_aliases():
+    submit = every_model or bool(batch_lane_aliases())
+    if not submit and not collect:
         return None
-    settings: dict[str, Any] = {"fallback": _choice(reader, "batch-fallback", FALLBACKS), "every_model": every_model}
+    settings: dict[str, Any] = {"fallback": _choice(reader, "batch-fallback", FALLBACKS), "submit": submit,
+                                "every_model": every_model or not submit,  # collect only: every model's batches
+                                "pending": _choice(reader, "batch-pending", PENDING)}
     for option, name in (("batch-poll", "poll_s"), ("batch-gather", "gather_s"), ("batch-max-wait", "max_wait_s")):
         value, where = reader.get(option)
         if value is not None:
             settings[name] = duration(value, where)
-    return BatchSettings(**settings)
+    return BatchSettings(**{k: v for k, v in settings.items() if v is not None})
 
 
-def configure(config: pytest.Config, cassette_dir: Any) -> None:
-    """Turn the lane on for this process when `--transfer-batch` is set."""
-    settings = read(config)
+def configure(config: pytest.Config, cassette_dir: Any, record_mode: str) -> None:
+    """Turn the lane on for this process: with `--transfer-batch`, or collect only for a recording run whose
+    manifest names batches (see module docstring)."""
+    settings = read(config, collect=record_mode != "none")
     if settings is None:
         return
-    from ..models.batch import configure_batch
-    from ..models.batch.manifest import ManifestError
+    from pathlib import Path
 
+    from ..models.batch import MANIFEST_NAME, configure_batch
+    from ..models.batch.manifest import ManifestError, Manifest, pending_text
+
+    if not settings.submit and not (Path(cassette_dir) / MANIFEST_NAME).exists():
+        return
     try:
-        configure_batch(settings, cassette_dir, _writer(config), _batch_dollars)
+        if not settings.submit and not Manifest.open(Path(cassette_dir)).live():
+            return
+        lane = configure_batch(settings, cassette_dir, _writer(config), _batch_dollars)
     except ManifestError as exc:
-        raise pytest.UsageError(f"--transfer-batch: {exc}") from None
+        raise pytest.UsageError(f"{'--transfer-batch' if settings.submit else 'recording'}: {exc}") from None
+    text = pending_text(lane.manifest) if lane is not None else None
+    if text is not None and getattr(config, "workerinput", None) is None:
+        way = ("cancels in-flight ones at the provider (--transfer-batch-pending=cancel), collects what they answered "
+               "and sends the rest again" if settings.pending == "cancel" else
+               "waits for in-flight ones (up to --transfer-batch-max-wait; --transfer-batch-pending=cancel cancels "
+               "them instead)")
+        _writer(config)(f"{text.split('. The next')[0]}. This run collects every request of it found in them "
+                        f"instead of paying for it again, and {way}.")
 
 
 def unconfigure(config: pytest.Config) -> None:

@@ -38,7 +38,7 @@ LEDGER_NAME = "budget.sqlite3"
 def unpriced(models: Iterable[Any]) -> list[str]:
     """One line per model that `--max-cost` cannot price in its lane, with the line that prices it
     (and, for a provider model, the models-table line that declares it free)."""
-    from ..pricing.prices import lane_of, price_line, rates_of
+    from ..pricing.prices import lane_of, price_fix, rates_of
 
     lines = []
     for model in sorted({m.model_id: m for m in models}.values(), key=lambda m: m.model_id):
@@ -47,7 +47,7 @@ def unpriced(models: Iterable[Any]) -> list[str]:
             continue
         where = f" in the {lane} lane" if lane != "standard" else ""
         named = f"{model.name} ({model.model_id})" if model.name != model.model_id else model.model_id
-        line = f"  {named} has no price{where}: add {price_line(model.model_id)}"
+        line = f"  {named} has no price{where}: add {price_fix(model.model_id, lane)}"
         target = getattr(model, "target", None)
         if target is not None and lane == "standard":
             url = f', base_url = "{target.base_url}"' if target.base_url else ""

@@ -115,20 +115,27 @@ def _runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
     spec = item.stash.get(SPEC, None)
     following = nextitem.stash.get(SPEC, None) if nextitem is not None else None
     if spec is not None and (following is None or following.seed_path != spec.seed_path):
-        from .pruning import may_prune, seed_key
+        from .pruning import seed_key, spared_files
 
-        prune = may_prune(item, seed_key(spec), settings_of(item.config).matrix_from_cli,
-                          lambda other: seed_key(other.stash.get(SPEC, None)), lambda other: RUN in other.stash)
-        runner_of(item.config).stop_recording(prune=prune)
+        runner = runner_of(item.config)
+        configured, shared = runner.prune_scope(spec.seed_path)
+        spared = spared_files(item, seed_key(spec), lambda other: other.stash.get(SPEC, None),
+                              lambda other: RUN in other.stash, configured, shared, runner.model_files)
+        from ..models.base import ModelCallError
+
+        try:
+            runner.stop_recording(spare=spared)
+        except ModelCallError as exc:  # a save that failed (disk full, ...): its message says what was kept
+            pytest.fail(safe(str(exc)), pytrace=False)
 
 
 def _deselected(items: list[pytest.Item]) -> None:
     """A seed with a deselected item is not re-recorded completely: its cassette is not pruned."""
     specs = [item for item in items if SPEC in item.stash]
     if specs:
-        from .pruning import note_deselected, seed_key
+        from .pruning import note_deselected
 
-        note_deselected(specs[0].config, specs, lambda item: seed_key(item.stash.get(SPEC, None)))
+        note_deselected(specs[0].config, [item.stash[SPEC] for item in specs])
 
 
 def _sessionfinish(session: pytest.Session) -> None:
@@ -139,7 +146,12 @@ def _sessionfinish(session: pytest.Session) -> None:
     if runner.recorded:
         from ..reports.inventory import pin
 
-        pin(runner.settings.cassette_dir, sorted(runner.models_used()))
+        try:
+            pin(runner.settings.cassette_dir, sorted(runner.models_used()))
+        except OSError as err:  # a full disk: the recordings are kept, only the pins are not written
+            warnings.warn(pytest.PytestWarning(safe(
+                f"{runner.settings.cassette_dir / 'models.lock'} could not be written ({err.strerror or err}): the "
+                "model ids of this recording are not pinned; free disk space and run again")), stacklevel=1)
     runner.stop_local_server()
     if runner.budget is not None and is_worker(session.config):
         runner.budget.ledger.close()

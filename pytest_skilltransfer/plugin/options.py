@@ -183,6 +183,7 @@ class Settings:
 
     pairs: tuple[Pair, ...] = ()
     matrix_from_cli: bool = False  # the command line named the matrix: seed.toml `pairs` are not added
+    configured_pairs: tuple[Pair, ...] = ()  # the ini matrix (what `pairs` is when the command line names none)
     optimizer: str | None = None
     ini_validate_on: tuple[str, ...] = ()  # --validate-on from the ini (a seed's validate_on wins over it)
     cli_validate_on: tuple[str, ...] = ()  # --validate-on on the command line (wins over a seed's)
@@ -266,9 +267,10 @@ class _Reader:
         return flag(self.config, option)
 
 
-def build_matrix(reader: _Reader) -> tuple[Pair, ...]:
-    """source x target plus explicit pairs, sorted; the command line replaces the ini matrix."""
-    cli = {o: split_names(reader.cli(o)) for o in ("source", "target", "pair")}
+def build_matrix(reader: _Reader, ini_only: bool = False) -> tuple[Pair, ...]:
+    """source x target plus explicit pairs, sorted; the command line replaces the ini matrix (`ini_only`:
+    the ini matrix whatever the command line says)."""
+    cli = {o: [] if ini_only else split_names(reader.cli(o)) for o in ("source", "target", "pair")}
     ini = {o: split_names(reader.ini(o)) for o in ("source", "target", "pair")}
     if any(cli.values()):
         sources = cli["source"] or (ini["source"] if cli["target"] else [])
@@ -283,6 +285,14 @@ def build_matrix(reader: _Reader) -> tuple[Pair, ...]:
                                 "(or name pairs with --pair SRC:TGT)")
     matrix = {(s, t) for s in sources for t in targets} | {parse_pair(p, pair_where) for p in pairs}
     return tuple(sorted(matrix))
+
+
+def _ini_matrix(reader: _Reader) -> tuple[Pair, ...]:
+    """The ini matrix alone; empty when it is only half of one (sources the command line gives targets to)."""
+    try:
+        return build_matrix(reader, ini_only=True)
+    except pytest.UsageError:
+        return ()
 
 
 def _validate_on(value: Any, where: str) -> tuple[str, ...]:
@@ -477,6 +487,7 @@ def read_settings(config: pytest.Config) -> Settings:
     return Settings(
         pairs=build_matrix(reader),
         matrix_from_cli=any(reader.cli(o) for o in ("source", "target", "pair")),
+        configured_pairs=_ini_matrix(reader),
         optimizer=optimizer or None,
         ini_validate_on=_validate_on(reader.ini("validate-on"), ini_name("validate-on")),
         cli_validate_on=_validate_on(reader.cli("validate-on"), reader.flag("validate-on")),

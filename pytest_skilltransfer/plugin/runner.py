@@ -16,7 +16,7 @@ import os
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..engine.protocol import SeedSession, TransferResult
 from ..engine.rubric import JudgeSetup
@@ -95,6 +95,28 @@ class Runner:
         if name not in self._models:
             self._models[name] = resolve_model(name)
         return self._models[name]
+
+    def prune_scope(self, path: Path) -> tuple[list[tuple[str, str]], list[str]]:
+        """For pruning a seed's cassette: the pairs the configured matrix defines for it beyond the command
+        line's (ini matrix and seed.toml pairs, when the command line names the matrix), and the model names
+        every item may use (the judge, the configured optimizers and the validation models)."""
+        seed = self.seed(path)
+        configured = (list(set(self.settings.configured_pairs) | set(seed.pairs))
+                      if self.settings.matrix_from_cli else [])
+        chosen = self.settings.judge(seed.judge)
+        shared = [name for name in (chosen.model, seed.judge.model, self.settings.optimizer, seed.optimizer) if name]
+        validating = (*self.settings.ini_validate_on, *self.settings.cli_validate_on, *seed.validate_on)
+        shared += [name for name in validating if name != "off"]
+        return configured, shared
+
+    def model_files(self, names: Any) -> frozenset[str] | None:
+        """The cassette model files of these model names; None when one cannot be resolved."""
+        from ..cassettes.store import file_name
+
+        try:
+            return frozenset(file_name(self.model(name).model_id) for name in names)
+        except ModelError:
+            return None
 
     def judge(self, seed: Seed) -> JudgeSetup | None:
         """The seed's judge (command line > seed.toml [judge] > ini), or None when none is configured."""
@@ -204,16 +226,17 @@ class Runner:
         self.recorded = self.recorded or rec.mode != "none"
         self._recording = (seed, stack)
 
-    def stop_recording(self, prune: bool = False) -> None:
-        """Close (and save) the open recording, if any; `prune`: keep only the interactions it used
-        (the caller knows every item of the seed ran, see `pruning`)."""
+    def stop_recording(self, spare: frozenset[str] | None = None) -> None:
+        """Close (and save) the open recording, if any; with `spare` (model file names), keep only the
+        interactions it used in every other model file (the caller knows every item that could use
+        those ran, see `pruning`)."""
         if self._recording is not None:
-            if prune:
+            if spare is not None:
                 from ..cassettes import active_recording
 
                 recording = active_recording()
                 if recording is not None:
-                    recording.prune_unused()
+                    recording.prune_unused(spare)
             stack = self._recording[1]
             self._recording = None
             stack.close()

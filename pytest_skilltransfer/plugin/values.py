@@ -94,4 +94,9 @@ def _seconds(value: Any, where: str) -> float:
         raise pytest.UsageError(f"{where}: expected a number of seconds, got {value!r}") from None
     if not number > 0 or number == float("inf"):
         raise pytest.UsageError(f"{where}: must be a positive number of seconds, got {value!r}")
+    from ..guards.bounds import MAX_SECONDS
+
+    if number > MAX_SECONDS:
+        raise pytest.UsageError(f"{where}: must be at most {MAX_SECONDS:g} seconds (a week, the documented maximum), "
+                                f"got {value!r}")
     return number

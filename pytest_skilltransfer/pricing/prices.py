@@ -168,6 +168,18 @@ def lane_of(model_id: str) -> str:
         return _lanes.get(model_id, "standard")
 
 
+def price_fix(model_id: str, lane: str) -> str:
+    """What to write in pyproject.toml so `model_id` has a price in `lane`."""
+    standard = rates_of(model_id, "standard")
+    if lane == "standard" or standard is None:
+        rates = "input = <$/Mtok>, output = <$/Mtok>"
+        extra = "" if lane == "standard" else f", {lane} = {{ input = <$/Mtok>, output = <$/Mtok> }}"
+        return f'[tool.skilltransfer.prices] "{model_id}" = {{ {rates}{extra} }}'
+    return (f"give its entry {lane} rates (the [lanes.{lane}] table of prices.toml does not name it): "
+            f'[tool.skilltransfer.prices] "{model_id}" = {{ input = {standard.input:g}, output = {standard.output:g}, '
+            f"{lane} = {{ input = <$/Mtok>, output = <$/Mtok> }} }}")
+
+
 def _lookup(table: dict[str, Rates], model_id: str) -> Rates | None:
     if model_id in table:
         return table[model_id]
@@ -202,11 +214,6 @@ def price_of(model_id: str) -> Price | None:
     """(input, output) dollars per million tokens, or None if unknown."""
     rates = rates_of(model_id)
     return None if rates is None else rates.pair
-
-
-def price_line(model_id: str) -> str:
-    """The pyproject.toml line that prices `model_id`."""
-    return f'[tool.skilltransfer.prices] "{model_id}" = {{ input = <$/Mtok>, output = <$/Mtok> }}'
 
 
 def worst_case_usd(model_id: str, input_tokens: int, output_tokens: int, lane: str | None = None) -> float | None:

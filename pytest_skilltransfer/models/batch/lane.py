@@ -25,6 +25,15 @@ answer is charged when it arrives.
 
 `max_wait_s` bounds the wait: past it every waiting call fails with `BatchWaitExceeded`, the
 batches stay at the provider and in the manifest, and the same command later collects them.
+
+A look-up or status check that keeps failing is tried again with a doubling pause, at most
+`max_checks` times; then the calls waiting on it fail with an error naming the manifest line, what
+may be at the provider and the `batches` command that resolves it (they are never sent again blindly).
+
+Collect only (`submit=False`, every recording run without `--transfer-batch`): no batch is created;
+a request that sits in a batch of the manifest is answered from that batch (finished ones are
+collected, in-flight ones waited for, or with `pending="cancel"` canceled at the provider first),
+and every other request, or one its batch did not answer, is sent synchronously (`SendSynchronously`).
 """
 
 from __future__ import annotations
@@ -66,6 +75,9 @@ class BatchSettings:
     max_wait_s: float = 26 * 3600.0  # the run stops cleanly after waiting this long (batches expire at 24 h)
     max_attempts: int = 3  # submissions per request at most
     every_model: bool = True  # False: only the models whose own lane is batch (`lane = "batch"`) use it
+    submit: bool = True  # False: collect only (see module docstring)
+    pending: str = "wait"  # batches of earlier runs still in flight: "wait" for them or "cancel" them
+    max_checks: int = 6  # failed look-ups or status checks in a row before their calls fail
 
 
 @dataclass(frozen=True)
@@ -111,6 +123,8 @@ class InFlight:
     state: str = "submitted"
     done: int = 0
     total: int = 0
+    adopted: bool = False  # made by an earlier run (`pending="cancel"` cancels only these)
+    cancel_sent: bool = False
 
 
 class BatchLane:
@@ -129,6 +143,7 @@ class BatchLane:
         self._in_flight: dict[str, InFlight] = {}
         self._results: dict[str, dict[str, Outcome]] = {}  # finished batches' outcomes, by batch id
         self._next_lookup: dict[str, float] = {}
+        self._failed_checks: dict[str, int] = {}  # submission or batch id -> failed look-ups / status checks in a row
         self._last_park = 0.0
         self._started: float | None = None
         self._stopped: str | None = None
@@ -150,8 +165,11 @@ class BatchLane:
     def answer(self, group: Group, item: Item, raw: bytes = b"") -> tuple[Outcome, Any]:
         """Park one request until its outcome is known: (outcome, its budget reservation or None, for the
         caller to settle); raises BatchLaneError or SendSynchronously (its reservation released)."""
+        known = self.manifest.known(group.name, item.custom_id)
+        if not self.settings.submit and known is None:
+            raise SendSynchronously()  # collect only: not in any batch, so an ordinary call
         parked = Parked(group, item, raw)
-        if self.manifest.known(group.name, item.custom_id) is not None:
+        if known is not None:
             from ..spend_gate import reserve_request
 
             parked.reservation = reserve_request(raw, "batch")  # already in a batch: charged when it answers
@@ -183,17 +201,31 @@ class BatchLane:
                 self._settle_locked(parked, finished[cid], sub.batch_id)
                 return
             if finished is None:
-                flight = self._in_flight.get(sub.batch_id)
-                if flight is None:
-                    flight = self._in_flight[sub.batch_id] = InFlight(sub.batch_id, group, sub.submission)
-                    self.batches_adopted += 1
-                flight.waiting.setdefault(cid, []).append(parked)
+                self._adopt_locked(sub.batch_id, group, sub.submission).waiting.setdefault(cid, []).append(parked)
                 return
         elif sub is not None:
             entry = self._uncertain.setdefault(sub.submission, (group, sub, {}))
             entry[2].setdefault(cid, []).append(parked)
             return
-        self._queue.setdefault(group, {}).setdefault(cid, []).append(parked)
+        self._requeue_locked(parked)
+
+    def _adopt_locked(self, batch_id: str, group: Group, submission: str) -> InFlight:
+        """The in-flight record of a batch an earlier run (or an interrupted create) made."""
+        flight = self._in_flight.get(batch_id)
+        if flight is None:
+            flight = self._in_flight[batch_id] = InFlight(batch_id, group, submission, adopted=True)
+            self.batches_adopted += 1
+        return flight
+
+    def _requeue_locked(self, parked: Parked) -> None:
+        """Into the next batch; collect only: back to its caller, to be sent synchronously."""
+        if not self.settings.submit:
+            parked.error = SendSynchronously()
+            self.requests_done += 1
+            parked.done.set()
+            return
+        self._queue.setdefault(parked.group, {}).setdefault(parked.item.custom_id, []).append(parked)
+        self._last_park = time.monotonic()
 
     # -- the collector thread ------------------------------------------------------------------
 
@@ -208,6 +240,10 @@ class BatchLane:
         """What the lane did in this process, or None when nothing went through it."""
         if not self.requests_total:
             return None
+        if not self.settings.submit:
+            return (f"batch lane (collect only): {self.requests_total} request(s) found in {self.batches_adopted} "
+                    f"batch(es) of earlier runs; {self.requests_done} answered or sent on, {self.requests_failed} "
+                    f"failed; ${self.dollars:.4f} at batch prices")
         return (f"batch lane: {self.requests_total} request(s) in {self.round_trips} round trip(s); "
                 f"{self.batches_created} batch(es) created, {self.batches_adopted} adopted; "
                 f"{self.requests_done} answered, {self.requests_failed} failed; ${self.dollars:.4f} at batch prices")
@@ -246,15 +282,15 @@ class BatchLane:
             for flight in polls:
                 try:
                     self._poll(flight)
+                    self._failed_checks.pop(flight.batch_id, None)
                 except Exception as exc:  # noqa: BLE001
-                    self.progress(f"batch {flight.batch_id}: status check failed ({type(exc).__name__}: {exc}); "
-                                  "trying again at the next poll")
+                    self._check_failed(flight.batch_id, flight.submission, exc)
             for name in lookups:
                 try:
                     self._look_up(name)
+                    self._failed_checks.pop(name, None)
                 except Exception as exc:  # noqa: BLE001
-                    self.progress(f"submission {name}: look-up failed ({type(exc).__name__}: {exc}); trying again "
-                                  "at the next poll")
+                    self._check_failed(name, name, exc)
             with self._cond:
                 self._check_ceiling_locked()
                 self._show_locked()
@@ -302,6 +338,35 @@ class BatchLane:
             parked.reservation = reservation
         return True
 
+    def _check_failed(self, key: str, submission: str, exc: Exception) -> None:
+        """A failed look-up (key: the submission) or status check (key: the batch id): again after a doubling
+        pause, and after `max_checks` failures in a row its calls fail with what to do."""
+        failures = self._failed_checks[key] = self._failed_checks.get(key, 0) + 1
+        what = "look-up" if key == submission else "status check"
+        sub = self.manifest.submissions.get(submission)
+        if failures < self.settings.max_checks or sub is None:
+            pause = self.settings.poll_s * 2 ** failures
+            with self._cond:
+                if key == submission:
+                    self._next_lookup[key] = time.monotonic() + pause
+                elif key in self._in_flight:
+                    self._in_flight[key].next_poll = time.monotonic() + pause
+            self.progress(f"{'submission ' + key if key == submission else 'batch ' + key}: {what} failed "
+                          f"({type(exc).__name__}: {exc}); try {failures} of {self.settings.max_checks}, next in "
+                          f"{pause:g} s")
+            return
+        error = BatchLaneError(unresolved_text(self.manifest.path, sub, what, failures, exc))
+        self.progress(str(error))
+        with self._cond:
+            waiting: dict[str, list[Parked]] = {}
+            if key == submission and key in self._uncertain:
+                waiting = self._uncertain.pop(key)[2]
+            elif key in self._in_flight:
+                waiting = self._in_flight.pop(key).waiting
+            for parked in [p for ps in waiting.values() for p in ps]:
+                if not parked.done.is_set():
+                    self._fail_locked(parked, error)
+
     def _refused(self, group: Group, entries: dict[str, list[Parked]], exc: Exception) -> None:
         """The provider refused to create a batch: its calls fail (nothing was created, nothing paid)."""
         with self._cond:
@@ -340,12 +405,19 @@ class BatchLane:
 
     def _poll(self, flight: InFlight) -> None:
         api = self.api_for(flight.group)
+        if flight.adopted and self.settings.pending == "cancel" and not flight.cancel_sent:
+            api.cancel(flight.batch_id)
+            flight.cancel_sent = True
+            self.progress(f"batch {flight.batch_id}: canceled at the provider (--transfer-batch-pending=cancel); "
+                          "answers it already has are collected, the rest are sent "
+                          + ("again" if self.settings.submit else "synchronously"))
         status = api.status(flight.batch_id)
         with self._cond:
             flight.state, flight.done, flight.total = status.state, status.done, status.total
         if not status.ended:
             return
         outcomes = api.results(flight.batch_id)
+        self.manifest.append({"event": "collected", "submission": flight.submission})
         with self._cond:
             self._results[flight.batch_id] = outcomes
             self._in_flight.pop(flight.batch_id, None)
@@ -372,14 +444,9 @@ class BatchLane:
             for cid, parked_list in waiting.items():
                 for parked in parked_list:
                     if found is not None:
-                        flight = self._in_flight.get(found)
-                        if flight is None:
-                            flight = self._in_flight[found] = InFlight(found, group, name)
-                            self.batches_adopted += 1
-                        flight.waiting.setdefault(cid, []).append(parked)
+                        self._adopt_locked(found, group, name).waiting.setdefault(cid, []).append(parked)
                     else:
-                        self._queue.setdefault(group, {}).setdefault(cid, []).append(parked)
-                        self._last_park = time.monotonic()
+                        self._requeue_locked(parked)
 
     # -- outcomes ------------------------------------------------------------------------------
 
@@ -393,18 +460,20 @@ class BatchLane:
             return
         parked.failures += 1
         parked.reasons.append(f"{batch_id}: {outcome.why}")
-        if self.settings.fallback == "sync":
+        if self.settings.fallback == "sync" or not self.settings.submit:
             parked.error = SendSynchronously()
             self.requests_done += 1
             parked.done.set()
         elif parked.failures >= self.settings.max_attempts:
             self._fail_locked(parked, BatchLaneError(
                 f"{parked.group.model_id}: request failed in {parked.failures} batch(es) "
-                f"({'; '.join(parked.reasons)}); nothing was recorded for it. Run again to retry, or use "
-                "--transfer-batch-fallback=sync to send such requests synchronously."))
+                f"({'; '.join(parked.reasons)}); nothing was recorded for it. To retry it, run the same command with "
+                "--record-mode=new_episodes (what was recorded is replayed and only what is missing is sent; with "
+                "--record-mode=once a model that already has recordings for the seed records nothing more, so the "
+                "retry would be a cassette miss), or add --transfer-batch-fallback=sync to send such requests "
+                "synchronously."))
         else:
-            self._queue.setdefault(parked.group, {}).setdefault(parked.item.custom_id, []).append(parked)
-            self._last_park = time.monotonic()
+            self._requeue_locked(parked)
 
     def _fail_locked(self, parked: Parked, error: BaseException) -> None:
         parked.error = error
@@ -462,6 +531,25 @@ class BatchLane:
         oldest = min(f.since for f in self._in_flight.values())
         left = max(0.0, typical - (time.monotonic() - oldest))
         return f"; batches take ~{_clock(typical)}, next answer in ~{_clock(left)}"
+
+
+def unresolved_text(path: Path, sub: Submission, what: str, failures: int, exc: Exception) -> str:
+    """The error of calls whose batch could not be looked up or checked: where, what may be paid, what to do."""
+    when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(sub.at))
+    base = sub.group.partition("@")[2]
+    if sub.batch_id:
+        held = f"batch {sub.batch_id} ({len(sub.custom_ids)} request(s), submitted {when}) is at {base}"
+        fix = (f"if the provider no longer has it, `python -m pytest_skilltransfer batches abandon {sub.submission} "
+               f"--cassette-dir {path.parent}` lets the next run send its requests again")
+    else:
+        held = (f"a batch of {len(sub.custom_ids)} request(s) submitted {when} may exist at {base} (its create call "
+                "got no answer) and is billed once it runs")
+        fix = (f"look for it in the provider's batch list: if it is there, `python -m pytest_skilltransfer batches adopt "
+               f"{sub.submission} BATCH_ID --cassette-dir {path.parent}`, if not, `python -m pytest_skilltransfer "
+               f"batches abandon {sub.submission} --cassette-dir {path.parent}`")
+    return (f"{path}:{sub.line}: the {what} of submission {sub.submission} failed {failures} time(s) in a row "
+            f"(last: {type(exc).__name__}: {exc}); {held}. Its requests are not sent again until it is resolved: "
+            f"{fix}; then run the same command again")
 
 
 def _refusal(exc: Exception) -> bool:

@@ -7,6 +7,7 @@ every process of a run (a `filelock` around each append, fsync'd like the casset
     {"event": "created", "submission": S, "batch_id": B}                             once the provider named it
     {"event": "adopted", "submission": S, "batch_id": B}                             an uncertain creation found
     {"event": "abandoned", "submission": S}                                          looked up and not found
+    {"event": "collected", "submission": S}                                          a run fetched its results
 
 A custom id is always the one derived from its request (`custom_id`), so a restarted run that asks
 the same request finds the batch that already holds it and re-adopts that batch instead of paying
@@ -51,6 +52,18 @@ class Submission:
     at: float
     batch_id: str | None = None
     abandoned: bool = False
+    collected: bool = False
+    line: int = 0  # the line of its submit event in the manifest file
+
+    @property
+    def open(self) -> bool:
+        """Whether it may hold requests no run has collected: not abandoned, and its results never fetched."""
+        return not self.abandoned and not self.collected
+
+    def describe(self) -> str:
+        """One line for messages: where it is written, what it is and what it holds."""
+        what = f"batch {self.batch_id}" if self.batch_id else "an uncertain submission (its create call got no answer)"
+        return f"line {self.line}: {what} of {len(self.custom_ids)} request(s) on {self.group}"
 
 
 @dataclass
@@ -71,7 +84,7 @@ class Manifest:
                 if not line.strip():
                     continue
                 try:
-                    manifest._apply(json.loads(line))
+                    manifest._apply(json.loads(line), number)
                 except (ValueError, KeyError, TypeError):
                     if number < len(lines):
                         raise ManifestError(f"{manifest.path}:{number}: not a manifest line; restore the file "
@@ -80,10 +93,12 @@ class Manifest:
                     # a torn last line: the process died while writing it; the event did not happen
         return manifest
 
-    def _apply(self, event: dict[str, Any]) -> None:
+    def _apply(self, event: dict[str, Any], line: int = 0) -> None:
         kind, name = event["event"], event["submission"]
         if kind == "submit":
-            sub = Submission(name, event["group"], tuple(event["custom_ids"]), float(event["at"]))
+            known = self.submissions.get(name)
+            line = line or (known.line if known is not None else 0)
+            sub = Submission(name, event["group"], tuple(event["custom_ids"]), float(event["at"]), line=line)
             self.submissions[name] = sub
             for cid in sub.custom_ids:
                 self.latest[(sub.group, cid)] = name
@@ -91,6 +106,8 @@ class Manifest:
             self.submissions[name].batch_id = event["batch_id"]
         elif kind == "abandoned":
             self.submissions[name].abandoned = True
+        elif kind == "collected":
+            self.submissions[name].collected = True
         else:
             raise ValueError(kind)
 
@@ -116,6 +133,10 @@ class Manifest:
             mine = self.submissions.get(name)
             if mine is None or (mine.batch_id is None and sub.batch_id) or (sub.abandoned and not mine.abandoned):
                 self.submissions[name] = sub
+            elif sub.collected:
+                mine.collected = True
+            if name in self.submissions:
+                self.submissions[name].line = sub.line
         for key, name in fresh.latest.items():
             if key not in self.latest or self.submissions[self.latest[key]].at <= self.submissions[name].at:
                 self.latest[key] = name
@@ -126,6 +147,16 @@ class Manifest:
 
         with self._lock, FileLock(str(self.path) + ".lock"):
             self._refresh_others()
+
+    def open_submissions(self) -> list[Submission]:
+        """Submissions that may hold requests no run has collected (see `Submission.open`), oldest first."""
+        with self._lock:
+            return sorted((s for s in self.submissions.values() if s.open), key=lambda s: s.line)
+
+    def live(self) -> bool:
+        """Whether any submission is not abandoned (a request of a recording run may sit in it)."""
+        with self._lock:
+            return any(not s.abandoned for s in self.submissions.values())
 
     def known(self, group: str, cid: str) -> Submission | None:
         """The newest submission that holds this request, unless it was abandoned."""
@@ -145,6 +176,18 @@ def _drop_torn_tail(path: Path) -> None:
             handle.truncate(data.rfind(b"\n") + 1)
             handle.flush()
             os.fsync(handle.fileno())
+
+
+def pending_text(manifest: Manifest) -> str | None:
+    """What the manifest still holds that no run collected, for doctor and `index --check`; None when nothing."""
+    subs = manifest.open_submissions()
+    if not subs:
+        return None
+    requests = sum(len(s.custom_ids) for s in subs)
+    lines = "; ".join(s.describe() for s in subs[:5]) + (f"; and {len(subs) - 5} more" if len(subs) > 5 else "")
+    return (f"{manifest.path}: {len(subs)} uncollected batch submission(s) holding {requests} request(s) ({lines}). "
+            "The next recording run (with or without --transfer-batch) collects them without paying again; "
+            "--transfer-batch-pending=cancel cancels in-flight ones at the provider instead")
 
 
 class ManifestError(ModelCallError):
