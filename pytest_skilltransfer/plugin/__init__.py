@@ -464,7 +464,7 @@ def pytest_collection_modifyitems_decidability(config: pytest.Config, items: lis
     registers a plugin's hook functions only under names that start with `pytest_`, whatever their specname.)"""
     from .decidable import warn_undecidable
 
-    if not settings_of(config).plan and any(SPEC in item.stash for item in items):  # --plan prints it in the plan
+    if any(SPEC in item.stash for item in items) and not settings_of(config).plan:  # --plan prints it in the plan
         warn_undecidable(runner_of(config), items, lambda item: item.stash.get(SPEC, None))
 
 
