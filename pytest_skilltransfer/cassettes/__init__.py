@@ -93,6 +93,12 @@ class Recording:
         """A clear error for a cassette miss or a network-guard block hidden in `exc`'s chain."""
         return transport_failure(exc)
 
+    def recorded_answer(self, model_id: str, fingerprint: str, key: tuple[str, str, str]) -> tuple[int, bytes] | None:
+        """The recorded answer to play for `key` without the SDK, or None (see `models.fidelity`)."""
+        if self.cassette is None or not self.replay_only(model_id):
+            return None
+        return self.cassette.play_without_sdk(model_id, fingerprint, key)
+
     def prune_unused(self) -> None:
         """On close, keep only the interactions this context replayed or recorded (record modes
         new_episodes and all). For a context in which every item of the seed ran to its result:
@@ -190,8 +196,9 @@ def _seed_cassette_class() -> type:
     from vcr.errors import UnhandledHTTPRequestError
     from vcr.record_mode import RecordMode
 
-    from .match import model_of, request_key
+    from .match import body_bytes, model_of, request_key
     from .scrub import filter_recorded_response, filter_request_once
+    from .stored import StoredInteraction
     from .store import from_plain, model_of_plain, plain_key, request_path, to_plain
     from ..models import sdk_common
     from ..models.validity import response_problem
@@ -207,6 +214,7 @@ def _seed_cassette_class() -> type:
             self.unsaved: list[tuple[str, str]] = []  # (model, why) of answers that were not stored
             self._keys: list[tuple[str, str, str]] = []  # the request key of each interaction in `data`
             self._recorded: set[tuple[str, str, str]] = set()
+            self.sdk_verified: dict[str, str] = {}  # model -> fingerprint its file's index vouches for
             self.prune_unused = False
             super().__init__(*args, **kwargs)
             # one redaction pass per request and no deep copies (see `scrub`); they replace vcrpy's
@@ -294,6 +302,7 @@ def _seed_cassette_class() -> type:
             for key, model, interaction in loaded.entries:
                 self._add_loaded(key, interaction)
                 models.add(model)
+            self.sdk_verified = dict(loaded.sdk)
             self._loaded_count = len(self.data)
             self.dirty = False
             self.rewound = bool(self.data)
@@ -336,6 +345,26 @@ def _seed_cassette_class() -> type:
                         f"The cassette ({self._path!r}) doesn't contain the request ({request!r}) asked for")
                 self.play_counts[index] += 1
             return self.data[index][1]  # a stored interaction is read from its file here, outside the lock
+
+        def play_without_sdk(self, model: str, fingerprint: str, key: tuple[str, str, str]) -> tuple[int, bytes] | None:
+            """Play the first unplayed interaction for `key`, as `play_response` would, when `model`'s
+            file was verified under SDK `fingerprint`: its (status, body), read without vcrpy. None
+            (nothing played) when it was not, or nothing unplayed matches: the call then takes the
+            path of record, which replays it or raises the miss."""
+            if self.sdk_verified.get(model) != fingerprint:
+                return None
+            with self._lock:
+                for index in self._index.get(key, ()):
+                    if self.play_counts[index] == 0 or self.allow_playback_repeats:
+                        self.play_counts[index] += 1
+                        break
+                else:
+                    return None
+            stored = self.data[index]
+            if isinstance(stored, StoredInteraction):
+                return stored.answer()  # read from its file here, outside the lock
+            response = stored[1]
+            return response["status"]["code"], body_bytes(response["body"].get("string"))
 
         def filter_request(self, request: Any) -> Any:
             request = super().filter_request(request)

@@ -5,7 +5,8 @@
 
 The index is JSON: the SHA-256 of the exact file text it describes, then one row per interaction
 (byte offset and length in the file, first line, request key, model, and why the interaction is
-unusable, or null). It is built by reading the whole file with every check (the closing count, the
+unusable, or null). `sdk`, when present, is the fingerprint of the SDK versions verified to rebuild
+every request of the file exactly (`models.fidelity`): under it a replay may skip the SDK. It is built by reading the whole file with every check (the closing count, the
 fields, the validity of each response), so an index that names the file's current digest stands for
 those checks. An index for other text (a hand edit, a merge, a re-recording without it), in another
 format, or unreadable is ignored and the file is read in full instead: the index can make an open
@@ -48,9 +49,13 @@ def is_index(path: Path) -> bool:
     return path.name.endswith(".yaml" + SUFFIX)
 
 
-def render(model_file: Path, digest: str, slots: list[Slot]) -> str:
-    """The index text for `slots` of the file whose text has SHA-256 `digest` (one row per line)."""
-    head = json.dumps({"format": INDEX_FORMAT, "file": model_file.name, "sha256": digest, "count": len(slots)})
+def render(model_file: Path, digest: str, slots: list[Slot], sdk: str | None = None) -> str:
+    """The index text for `slots` of the file whose text has SHA-256 `digest` (one row per line);
+    `sdk`: the verified SDK fingerprint of its requests (see the module docstring)."""
+    head_fields: dict[str, Any] = {"format": INDEX_FORMAT, "file": model_file.name, "sha256": digest, "count": len(slots)}
+    if sdk:
+        head_fields["sdk"] = sdk
+    head = json.dumps(head_fields)
     rows = [json.dumps([s.offset, s.length, s.line, *s.key, s.model, s.problem], ensure_ascii=False) for s in slots]
     return head[:-1] + ', "rows": [\n' + ",\n".join(rows) + "\n]}\n"
 
@@ -74,11 +79,23 @@ def _slots(data: Any, digest: str, size: int) -> list[Slot] | None:
     return slots
 
 
-def read(model_file: Path, digest: str, size: int) -> list[Slot] | None:
-    """The slots the index beside `model_file` gives for text with SHA-256 `digest` and `size` bytes,
-    or None when there is no index or it describes other text (then read the file in full)."""
+@dataclass(frozen=True, slots=True)
+class Index:
+    """A current index: its rows, and the SDK fingerprint its requests were verified under (or None)."""
+
+    slots: list[Slot]
+    sdk: str | None
+
+
+def read(model_file: Path, digest: str, size: int) -> Index | None:
+    """The index beside `model_file` for text with SHA-256 `digest` and `size` bytes, or None when
+    there is no index or it describes other text (then read the file in full)."""
     try:
         data = json.loads(index_path(model_file).read_bytes())
     except (OSError, ValueError):
         return None
-    return _slots(data, digest, size)
+    slots = _slots(data, digest, size)
+    if slots is None:
+        return None
+    sdk = data.get("sdk")
+    return Index(slots, sdk if isinstance(sdk, str) and sdk else None)

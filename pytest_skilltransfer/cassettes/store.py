@@ -483,14 +483,29 @@ def write_model_file(path: Path, recorded: list[dict[str, Any]], tolerate_damage
 
 
 def write_index(path: Path, text: str, entries: list[dict[str, Any]] | None = None) -> None:
-    """Write the index of the model file at `path`, whose text is `text` (see `index`); `entries`, when
-    given, are the interactions `text` was rendered from, in file order (nothing is parsed again)."""
+    """Write the index of the model file at `path`, whose text is `text` (see `index`), with the SDK
+    fingerprint its requests verify under (`sdk_stamp`); `entries`, when given, are the interactions
+    `text` was rendered from, in file order (nothing is parsed again)."""
     slots = _slots_of_rendered(text, entries) if entries is not None else None
     if slots is None:
-        slots = scan_text(path, text, lambda entry: None).slots
+        scan = scan_text(path, text, lambda entry: entry)
+        slots, usable = scan.slots, scan.kept
+    else:
+        usable = [entry for entry, slot in zip(entries or [], slots) if slot.problem is None]
     if slots is not None:
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        write_atomically(index_path(path), render_index(path, digest, slots))
+        write_atomically(index_path(path), render_index(path, digest, slots, sdk_stamp(usable)))
+
+
+def sdk_stamp(entries: list[dict[str, Any]]) -> str | None:
+    """The fingerprint of the installed SDK when it rebuilds every request of `entries` (one model
+    file's usable interactions) exactly, else None (`models.fidelity.verified_fingerprint`)."""
+    if not entries:
+        return None
+    from ..models.fidelity import verified_fingerprint
+
+    return verified_fingerprint((entry["request"]["uri"], decode_body(entry["request"].get("body")))
+                                for entry in entries)
 
 
 def _slots_of_rendered(text: str, entries: list[dict[str, Any]]) -> list[Slot] | None:

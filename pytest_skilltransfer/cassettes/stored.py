@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from . import index
 from .index import Slot
-from .store import CassetteFileError, Rejected, from_plain, load_item, plain_key, scan_text, structure_problem
+from .store import CassetteFileError, Rejected, decode_body, from_plain, load_item, plain_key, scan_text, structure_problem
 
 
 _CHUNK = 1 << 16
@@ -94,6 +94,11 @@ class StoredInteraction:
     def pair(self) -> tuple[Any, dict[str, Any]]:
         return from_plain(self.file.entry(self.slot))
 
+    def answer(self) -> tuple[int, bytes]:
+        """The recorded response's status and body, read without vcrpy (a replay without the SDK)."""
+        response = self.file.entry(self.slot)["response"]
+        return response["status"]["code"], decode_body(response["body"])
+
     def __iter__(self) -> Any:
         return iter(self.pair())
 
@@ -113,16 +118,19 @@ class Opened:
     entries: list[Any] = field(default_factory=list)  # what `convert` made of each usable entry (no index)
     rejected: list[Rejected] = field(default_factory=list)
     index_text: str | None = None  # the index to write beside the file (it was missing or stale)
+    sdk: str | None = None  # the SDK fingerprint its current index vouches for (`models.fidelity`)
 
 
 def open_model_file(path: Path, convert: Callable[[dict[str, Any]], Any]) -> Opened:
     """Open a model file through its index when the index is current, else read it in full."""
     file = ModelFile(path)
     try:
-        slots = index.read(path, file.digest, file.size)
-        if slots is not None:
+        current = index.read(path, file.digest, file.size)
+        if current is not None:
+            slots = current.slots
             return Opened(file, stored=[StoredInteraction(file, s) for s in slots if s.problem is None],
-                          rejected=[Rejected(path, s.number, s.key, s.problem) for s in slots if s.problem])
+                          rejected=[Rejected(path, s.number, s.key, s.problem) for s in slots if s.problem],
+                          sdk=current.sdk)
         scan = scan_text(path, file.text(), convert)
         text = index.render(path, file.digest, scan.slots) if scan.slots is not None else None
         return Opened(file, entries=scan.kept, rejected=scan.rejected, index_text=text)

@@ -21,11 +21,11 @@ from . import aliases
 from .aliases import Target
 from ..redaction import redact_json, register_key_variables, strip_userinfo
 from .base import Model, ModelCallError, ModelError, Reply, Request, ToolCall, Usage, find_in_chain, register_family
-from . import spend_gate
+from . import fidelity, spend_gate
 from .batch import BATCH_ANSWER, BATCH_CONCURRENCY, BatchLaneError, SendSynchronously, active_lane, batch_client, group_for
 from .limiter import LIMITERS, observe_client
 from .sdk_common import (CallDeadlineExceeded, bad_response, cached_client, call_deadline, call_failed, call_policy,
-                         client_settings, make_client)
+                         client_settings, current_environment, make_client)
 from .validity import excerpt, read_answer
 
 FAMILY = "providers"
@@ -105,8 +105,11 @@ class ProviderModel:
         answered one is settled to its usage here.
         """
         wire = _wire(self.target.provider)
-        client = self._client(wire)
         lane = self._batches()
+        replayed = self._replay_without_sdk(wire, request)
+        if replayed is not None:
+            return replayed
+        client = self._client(wire)
         settings = client_settings(self.target) if lane is not None else None
         batched = lane is not None and settings is not None and not settings.replay
         # one bound for a call and its retries (a batched call waits for its batch instead)
@@ -139,6 +142,26 @@ class ProviderModel:
                 listener(self.model_id, reply.usage)
         return reply
 
+
+    def _replay_without_sdk(self, wire: ModuleType, request: Request) -> Reply | None:
+        """The recorded answer, read without the SDK, when this call can only be replayed and the
+        cassette vouches that the installed SDK builds exactly the bytes it looks up (`fidelity`);
+        None sends the call down the path of record (the SDK through vcrpy)."""
+        env = current_environment()
+        if env is None or not env.replay_only(self.model_id):
+            return None
+        installed = fidelity.fingerprint(self.target.provider)
+        if installed is None:
+            return None
+        key = fidelity.request_key(self.target, request)
+        found = env.recorded_answer(self.model_id, installed, key)
+        if found is None:
+            return None
+        status, body = found
+        answer, problem = read_answer(key[1], status, body)
+        if problem is not None:
+            raise bad_response(self.target, status, problem, excerpt(body))
+        return redact_reply(wire.parse_reply(answer, self.model_id))
 
     def _through_batch(self, lane: Any, wire: ModuleType, api_key: str, request: Request) -> Any:
         """The call through the batch lane; None when it is to be sent synchronously (fallback `sync`)."""
