@@ -10,7 +10,7 @@ import pytest
 from fake_provider import FakeProvider
 from plugin_support import make_seed
 
-from pytest_skilltransfer.frontier import frontier, frontier_lines
+from pytest_skilltransfer.evidence.frontier import frontier, frontier_lines
 
 
 def _result(seed: str, source: str, gain: float, usd: float | None, headroom: float | None = 0.5,

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from pytest_skilltransfer.merge import main as merge
-from pytest_skilltransfer.plugin import html_report
+from pytest_skilltransfer.commands.merge import main as merge
+from pytest_skilltransfer.reports import html_report
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = "docs-style or release-advisor or change-review"
@@ -82,7 +82,7 @@ def test_merged_shards_give_the_same_page_as_the_unsharded_run(pages: dict[str, 
 
 
 def test_a_page_rebuilt_from_the_json_report_is_the_same_page(pages: dict[str, Any], tmp_path: Path) -> None:
-    from pytest_skilltransfer.cli import main
+    from pytest_skilltransfer.commands.cli import main
 
     out = tmp_path / "again.html"
     assert main(["html", str(pages["json"]), "-o", str(out)]) == 0

@@ -28,13 +28,13 @@ def test_numbers(n):
     assert n >= 0
 '''
 LIGHT_MODULES = {  # all the plugin imports in a run that is not its own
-    "pytest_skilltransfer", "pytest_skilltransfer.seed_layout", "pytest_skilltransfer.plugin",
+    "pytest_skilltransfer", "pytest_skilltransfer.engine.seed_layout", "pytest_skilltransfer.plugin",
     "pytest_skilltransfer.plugin.options", "pytest_skilltransfer.plugin.collect",
     "pytest_skilltransfer.plugin.engagement", "pytest_skilltransfer.plugin.reporting",
     "pytest_skilltransfer.plugin.hookspecs", "pytest_skilltransfer.plugin.markers",
     "pytest_skilltransfer.plugin.compare", "pytest_skilltransfer.plugin.shards", "pytest_skilltransfer.plugin.batch",
     "pytest_skilltransfer.plugin.aa_fixture",
-    "pytest_skilltransfer.bounds", "pytest_skilltransfer.terminal",
+    "pytest_skilltransfer.guards.bounds", "pytest_skilltransfer.guards.terminal",
 }
 REPORT_PLUGIN = '''
 def pytest_unconfigure(config):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_skilltransfer import stats
-from pytest_skilltransfer.plugin import gating, markdown_report, snapshots
-from pytest_skilltransfer.seeds import Thresholds
+from pytest_skilltransfer.evidence import stats
+from pytest_skilltransfer.plugin import gating, snapshots
+from pytest_skilltransfer.reports import markdown_report
+from pytest_skilltransfer.engine.seeds import Thresholds
 
 
 def _estimate(mean: float, n: int = 4) -> dict[str, Any]:

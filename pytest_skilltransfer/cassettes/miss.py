@@ -10,8 +10,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..guards.redaction import redact_text
 from ..models.base import ModelCallError, find_in_chain
-from ..redaction import redact_text
 from .match import body_diff, closest, model_of, request_key
 from .store import file_name
 

@@ -10,9 +10,9 @@ from typing import Any, Generator
 
 import pytest
 
-from ..terminal import safe
-from . import RUN, RUNNER, SPEC, ItemRun, runner_of, settings_of
+from ..guards.terminal import safe
 from .reporting import ERROR_ATTRIBUTE, REPORT_ATTRIBUTE, is_worker, plain_nodeid
+from .state import RUN, RUNNER, SPEC, ItemRun, runner_of, settings_of
 
 
 def junit_properties(data: dict[str, Any]) -> list[tuple[str, object]]:
@@ -59,8 +59,8 @@ def _runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
 
 
 def _gate(item: pytest.Item, run: ItemRun) -> None:
+    from ..reports.report import failure_reason
     from . import compare, gating, snapshots
-    from ..report import failure_reason
     from .diagnosis import TransferFailed, diagnose
 
     settings = settings_of(item.config)
@@ -129,7 +129,7 @@ def _sessionfinish(session: pytest.Session) -> None:
         return
     runner.stop_recording()
     if runner.recorded:
-        from ..inventory import pin
+        from ..reports.inventory import pin
 
         pin(runner.settings.cassette_dir, sorted(runner.models_used()))
     runner.stop_local_server()

@@ -1,6 +1,6 @@
 """`--plan`: print what the collected items can cost at most and what the cassettes already hold, then stop.
 
-Bounds come from `pytest_skilltransfer.plan`. Which calls are already recorded is found by
+Bounds come from `pytest_skilltransfer.planning.plan`. Which calls are already recorded is found by
 replaying: each seed with a provider model is run against its cassettes with recording off and the
 network blocked (`record mode none`), counting the calls that replay until the first miss; nothing
 is sent to a provider. In-process models (the simulator) need no cassette and cost nothing.
@@ -13,9 +13,9 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
+from ..engine.protocol import SeedSession
 from ..models.base import Model, ModelCallError, Reply, Request
-from ..plan import Planner, Unit, lane_prices, units_usd
-from ..protocol import SeedSession
+from ..planning.plan import Planner, Unit, lane_prices, units_usd
 from .runner import Runner, concurrency, needs_recording
 
 

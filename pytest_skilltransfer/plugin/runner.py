@@ -18,14 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from ..models.base import Model, ModelCallError, ModelError, resolve_model
-from ..protocol import SeedSession, TransferResult
-from ..rubric import JudgeSetup
-from ..seeds import Seed, SeedError, load_seed
+from ..engine.protocol import SeedSession, TransferResult
+from ..engine.rubric import JudgeSetup
+from ..engine.seeds import Seed, SeedError, load_seed
+from ..models.base import Model, ModelCallError, ModelError
+from ..models.registry import resolve_model
 from .options import Settings
 
 if TYPE_CHECKING:
-    from ..aa import AACheck
+    from ..engine.aa import AACheck
     from .budget import Budget
 
 Progress = Callable[[str], None]
@@ -135,7 +136,7 @@ class Runner:
 
     def aa(self, path: Path, target: str, skill: str) -> "AACheck":
         """The A/A check of `skill` on `target` over the seed's held-out tasks, in the seed's cassette."""
-        from ..aa import aa_check
+        from ..engine.aa import aa_check
 
         session = self.session(path)
         model = self.model(target)
@@ -158,7 +159,8 @@ class Runner:
 
         Returns True when it started one: local models are then resolved again against its URL.
         """
-        from .. import cassettes, local
+        from .. import cassettes
+        from ..models import local
         from ..models.aliases import local_aliases
 
         local_names = [m.name for m in models if m.name in local_aliases()]
@@ -179,7 +181,7 @@ class Runner:
     def stop_local_server(self) -> None:
         """Stop a server `start_local_server` started."""
         if self._local_server is not None:
-            from ..local import URL_ENV
+            from ..models.local import URL_ENV
 
             self._local_server.close()
             self._local_server = None
