@@ -93,7 +93,7 @@ class Recording:
         """A clear error for a cassette miss or a network-guard block hidden in `exc`'s chain."""
         return transport_failure(exc)
 
-    def recorded_answer(self, model_id: str, fingerprint: str, key: tuple[str, str, str]) -> tuple[int, bytes] | None:
+    def recorded_answer(self, model_id: str, fingerprint: str, key: tuple[str, str, str]) -> tuple[int, Any] | None:
         """The recorded answer to play for `key` without the SDK, or None (see `models.fidelity`)."""
         if self.cassette is None or not self.replay_only(model_id):
             return None
@@ -346,7 +346,7 @@ def _seed_cassette_class() -> type:
                 self.play_counts[index] += 1
             return self.data[index][1]  # a stored interaction is read from its file here, outside the lock
 
-        def play_without_sdk(self, model: str, fingerprint: str, key: tuple[str, str, str]) -> tuple[int, bytes] | None:
+        def play_without_sdk(self, model: str, fingerprint: str, key: tuple[str, str, str]) -> tuple[int, Any] | None:
             """Play the first unplayed interaction for `key`, as `play_response` would, when `model`'s
             file was verified under SDK `fingerprint`: its (status, body), read without vcrpy. None
             (nothing played) when it was not, or nothing unplayed matches: the call then takes the

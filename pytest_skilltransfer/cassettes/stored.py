@@ -18,10 +18,11 @@ from typing import Any, Callable
 
 from . import index
 from .index import Slot
-from .store import CassetteFileError, Rejected, decode_body, from_plain, load_item, plain_key, scan_text, structure_problem
+from .store import CassetteFileError, Rejected, from_plain, load_part, response_structure_problem, stored_body, load_item, plain_key, scan_text, structure_problem
 
 
 _CHUNK = 1 << 16
+_RESPONSE_KEY = "\n  response:\n"  # where an item's response mapping starts, in the layout recording writes
 
 
 def _sha256(handle: Any) -> str:
@@ -66,6 +67,27 @@ class ModelFile:
             raise self._mismatch(slot)
         return entry  # type: ignore[return-value]
 
+    def response(self, slot: Slot) -> dict[str, Any]:
+        """The plain response at `slot`, for a replay that needs nothing else of it.
+
+        When the item's bytes carry the row's seal (its key and bytes, see `index.seal`), only the
+        item's `response:` part is parsed: the request part, most of the item, is skipped. Otherwise
+        (the file changed, a wrong row, an item not in the layout recording writes) `entry` reads and
+        checks the whole item, and names what is wrong."""
+        raw = os.pread(self._handle.fileno(), slot.length, slot.offset)
+        if index.seal(slot.key, raw) == slot.seal:
+            try:
+                text = raw.decode("utf-8")
+                at = text.find(_RESPONSE_KEY)
+                part = (load_part(self.path, text[at + 3:], slot.line + text.count("\n", 0, at + 1), slot.number)
+                        if text.startswith("- request:\n") and at > 0 else None)
+            except (UnicodeDecodeError, CassetteFileError):
+                part = None
+            response = part.get("response") if isinstance(part, dict) and len(part) == 1 else None
+            if isinstance(response, dict) and response_structure_problem(response) is None:
+                return response
+        return self.entry(slot)["response"]
+
     def _mismatch(self, slot: Slot) -> CassetteFileError:
         """Why the interaction at `slot` is not what the index says: the file changed, or the index is wrong."""
         self._handle.seek(0)
@@ -94,10 +116,11 @@ class StoredInteraction:
     def pair(self) -> tuple[Any, dict[str, Any]]:
         return from_plain(self.file.entry(self.slot))
 
-    def answer(self) -> tuple[int, bytes]:
-        """The recorded response's status and body, read without vcrpy (a replay without the SDK)."""
-        response = self.file.entry(self.slot)["response"]
-        return response["status"]["code"], decode_body(response["body"])
+    def answer(self) -> tuple[int, Any]:
+        """The recorded response's status and body (its JSON as parsed, else bytes), read without vcrpy
+        (a replay without the SDK)."""
+        response = self.file.response(self.slot)
+        return response["status"]["code"], stored_body(response["body"])
 
     def __iter__(self) -> Any:
         return iter(self.pair())

@@ -11,6 +11,7 @@ Concurrency: each call holds a slot of its model's adaptive limiter (`limiter`),
 
 from __future__ import annotations
 
+import json
 from contextlib import nullcontext
 from dataclasses import replace
 from types import ModuleType
@@ -187,7 +188,8 @@ class ProviderModel:
         status, body = found
         answer, problem = read_answer(key[1], status, body)
         if problem is not None:
-            raise bad_response(self.target, status, problem, excerpt(body))
+            raise bad_response(self.target, status, problem,
+                               excerpt(body if isinstance(body, (bytes, str)) else json.dumps(body)))
         return redact_reply(wire.parse_reply(answer, self.model_id))
 
     def _through_batch(self, lane: Any, wire: ModuleType, api_key: str, request: Request) -> Any:

@@ -112,8 +112,8 @@ class CallEnvironment(Protocol):
         """A clear error for a failure the environment caused (a replay miss, a blocked connect), else None."""
         ...
 
-    def recorded_answer(self, model_id: str, fingerprint: str, key: tuple[str, str, str]) -> tuple[int, bytes] | None:
-        """The (status, body) recorded for the request with `key`, played as the path of record would
+    def recorded_answer(self, model_id: str, fingerprint: str, key: tuple[str, str, str]) -> tuple[int, Any] | None:
+        """The (status, body: parsed JSON or bytes) recorded for the request with `key`, played as the path of record would
         play it, when `model_id`'s recordings were verified under SDK `fingerprint` (see `fidelity`);
         None sends the call through the SDK instead."""
         ...
