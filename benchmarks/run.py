@@ -567,6 +567,16 @@ def _make_seeds(root: Path, count: int) -> None:
         (seed / "held-out.jsonl").write_text("\n".join(held) + "\n")
 
 
+COLLECT_SEED = "support-triage"  # a project seed: 50 tasks, rule judges, its own seed.toml
+
+
+def _copy_project_seed(root: Path, count: int) -> None:
+    """`count` copies of a project seed (its snapshot folder left out: collection does not read it)."""
+    source = ROOT / "seeds" / COLLECT_SEED
+    for n in range(count):
+        shutil.copytree(source, root / f"{COLLECT_SEED}-{n:03d}", ignore=shutil.ignore_patterns("__snapshots__"))
+
+
 def _pytest(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, subprocess.CompletedProcess]:
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=cwd,
@@ -631,7 +641,7 @@ def collection(work: Path, counts: tuple[int, int], rounds: int = 7) -> list[Row
     small, large = counts
     for count in counts:
         project = work / f"collect-{count}"
-        _make_seeds(project / "seeds", count)
+        _copy_project_seed(project / "seeds", count)
         (project / "pytest.ini").write_text("[pytest]\ntestpaths = seeds\n"
                                             "skilltransfer_pair = sim-small:sim-large sim-large:sim-small\n")
         plain = work / f"plain-{count}"
@@ -652,7 +662,7 @@ def collection(work: Path, counts: tuple[int, int], rounds: int = 7) -> list[Row
 
     seeds_ms, plain_ms = per_item(session, "seeds"), per_item(session, "plain")
     seeds_whole, plain_whole = per_item(whole, "seeds"), per_item(whole, "plain")
-    return [(f"collection, {small} vs {large} seeds (2 items each) against plain test files",
+    return [(f"collection, {small} vs {large} copies of seeds/{COLLECT_SEED} (2 items each) against plain test files",
              f"{seeds_ms:.2f} ms CPU per item vs {plain_ms:.2f} ms for plain pytest items from session start "
              f"({session[('seeds', small)]:.2f}/{session[('seeds', large)]:.2f} s vs "
              f"{session[('plain', small)]:.2f}/{session[('plain', large)]:.2f} s); whole processes "

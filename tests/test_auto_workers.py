@@ -41,3 +41,4 @@ def test_the_environment_variable_still_decides(pytester: pytest.Pytester, monke
     monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "3")
     config = pytester.parseconfig("-n", "auto")
     assert config.hook.pytest_xdist_auto_num_workers(config=config) == 3
+
