@@ -186,3 +186,39 @@ def test_the_main_jobs_sdk_items_replay_without_importing_an_sdk() -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "SDKS []" in done.stdout
     assert " passed" in done.stdout and "failed" not in done.stdout
+
+
+LAZY_REPLAY = """
+import sys
+from pathlib import Path
+from pytest_skilltransfer.cassettes import CassetteMiss, recording
+from pytest_skilltransfer.models import fidelity
+from pytest_skilltransfer.models.base import Message, Request
+from pytest_skilltransfer.models.providers import build_model
+
+folder, spec, expected = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
+model = build_model(spec)
+ask = lambda i: Request(system="You are terse.", messages=(Message("user", f"Question {i}? Grüße ✓"),), max_tokens=32,
+                        sample_id=i)
+with recording(folder, "seed", "none"):
+    assert model.complete(ask(0)).text == expected[0]
+    assert not any(m in sys.modules for m in ("vcr", "anthropic", "openai")), "replayed without vcrpy or an SDK"
+    fidelity.fingerprint = lambda provider: "another SDK version"  # the rest takes the path of record
+    assert model.complete(ask(1)).text == expected[1]
+    assert "vcr" in sys.modules
+    try:
+        model.complete(ask(0))  # played before the cassette opened: its play was carried over
+    except CassetteMiss as miss:
+        print("MISS", str(miss).splitlines()[0])
+print("OK")
+"""
+
+
+def test_a_replay_only_context_opens_vcrpy_only_for_the_path_of_record(
+        recorded: tuple[Path, list[Any], Any]) -> None:
+    path, replies, model = recorded
+    spec = f"{model.target.provider}:fidelity@{model.target.base_url}"
+    done = subprocess.run([sys.executable, "-c", LAZY_REPLAY, str(path.parents[1]), spec, replies[0].text, replies[1].text],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "MISS cassette miss: seed 'seed', model 'fidelity'" in done.stdout and "OK" in done.stdout

@@ -137,6 +137,9 @@ class ProviderModel:
         replayed = self._replay_without_sdk(wire, request)
         if replayed is not None:
             return replayed
+        env = current_environment()
+        if env is not None:
+            env.prepare_sdk_call()
         client = self._client(wire)
         settings = client_settings(self.target) if lane is not None else None
         batched = lane is not None and settings is not None and not settings.replay

@@ -112,6 +112,10 @@ class CallEnvironment(Protocol):
         """A clear error for a failure the environment caused (a replay miss, a blocked connect), else None."""
         ...
 
+    def prepare_sdk_call(self) -> None:
+        """Called before a call goes through the SDK (the environment may have deferred its set-up)."""
+        ...
+
     def recorded_answer(self, model_id: str, fingerprint: str, key: tuple[str, str, str]) -> tuple[int, Any] | None:
         """The (status, body: parsed JSON or bytes) recorded for the request with `key`, played as the path of record would
         play it, when `model_id`'s recordings were verified under SDK `fingerprint` (see `fidelity`);
