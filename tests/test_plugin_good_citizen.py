@@ -34,7 +34,11 @@ LIGHT_MODULES = {  # all the plugin imports in a run that is not its own
     "pytest_skilltransfer.plugin.hookspecs", "pytest_skilltransfer.plugin.markers",
     "pytest_skilltransfer.plugin.compare", "pytest_skilltransfer.plugin.shards", "pytest_skilltransfer.plugin.batch",
     "pytest_skilltransfer.plugin.aa_fixture",
+    "pytest_skilltransfer.plugin.spellings", "pytest_skilltransfer.plugin.values", "pytest_skilltransfer.plugin.state",
     "pytest_skilltransfer.guards.bounds", "pytest_skilltransfer.guards.terminal",
+    "pytest_skilltransfer.reports.comparison",
+    # the folders holding those (their __init__ modules hold a docstring and nothing else)
+    "pytest_skilltransfer.guards", "pytest_skilltransfer.engine", "pytest_skilltransfer.reports",
 }
 REPORT_PLUGIN = '''
 def pytest_unconfigure(config):

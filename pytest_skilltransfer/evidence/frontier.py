@@ -103,29 +103,38 @@ def _per(value: float | None, usd: float | None) -> str:
     return "-" if value is None else f"{value:+.2f}/$"
 
 
+def frontier_rows(block: dict[str, Any]) -> list[tuple[str, ...]]:
+    """One target's frontier as rows (a header row first): each source, cheapest first, then direct."""
+    rows = [("source", "seeds", "mean gain [95% CI]", "efficiency", "optimization", "gain per $", "")]
+    for row in sorted(block["sources"], key=lambda r: (r["optimize_usd"] is None, r["optimize_usd"] or 0)):
+        note = "on the frontier" if row["frontier"] else ""
+        if row["verdict"] == "hurts":
+            note = (note + "; " if note else "") + "hurts the target"
+        eff = "-" if row["efficiency"] is None else f"{row['efficiency']:.2f}"
+        rows.append((row["source"], str(row["seeds"]),
+                     f"{row['mean_gain']:+.2f} [{row['ci_low']:+.2f}, {row['ci_high']:+.2f}]", eff,
+                     _money(row["optimize_usd"]), _per(row["gain_per_usd"], row["optimize_usd"]), note))
+    direct = block["direct"]
+    if direct is not None:
+        rows.append((f"direct on {block['target']}", str(direct["seeds"]),
+                     f"{direct['mean_gain']:+.2f} [{direct['ci_low']:+.2f}, {direct['ci_high']:+.2f}]", "1.00",
+                     _money(direct["optimize_usd"]), _per(direct["gain_per_usd"], direct["optimize_usd"]),
+                     "reference: optimized on the target"))
+    return rows
+
+
+FRONTIER_TITLE = ("source frontier for target {target} (gain over seeds with its 95% interval; "
+                  "frontier: no other source both cheaper and better)")
+
+
 def frontier_lines(targets: list[dict[str, Any]]) -> list[str]:
     """For the terminal, Markdown and `merge`: one block per target tried with several sources."""
     lines: list[str] = []
     for block in targets:
         if len(block["sources"]) < 2:
             continue
-        rows = [("source", "seeds", "mean gain [95% CI]", "efficiency", "optimization", "gain per $", "")]
-        for row in sorted(block["sources"], key=lambda r: (r["optimize_usd"] is None, r["optimize_usd"] or 0)):
-            note = "on the frontier" if row["frontier"] else ""
-            if row["verdict"] == "hurts":
-                note = (note + "; " if note else "") + "hurts the target"
-            eff = "-" if row["efficiency"] is None else f"{row['efficiency']:.2f}"
-            rows.append((row["source"], str(row["seeds"]),
-                         f"{row['mean_gain']:+.2f} [{row['ci_low']:+.2f}, {row['ci_high']:+.2f}]", eff,
-                         _money(row["optimize_usd"]), _per(row["gain_per_usd"], row["optimize_usd"]), note))
-        direct = block["direct"]
-        if direct is not None:
-            rows.append((f"direct on {block['target']}", str(direct["seeds"]),
-                         f"{direct['mean_gain']:+.2f} [{direct['ci_low']:+.2f}, {direct['ci_high']:+.2f}]", "1.00",
-                         _money(direct["optimize_usd"]), _per(direct["gain_per_usd"], direct["optimize_usd"]),
-                         "reference: optimized on the target"))
+        rows = frontier_rows(block)
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        lines.append(f"source frontier for target {block['target']} (gain over seeds with its 95% interval; "
-                     "frontier: no other source both cheaper and better):")
+        lines.append(FRONTIER_TITLE.format(target=block["target"]) + ":")
         lines += ["  " + "  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() for r in rows]
     return lines

@@ -7,12 +7,20 @@ opens from disk, a CI artifact or a static host alike. It reads with JavaScript 
 `<details>`, the "tasks that differ" filter is a CSS checkbox; the script only adds sorting and the
 outcome / verdict filters.
 
-First screen (for a reviewer with ten seconds): the headline (items by outcome and by gate verdict,
-dollars), the per-pair aggregate, one chart of every item's gain with its 95% interval, and the items
-that failed, hurt or changed against the base ref. Below, one folded section per item (for the
-engineer with ten minutes): gates and their messages, the three scores with intervals, the task x arm
-matrix with each task's answers side by side and the checks they missed, the learned skill as a diff
-against the seed's, the nights, cost per role and phase, restarts, before -> after against the base.
+Control and bidi characters from tasks, skills and answers are written as visible escapes (`guards.terminal`).
+
+First screen (for a reviewer with ten seconds), why first: one count (the (seed, pair) outcomes after Holm,
+as the summary line counts them; the matrix items' gate verdicts; hand-written tests apart), dollars, then
+"Needs a look": each failed, hurting, inconclusive or changed item with the gate's one-line reason, the
+checks newly missed (task counts), the learned lines they point at (`why`) and the rerun / accept
+command; a search box over items and tasks (JavaScript only; the page reads without it). Below: the
+summary line and per-pair aggregate, the checks missed most across the run, one chart of every matrix
+item's gain with its 95% interval, the items table, the hand-written tests apart, the source frontier,
+spend (and the budget), a plan when the report has one. Then one folded section per item (for the
+engineer with ten minutes): gates and their messages, the three scores with intervals, checks x arms,
+the task x arm matrix with each task's answers side by side and the checks they missed, the learned
+skill as a diff against the seed's, the nights, cost per role and phase, restarts, before -> after
+against the base.
 """
 
 from __future__ import annotations
@@ -23,10 +31,16 @@ import html
 import re
 from typing import Any, Iterable
 
+from ..evidence.frontier import FRONTIER_TITLE, frontier_rows
+from ..evidence.summary import summarize
+from ..guards.terminal import safe
+from ..pricing.cost_breakdown import breakdown_lines
 from .report import (
     clusters_text,
     design_effect_text,
+    failure_reason,
     gain_text,
+    gate_reason,
     mdg_text,
     night_verdict,
     p_text,
@@ -36,6 +50,7 @@ from .report import (
     usd_text,
     verdict_text,
 )
+from .why import changed, check_arms, holm_outcomes, is_hand_written, run_checks, why
 
 ARMS = ("baseline", "transferred", "direct")
 OUTCOMES = ("hurts", "transfers", "no effect shown")
@@ -55,8 +70,8 @@ table{border-collapse:collapse;margin:4px 0}td,th{border:1px solid var(--line);p
 th{background:var(--bg)}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .chip{display:inline-block;padding:0 6px;border-radius:9px;font-size:12px;border:1px solid var(--line);white-space:nowrap}
 .o-transfers,.v-pass,.t-pass{background:#dafbe1;color:var(--ok)}.o-hurts,.v-fail,.t-fail{background:#ffebe9;color:var(--bad)}
-.o-none,.v-inconclusive{background:#fff8c5;color:var(--mid)}.v-no-gate,.v-unchanged-vs-snapshot{background:#eaeef2;color:var(--muted)}.v-errored{background:#ffebe9;color:var(--bad)}
-.counts span{margin-right:10px}.muted{color:var(--muted)}.cluster{color:var(--muted);font-size:12px}
+.o-none,.v-inconclusive{background:#fff8c5;color:var(--mid)}.v-no-gate,.v-unchanged-vs-snapshot,.hand{background:#eaeef2;color:var(--muted)}.v-errored{background:#ffebe9;color:var(--bad)}
+.counts>span{margin-right:10px}caption{text-align:left}.muted{color:var(--muted)}.cluster{color:var(--muted);font-size:12px}
 details{border:1px solid var(--line);border-radius:6px;margin:6px 0;padding:2px 8px}
 details>summary{cursor:pointer;padding:2px 0}details[open]>summary{border-bottom:1px solid var(--line);margin-bottom:4px}
 details details{border:0;border-left:3px solid var(--line);border-radius:0;margin:2px 0}
@@ -65,6 +80,12 @@ details details{border:0;border-left:3px solid var(--line);border-radius:0;margi
 .diff .add{background:#dafbe1}.diff .del{background:#ffebe9}.diff .hunk{color:var(--muted)}
 .matrix td.t-pass,.matrix td.t-fail{text-align:center}
 .differs-box:checked~table.matrix tr.same{display:none}
+.why{list-style:none;padding:0}.why>li{border-left:4px solid var(--bad);padding:4px 10px;margin:6px 0;background:#fff}
+.why>li.w-inconclusive,.why>li.w-changed{border-left-color:var(--mid)}
+.why ul{margin:2px 0 2px 18px;padding:0}.why p{margin:3px 0}.why .line{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace;background:var(--bg)}
+td.worse{color:var(--bad);font-weight:600}td.better{color:var(--ok)}
+.js-only{display:none}body.js .js-only{display:block}
+#search{width:340px;padding:3px 6px;font:inherit}
 nav a{margin-right:10px}
 svg text{font:11px system-ui,sans-serif}
 """
@@ -86,16 +107,34 @@ SCRIPT = """
         y=b.cells[i].getAttribute('data-v')||b.cells[i].textContent;var nx=parseFloat(x),ny=parseFloat(y);
         var c=(!isNaN(nx)&&!isNaN(ny))?nx-ny:x.localeCompare(y);return asc?c:-c;});
       th.setAttribute('data-asc',asc?'1':'0');rows.forEach(function(r){body.appendChild(r);});});});
+  var box=document.getElementById('search'),note=document.getElementById('search-note');
+  function has(el,q){return el.textContent.toLowerCase().indexOf(q)>=0;}
+  function search(){var q=box.value.trim().toLowerCase(),items=0,tasks=0,shown={};
+    document.querySelectorAll('details.item').forEach(function(d){
+      var label=!q||has(d.querySelector('summary'),q),any=false;
+      var hits={};
+      d.querySelectorAll('details[data-task]').forEach(function(t){
+        var hit=!!q&&has(t,q);any=any||hit;if(hit){tasks++;}hits[t.getAttribute('data-task')]=hit;
+        t.style.display=(!q||label||hit)?'':'none';});
+      d.querySelectorAll('tr[data-task]').forEach(function(r){
+        r.style.display=(!q||label||hits[r.getAttribute('data-task')])?'':'none';});
+      var show=label||any;d.style.display=show?'':'none';if(show){items++;shown[d.id]=1;}
+      if(q&&any&&!label){d.open=true;}});
+    document.querySelectorAll('tr.item-row').forEach(function(r){r.style.display=(!q||shown[r.getAttribute('data-item')])?'':'none';});
+    note.textContent=q?(items+' item(s) shown, '+tasks+' task(s) match'):'';}
+  if(box){box.addEventListener('input',search);}
   document.body.classList.add('js');
 })();
 """
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
+RUN_CHECKS = 10  # the run's most missed checks shown on the page
 
 
 def esc(text: Any) -> str:
-    """Text for HTML (quotes included, so it is safe in attributes too)."""
-    return html.escape(str(text), quote=True)
+    """Text for HTML (quotes included, so it is safe in attributes too), control and bidi characters written
+    as visible escapes (`\\x1b`, `\\u202e`, as the terminal shows them), never raw."""
+    return html.escape(safe(str(text)), quote=True)
 
 
 def outcome_of(result: dict[str, Any]) -> str:
@@ -106,6 +145,12 @@ def outcome_of(result: dict[str, Any]) -> str:
     if gain["ci_low"] > 0:
         return "transfers"
     return "hurts" if gain["ci_high"] < 0 else "no effect shown"
+
+
+def holm_outcome_of(result: dict[str, Any], holm: dict[tuple[str, str, str], str]) -> str:
+    """The item's outcome after Holm's correction over the run's (seed, pair) items: what every count on the
+    page counts (an item absent from the summary keeps its own outcome)."""
+    return holm.get((result["seed"], result["source"], result["target"]), outcome_of(result))
 
 
 def _outcome_class(outcome: str) -> str:
@@ -121,6 +166,10 @@ def _chip(text: str, css: str) -> str:
     return f'<span class="chip {css}">{esc(text)}</span>'
 
 
+def _verdict_chip(verdict: str) -> str:
+    return _chip(verdict, "v-" + verdict.replace(" ", "-"))
+
+
 def anchor(result: dict[str, Any]) -> str:
     """A stable, readable element id for an item: seed and pair, and a digest of the node id (two tests may
     share a seed and pair)."""
@@ -128,14 +177,17 @@ def anchor(result: dict[str, Any]) -> str:
     return f"{slug}-{hashlib.sha1(str(result.get('item', '')).encode()).hexdigest()[:6]}"
 
 
+def _test_name(result: dict[str, Any]) -> str:
+    return str(result.get("item", "")).split("::")[-1]
+
+
 def _label(result: dict[str, Any]) -> str:
-    return f"{result['seed']}  {result['source']} -> {result['target']}"
+    label = f"{result['seed']}  {result['source']} -> {result['target']}"
+    return f"{label}  (hand-written test {_test_name(result)})" if is_hand_written(result) else label
 
 
 def _changed(result: dict[str, Any]) -> bool:
-    compare = result.get("compare") or {}
-    return bool(compare) and (compare.get("verdict") not in (None, "pass")
-                              or compare.get("before") != compare.get("after"))
+    return changed(result)
 
 
 def attention_first(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -159,22 +211,40 @@ def _tally(values: Iterable[str]) -> dict[str, int]:
     return counts
 
 
+def _summary(report: dict[str, Any]) -> dict[str, Any]:
+    """The report's run summary (Holm-adjusted outcomes, spend, frontier); recomputed for a report without one."""
+    return report.get("summary") or summarize(report.get("results") or [])
+
+
 def headline(report: dict[str, Any]) -> str:
-    """Items by outcome and by gate verdict, errors, dollars."""
+    """The one count: (seed, pair) outcomes after Holm, the gates of the matrix items, hand-written tests
+    apart, errors, dollars."""
     results, errors = report["results"], report.get("errors") or []
-    outcomes = _tally(outcome_of(r) for r in results)
-    verdicts = _tally(_verdict(r) for r in results)
+    summary = _summary(report) if results else {"outcomes": {}, "hypotheses": 0}
+    outcomes = summary["outcomes"]
+    matrix = [r for r in results if not is_hand_written(r)]
+    hand = [r for r in results if is_hand_written(r)]
+    verdicts = _tally(_verdict(r) for r in matrix)
     if errors:
         verdicts["errored"] = len(errors)
     usd = [r["cost"].get("total_usd") for r in results]
     dollars = "n/a (unpriced model)" if any(u is None for u in usd) else f"${sum(usd):.4f}"
     calls = sum(r["cost"].get("calls", 0) for r in results)
-    outcome_chips = " ".join(_chip(f"{outcomes.get(o, 0)} {o}", _outcome_class(o)) for o in OUTCOMES)
-    verdict_chips = " ".join(_chip(f"{n} {v}", "v-" + v.replace(" ", "-"))
-                             for v, n in sorted(verdicts.items()))
-    return (f'<h1>Skill transfer: {len(results) + len(errors)} item(s)</h1>'
-            f'<p class="counts"><b>Outcome</b> {outcome_chips}</p>'
-            f'<p class="counts"><b>Gates</b> {verdict_chips}</p>'
+    outcome_chips = " ".join(f'<span data-count="{esc(o)}">{_chip(f"{outcomes.get(o, 0)} {o}", _outcome_class(o))}</span>'
+                             for o in OUTCOMES)
+    verdict_chips = " ".join(_chip(f"{n} {v}", "v-" + v.replace(" ", "-")) for v, n in sorted(verdicts.items()))
+    hand_text = ""
+    if hand:
+        hand_verdicts = ", ".join(f"{n} {v}" for v, n in sorted(_tally(_verdict(r) for r in hand).items()))
+        hand_text = (f'<p class="counts"><b>Hand-written tests</b> {_chip(f"{len(hand)} test(s)", "hand")} '
+                     f'<span class="muted">gates {esc(hand_verdicts)}; shown apart below; a test on the seed and '
+                     f'pair of a matrix item is that (seed, pair) again and is counted once</span></p>')
+    return (f'<h1>Skill transfer: {summary["hypotheses"]} (seed, pair)'
+            f'{f" + {len(hand)} hand-written test(s)" if hand else ""}'
+            f'{f" + {len(errors)} errored" if errors else ""}</h1>'
+            f'<p class="counts"><b>Outcome</b> after Holm (FWER 5%) over {summary["hypotheses"]} (seed, pair): '
+            f'{outcome_chips}</p>'
+            f'<p class="counts"><b>Gates</b> of the {len(matrix)} matrix item(s): {verdict_chips}</p>{hand_text}'
             f'<p class="counts"><b>Cost</b> {esc(dollars)} over {calls} call(s)</p>')
 
 
@@ -213,52 +283,135 @@ def gain_chart(results: list[dict[str, Any]]) -> str:
     return "".join(parts)
 
 
-def _attention(results: list[dict[str, Any]]) -> str:
+def needs_a_look(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The items a reviewer must look at: failed, hurt, inconclusive or changed against the base."""
-    flagged = [r for r in results if _verdict(r) in ("fail", "inconclusive") or outcome_of(r) == "hurts" or _changed(r)]
+    return [r for r in results if _verdict(r) in ("fail", "inconclusive") or outcome_of(r) == "hurts" or _changed(r)]
+
+
+def reason(result: dict[str, Any]) -> str:
+    """The gate's one-line reason: why it did not pass, or, for a passing item that hurts or changed, what its
+    first gate found."""
+    if _verdict(result) not in ("pass", "no gate", "unchanged vs snapshot"):
+        return failure_reason(result)
+    gates = (result.get("gate") or {}).get("gates", [])
+    compare = result.get("compare") or {}
+    if _changed(result) and compare.get("message"):
+        return str(compare["message"])
+    return gate_reason(gates[0]) if gates else f"gain {gain_text(result)}"
+
+
+def _why_item(result: dict[str, Any], holm: dict[tuple[str, str, str], str]) -> str:
+    """One entry of "Needs a look": the item, its reason, the checks newly missed with their task counts and the
+    learned lines they point at, and the commands."""
+    from .rerun import rerun_commands
+
+    verdict, outcome = _verdict(result), holm_outcome_of(result, holm)
+    css = "w-fail" if verdict == "fail" or outcome_of(result) == "hurts" else "w-changed" if _changed(result) else "w-inconclusive"
+    found = why(result)
+    checks = []
+    for check in found["checks"]:
+        lines = "".join(f'<li class="line">{esc(line)}</li>' for line in check["lines"])
+        points = (f"; the learned line(s) it points at:<ul>{lines}</ul>" if lines
+                  else '; <span class="muted">no learned line names it</span>')
+        checks.append(f'<li><code>{esc(check["check"])}</code> {found["kind"]} on <b>{check["tasks"]} of '
+                      f'{check["of"]}</b> task(s){points}</li>')
+    pointed = any(c["lines"] for c in found["checks"])
+    learned = found["learned_lines"]
+    accepted = ("" if pointed or not learned else
+                f'<p class="muted">lines the accepted nights changed ({len(learned)}):</p><ul>'
+                + "".join(f'<li class="line">{esc(line)}</li>' for line in learned[:6]) + "</ul>")
+    if not learned:
+        accepted = '<p class="muted">no night was accepted: the learned skill equals the seed\'s</p>'
+    commands = "".join(f"<li>{esc(what)}: <code>{esc(command)}</code></li>" for what, command in rerun_commands(result))
+    missed = (f"<p>checks {found['kind']} with the learned skill on the target:</p><ul>{''.join(checks)}</ul>"
+              if checks else '<p class="muted">no check is missed with the learned skill</p>')
+    return (f'<li class="{css}" data-item="{anchor(result)}"><a href="#{anchor(result)}"><b>{esc(_label(result))}</b></a> '
+            f'{_chip(outcome, _outcome_class(outcome))} {_verdict_chip(verdict)} gain {esc(gain_text(result))}'
+            f'<p><b>{esc(reason(result))}</b></p>{missed}{accepted}'
+            + (f"<ul>{commands}</ul>" if commands else "") + "</li>")
+
+
+def _attention(results: list[dict[str, Any]], holm: dict[tuple[str, str, str], str]) -> str:
+    """"Needs a look": each failed, hurting, inconclusive or changed item and why."""
+    flagged = needs_a_look(results)
     if not flagged:
         return "<p>No item failed, hurt its target or changed against the base.</p>"
-    rows = []
-    for r in flagged:
-        reason = _first_gate_message(r)
-        rows.append(f'<li><a href="#{anchor(r)}">{esc(_label(r))}</a> {_chip(outcome_of(r), _outcome_class(outcome_of(r)))} '
-                    f'{_chip(_verdict(r), "v-" + _verdict(r).replace(" ", "-"))} {esc(reason)}</li>')
-    return "<ul>" + "".join(rows) + "</ul>"
+    return '<ul class="why">' + "".join(_why_item(r, holm) for r in flagged) + "</ul>"
 
 
-def _first_gate_message(result: dict[str, Any]) -> str:
-    gates = (result.get("gate") or {}).get("gates", [])
-    bad = [g for g in gates if g.get("verdict") in ("fail", "inconclusive")]
-    return str((bad or gates or [{}])[0].get("message", "")) if gates else ""
-
-
-def _items_table(results: list[dict[str, Any]]) -> str:
+def _items_table(results: list[dict[str, Any]], holm: dict[tuple[str, str, str], str], hand: bool = False) -> str:
     clustered = any(clusters_text(r) for r in results)
-    head = ("seed", "pair", "baseline", "transferred", "direct", "gain [95% CI]", "p", "mdg",
-            *(("clusters",) if clustered else ()), "outcome", "gates", "$")
+    head = ("seed", *(("test",) if hand else ()), "pair", "baseline", "transferred", "direct", "gain [95% CI]", "p",
+            "mdg", *(("clusters",) if clustered else ()), "outcome (Holm)", "gates", "$")
     rows = []
     for r in results:
         clusters = f'<td class="num">{esc(clusters_text(r) or "-")}</td>' if clustered else ""
-        outcome, verdict = outcome_of(r), _verdict(r)
+        test = f"<td><code>{esc(_test_name(r))}</code></td>" if hand else ""
+        outcome, verdict = holm_outcome_of(r, holm), _verdict(r)
         direct = "-" if r.get("direct_target") is None else f"{r['direct_target']:.2f}"
         rows.append(
-            f'<tr class="item-row" data-outcome="{esc(outcome)}" data-verdict="{esc(verdict)}">'
-            f'<td><a href="#{anchor(r)}">{esc(r["seed"])}</a></td><td>{esc(r["source"])} -&gt; {esc(r["target"])}</td>'
+            f'<tr class="{"hand-row" if hand else "item-row"}" data-item="{anchor(r)}" data-outcome="{esc(outcome)}" '
+            f'data-verdict="{esc(verdict)}">'
+            f'<td><a href="#{anchor(r)}">{esc(r["seed"])}</a></td>{test}<td>{esc(r["source"])} -&gt; {esc(r["target"])}</td>'
             f'<td class="num">{r["baseline_target"]:.2f}</td><td class="num">{r["transferred"]:.2f}</td>'
             f'<td class="num">{direct}</td><td class="num" data-v="{r["gain"]["mean"]}">{esc(gain_text(r))}</td>'
             f'<td class="num" data-v="{r["gain"]["p_value"]}">{p_text(r["gain"]["p_value"])}</td>'
             f'<td class="num">{mdg_text(r)}</td>{clusters}<td>{_chip(outcome, _outcome_class(outcome))}</td>'
-            f'<td>{_chip(verdict, "v-" + verdict.replace(" ", "-"))}</td>'
+            f'<td>{_verdict_chip(verdict)}</td>'
             f'<td class="num">{esc(usd_text(r["cost"].get("total_usd")))}</td></tr>')
     return ('<table class="sortable"><thead><tr>' + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"
             + "".join(rows) + "</tbody></table>")
 
 
-def _filters() -> str:
+def _filters(results: list[dict[str, Any]], holm: dict[tuple[str, str, str], str]) -> str:
+    counts = _tally([holm_outcome_of(r, holm) for r in results] + [_verdict(r) for r in results])
     buttons = ["all", *OUTCOMES, "fail", "inconclusive", "unchanged vs snapshot", "no gate"]
-    return ('<p class="filters">Show: ' + " ".join(f'<button type="button" data-filter="{esc(b)}">{esc(b)}</button>'
-                                                   for b in buttons)
+    return ('<p class="filters">Show: ' + " ".join(
+        f'<button type="button" data-filter="{esc(b)}">{esc(b)}'
+        f'{"" if b == "all" else f" ({counts.get(b, 0)})"}</button>' for b in buttons)
             + ' <noscript><span class="muted">(filters need JavaScript; everything is shown)</span></noscript></p>')
+
+
+def _search() -> str:
+    """A search box over items and tasks (labels, task ids, answers); shown only when JavaScript runs."""
+    return ('<p class="js-only"><label>Search items and tasks: <input type="search" id="search" '
+            'placeholder="seed, model, task id, answer text" autocomplete="off"></label> '
+            '<span id="search-note" class="muted"></span></p>')
+
+
+def check_table(rows: list[dict[str, Any]]) -> str:
+    """Checks x arms: each check's missed tasks per arm and the change transferred - baseline, worst first."""
+    if not rows:
+        return "<p>No check was missed in any arm.</p>"
+    body = []
+    for row in rows:
+        change = row["change"]
+        css = "worse" if change > 0 else "better" if change < 0 else ""
+        direct = "-" if row["direct"] is None else str(row["direct"])
+        body.append(f'<tr><td><code>{esc(row["check"])}</code></td><td class="num">{row["baseline"]}</td>'
+                    f'<td class="num">{row["transferred"]}</td><td class="num">{direct}</td>'
+                    f'<td class="num {css}">{change:+d}</td><td class="num">{row["newly_missed"]}</td>'
+                    f'<td class="num">{row["fixed"]}</td></tr>')
+    tasks = rows[0]["tasks"]
+    return (f'<table class="checks"><caption class="muted">held-out tasks (of {tasks}) on which a check was missed, '
+            'per arm; change = transferred - baseline (more misses is worse)</caption><tr><th>check</th>'
+            '<th>baseline</th><th>transferred</th><th>direct</th><th>change</th><th>newly missed</th><th>fixed</th>'
+            "</tr>" + "".join(body) + "</table>")
+
+
+def run_check_table(rows: list[dict[str, Any]]) -> str:
+    """The checks missed most with the learned skill across the run's (seed, pair) items."""
+    rows = [r for r in rows if r["transferred"] or r["baseline"]][:RUN_CHECKS]
+    if not rows:
+        return "<p>No check was missed in any item.</p>"
+    body = "".join(
+        f'<tr><td><code>{esc(r["check"])}</code></td><td class="num">{r["items"]}</td><td class="num">{r["baseline"]}</td>'
+        f'<td class="num">{r["transferred"]}</td><td class="num">{r["direct"]}</td>'
+        f'<td class="num {"worse" if r["change"] > 0 else "better" if r["change"] < 0 else ""}">{r["change"]:+d}</td></tr>'
+        for r in rows)
+    return ('<table class="checks run-checks"><caption class="muted">missed tasks summed over the (seed, pair) items; '
+            'items: those whose transferred arm misses it</caption><tr><th>check</th><th>items</th><th>baseline</th>'
+            f"<th>transferred</th><th>direct</th><th>change</th></tr>{body}</table>")
 
 
 def _gates(result: dict[str, Any]) -> str:
@@ -345,12 +498,12 @@ def task_matrix(result: dict[str, Any]) -> str:
         css = "differs" if len(hards) > 1 else "same"
         cluster = next((arms[a]["cluster"] for a in ARMS if a in arms and "cluster" in arms[a]), None)
         cluster_note = "" if cluster is None else f' <span class="cluster">{esc(cluster)}</span>'
-        rows.append(f'<tr class="{css}"><td><a href="#{box}-{esc(task_id)}">{esc(task_id)}</a>{cluster_note}</td>'
-                    + "".join(_cell(arms.get(a)) for a in ARMS) + "</tr>")
-        drill.append(f'<details id="{box}-{esc(task_id)}"><summary>{esc(task_id)}'
+        rows.append(f'<tr class="{css}" data-task="{esc(task_id)}"><td><a href="#{box}-{esc(task_id)}">{esc(task_id)}</a>'
+                    f'{cluster_note}</td>' + "".join(_cell(arms.get(a)) for a in ARMS) + "</tr>")
+        drill.append(f'<details id="{box}-{esc(task_id)}" data-task="{esc(task_id)}"><summary>{esc(task_id)}'
                      f'{" (differs)" if css == "differs" else ""}</summary><div class="answers">'
                      + "".join(_answer_block(a, arms.get(a)) for a in ARMS) + "</div></details>")
-    differ = sum(1 for row in rows if row.startswith('<tr class="differs"'))
+    differ = sum(1 for row in rows if row.startswith('<tr class="differs" '))
     return (f'<input type="checkbox" id="{box}" class="differs-box"> <label for="{box}">only the {differ} task(s) '
             f'whose result differs between arms</label>'
             '<table class="matrix"><tr><th>task</th>' + "".join(f"<th>{a}</th>" for a in ARMS) + "</tr>"
@@ -424,16 +577,18 @@ def _compare(result: dict[str, Any]) -> str:
             f"{compare['after']:.2f}: <b>{esc(compare.get('verdict', ''))}</b> {esc(compare.get('message', ''))}</p>")
 
 
-def item_section(result: dict[str, Any]) -> str:
+def item_section(result: dict[str, Any], holm: dict[tuple[str, str, str], str] | None = None) -> str:
     """One folded section with everything about an item."""
-    outcome, verdict = outcome_of(result), _verdict(result)
+    outcome, verdict = holm_outcome_of(result, holm or {}), _verdict(result)
     from .rerun import rerun_commands
 
     rerun = "".join(f"<p>{esc(what)}: <code>{esc(command)}</code></p>" for what, command in rerun_commands(result))
+    hand = _chip("hand-written test", "hand") + " " if is_hand_written(result) else ""
     return (f'<details class="item" id="{anchor(result)}" data-outcome="{esc(outcome)}" data-verdict="{esc(verdict)}">'
-            f'<summary><b>{esc(_label(result))}</b> {_chip(outcome, _outcome_class(outcome))} '
-            f'{_chip(verdict, "v-" + verdict.replace(" ", "-"))} gain {esc(gain_text(result))}</summary>'
+            f'<summary>{hand}<b>{esc(_label(result))}</b> {_chip(outcome, _outcome_class(outcome))} '
+            f'{_verdict_chip(verdict)} gain {esc(gain_text(result))}</summary>'
             f"{rerun}<h3>Gates</h3>{_gates(result)}<h3>Scores</h3>{_scores(result)}{_compare(result)}"
+            f"<h3>Checks x arms</h3>{check_table(result.get('checks') or check_arms(result))}"
             f"<h3>Tasks</h3>{task_matrix(result)}"
             f"<h3>Learned skill (diff against the seed's)</h3>{skill_diff(result)}"
             f"<h3>Nights</h3>{_nights(result['optimization'].get('source'), 'On the source')}"
@@ -450,20 +605,86 @@ def _errors(errors: list[dict[str, Any]]) -> str:
     return f"<h2>Errored items ({len(errors)})</h2><ul>{rows}</ul>"
 
 
+def _table(rows: list[tuple[str, ...]]) -> str:
+    head, *body = rows
+    return ("<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>"
+            + "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in body) + "</table>")
+
+
+def spend_section(report: dict[str, Any], summary: dict[str, Any]) -> str:
+    """Dollars by phase, role and lane (shared phases once), the optimization comparison, and the budget."""
+    costs = summary.get("cost") or {}
+    parts = []
+    for what, key in (("phase", "by_phase"), ("role", "by_role"), ("lane", "by_lane")):
+        values = costs.get(key) or {}
+        if values:
+            parts.append(_table([(what, "$"), *((name, usd_text(usd)) for name, usd in values.items())]))
+    optimization = costs.get("optimization") or {}
+    if optimization:
+        ratio = optimization.get("direct_over_source")
+        parts.append(f"<p>optimization on the source ${esc(usd_text(optimization.get('source_usd')))} vs direct on "
+                     f"the target ${esc(usd_text(optimization.get('direct_usd')))}"
+                     + ("" if ratio is None else f" ({ratio:.1f}x)") + "</p>")
+    budget = report.get("budget")
+    if budget:
+        parts.append("<h3>Budget</h3>" + _table([("limit $", "charged $", "in flight $", "live calls",
+                                                   "charged in full", "refused"),
+                                                  tuple(str(budget.get(k, "-")) for k in (
+                                                      "limit_usd", "charged_usd", "in_flight_usd", "live_calls",
+                                                      "charged_in_full", "refused"))]))
+    lines = breakdown_lines(costs) if costs else []
+    note = "" if lines or not costs else '<p class="muted">every model in this run is free (cost $0)</p>'
+    return ('<div class="spend" style="display:flex;gap:16px;flex-wrap:wrap;align-items:flex-start">'
+            + "".join(f"<div>{p}</div>" for p in parts) + f"</div>{note}") if parts else ""
+
+
+def frontier_section(summary: dict[str, Any]) -> str:
+    """The source frontier of every target tried with several sources."""
+    blocks = [b for b in summary.get("frontier") or [] if len(b["sources"]) >= 2]
+    return "".join(f"<h3>{esc(FRONTIER_TITLE.format(target=b['target']))}</h3>{_table(frontier_rows(b))}"
+                   for b in blocks)
+
+
+def plan_section(report: dict[str, Any]) -> str:
+    """A plan carried by the report (what the run could cost at most), as its fields."""
+    plan = report.get("plan")
+    if not plan:
+        return ""
+    rows = plan if isinstance(plan, list) else [plan]
+    keys = list(dict.fromkeys(k for row in rows if isinstance(row, dict) for k in row))
+    if not keys:
+        return f"<pre>{esc(plan)}</pre>"
+    return _table([tuple(keys), *(tuple(str(row.get(k, "")) for k in keys) for row in rows if isinstance(row, dict))])
+
+
 def render(report: dict[str, Any]) -> str:
     """The whole page from a JSON report."""
     results = attention_first(report.get("results") or [])
     errors = list(report.get("errors") or [])
     body = [headline(report)]
     if results:
-        body += [f"<p>{esc(summary_line(results).strip('= '))}</p>",
+        summary = _summary(report)
+        holm = holm_outcomes(summary)
+        matrix = [r for r in results if not is_hand_written(r)]
+        hand = [r for r in results if is_hand_written(r)]
+        body += ["<h2>Needs a look</h2>", _attention(results, holm), _search(),
+                 "<h2>Summary</h2>", f"<p>{esc(summary_line(results).strip('= '))}</p>",
                  "<ul>" + "".join(f"<li>{esc(line)}</li>" for line in pair_lines(results)) + "</ul>",
-                 "<h2>Needs a look</h2>", _attention(results),
+                 "<h2>Checks missed most</h2>", run_check_table(report.get("checks") or run_checks(results)),
                  "<h2>Gain per item</h2>",
                  '<p class="muted">dot: gain transferred - baseline; bar: its 95% interval; dark line: zero; '
-                 'dashed: a gate threshold</p>', gain_chart(results),
-                 "<h2>Items</h2>", _filters(), _items_table(results),
-                 "<h2>Per item</h2>", *(item_section(r) for r in results)]
+                 'dashed: a gate threshold</p>', gain_chart(matrix),
+                 "<h2>Items</h2>", '<p class="muted">outcome after Holm over the (seed, pair) items, as counted above; '
+                 'the gain column is each item\'s own interval</p>', _filters(matrix, holm), _items_table(matrix, holm)]
+        if hand:
+            body += ["<h2>Hand-written tests</h2>",
+                     '<p class="muted">tests calling the transfer fixture; one on the seed and pair of a matrix item '
+                     'is the same (seed, pair) and is counted once</p>', _items_table(hand, holm, hand=True)]
+        frontier, spend, plan = frontier_section(summary), spend_section(report, summary), plan_section(report)
+        body += ["<h2>Source frontier</h2>", frontier] if frontier else []
+        body += ["<h2>Spend</h2>", spend] if spend else []
+        body += ["<h2>Plan</h2>", plan] if plan else []
+        body += ["<h2>Per item</h2>", *(item_section(r, holm) for r in results)]
     else:
         body.append("<p>No transfer item produced a result.</p>")
     body.append(_errors(errors))

@@ -1,20 +1,27 @@
-"""The Markdown report (`--skilltransfer-md`): for a CI job summary or a pull-request comment.
+"""The Markdown report (`--skilltransfer-md`): for a CI job summary or a pull-request comment, read in ten seconds.
 
-A headline with the item counts (passed / failed / inconclusive / errored) and each gate's verdicts,
-the summary line, the table of every item, one text chart of every item's gain with its 95% interval
-(a forest plot, readable in any Markdown renderer), a short section per failed or inconclusive item
-(the reason, the scores, the checks the learned skill still misses), the errored items, the rubric
-judges and the optimization price comparison. A pure function of the item records and the errors.
+First screen: a headline with the item counts (passed / failed / inconclusive / errored), the (seed, pair)
+outcomes after Holm (the counts the page and the terminal show, hand-written tests named apart), then a
+short section per failed, hurting or inconclusive item saying why (the gate's reason, the checks newly
+missed with their task counts and the learned lines they point at, the rerun / accept commands), the
+errored items, and a narrow table (seed, pair, gain [95% CI], outcome, verdict), flagged items first.
+Everything else is folded in one `<details>` block: each gate's verdicts, the summary line, the full
+table, one text chart of every item's gain (a forest plot), the per-pair aggregate, spend and the source
+frontier, unfinished answers, the comparison with the base ref and the rubric judges. Control and bidi
+characters are written as visible escapes. A pure function of the item records and the errors.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..evidence.summary import summarize
+from ..guards.terminal import safe
 from .judge_report import judge_lines, unstable_lines
 from .report import (
     failure_reason,
     gain_text,
+    gate_reason,
     legend,
     md_table,
     p_text,
@@ -26,9 +33,11 @@ from .report import (
     verdict_text,
 )
 from .result_json import item_counts
+from .why import changed, holm_outcomes, is_hand_written, run_checks, why
 
 PLOT_WIDTH = 41  # cells for gains -1 .. +1, 0.05 each
 CHECK_CHARS = 60
+LINE_CHARS = 90
 
 
 def _cell(text: str) -> str:
@@ -74,7 +83,12 @@ def headline(results: list[dict[str, Any]], errors: list[dict[str, Any]]) -> lis
     total = sum(counts.values())
     shown = ", ".join(f"**{n} {what}**" if n and what in ("failed", "errored") else f"{n} {what}"
                       for what, n in counts.items())
-    lines = [f"# Skill transfer: {total} item(s), {shown}", ""]
+    return [f"# Skill transfer: {total} item(s), {shown}", ""]
+
+
+def gate_lines(results: list[dict[str, Any]]) -> list[str]:
+    """`Gates: `min_gain` 3 pass, 1 fail; ...`: each gate's verdict counts."""
+    lines: list[str] = []
     gates: dict[str, dict[str, int]] = {}
     for result in results:
         for gate in (result.get("gate") or {}).get("gates", []):
@@ -132,30 +146,97 @@ def _code(text: str, width: int = CHECK_CHARS) -> str:
     return f"`` {text} ``" if "`" in text else f"`{text}`"
 
 
-def failure_sections(ordered: list[dict[str, Any]]) -> list[str]:
-    """A short section per failed or inconclusive item: the reason, the scores, the checks still missed."""
+def flagged(ordered: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Failed items first, then hurting, then inconclusive or changed ones (each group in the table's order)."""
+    def rank(result: dict[str, Any]) -> int:
+        verdict = verdict_text(result)
+        if verdict == "fail":
+            return 0
+        if result.get("outcome") == "hurts":
+            return 1
+        return 2 if verdict == "inconclusive" or changed(result) else 3
+    return sorted((r for r in ordered if rank(r) < 3), key=rank)
+
+
+def _name(result: dict[str, Any]) -> str:
+    test = f", hand-written test {result['item'].split('::')[-1]}" if is_hand_written(result) else ""
+    return f"{result['seed']} ({result['source']} -> {result['target']}{test})"
+
+
+def _reason(result: dict[str, Any]) -> str:
+    if verdict_text(result) in ("fail", "inconclusive"):
+        return failure_reason(result)
+    compare = result.get("compare") or {}
+    if changed(result) and compare.get("message"):
+        return str(compare["message"])
+    gates = (result.get("gate") or {}).get("gates", [])
+    return gate_reason(gates[0]) if gates else f"gain {gain_text(result)}"
+
+
+def why_lines(result: dict[str, Any]) -> list[str]:
+    """The checks newly missed (task counts) and the learned lines each points at, or the lines the nights changed."""
+    found = why(result)
     lines = []
-    for result in [r for r in ordered if verdict_text(r) in ("fail", "inconclusive")]:
+    for check in found["checks"]:
+        pointed = "; ".join(_code(line, LINE_CHARS) for line in check["lines"])
+        lines.append(f"- {found['kind']}: {_code(check['check'])} on **{check['tasks']} of {check['of']} tasks**"
+                     + (f" ← learned: {pointed}" if pointed else ""))
+    if not any(c["lines"] for c in found["checks"]):
+        learned = found["learned_lines"]
+        lines.append("- learned lines: " + ("; ".join(_code(line, LINE_CHARS) for line in learned[:4])
+                                            + (f" (+{len(learned) - 4} more)" if len(learned) > 4 else "")
+                                            if learned else "none (no night was accepted)"))
+    return lines
+
+
+def failure_sections(ordered: list[dict[str, Any]]) -> list[str]:
+    """A short section per failed, hurting or inconclusive item: why, the scores, the commands."""
+    lines = []
+    for result in flagged(ordered):
         direct = result["direct_target"]
-        lines += [f"### {verdict_text(result)}: {result['seed']} ({result['source']} -> {result['target']})", "",
-                  f"- **{_cell(failure_reason(result))}**",
+        verdict = verdict_text(result)
+        word = (verdict if verdict in ("fail", "inconclusive") else "hurts" if result.get("outcome") == "hurts"
+                else "changed")
+        lines += [f"### {word}: {_name(result)}", "",
+                  f"- **{_cell(_reason(result))}**", *why_lines(result),
                   f"- on {result['target']}: baseline {result['baseline_target']:.2f} -> transferred "
                   f"{result['transferred']:.2f}" + ("" if direct is None else f" (direct {direct:.2f})")
-                  + f"; gain {gain_text(result)}, p = {p_text(result['gain']['p_value'])}",
-                  f"- checks missed with the learned skill: {_missed_checks(result)}"]
+                  + f"; gain {gain_text(result)}, p = {p_text(result['gain']['p_value'])}"]
         lines += rerun_lines(result)
         lines.append("")
-    return ["## Failures", "", *lines] if lines else []
+    return ["## Needs a look", "", *lines] if lines else []
+
+
+def narrow_table(ordered: list[dict[str, Any]], holm: dict[tuple[str, str, str], str]) -> list[str]:
+    """seed | pair | gain [95% CI] | outcome (after Holm) | verdict: flagged items first."""
+    first = flagged(ordered)
+    rows = first + [r for r in ordered if r not in first]
+    lines = ["| seed | pair | gain [95% CI] | outcome (Holm) | verdict |", "|---|---|---|---|---|"]
+    for r in rows:
+        seed = r["seed"] + (" (hand-written test)" if is_hand_written(r) else "")
+        outcome = holm.get(_key(r), r.get("outcome", ""))
+        lines.append(f"| {_cell(seed)} | {r['source']}->{r['target']} | {gain_text(r)} | "
+                     f"{'**hurts**' if outcome == 'hurts' else outcome} | {_bold(verdict_text(r))} |")
+    return lines + [""]
+
+
+def outcome_line(ordered: list[dict[str, Any]], summary: dict[str, Any]) -> str:
+    """The (seed, pair) outcomes after Holm, hand-written tests named apart, and the dollars."""
+    counts = summary["outcomes"]
+    hurt = f"**{counts['hurts']} hurt**" if counts["hurts"] else "0 hurt"
+    hand = [r for r in ordered if is_hand_written(r)]
+    total = [r["cost"]["total_usd"] for r in ordered]
+    usd = "n/a" if any(v is None for v in total) else f"{sum(total):.4f}"
+    return (f"**Outcome after Holm (FWER 5%) over {summary['hypotheses']} (seed, pair):** {counts['transfers']} transfer, "
+            f"{hurt}, {counts['no effect shown']} no effect shown"
+            + (f" · {len(hand)} hand-written test(s), each counted once with the matrix item of its seed and pair"
+               if hand else "") + f" · cost ${usd}")
 
 
 def rerun_lines(result: dict[str, Any]) -> list[str]:
     from .rerun import rerun_commands
 
-    return [f"- {what}: {_code(command)}" for what, command in rerun_commands(result)]
-
-
-def _code(text: str) -> str:
-    return f"`` {text} ``" if "`" in text else f"`{text}`"
+    return [f"- {what}: {_code(command, len(command))}" for what, command in rerun_commands(result)]
 
 
 def _spend(ordered: list[dict[str, Any]]) -> list[str]:
@@ -173,22 +254,51 @@ def _spend(ordered: list[dict[str, Any]]) -> list[str]:
 
 
 def render(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None = None) -> str:
-    """The whole report."""
+    """The whole report, control and bidi characters escaped visibly."""
     errors = list(errors or [])
     if not results and not errors:
         return "# Skill transfer\n\nNo transfer items ran.\n"
     ordered = sorted(results, key=_key)
     lines = headline(ordered, errors)
-    if ordered:
-        lines += [summary_line(ordered).strip("= "), "", *_table(ordered), "", f"_{legend(ordered)}_", ""]
-        lines += [f"- {line}" for line in pair_lines(ordered)] + [""]
-        lines += chart(ordered)
+    summary = summarize(ordered) if ordered else None
+    if summary:
+        lines += [outcome_line(ordered, summary), ""]
     lines += failure_sections(ordered)
     if errors:
         lines += [f"## Errored items ({len(errors)})", ""]
         lines += [f"- `{e['item']}` ({e['source']} -> {e['target']}, at {e['when']}): {_cell(e['reason'])}"
                   for e in errors]
         lines.append("")
+    if ordered:
+        lines += narrow_table(ordered, holm_outcomes(summary))
+    details = details_lines(ordered)
+    if details:
+        lines += ["<details><summary>Details: gates, the full table, the gain chart, spend, judges</summary>", "",
+                  *details, "</details>", ""]
+    return safe("\n".join(lines))
+
+
+def run_check_lines(ordered: list[dict[str, Any]], top: int = 10) -> list[str]:
+    """The checks missed most with the learned skill across the (seed, pair) items, per arm."""
+    rows = [r for r in run_checks(ordered) if r["transferred"] or r["baseline"]][:top]
+    if not rows:
+        return []
+    lines = ["## Checks missed most", "", "_missed held-out tasks summed over the (seed, pair) items; items: those "
+             "whose transferred arm misses it_", "", "| check | items | baseline | transferred | direct | change |",
+             "|---|---|---|---|---|---|"]
+    lines += [f"| {_cell(_code(r['check']))} | {r['items']} | {r['baseline']} | {r['transferred']} | {r['direct']} | "
+              f"{r['change']:+d} |" for r in rows]
+    return lines + [""]
+
+
+def details_lines(ordered: list[dict[str, Any]]) -> list[str]:
+    """Everything below the first screen."""
+    lines = gate_lines(ordered)
+    if ordered:
+        lines += [summary_line(ordered).strip("= "), "", *_table(ordered), "", f"_{legend(ordered)}_", ""]
+        lines += [f"- {line}" for line in pair_lines(ordered)] + [""]
+        lines += chart(ordered)
+        lines += run_check_lines(ordered)
     difference = price_difference(ordered)
     if difference:
         lines += [difference, ""]
@@ -206,4 +316,4 @@ def render(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None = 
                 lines.append(f"- {line.strip()}".replace("\n  warning:", " — **warning**:"))
                 lines += [f"  - unstable: {text}" for text in unstable_lines(result)]
         lines.append("")
-    return "\n".join(lines)
+    return lines

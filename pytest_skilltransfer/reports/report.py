@@ -256,10 +256,12 @@ def md_table(results: list[dict[str, Any]]) -> tuple[tuple[str, ...], list[tuple
 
 def text_table(results: list[dict[str, Any]], max_width: int = TABLE_WIDTH) -> str:
     """A fixed-width table for the terminal, narrower than `max_width`, one block per pair (`source -> target`
-    above its rows): when the cells would make it wider, the seed column is cut (`~`); the node ids name
+    above its rows), the pair's hand-written tests in a block of their own below it: when the cells would make it wider, the seed column is cut (`~`); the node ids name
     every item in full."""
     columns, body = _with_restarts(results, COLUMNS, table_rows(results), "gain [95% CI]")
     at = columns.index("pair")
+    hand = [_is_hand_written(r) for r in _sorted(results)]
+    body = [(r["seed"], *row[1:]) if by_hand else row for row, r, by_hand in zip(body, _sorted(results), hand)]
     pairs = [row[at] for row in body]
     rows = [(*columns[:at], *columns[at + 1:]), *((*row[:at], *row[at + 1:]) for row in body)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
@@ -272,10 +274,22 @@ def text_table(results: list[dict[str, Any]], max_width: int = TABLE_WIDTH) -> s
     lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(rows[0])).rstrip(),
              "  ".join("-" * w for w in widths)]
     for pair in sorted(set(pairs), key=lambda p: tuple(p.split("->", 1))):
-        lines.append(pair.replace("->", " -> ") + ":")
-        lines += ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip()
-                  for row, row_pair in zip(rows[1:], pairs) if row_pair == pair]
+        for by_hand in (False, True):
+            block = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip()
+                     for row, row_pair, row_hand in zip(rows[1:], pairs, hand) if (row_pair, row_hand) == (pair, by_hand)]
+            if block:
+                lines.append(pair.replace("->", " -> ") + (HAND_BLOCK if by_hand else ":"))
+                lines += block
     return "\n".join(lines)
+
+
+HAND_BLOCK = ", hand-written tests (each counted once with the matrix item of its seed and pair):"
+
+
+def _is_hand_written(result: dict[str, Any]) -> bool:
+    from .why import is_hand_written
+
+    return is_hand_written(result)
 
 
 def unfinished_answers(result: dict[str, Any]) -> str | None:
@@ -306,7 +320,7 @@ def price_difference(results: list[dict[str, Any]]) -> str | None:
 
 
 GATE_LABELS = {"min_gain": "gain", "min_score": "score", "min_efficiency": "efficiency",
-               "regression_tolerance": "change vs snapshot"}
+               "regression_tolerance": "change vs snapshot", "harm_tolerance": "gain"}
 
 
 def gate_reason(gate: dict[str, Any]) -> str:
@@ -317,7 +331,7 @@ def gate_reason(gate: dict[str, Any]) -> str:
         return f"pass rests on {estimate:.0f} uncertain rubric verdict(s)"
     if name == "expect":  # "seed.toml declares 'hurts' for A -> B but the run shows '...': gain ... (95% CI, n)"
         return gate.get("message", "").split("; ")[0] or f"expect {verdict}"
-    fmt = "+.2f" if name in ("min_gain", "regression_tolerance") else ".2f"
+    fmt = "+.2f" if name in ("min_gain", "regression_tolerance", "harm_tolerance") else ".2f"
     label = GATE_LABELS.get(name, name)
     if estimate is None:
         shown = f"{label} undefined"

@@ -17,6 +17,7 @@ from ..evidence.stats import clustered_score, mean, outcome
 from ..evidence.summary import summarize
 from ..pricing.prices import cache_saving_usd, cost_usd, lane_of
 from .judge_report import judge_json, verdict_json
+from .why import check_arms, run_checks
 
 EXPERIMENT = "skilltransfer/transfer"
 TAIL_CHARS = 300
@@ -209,7 +210,7 @@ def result_to_json(result: TransferResult, answer_chars: int = ANSWER_CHARS) -> 
     transferred = _scores([run.transferred for run in runs], answer_chars)
     direct = _scores([run.direct for run in runs], answer_chars) if result.direct else None
     phase_rows = {name: cost_rows(costs) for name, costs in phases.items()}
-    return {
+    record = {
         "seed": result.seed,
         "source": result.source,
         "target": result.target,
@@ -251,6 +252,8 @@ def result_to_json(result: TransferResult, answer_chars: int = ANSWER_CHARS) -> 
         "config": asdict(result.config),
         **({"judge": judge_json(result)} if result.judge is not None else {}),
     }
+    record["checks"] = check_arms(record)
+    return record
 
 
 def _evidence(result: TransferResult) -> dict[str, Any]:
@@ -299,6 +302,7 @@ def run_report(results: list[dict[str, Any]], errors: list[dict[str, Any]] | Non
         "usd_optimizer": totals["optimizer"]["usd"],
         "summary": summarize(results),
         "counts": item_counts(results, errors or []),
+        "checks": run_checks(results),
         "errors": list(errors or []),
         "results": results,
     }
