@@ -10,6 +10,11 @@ so far); apply at most `edit_budget` edits to the learned block; keep them only 
 score beats the current one by more than `min_delta` (the scoring profile's unless set: 0 by
 default, 0.05 for gbrain); stop early once val is perfect.
 
+With a validation set of models (`validators`, `--validate-on`), step 2 runs once more with every
+night's candidate also scored on each listed model's validation split (`validation`): the edit is kept
+only when the source strictly improves and no listed model drops beyond the tolerance. That portable
+skill is scored on TARGET too (`portable`), beside the single-model one.
+
 With `restarts` R > 1, steps 2-4 run R times, each restart with its own train/val split and
 optimizer sample ids (`restarts`); every restart scores the same test tasks.
 
@@ -28,6 +33,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Callable, TypeVar
 
+from ..evidence.portability import Portability, portability
 from ..evidence.stats import Estimate, Gain, Ratio, clustered_gain, clustered_score, efficiency_ratio
 from ..guards import timed_regex
 from ..guards.bounds import over_maximum
@@ -44,6 +50,7 @@ from .scoring import ScoringProfile, scoring_profile
 from .seeds import Seed, Task
 from .slots import ModelSlots
 from .tools import load_corpus
+from .validation import DEFAULT_TOLERANCE, ValidationScore, decide
 
 Progress = Callable[[str], None]
 Costs = dict[tuple[str, str], Tally]
@@ -51,8 +58,9 @@ Concurrency = Callable[[Model], int]
 T = TypeVar("T")
 
 # A phase's rank within a transfer: its place in the sequential order (calibration, baseline, then per
-# restart: optimize on the source, transferred, optimize on the target, direct).
-CALIBRATION_PHASE, BASELINE_PHASE, RESTART_PHASES = 0, 1, 4
+# restart: optimize on the source, transferred, optimize on the target, direct, optimize against the
+# validation set, portable).
+CALIBRATION_PHASE, BASELINE_PHASE, RESTART_PHASES = 0, 1, 6
 # Calls of the optimizations (long chains of nights) get a model's free slot before the final evaluations.
 OPTIMIZE_PRIORITY, FINAL_PRIORITY = 0, 1
 
@@ -177,6 +185,8 @@ class Night:
     applied: tuple[Edit, ...]
     unmatched: tuple[tuple[Edit, str], ...]
     note: str = ""
+    validation: tuple[ValidationScore, ...] = ()  # each listed model's val score before / with the edits
+    blocked_by: tuple[str, ...] = ()  # the listed models the edits lowered beyond the tolerance
 
 
 @dataclass(frozen=True)
@@ -189,6 +199,17 @@ class Optimization:
     learned_skill: str
     nights: tuple[Night, ...]
     costs: Costs
+    validate_on: tuple[str, ...] = ()  # the listed models every candidate was also scored on
+    tolerance: float = DEFAULT_TOLERANCE
+
+
+@dataclass(frozen=True)
+class PortableRun:
+    """One restart's skill optimized against the validation set, and its test score on the target."""
+
+    restart: int
+    learned: Optimization
+    transferred: Evaluation
 
 
 @dataclass(frozen=True)
@@ -228,6 +249,7 @@ class TransferResult:
     judge: "JudgeSummary | None" = None
     split_seed: int = 0  # restart 1's train/val split seed
     more_runs: tuple[RestartRun, ...] = ()  # restarts 2..R
+    portable: tuple[PortableRun, ...] = ()  # with a validation set: every restart's portable skill
 
     @property
     def runs(self) -> tuple[RestartRun, ...]:
@@ -241,6 +263,15 @@ class TransferResult:
         units when the seed names any (computed once)."""
         return clustered_gain(_hard(self.baseline), [_hard(run.transferred) for run in self.runs],
                               _clusters(self.baseline))
+
+    @cached_property
+    def portability(self) -> Portability | None:
+        """With a validation set: the single-model and portable skills on the target, against the baseline
+        and each other, one exact family with Holm over it (computed once); None without one."""
+        if not self.portable:
+            return None
+        return portability(_hard(self.baseline), [_hard(run.transferred) for run in self.runs],
+                           [_hard(p.transferred) for p in self.portable], _clusters(self.baseline))
 
     @cached_property
     def headroom(self) -> Gain | None:
@@ -261,6 +292,17 @@ class TransferResult:
         estimate = self.efficiency_estimate
         return None if estimate is None else estimate.mean
 
+    def _portable_eval_costs(self, run: PortableRun) -> Costs:
+        """A portable skill's test costs; when an earlier phase scored the very same skill on the target (the
+        baseline, or this restart's transferred or direct skill), the shared evaluation is a cache hit here."""
+        skill = run.learned.learned_skill
+        same = next((r for r in self.runs if r.restart == run.restart), None)
+        earlier = [self.learned.initial_skill]
+        if same is not None:
+            earlier += [same.learned.learned_skill]
+            earlier += [same.direct_optimization.learned_skill] if same.direct_optimization else []
+        return _as_cached(run.transferred.costs) if skill in earlier else run.transferred.costs
+
     def phase_costs(self) -> dict[str, Costs]:
         """Calls and tokens per protocol phase (every restart's), keyed by (model id, role)."""
         runs = self.runs
@@ -272,6 +314,9 @@ class TransferResult:
         if self.direct_optimization is not None and self.direct is not None:
             phases["optimize-direct"] = _merge_costs(*(r.direct_optimization.costs for r in runs if r.direct_optimization))
             phases["direct"] = _merge_costs(*(run.direct.costs for run in runs if run.direct))
+        if self.portable:
+            phases["optimize-portable"] = _merge_costs(*(p.learned.costs for p in self.portable))
+            phases["portable"] = _merge_costs(*(self._portable_eval_costs(p) for p in self.portable))
         if self.judge is not None and self.judge.calibration_costs:
             phases["judge-calibration"] = self.judge.calibration_costs
         return phases
@@ -303,6 +348,11 @@ def capped(tasks: tuple[Task, ...], limit: int, split_seed: int) -> tuple[Task, 
     ranked = sorted(tasks, key=lambda t: hashlib.sha256(f"{split_seed}:{t.id}".encode()).hexdigest())
     chosen = {t.id for t in ranked[:limit]}
     return tuple(t for t in tasks if t.id in chosen)
+
+
+def _as_cached(costs: Costs) -> Costs:
+    """The same calls seen as cache hits: no call sent, no token paid."""
+    return {key: Tally(0, t.calls + t.cached, evidence=t.evidence) for key, t in costs.items()}
 
 
 def _merge_costs(*parts: Costs) -> Costs:
@@ -345,7 +395,7 @@ class SeedSession:
             "test": capped(seed.test, config.limit_test, split_seed),
         }
         self._evaluations: phases.Memo[tuple[str, str, str, int], tuple[Evaluation, Meter]] = phases.Memo()
-        self._optimizations: phases.Memo[tuple[str, str, int], tuple[Optimization, Meter]] = phases.Memo()
+        self._optimizations: phases.Memo[tuple[str, str, int, tuple[str, ...], float], tuple[Optimization, Meter]] = phases.Memo()
         self._transfers = 0  # transfers started: the first part of every phase's rank
         self.phase = ""  # the protocol phase that failed (or runs, when one runs), for error messages
 
@@ -391,12 +441,14 @@ class SeedSession:
         profile = scoring_profile(self.config.scoring)
         return profile if self.config.min_delta is None else replace(profile, min_delta=self.config.min_delta)
 
-    def optimize(self, agent: Model, optimizer: Model, restart: int = 1, rank: tuple[int, ...] = ()) -> Optimization:
-        """Optimize the seed's skill for up to N nights (memoized per agent, optimizer and restart; its
-        meter ranked `rank`)."""
-        key = (agent.model_id, optimizer.model_id, restart)
+    def optimize(self, agent: Model, optimizer: Model, restart: int = 1, rank: tuple[int, ...] = (),
+                 validators: tuple[Model, ...] = (), tolerance: float = DEFAULT_TOLERANCE) -> Optimization:
+        """Optimize the seed's skill for up to N nights (memoized per agent, optimizer, restart and validation
+        set; its meter ranked `rank`). With `validators`, every candidate is also scored on their validation
+        split and kept only when none drops beyond `tolerance` (see `validation`)."""
+        key = (agent.model_id, optimizer.model_id, restart, tuple(v.model_id for v in validators), tolerance)
         meter = Meter(rank, priority=OPTIMIZE_PRIORITY)
-        compute = lambda: (self._optimize(agent, optimizer, restart, meter), meter)  # noqa: E731
+        compute = lambda: (self._optimize(agent, optimizer, restart, meter, validators, tolerance), meter)  # noqa: E731
         return self._optimizations.get(key, compute, meter, _ranked_first(rank))[0]
 
     def _restart_splits(self, restart: int) -> tuple[str, str]:
@@ -409,12 +461,14 @@ class SeedSession:
             self.splits[val_name] = capped(val, self.config.limit_holdout, split_seed)
         return train_name, val_name
 
-    def _optimize(self, agent: Model, optimizer: Model, restart: int, meter: Meter) -> Optimization:
+    def _optimize(self, agent: Model, optimizer: Model, restart: int, meter: Meter,
+                  validators: tuple[Model, ...] = (), tolerance: float = DEFAULT_TOLERANCE) -> Optimization:
         skill = self.seed.skill
         nights: list[Night] = []
         rejected: list[RejectedEdit] = []
         train_split, val_split = self._restart_splits(restart)
         label = f"{self.seed.name}: optimize on {agent.model_id} (optimizer {optimizer.model_id})"
+        label += f", validated on {', '.join(v.model_id for v in validators)}" if validators else ""
         label += f", restart {restart}" if restart > 1 else ""
         for number in range(1, self.config.nights + 1):
             val = self.evaluate(agent, skill, val_split, meter)
@@ -438,18 +492,37 @@ class SeedSession:
                 self.progress(f"{label}: night {number}: no edit applied")
                 continue
             candidate = self.evaluate(agent, outcome.skill, val_split, meter)
-            accepted = self.gate_profile.accepts(candidate.gate_score, val.gate_score)
-            nights.append(Night(number, val.gate_score, candidate.gate_score, accepted, outcome.applied, outcome.unmatched, note))
+            checks = self._validation_scores(validators, skill, outcome.skill, val_split, meter)
+            decision = decide(self.gate_profile, val.gate_score, candidate.gate_score, checks, tolerance)
+            accepted = decision.accepted
+            nights.append(Night(number, val.gate_score, candidate.gate_score, accepted, outcome.applied, outcome.unmatched,
+                                note, checks, decision.blocked_by))
             verb = "accepted" if accepted else "rejected"
-            self.progress(f"{label}: night {number}: val {val.gate_score:.2f} -> {candidate.gate_score:.2f}, "
-                          f"{len(outcome.applied)} edit(s) {verb}")
+            others = "".join(f", {v.model_id} {v.before:.2f} -> {v.after:.2f}" for v in checks if v.after is not None)
+            blocked = f" (blocked by {', '.join(decision.blocked_by)})" if decision.blocked_by and not accepted else ""
+            self.progress(f"{label}: night {number}: val {val.gate_score:.2f} -> {candidate.gate_score:.2f}{others}, "
+                          f"{len(outcome.applied)} edit(s) {verb}{blocked}")
             if accepted:
                 skill = outcome.skill
                 if candidate.gate_score >= 1.0:
                     break
             else:
                 rejected += [RejectedEdit(e, number, val.gate_score, candidate.gate_score) for e in outcome.applied]
-        return Optimization(agent.model_id, optimizer.model_id, self.seed.skill, skill, tuple(nights), meter.snapshot())
+        return Optimization(agent.model_id, optimizer.model_id, self.seed.skill, skill, tuple(nights), meter.snapshot(),
+                            tuple(v.model_id for v in validators), tolerance)
+
+    def _validation_scores(self, validators: tuple[Model, ...], skill: str, candidate: str, val_split: str,
+                           meter: Meter) -> tuple[ValidationScore, ...]:
+        """Each listed model's validation gate score of the current skill and of the candidate: the
+        validation split only (held-out tasks never reach a listed model)."""
+        if val_split.partition("@")[0] != "val":
+            raise ValueError(f"listed models are scored on a validation split only, not {val_split!r}")
+        scores = []
+        for model in validators:
+            before = self.evaluate(model, skill, val_split, meter).gate_score
+            after = self.evaluate(model, candidate, val_split, meter).gate_score
+            scores.append(ValidationScore(model.model_id, before, after))
+        return tuple(scores)
 
     def _reflect(self, optimizer: Model, request: Request, meter: Meter) -> tuple[list[Edit], str]:
         reply = self.cache.call(optimizer, request, meter, "optimizer")
@@ -493,13 +566,17 @@ class SeedSession:
         return JudgeSummary(self.judge.model.model_id, self.judge.samples, calibration, costs,
                             family_warning(self.judge.model, graded))
 
-    def transfer(self, source: Model, target: Model, optimizer: Model | None = None) -> TransferResult:
+    def transfer(self, source: Model, target: Model, optimizer: Model | None = None,
+                 validators: tuple[Model, ...] = (), tolerance: float = DEFAULT_TOLERANCE) -> TransferResult:
         """Run the whole protocol for one (source, target) pair (after the judge's calibration).
 
         The baseline, each restart's optimization on the source (then its transferred score) and each
         restart's direct optimization (then its score) run at the same time unless the session was made
-        with `concurrent_phases=False`; the result is the same either way (see `phases`).
+        with `concurrent_phases=False`; the result is the same either way (see `phases`). With
+        `validators` (the source itself left out), each restart also optimizes against that validation
+        set and scores the portable skill on the target.
         """
+        validators = portable_validators(source, validators)
         self._transfers += 1
         number = self._transfers
         judge = self.judge_summary([source, target])
@@ -513,6 +590,9 @@ class SeedSession:
                                                                              (number, f)))
             if self.config.direct:
                 chains.append(lambda r=restart, f=first: self._direct(target, direct_optimizer, r, (number, f + 2)))
+            if validators:
+                chains.append(lambda r=restart, f=first: self._learn_portable(source, target, source_optimizer,
+                                                                             validators, tolerance, r, (number, f + 4)))
         self.phase = "baseline"
         self.progress(f"{self.seed.name}: baseline on {target.model_id}")  # first, whatever finishes first
         try:
@@ -523,13 +603,17 @@ class SeedSession:
         self.phase = ""
         settled = self._settle_costs(number)
         baseline = settled(done[0])
-        runs = []
+        runs: list[RestartRun] = []
+        portable: list[PortableRun] = []
         results = iter(done[1:])
         for restart in range(1, self.config.restarts + 1):
             learned, transferred = next(results)
             direct_opt, direct = next(results) if self.config.direct else (None, None)
             runs.append(RestartRun(restart, restarts.split_seed(self.seed, restart), settled(learned),
                                    settled(transferred), settled(direct_opt), settled(direct)))
+            if validators:
+                portable_opt, portable_eval = next(results)
+                portable.append(PortableRun(restart, settled(portable_opt), settled(portable_eval)))
         first = runs[0]
         return TransferResult(
             seed=self.seed.name,
@@ -545,6 +629,7 @@ class SeedSession:
             split_seed=first.split_seed,
             more_runs=tuple(runs[1:]),
             judge=judge,
+            portable=tuple(portable),
         )
 
     def _baseline(self, target: Model, rank: tuple[int, ...]) -> Evaluation:
@@ -559,6 +644,16 @@ class SeedSession:
         phases.enter_phase("transferred")
         suffix = f" (restart {restart})" if restart > 1 else ""
         self.progress(f"{self.seed.name}: transferred skill on {target.model_id}{suffix}")
+        return learned, self.evaluate(target, learned.learned_skill, "test", rank=(rank[0], rank[1] + 1))
+
+    def _learn_portable(self, source: Model, target: Model, optimizer: Model, validators: tuple[Model, ...],
+                        tolerance: float, restart: int, rank: tuple[int, int]) -> tuple[Optimization, Evaluation]:
+        """Optimize on the source against the validation set, then score that skill on the target."""
+        phases.enter_phase("optimize-portable")
+        learned = self.optimize(source, optimizer, restart, rank, validators, tolerance)
+        phases.enter_phase("portable")
+        suffix = f" (restart {restart})" if restart > 1 else ""
+        self.progress(f"{self.seed.name}: portable skill on {target.model_id}{suffix}")
         return learned, self.evaluate(target, learned.learned_skill, "test", rank=(rank[0], rank[1] + 1))
 
     def _direct(self, target: Model, optimizer: Model, restart: int,
@@ -580,6 +675,15 @@ class SeedSession:
                     memo.replace(key, (fresh, meter))
                     settled[id(value)] = fresh
         return lambda value: settled.get(id(value), value)  # type: ignore[return-value]
+
+
+def portable_validators(source: Model, validators: tuple[Model, ...]) -> tuple[Model, ...]:
+    """The listed models a transfer validates on: each once, in order, the source left out (it is scored anyway)."""
+    chosen: list[Model] = []
+    for model in validators:
+        if model.model_id != source.model_id and all(model.model_id != m.model_id for m in chosen):
+            chosen.append(model)
+    return tuple(chosen)
 
 
 def _ranked_first(rank: tuple[int, ...]) -> Callable[[object], None]:

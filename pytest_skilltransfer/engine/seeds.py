@@ -3,7 +3,8 @@
     <seed>/SKILL.md          the deficient skill (required)
     <seed>/benchmark.jsonl   training pool, split into train and val by a hash (required)
     <seed>/held-out.jsonl    test tasks (required, at least one)
-    <seed>/seed.toml         optional: description, skill, corpus, pairs, optimizer, expect, [split], [thresholds], [judge]
+    <seed>/seed.toml         optional: description, skill, corpus, pairs, optimizer, validate_on, validate_tolerance,
+                             expect, [split], [thresholds], [judge]
     <seed>/brain/            optional corpus for the `search` tool (Markdown pages, slug = path)
     <seed>/judge-calibration.jsonl  optional: answers with the verdict a person expects, for rubric judges
 
@@ -53,6 +54,7 @@ from .seed_layout import (
     is_seed_dir,
 )
 from .tools import corpus_pages, decode_utf8, is_inside
+from .validation import parse_models
 
 CHECK_FIELDS = ("op", "arg")
 DEFAULT_CORPUS_DIR = "brain"
@@ -194,6 +196,8 @@ class Seed:
     corpus_dir: Path | None = None
     pairs: tuple[tuple[str, str], ...] = ()
     optimizer: str | None = None  # the model that proposes edits for this seed's items (CLI / ini / marker win)
+    validate_on: tuple[str, ...] = ()  # the validation set of models for this seed's items (the command line wins)
+    validate_tolerance: float | None = None  # how far a listed model may drop (the command line / ini win)
     judge: JudgeSettings = field(default_factory=JudgeSettings)
     calibration: tuple[CalibrationItem, ...] = ()
     expect: tuple[tuple[str, str], ...] = ()  # (pair `SRC->TGT` or `*`, declared outcome)
@@ -419,7 +423,8 @@ def _read_config(path: Path, problems: list[SeedProblem], folder: ConfinedFolder
         problems.append(SeedProblem(str(path), f"invalid TOML: {exc}"))
         return {}
     allowed = {"description": str, "skill": str, "corpus": str, "split": dict, "thresholds": dict, "pairs": list,
-               "optimizer": str, "judge": dict, "expect": (str, dict)}
+               "optimizer": str, "validate_on": (str, list), "validate_tolerance": (int, float), "judge": dict,
+               "expect": (str, dict)}
     for key, value in config.items():
         if key not in allowed:
             problems.append(SeedProblem(str(path), f"unknown key {key!r}; known keys: {', '.join(allowed)}"))
@@ -611,6 +616,17 @@ def _load_folder(root: Path, limits: SeedLimits, folder: ConfinedFolder) -> Seed
     optimizer = config.get("optimizer") if isinstance(config.get("optimizer"), str) else None
     if optimizer is not None and not optimizer.strip():
         problems.append(SeedProblem(f"{config_path} optimizer", "is empty; name a model, or remove the key"))
+    validate_on: tuple[str, ...] = ()
+    if isinstance(config.get("validate_on"), (str, list)):
+        try:
+            validate_on = parse_models(config["validate_on"], f"{config_path} validate_on")
+        except ValueError as exc:
+            problems.append(SeedProblem(f"{config_path} validate_on", str(exc).partition(": ")[2]))
+    validate_tolerance = config.get("validate_tolerance")
+    if isinstance(validate_tolerance, bool) or (validate_tolerance is not None and not 0 <= validate_tolerance <= 1):
+        problems.append(SeedProblem(f"{config_path} validate_tolerance", f"must be a number within [0, 1], "
+                                    f"got {validate_tolerance!r}"))
+        validate_tolerance = None
     skill_path = skill_location(root, config, config_path, problems)
     skill = ""
     if skill_path is not None and not _present(skill_path, folder):
@@ -657,6 +673,8 @@ def _load_folder(root: Path, limits: SeedLimits, folder: ConfinedFolder) -> Seed
         corpus_dir=corpus_dir,
         pairs=tuple(pairs),
         optimizer=optimizer.strip() if optimizer else None,
+        validate_on=validate_on,
+        validate_tolerance=float(validate_tolerance) if validate_tolerance is not None else None,
         judge=judge,
         calibration=tuple(calibration),
         expect=expect,

@@ -7,7 +7,9 @@ optimization (per restart, on that restart's own train/val split) scores val onc
 the training split, at most two optimizer calls (the reflection and its one retry) and the
 candidate on val. An item is the target's baseline, and per restart the optimization on the source,
 the transferred evaluation and, unless `--no-direct`, the direct optimization and evaluation on the
-target; a seed with a calibration file has its judge measured once. Phases that items share (a
+target; with a validation set of models (`--validate-on`), the portable optimization (the source's
+optimization plus, per night, the current skill and the candidate on each listed model's val split)
+and the portable skill's evaluation on the target; a seed with a calibration file has its judge measured once. Phases that items share (a
 target's baseline, an optimization, the calibration) are `Unit`s with the same key, counted once in
 a total. Held-out splits are capped as the protocol caps them (`--limit-holdout` for val,
 `--limit-test` for test, `--limit-replay` for train).
@@ -269,14 +271,20 @@ class Planner:
                       1, expected_input, expected_reply("optimizer", REFLECT_MAX_TOKENS))
         return self._with_cache_reads(share, self.seed_skill)
 
-    def optimization(self, agent: str, optimizer: str, phase: str, restart: int = 1) -> Unit:
+    def optimization(self, agent: str, optimizer: str, phase: str, restart: int = 1,
+                     validators: tuple[str, ...] = ()) -> Unit:
+        """An optimization; with `validators` (model ids), each night also scores the current skill and the
+        candidate on every listed model's validation split (never a held-out task)."""
         nights = self.config.nights
         train, val = self.splits(restart)
         skill = self.learned_skill
         shares = [s.times(1 + nights) for s in self.evaluation(agent, val, skill)]
         shares += [s.times(nights) for s in self.evaluation(agent, train, skill)]
         shares.append(self.reflection(optimizer, train).times(nights))
-        return Unit((self.seed.name, "optimize", agent, optimizer, str(restart)), phase, _merge(shares))
+        for model_id in validators:
+            shares += [s.times(2 * nights) for s in self.evaluation(model_id, val, skill)]
+        listed = ("validate-on", *validators) if validators else ()
+        return Unit((self.seed.name, "optimize", agent, optimizer, str(restart), *listed), phase, _merge(shares))
 
     def calibration(self) -> Unit | None:
         """The judge's calibration, once per seed (None without a judge or a calibration file)."""
@@ -286,8 +294,11 @@ class Planner:
                                  item.criterion, self.judge[1]) for item in self.seed.calibration]
         return Unit((self.seed.name, "calibration", self.judge[0]), "judge-calibration", _merge(shares))
 
-    def item(self, source: str, target: str, source_optimizer: str, target_optimizer: str) -> list[Unit]:
-        """The units of one (source, target) item, in protocol order (model ids, not names)."""
+    def item(self, source: str, target: str, source_optimizer: str, target_optimizer: str,
+             validators: tuple[str, ...] = ()) -> list[Unit]:
+        """The units of one (source, target) item, in protocol order (model ids, not names); with `validators`
+        (the validation set, `--validate-on`), each restart's portable optimization and its test on the target."""
+        validators = tuple(dict.fromkeys(v for v in validators if v != source))
         name = self.seed.name
         calibration = self.calibration()
         units = [calibration] if calibration is not None else []
@@ -302,6 +313,10 @@ class Planner:
                 units += [self.optimization(target, target_optimizer, "optimize-direct", restart),
                           Unit((name, "direct", target, target_optimizer, str(restart)), "direct",
                                self.evaluation(target, self.test, self.learned_skill))]
+            if validators:
+                units += [self.optimization(source, source_optimizer, "optimize-portable", restart, validators),
+                          Unit((name, "portable", source, source_optimizer, target, str(restart), *validators),
+                               "portable", self.evaluation(target, self.test, self.learned_skill))]
         return units
 
 

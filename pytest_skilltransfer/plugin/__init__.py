@@ -47,7 +47,7 @@ import pytest
 from ..engine.seed_layout import is_collectable_seed, is_seed_file
 from ..guards.terminal import safe
 from .aa_fixture import transfer_aa  # noqa: F401  (a fixture: pytest finds it in this module)
-from .collect import MARKER, SeedDirectory, SeedModule, TransferSpec, marker_spec, pair_id, seed_optimizer
+from .collect import MARKER, SeedDirectory, SeedModule, TransferSpec, marker_spec, pair_id, seed_optimizer, seed_validation
 from .engagement import engaged
 from .options import Pair, Settings, add_options, apply_project_tables, plan_requested, read_settings
 from .reporting import TransferReporting, is_worker
@@ -260,11 +260,13 @@ def _check_models(config: pytest.Config, settings: Settings) -> None:
 
     judges = {j.model for j in (settings.ini_judge, settings.cli_judge) if j.model}
     names = {name for pair in settings.pairs for name in pair} | ({settings.optimizer} if settings.optimizer else set())
-    for name in sorted(names | judges):
+    listed = {n for n in (*settings.ini_validate_on, *settings.cli_validate_on) if n != "off"}
+    for name in sorted(names | judges | listed):
         try:
             resolve_model(name)
         except ModelError as exc:
-            role = ("optimizer" if name == settings.optimizer else "judge" if name in judges else "")
+            role = ("optimizer" if name == settings.optimizer else "judge" if name in judges
+                    else "validate-on" if name in listed else "")
             role = flag(config, role) if role else "/".join(flag(config, o) for o in ("source", "target", "pair"))
             raise pytest.UsageError(f"{role}: {exc}") from None
 
@@ -296,6 +298,7 @@ def _budget(config: pytest.Config, settings: Settings) -> Any:
 
     names = {m for pair in settings.pairs for m in pair} | ({settings.optimizer} if settings.optimizer else set())
     names |= {j.model for j in (settings.ini_judge, settings.cli_judge) if j.model}
+    names |= {n for n in (*settings.ini_validate_on, *settings.cli_validate_on) if n != "off"}
     ids = {name: resolve_model(name).model_id for name in names}
     unpriced = sorted(f"{name} ({ids[name]}, {lane_of(ids[name])} lane)" if lane_of(ids[name]) != "standard"
                       else name for name in names if rates_of(ids[name], lane_of(ids[name])) is None)
@@ -322,14 +325,18 @@ class PlanMode:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
         from ..pricing.prices import shipped_table
+        from .decidable import plan_lines as decidability_lines
+        from .decidable import undecidable_items
         from .planning import build_plans, plan_lines
 
         runner = runner_of(session.config)
-        plans = build_plans(runner, session.items, lambda item: item.stash.get(SPEC, None))
+        spec_of = lambda item: item.stash.get(SPEC, None)  # noqa: E731
+        plans = build_plans(runner, session.items, spec_of)
         reporter = session.config.pluginmanager.getplugin("terminalreporter")
         if reporter is not None:
             reporter.write_sep("=", "skill transfer plan")
-            for line in plan_lines(plans, shipped_table().effective):
+            for line in plan_lines(plans, shipped_table().effective) + decidability_lines(
+                    undecidable_items(runner, session.items, spec_of)):
                 reporter.write_line(safe(line))
         return True
 
@@ -397,6 +404,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         callspec = getattr(item, "callspec", None)
         pair: Pair | None = callspec.params.get(PAIR_ARG) if callspec else None
         spec = seed_optimizer(marker_spec(item, settings.seeds_dirs, pair, settings.optimizer), runner_of(config))
+        spec = seed_validation(spec, runner_of(config))
         item.stash[SPEC] = spec
         item.extra_keyword_matches.add(f"{spec.source}_to_{spec.target}")  # `-k` as for collected items
         _mark_model_kinds(item, spec)
@@ -410,7 +418,7 @@ def _mark_model_kinds(item: pytest.Item, spec: TransferSpec) -> None:
 
     runner = runner_of(item.config)
     try:
-        models = [runner.model(name) for name in (spec.source, spec.target, spec.optimizer) if name]
+        models = [runner.model(name) for name in (spec.source, spec.target, spec.optimizer, *spec.validate_on) if name]
     except ModelError as exc:
         raise pytest.UsageError(f"{item.nodeid}: {exc}") from None
     markers.mark_kinds(item, models)
@@ -430,6 +438,16 @@ def order_by_seed(items: list[pytest.Item]) -> None:
         group = runner_of(item.config).key(spec.seed_path) if spec is not None else index
         keys.append(first.setdefault(group, index))
     items[:] = [item for _, _, item in sorted(zip(keys, range(len(items)), items), key=lambda t: t[:2])]
+
+
+@pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
+def pytest_collection_modifyitems_decidability(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """After deselection: each item of the run that can never be a finding after Holm says so, once. (pytest
+    registers a plugin's hook functions only under names that start with `pytest_`, whatever their specname.)"""
+    from .decidable import warn_undecidable
+
+    if not settings_of(config).plan and any(SPEC in item.stash for item in items):  # --plan prints it in the plan
+        warn_undecidable(runner_of(config), items, lambda item: item.stash.get(SPEC, None))
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -478,7 +496,8 @@ def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapsho
     spec = item.stash[SPEC]
     runner = runner_of(request.config)
     try:
-        result = runner.transfer(spec.seed_path, spec.source, spec.target, spec.optimizer)
+        result = runner.transfer(spec.seed_path, spec.source, spec.target, spec.optimizer, spec.validate_on,
+                                 spec.validate_tolerance)
         seed = runner.seed(spec.seed_path)
     except (SeedError, ModelError, ModelCallError, NoJudgeConfigured, CalibrationFailed) as exc:
         if hasattr(exc, "with_command"):  # a cassette miss: the command that re-records this very item

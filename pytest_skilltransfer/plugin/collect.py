@@ -70,6 +70,8 @@ class TransferSpec:
     target: str
     optimizer: str | None
     thresholds: dict[str, Any]
+    validate_on: tuple[str, ...] = ()  # the validation set of models (`--validate-on`)
+    validate_tolerance: float = 0.0
 
 
 def run_transfer(transfer_result: Any) -> None:
@@ -224,3 +226,28 @@ def seed_optimizer(spec: TransferSpec, runner: Any) -> TransferSpec:
     except SeedError:  # reported when the item runs (or as its seed's collection error)
         return spec
     return replace(spec, optimizer=seed.optimizer) if seed.optimizer else spec
+
+
+def seed_validation(spec: TransferSpec, runner: Any) -> TransferSpec:
+    """The validation set of models and its tolerance: command line > the seed's validate_on > ini (`off`
+    clears), the tolerance from the command line / ini, else the seed's, else 0."""
+    from ..engine.seeds import SeedError
+
+    settings = runner.settings
+    try:
+        seed = runner.seed(spec.seed_path)
+    except SeedError:  # reported when the item runs (or as its seed's collection error)
+        seed = None
+    models = settings.validate_on(seed.validate_on if seed else ())
+    if seed is not None and models == seed.validate_on:
+        from ..models.base import ModelError
+
+        for name in models:
+            try:
+                runner.model(name)
+            except ModelError as exc:
+                raise pytest.UsageError(f"{seed.path / 'seed.toml'} validate_on: {exc}") from None
+    tolerance = settings.validate_tolerance
+    if tolerance is None:
+        tolerance = seed.validate_tolerance if seed and seed.validate_tolerance is not None else 0.0
+    return replace(spec, validate_on=models, validate_tolerance=tolerance)

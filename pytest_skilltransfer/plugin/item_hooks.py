@@ -48,6 +48,14 @@ def junit_properties(data: dict[str, Any]) -> list[tuple[str, object]]:
         values.update({"judge": judge["model"], "judge_agreement": judge["agreement"],
                        "judge_unstable": len(judge["unstable"]), "judge_errors": judge["errors"],
                        "judge_calibration_accuracy": calibration.get("accuracy")})
+    portable = data.get("portable")
+    if portable:  # --validate-on: the multi-model skill and its comparison with today's
+        between = next(c for c in portable["family"]["comparisons"] if c["name"] == "multi_vs_single")
+        values.update({"validate_on": ",".join(portable["validate_on"]),
+                       "portable": portable["transferred"]["hard"]["mean"],
+                       "portable_vs_single": between["mean"], "portable_vs_single_ci_low": between["ci_low"],
+                       "portable_vs_single_ci_high": between["ci_high"], "portable_p_holm": between["p_holm"],
+                       "portable_outcome": portable["outcome"], "portable_extra_usd": portable["extra_cost"]["usd"]})
     return [(f"skilltransfer_{name}", value) for name, value in values.items() if value is not None]
 
 

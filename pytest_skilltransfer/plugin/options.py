@@ -43,7 +43,8 @@ INT_SETTINGS = {  # option -> (ProtocolConfig field, smallest allowed value, hel
     "limit-test": ("limit_test", 0, "held-out test tasks scored (0 = all)"),
     "samples": ("samples", 1, "rollouts per task (narrows intervals; the method stays the same)"),
     "restarts": ("restarts", 1, "independent optimizations per seed and pair, each with its own train/val split "
-                 "and optimizer sample ids; the gain's interval includes their spread"),
+                 "and optimizer sample ids; the gain's interval includes their spread, and harm, min_gain and "
+                 "regression still fail whenever restart 1 alone or the mean of these skills fails them"),
 }
 THRESHOLD_OPTIONS = {  # option -> Thresholds field
     "transfer-min-gain": "min_gain",
@@ -69,6 +70,13 @@ def add_options(parser: Any) -> None:
     _add(group, parser, "pair", "an explicit SRC:TGT pair, e.g. the reverse direction; repeatable", "args",
          action="append", metavar="SRC:TGT")
     _add(group, parser, "optimizer", "model that proposes edits (default: the agent model itself)", metavar="MODEL")
+    _add(group, parser, "validate-on", "a validation set of models: each night's candidate edit is also scored on "
+         "their validation split and kept only when the source strictly improves and none of them drops beyond "
+         "--transfer-validate-tolerance; the item then reports the skill optimized so beside today's (a seed's "
+         "validate_on overrides the ini; the command line overrides both); comma-separate or repeat",
+         "args", action="append", metavar="MODEL[,MODEL...]")
+    _add(group, parser, "validate-tolerance", "how far a listed model's validation score may drop under an accepted "
+         "edit (default 0: not at all)", metavar="X")
     _add(group, parser, "judge", "judge model for rubric checks (a seed's [judge] model overrides the ini; the "
          "command line overrides both)", metavar="MODEL")
     _add(group, parser, "judge-samples", f"judge calls per rubric check, majority vote (default 1, at most {MAXIMA['judge_samples']})", metavar="N")
@@ -176,6 +184,9 @@ class Settings:
     pairs: tuple[Pair, ...] = ()
     matrix_from_cli: bool = False  # the command line named the matrix: seed.toml `pairs` are not added
     optimizer: str | None = None
+    ini_validate_on: tuple[str, ...] = ()  # --validate-on from the ini (a seed's validate_on wins over it)
+    cli_validate_on: tuple[str, ...] = ()  # --validate-on on the command line (wins over a seed's)
+    validate_tolerance: float | None = None  # --validate-tolerance (None: the seed's, else 0)
     protocol: ProtocolConfig = field(default_factory=lambda: _defaults("protocol"))
     ini_thresholds: dict[str, float | None] = field(default_factory=dict)
     cli_thresholds: dict[str, float | None] = field(default_factory=dict)
@@ -199,6 +210,13 @@ class Settings:
     seed_limits: SeedLimits = field(default_factory=lambda: _defaults("limits"))  # --max-skill-bytes/-task-bytes/-corpus-bytes
     ini_judge: JudgeSettings = field(default_factory=lambda: _defaults("judge"))
     cli_judge: JudgeSettings = field(default_factory=lambda: _defaults("judge"))
+
+    def validate_on(self, seed: tuple[str, ...]) -> tuple[str, ...]:
+        """ini < seed.toml validate_on < command line; `off` anywhere above clears the layers below it."""
+        for layer in (self.cli_validate_on, seed, self.ini_validate_on):
+            if layer:
+                return () if layer == ("off",) else layer
+        return ()
 
     def judge(self, seed: JudgeSettings) -> JudgeSettings:
         """ini < seed.toml [judge] < command line, then the defaults (1 sample, min accuracy 0.8)."""
@@ -265,6 +283,16 @@ def build_matrix(reader: _Reader) -> tuple[Pair, ...]:
                                 "(or name pairs with --pair SRC:TGT)")
     matrix = {(s, t) for s in sources for t in targets} | {parse_pair(p, pair_where) for p in pairs}
     return tuple(sorted(matrix))
+
+
+def _validate_on(value: Any, where: str) -> tuple[str, ...]:
+    """The model names of --validate-on (repeated or comma-separated; `off`: none, clearing the layers below)."""
+    names = tuple(split_names(value if isinstance(value, list) else [value] if value else []))
+    if any(name.lower() in OFF_WORDS for name in names):
+        if len(names) > 1:
+            raise pytest.UsageError(f"{where}: 'off' cannot be combined with model names, got {', '.join(names)}")
+        return ("off",)
+    return names
 
 
 def _judge_layers(reader: _Reader) -> tuple[JudgeSettings, JudgeSettings]:
@@ -437,6 +465,7 @@ def read_settings(config: pytest.Config) -> Settings:
         if not path.is_dir():
             raise pytest.UsageError(f"{reader.flag('seeds-dir')} / {ini_name('seeds-dir')}: {path} is not a folder")
     optimizer, _ = reader.get("optimizer")
+    tolerance, tolerance_where = reader.get("validate-tolerance")
     json_path, _ = reader.get("skilltransfer-json")
     md_path, _ = reader.get("skilltransfer-md")
     html_path, _ = reader.get("skilltransfer-html")
@@ -448,6 +477,9 @@ def read_settings(config: pytest.Config) -> Settings:
         pairs=build_matrix(reader),
         matrix_from_cli=any(reader.cli(o) for o in ("source", "target", "pair")),
         optimizer=optimizer or None,
+        ini_validate_on=_validate_on(reader.ini("validate-on"), ini_name("validate-on")),
+        cli_validate_on=_validate_on(reader.cli("validate-on"), reader.flag("validate-on")),
+        validate_tolerance=_fraction(tolerance, tolerance_where) if tolerance is not None else None,
         protocol=ProtocolConfig(**protocol),
         ini_thresholds=layers["ini"],
         cli_thresholds=layers["cli"],

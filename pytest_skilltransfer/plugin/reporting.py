@@ -124,8 +124,9 @@ def summary_lines(results: list[dict[str, Any]], verbose: bool = False) -> list[
     from ..reports.judge_report import judge_lines, unstable_lines
     from ..reports.report import pair_lines, price_difference, summary_line, text_table, unfinished_answers
     from ..reports.comparison import summary_lines as against_base
+    from ..reports.portable import portable_lines
 
-    lines = [*text_table(results).splitlines(), summary_line(results), *pair_lines(results)]
+    lines = [*text_table(results).splitlines(), summary_line(results), *pair_lines(results), *portable_lines(results)]
     difference = price_difference(results)
     if difference:
         lines.append(difference)

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from .collect import TransferSpec
 
 REQUEST_SHAPING = ("optimizer", "nights", "edit-budget", "limit-replay", "limit-holdout", "samples", "no-direct",
-                   "prompt-cache", "transfer-service-tier")
+                   "prompt-cache", "transfer-service-tier", "validate-on", "validate-tolerance")
 
 
 def rerecord_command(item: "pytest.Item", spec: "TransferSpec") -> str:
@@ -29,6 +29,8 @@ def rerecord_command(item: "pytest.Item", spec: "TransferSpec") -> str:
         value = getattr(config.option, dest(option), None)
         if value is True:
             parts.append(flag(config, option))
+        elif isinstance(value, list):  # a repeatable option: its values joined as one
+            parts += [flag(config, option), ",".join(str(v) for v in value)]
         elif value not in (None, False):
             parts += [flag(config, option), str(value)]
     return shlex.join([*parts, f"{flag(config, 'record-mode')}=new_episodes", "--snapshot-update"])

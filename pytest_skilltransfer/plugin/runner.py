@@ -117,17 +117,20 @@ class Runner:
                                               judge=self.judge(seed), concurrent_phases=self.concurrent_phases)
         return self._sessions[key]
 
-    def transfer(self, path: Path, source: str, target: str, optimizer: str | None) -> TransferResult:
-        """Run (or reuse) the protocol for one seed and pair, inside the seed's cassette when needed."""
+    def transfer(self, path: Path, source: str, target: str, optimizer: str | None,
+                 validate_on: tuple[str, ...] = (), tolerance: float = 0.0) -> TransferResult:
+        """Run (or reuse) the protocol for one seed and pair, inside the seed's cassette when needed;
+        `validate_on`: the validation set of models (see `engine.validation`)."""
         session = self.session(path)
-        names = [source, target] + ([optimizer] if optimizer else [])
+        names = [source, target] + ([optimizer] if optimizer else []) + list(validate_on)
         models = [self.model(name) for name in names]
         if needs_recording(models + ([session.judge.model] if session.judge else [])):
             self.record(session.seed.name)
             if self.start_local_server(models):
                 models = [self.model(name) for name in names]
+        listed = tuple(models[len(names) - len(validate_on):])
         try:
-            return session.transfer(models[0], models[1], models[2] if optimizer else None)
+            return session.transfer(models[0], models[1], models[2] if optimizer else None, listed, tolerance)
         except ModelCallError as exc:
             if session.phase and hasattr(exc, "with_phase") and getattr(exc, "phase", None) != "judge":
                 # a cassette miss: name the protocol phase (a judge call's miss already names `judge`)

@@ -31,7 +31,7 @@ import html
 import re
 from typing import Any, Iterable
 
-from ..evidence.frontier import FRONTIER_TITLE, frontier_rows
+from ..evidence.frontier import comparison_lines, frontier_rows, frontier_title
 from ..evidence.summary import summarize
 from ..guards.terminal import safe
 from ..pricing.cost_breakdown import breakdown_lines
@@ -46,6 +46,7 @@ from .report import (
     p_text,
     pair_lines,
     summary_line,
+    these_text,
     units_text,
     usd_text,
     verdict_text,
@@ -537,6 +538,9 @@ def _nights(optimization: dict[str, Any] | None, label: str) -> str:
                             f"{esc(' '.join(str(e.get('content', '')).split())[:200])}</li>"
                             for e in night.get("unmatched", []))
         note = f" ({esc(night['note'])})" if night.get("note") else ""
+        note += "".join(f", {esc(v['model'])} {v['before']:.3f} -&gt; {'-' if v['after'] is None else format(v['after'], '.3f')}"
+                        for v in night.get("validation", []))
+        note += f" (blocked by {esc(', '.join(night['blocked_by']))})" if night.get("blocked_by") and not night["accepted"] else ""
         items.append(f"<li>night {night['night']}: val {night['val_before']:.3f} -&gt; {after}, "
                      f"<b>{esc(night_verdict(night))}</b>{note}<ul>{edits}{unmatched}</ul></li>")
     return (f"<h3>{esc(label)}: agent {esc(optimization.get('agent', ''))}, optimizer "
@@ -564,8 +568,35 @@ def _restarts(result: dict[str, Any]) -> str:
     rows = "".join(f'<tr><td>{r["restart"]}</td><td>{r["split_seed"]}</td><td class="num">{r["transferred"]:.3f}</td>'
                    f'<td class="num">{"-" if r["direct"] is None else format(r["direct"], ".3f")}</td>'
                    f'<td class="num">{r["gain"]:+.3f}</td></tr>' for r in runs)
-    return ("<h3>Restarts</h3><table><tr><th>restart</th><th>split seed</th><th>transferred</th><th>direct</th>"
-            f"<th>gain</th></tr>{rows}</table>")
+    these = these_text(result)
+    caption = (f'<caption class="muted">over the population of optimizations {esc(gain_text(result))}; these '
+               f'{len(runs)} skills {esc(these)} (exact over tasks; harm, min_gain and regression also fail on it '
+               "and on restart 1 alone)</caption>" if these else "")
+    return ("<h3>Restarts</h3><table>" + caption + "<tr><th>restart</th><th>split seed</th><th>transferred</th>"
+            f"<th>direct</th><th>gain</th></tr>{rows}</table>")
+
+
+def _portable(result: dict[str, Any]) -> str:
+    """With --validate-on: the family of three comparisons, the extra cost and the portable skill's nights."""
+    portable = result.get("portable")
+    if not portable:
+        return ""
+    from .portable import extra_cost_text
+
+    rows = "".join(f'<tr><td>{esc(c["label"])}</td><td class="num">{c["mean"]:+.3f}</td>'
+                   f'<td class="num">[{c["ci_low"]:+.3f}, {c["ci_high"]:+.3f}]</td><td class="num">{c["level"]:.4f}</td>'
+                   f'<td class="num">{c["p_value"]:.3g}</td><td class="num">{c["p_holm"]:.3g}</td>'
+                   f'<td>{esc(c["outcome"])}</td></tr>' for c in portable["family"]["comparisons"])
+    per_model = ", ".join(f"{m['model']} {m['calls']} calls ${usd_text(m['usd'])}" for m in portable["extra_cost"]["per_model"])
+    word = portable["outcome"]
+    css = {"more portable": "o-transfers", "less portable": "o-hurts"}.get(word, "o-none")
+    return (f"<h3>Portable skill (validated on {esc(', '.join(portable['validate_on']))}, tolerance "
+            f"{portable['tolerance']:g})</h3><p>{_chip(word, css)} on {esc(result['target'])}: single-model "
+            f"{result['transferred']:.2f}, multi-model {portable['transferred']['hard']['mean']:.2f}, baseline "
+            f"{result['baseline_target']:.2f}; extra cost {esc(extra_cost_text(portable['extra_cost']))} "
+            f"({esc(per_model)})</p><table><tr><th>comparison</th><th>gain</th><th>interval</th><th>level</th>"
+            f"<th>p</th><th>p (Holm)</th><th>outcome</th></tr>{rows}</table>"
+            f"{_nights(portable.get('optimization'), 'Against the validation set, on the source')}")
 
 
 def _compare(result: dict[str, Any]) -> str:
@@ -593,7 +624,7 @@ def item_section(result: dict[str, Any], holm: dict[tuple[str, str, str], str] |
             f"<h3>Learned skill (diff against the seed's)</h3>{skill_diff(result)}"
             f"<h3>Nights</h3>{_nights(result['optimization'].get('source'), 'On the source')}"
             f"{_nights(result['optimization'].get('direct'), 'Direct, on the target')}"
-            f"{_restarts(result)}<h3>Cost</h3>{_costs(result)}</details>")
+            f"{_restarts(result)}{_portable(result)}<h3>Cost</h3>{_costs(result)}</details>")
 
 
 def _errors(errors: list[dict[str, Any]]) -> str:
@@ -641,8 +672,8 @@ def spend_section(report: dict[str, Any], summary: dict[str, Any]) -> str:
 def frontier_section(summary: dict[str, Any]) -> str:
     """The source frontier of every target tried with several sources."""
     blocks = [b for b in summary.get("frontier") or [] if len(b["sources"]) >= 2]
-    return "".join(f"<h3>{esc(FRONTIER_TITLE.format(target=b['target']))}</h3>{_table(frontier_rows(b))}"
-                   for b in blocks)
+    return "".join(f"<h3>{esc(frontier_title(b))}</h3>{_table(frontier_rows(b))}"
+                   f"<pre>{esc(chr(10).join(comparison_lines(b)))}</pre>" for b in blocks)
 
 
 def plan_section(report: dict[str, Any]) -> str:

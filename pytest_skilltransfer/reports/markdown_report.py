@@ -18,6 +18,7 @@ from typing import Any
 from ..evidence.summary import summarize
 from ..guards.terminal import safe
 from .judge_report import judge_lines, unstable_lines
+from .portable import portable_markdown
 from .report import (
     failure_reason,
     gain_text,
@@ -271,6 +272,7 @@ def render(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None = 
         lines.append("")
     if ordered:
         lines += narrow_table(ordered, holm_outcomes(summary))
+        lines += portable_markdown(ordered)
     details = details_lines(ordered)
     if details:
         lines += ["<details><summary>Details: gates, the full table, the gain chart, spend, judges</summary>", "",

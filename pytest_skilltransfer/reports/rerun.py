@@ -16,7 +16,12 @@ def rerun_commands(result: dict[str, Any]) -> list[tuple[str, str]]:
     matrix the run had."""
     if not result.get("item"):
         return []
-    rerun = shlex.join(["pytest", result["item"], "--transfer-pair", f"{result['source']}->{result['target']}"])
+    parts = ["pytest", result["item"], "--transfer-pair", f"{result['source']}->{result['target']}"]
+    portable = result.get("portable")
+    if portable:  # the validation set shapes what the item reports: rerun it with the same one
+        parts += ["--transfer-validate-on", ",".join(portable["validate_on"])]
+        parts += ["--transfer-validate-tolerance", f"{portable['tolerance']:g}"] if portable["tolerance"] else []
+    rerun = shlex.join(parts)
     commands = [("rerun", rerun)]
     if (result.get("gate") or {}).get("snapshot") not in SNAPSHOT_AS_COMMITTED:
         commands.append(("accept the new result once reviewed", f"{rerun} --snapshot-update"))

@@ -79,10 +79,13 @@ def calls(costs: Costs) -> int:
 ROLES = ("agent_on_source", "agent_on_target", "optimizer")
 
 
-def role_of(phase: str, role: str) -> str:
-    """Which of the three paid roles a (phase, meter role) is: the optimizer, or the agent on either side."""
+def role_of(phase: str, role: str, model: str | None = None, source: str | None = None) -> str:
+    """Which of the three paid roles a (phase, meter role) is: the optimizer, or the agent on either side (in the
+    optimization against a validation set, the source's calls are on the source, the listed models' on targets)."""
     if role == "optimizer":
         return "optimizer"
+    if phase == "optimize-portable":
+        return "agent_on_source" if model == source else "agent_on_target"
     return "agent_on_source" if phase == "optimize-source" else "agent_on_target"
 
 
@@ -97,9 +100,10 @@ def sum_roles(parts: Iterable[tuple[str, int, int, float | None]]) -> dict[str, 
     return {role: {**t, "usd": _round_usd(t["usd"])} for role, t in totals.items()}
 
 
-def role_costs(phases: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+def role_costs(phases: dict[str, list[dict[str, Any]]], source: str | None = None) -> dict[str, dict[str, Any]]:
     """Calls, tokens and dollars per role (by role, not by model: one model may play several roles)."""
-    return sum_roles((role_of(phase, row["role"]), row["calls"], row["input_tokens"] + row["output_tokens"], row["usd"])
+    return sum_roles((role_of(phase, row["role"], row["model"], source), row["calls"],
+                      row["input_tokens"] + row["output_tokens"], row["usd"])
                      for phase, rows in phases.items() for row in rows)
 
 
@@ -180,10 +184,13 @@ def _restarts(result: TransferResult) -> list[dict[str, Any]] | None:
 
 
 def _night(night: Night) -> dict[str, Any]:
+    listed = {"validation": [{"model": v.model_id, "before": _round(v.before), "after": _round(v.after)}
+                             for v in night.validation],
+              "blocked_by": list(night.blocked_by)} if night.validation else {}
     return {
         "night": night.number, "val_before": _round(night.val_before), "val_after": _round(night.val_after),
         "accepted": night.accepted, "applied": [asdict(e) for e in night.applied],
-        "unmatched": [{**asdict(e), "reason": why} for e, why in night.unmatched], "note": night.note,
+        "unmatched": [{**asdict(e), "reason": why} for e, why in night.unmatched], "note": night.note, **listed,
     }
 
 
@@ -237,7 +244,7 @@ def result_to_json(result: TransferResult, answer_chars: int = ANSWER_CHARS) -> 
         "optimization": {"source": _optimization(result.learned), "direct": _optimization(result.direct_optimization)},
         "cost": {
             "phases": phase_rows,
-            "roles": role_costs(phase_rows),
+            "roles": role_costs(phase_rows, result.source),
             "total_usd": _round_usd(dollars(merged)),
             "optimize_source_usd": _round_usd(dollars(phases["optimize-source"])),
             "optimize_direct_usd": _round_usd(dollars(phases["optimize-direct"])) if "optimize-direct" in phases else None,
@@ -249,11 +256,52 @@ def result_to_json(result: TransferResult, answer_chars: int = ANSWER_CHARS) -> 
             "usage_unreported_calls": sum(t.usage.unreported for t in merged.values()),
         },
         "evidence": _evidence(result),
+        **({"portable": _portable(result, phases, answer_chars)} if result.portable else {}),
         "config": asdict(result.config),
         **({"judge": judge_json(result)} if result.judge is not None else {}),
     }
     record["checks"] = check_arms(record)
     return record
+
+
+def _portable(result: TransferResult, phases: dict[str, Costs], answer_chars: int) -> dict[str, Any]:
+    """The skill optimized against the validation set: its nights, its score on the target, the family of three
+    comparisons with the outcome word, and what it cost beyond today's arm (per model)."""
+    first = result.portable[0]
+    family = result.portability
+    assert family is not None
+    extra = _merge_phase_costs(phases["optimize-portable"], phases["portable"])
+    return {
+        "validate_on": list(first.learned.validate_on),
+        "tolerance": first.learned.tolerance,
+        "outcome": family.word,
+        "family": family.as_dict(),
+        "transferred": _scores([p.transferred for p in result.portable], answer_chars),
+        "learned_skill": first.learned.learned_skill,
+        "optimization": _optimization(first.learned),
+        "restarts": [{"restart": p.restart, "transferred": round(p.transferred.hard.mean, 4),
+                      "learned_skill": p.learned.learned_skill, "nights": [_night(n) for n in p.learned.nights]}
+                     for p in result.portable] if len(result.portable) > 1 else None,
+        "extra_cost": {"usd": _round_usd(dollars(extra)), "calls": calls(extra), "tokens": tokens(extra),
+                       "per_model": _per_model(extra)},
+    }
+
+
+def _merge_phase_costs(*parts: Costs) -> Costs:
+    merged: Costs = {}
+    for part in parts:
+        for key, tally in part.items():
+            merged[key] = merged[key].merged(tally) if key in merged else tally
+    return merged
+
+
+def _per_model(costs: Costs) -> list[dict[str, Any]]:
+    """Calls, tokens and dollars per model (all roles)."""
+    models: dict[str, Costs] = {}
+    for (model_id, role), tally in costs.items():
+        models.setdefault(model_id, {})[(model_id, role)] = tally
+    return [{"model": model_id, "calls": calls(part), "tokens": tokens(part), "usd": _round_usd(dollars(part))}
+            for model_id, part in sorted(models.items())]
 
 
 def _evidence(result: TransferResult) -> dict[str, Any]:
