@@ -222,3 +222,27 @@ def test_a_replay_only_context_opens_vcrpy_only_for_the_path_of_record(
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "MISS cassette miss: seed 'seed', model 'fidelity'" in done.stdout and "OK" in done.stdout
+
+
+def test_an_answer_is_read_from_the_index_only_while_its_seal_holds(
+        recorded: tuple[Path, list[Any], Any]) -> None:
+    """The index holds each answer's JSON, sealed with its request key and its item's bytes: a row whose
+    answer was edited is read from the YAML item instead, so the file stays the source of truth."""
+    path, replies, model = recorded
+    index_file = cassette_index.index_path(path)
+    data = json.loads(index_file.read_text())
+    for row in data["rows"]:
+        status, body = json.loads(row[8])
+        _set_text(body, "an answer edited in the index")
+        row[8] = json.dumps([status, body])
+    index_file.write_text(json.dumps(data))
+    with recording(path.parents[1], "seed", "none"):
+        assert [model.complete(r) for r in REQUESTS] == replies
+
+
+def _set_text(body: dict[str, Any], text: str) -> None:
+    for block in body.get("content") or []:
+        if block.get("type") == "text":
+            block["text"] = text
+    for choice in body.get("choices") or []:
+        choice["message"]["content"] = text

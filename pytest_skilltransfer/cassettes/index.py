@@ -5,8 +5,10 @@
 
 The index is JSON: the SHA-256 of the exact file text it describes, then one row per interaction
 (byte offset and length in the file, first line, request key, model, why the interaction is
-unusable or null, and a seal: a digest of the request key with the item's bytes, so a replay that
-reads only the response part of an item still knows it is the item of that key). `sdk`, when present, is the fingerprint of the SDK versions verified to rebuild
+unusable or null, the recorded answer as compact JSON `[status, body]` when its body is JSON, else
+null, and a seal: a digest of the request key with the item's bytes and that answer text, so a
+replay that reads the answer from the index, or only the response part of the item, still knows it
+is the item of that key and its answer). `sdk`, when present, is the fingerprint of the SDK versions verified to rebuild
 every request of the file exactly (`models.fidelity`): under it a replay may skip the SDK. It is built by reading the whole file with every check (the closing count, the
 fields, the validity of each response), so an index that names the file's current digest stands for
 those checks. An index for other text (a hand edit, a merge, a re-recording without it), in another
@@ -23,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-INDEX_FORMAT = 2  # bump when keys, validity or the row layout change: older indexes are then ignored
-# 2 added each row's seal
+INDEX_FORMAT = 3  # bump when keys, validity or the row layout change: older indexes are then ignored
+# 2 added each row's seal, 3 its answer
 SUFFIX = ".index"
 
 Key = tuple[str, str, str]
@@ -41,12 +43,22 @@ class Slot:
     key: Key  # (METHOD, path, canonical body digest)
     model: str
     problem: str | None  # why it is not a usable recording, or None
-    seal: str  # `seal(key, item bytes)`
+    answer: str | None  # `answer_text` of its response, or None
+    seal: str  # `seal(key, item bytes, answer)`
 
 
-def seal(key: Key, item: bytes) -> str:
-    """A digest binding a request key to the bytes of the YAML item recorded for it."""
-    return hashlib.sha256("\n".join(key).encode("utf-8") + b"\n" + item).hexdigest()[:32]
+def answer_text(response: dict[str, Any]) -> str | None:
+    """A stored response as compact JSON `[status, body]` when its body is stored as JSON, else None."""
+    body = response.get("body")
+    if not isinstance(body, dict) or "json" not in body:
+        return None
+    return json.dumps([response["status"]["code"], body["json"]], ensure_ascii=False, separators=(",", ":"))
+
+
+def seal(key: Key, item: bytes, answer: str | None) -> str:
+    """A digest binding a request key to the bytes of the YAML item recorded for it and its answer text."""
+    return hashlib.sha256("\n".join(key).encode("utf-8") + b"\n" + (answer or "").encode("utf-8") + b"\n"
+                          + item).hexdigest()[:32]
 
 
 def index_path(model_file: Path) -> Path:
@@ -65,7 +77,7 @@ def render(model_file: Path, digest: str, slots: list[Slot], sdk: str | None = N
     if sdk:
         head_fields["sdk"] = sdk
     head = json.dumps(head_fields)
-    rows = [json.dumps([s.offset, s.length, s.line, *s.key, s.model, s.problem, s.seal], ensure_ascii=False)
+    rows = [json.dumps([s.offset, s.length, s.line, *s.key, s.model, s.problem, s.answer, s.seal], ensure_ascii=False)
             for s in slots]
     return head[:-1] + ', "rows": [\n' + ",\n".join(rows) + "\n]}\n"
 
@@ -78,15 +90,15 @@ def _slots(data: Any, digest: str, size: int) -> list[Slot] | None:
         return None
     slots, shared = [], {}
     for number, row in enumerate(rows, start=1):
-        if not (isinstance(row, list) and len(row) == 9 and all(isinstance(v, int) for v in row[:3])
-                and all(isinstance(v, str) for v in row[3:7]) and isinstance(row[7], (str, type(None)))
-                and isinstance(row[8], str)):
+        if not (isinstance(row, list) and len(row) == 10 and all(isinstance(v, int) for v in row[:3])
+                and all(isinstance(v, str) for v in row[3:7]) and all(isinstance(v, (str, type(None))) for v in row[7:9])
+                and isinstance(row[9], str)):
             return None
-        offset, length, line, method, path, body, model, problem, sealed = row
+        offset, length, line, method, path, body, model, problem, answer, sealed = row
         if offset < 0 or length <= 0 or offset + length > size:
             return None
         method, path, model = (shared.setdefault(v, sys.intern(v)) for v in (method, path, model))
-        slots.append(Slot(number, line, offset, length, (method, path, body), model, problem, sealed))
+        slots.append(Slot(number, line, offset, length, (method, path, body), model, problem, answer, sealed))
     return slots
 
 

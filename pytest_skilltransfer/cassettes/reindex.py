@@ -38,7 +38,7 @@ def _seed_folders(root: Path) -> list[Path]:
 
 
 def _row(slot: index.Slot) -> tuple[object, ...]:
-    return slot.offset, slot.length, slot.line, slot.key, slot.model, slot.problem, slot.seal
+    return slot.offset, slot.length, slot.line, slot.key, slot.model, slot.problem, slot.answer, slot.seal
 
 
 def _status(path: Path, check: bool) -> tuple[str, str | None]:

@@ -37,7 +37,7 @@ from ..models.validity import response_problem
 from .index import SUFFIX as INDEX_SUFFIX
 from .index import Slot, index_path
 from .index import render as render_index
-from .index import seal
+from .index import answer_text, seal
 from .match import body_bytes, body_digest, parse_json, readable_yaml
 
 FORMAT_VERSION = 2  # 2 added the closing `count`; version 1 files (without it) are still read
@@ -376,7 +376,9 @@ def scan_text(path: Path, text: str, keep: Callable[[dict[str, Any]], T]) -> Sca
         why = response_problem(request_path(entry["request"]["uri"]), resp["status"]["code"], decode_body(resp["body"]))
         key = plain_key(entry)
         if split is not None:
-            slots.append(Slot(number, line, offset, length, key, model_of_plain(entry), why, seal(key, item)))
+            answer = answer_text(resp)
+            slots.append(Slot(number, line, offset, length, key, model_of_plain(entry), why, answer,
+                              seal(key, item, answer)))
             offset, position = offset + length, stop
         if why is not None:
             rejected.append(Rejected(path, number, key, why))
@@ -547,6 +549,7 @@ def _slots_of_rendered(text: str, entries: list[dict[str, Any]]) -> list[Slot] |
         resp = entry["response"]
         why = response_problem(request_path(entry["request"]["uri"]), resp["status"]["code"], decode_body(resp["body"]))
         key = plain_key(entry)
-        slots.append(Slot(number, line, offset, length, key, model_of_plain(entry), why, seal(key, item)))
+        answer = answer_text(resp)
+        slots.append(Slot(number, line, offset, length, key, model_of_plain(entry), why, answer, seal(key, item, answer)))
         offset, position = offset + length, stop
     return slots

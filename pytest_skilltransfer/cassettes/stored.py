@@ -11,6 +11,7 @@ describes it is handed back for the caller to write when it may write.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,12 +71,12 @@ class ModelFile:
     def response(self, slot: Slot) -> dict[str, Any]:
         """The plain response at `slot`, for a replay that needs nothing else of it.
 
-        When the item's bytes carry the row's seal (its key and bytes, see `index.seal`), only the
+        When the item's bytes carry the row's seal (see `index.seal`), only the
         item's `response:` part is parsed: the request part, most of the item, is skipped. Otherwise
         (the file changed, a wrong row, an item not in the layout recording writes) `entry` reads and
         checks the whole item, and names what is wrong."""
         raw = os.pread(self._handle.fileno(), slot.length, slot.offset)
-        if index.seal(slot.key, raw) == slot.seal:
+        if index.seal(slot.key, raw, slot.answer) == slot.seal:
             try:
                 text = raw.decode("utf-8")
                 at = text.find(_RESPONSE_KEY)
@@ -87,6 +88,18 @@ class ModelFile:
             if isinstance(response, dict) and response_structure_problem(response) is None:
                 return response
         return self.entry(slot)["response"]
+
+    def answer(self, slot: Slot) -> tuple[int, Any]:
+        """The recorded (status, body) at `slot`, for a replay that needs nothing else of it: from the
+        index's answer text when the item's bytes carry the row's seal (nothing of the YAML is parsed),
+        else from the item's response (`response`)."""
+        if slot.answer is not None:
+            raw = os.pread(self._handle.fileno(), slot.length, slot.offset)
+            if index.seal(slot.key, raw, slot.answer) == slot.seal:
+                status, body = json.loads(slot.answer)
+                return status, body
+        response = self.response(slot)
+        return response["status"]["code"], stored_body(response["body"])
 
     def _mismatch(self, slot: Slot) -> CassetteFileError:
         """Why the interaction at `slot` is not what the index says: the file changed, or the index is wrong."""
@@ -119,8 +132,7 @@ class StoredInteraction:
     def answer(self) -> tuple[int, Any]:
         """The recorded response's status and body (its JSON as parsed, else bytes), read without vcrpy
         (a replay without the SDK)."""
-        response = self.file.response(self.slot)
-        return response["status"]["code"], stored_body(response["body"])
+        return self.file.answer(self.slot)
 
     def __iter__(self) -> Any:
         return iter(self.pair())
