@@ -59,7 +59,7 @@ def test_recording_writes_a_current_index_and_replay_opens_without_parsing(
         assert parses[0] == 0 and rec.interactions == CALLS  # opened through the index: nothing parsed
         assert rec.replay_only("indexed")
         assert [model.complete(ask(i)) for i in reversed(range(CALLS))] == replies[::-1]  # type: ignore[attr-defined]
-        assert parses[0] == CALLS  # each played interaction is read once, when it is played
+        assert parses[0] == 0  # each answer is read from the index (sealed with its item), nothing parsed
         with pytest.raises(CassetteMiss, match="already_played|already replayed|played"):
             model.complete(ask(0))  # type: ignore[attr-defined]
 

@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -71,6 +73,7 @@ class Recording:
     mode: str
     command: str
     cassette: Any = field(repr=False, default=None)
+    open_cassette: Callable[[], None] | None = field(repr=False, default=None)  # see `prepare_sdk_call`
 
     def replay_only(self, model_id: str) -> bool:
         """Whether calls to `model_id` can only be replayed (so no API key is needed)."""
@@ -92,6 +95,17 @@ class Recording:
     def explain(self, exc: BaseException) -> ModelCallError | None:
         """A clear error for a cassette miss or a network-guard block hidden in `exc`'s chain."""
         return transport_failure(exc)
+
+    def prepare_sdk_call(self) -> None:
+        """Before an SDK call: a replay-only context opened without vcrpy opens its cassette now."""
+        if self.open_cassette is not None:
+            self.open_cassette()
+
+    def recorded_answer(self, model_id: str, fingerprint: str, key: tuple[str, str, str]) -> tuple[int, Any] | None:
+        """The recorded answer to play for `key` without the SDK, or None (see `models.fidelity`)."""
+        if self.cassette is None or not self.replay_only(model_id):
+            return None
+        return self.cassette.play_without_sdk(model_id, fingerprint, key)
 
     def prune_unused(self, spare: frozenset[str] = frozenset()) -> None:
         """On close, keep only the interactions this context replayed or recorded (record modes
@@ -173,6 +187,54 @@ def transport_failure(exc: BaseException) -> ModelCallError | None:
     return ModelCallError(str(blocked)) if blocked is not None else None
 
 
+SDK_MODULES = ("anthropic", "openai")
+
+
+class _OnImport:
+    """A meta-path finder that calls `callback()` when one of `names` is first imported (and finds nothing)."""
+
+    def __init__(self, names: tuple[str, ...], callback: Callable[[], None]) -> None:
+        self.names, self.callback = names, callback
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name in self.names:
+            self.callback()
+        return None
+
+
+def _open_replay_table(rec: Recording, stack: ExitStack) -> None:
+    """Open a replay-only context's recordings without vcrpy (`replay_table`). The vcrpy cassette is
+    opened in its place before any SDK call can be made: before a call takes the path of record
+    (`Recording.prepare_sdk_call`), and when an SDK is imported; while one is imported already (a
+    client of the caller's own may exist), it is opened at once, as in the other modes."""
+    if any(name in sys.modules for name in SDK_MODULES):
+        rec.cassette = stack.enter_context(_open_cassette(rec.folder, "none"))
+        return
+    from .replay_table import ReplayTable
+    from .seedstore import SeedStore
+
+    table = ReplayTable(SeedStore(rec.folder, "none"))
+    stack.callback(table.close)
+    rec.cassette = table
+    opening = threading.RLock()
+
+    def open_cassette() -> None:
+        with opening:
+            if rec.cassette is table:
+                unwatch()
+                rec.cassette = stack.enter_context(_open_cassette(rec.folder, "none", table.played()))
+
+    watcher = _OnImport(SDK_MODULES, open_cassette)
+
+    def unwatch() -> None:
+        if watcher in sys.meta_path:
+            sys.meta_path.remove(watcher)
+
+    sys.meta_path.insert(0, watcher)
+    stack.callback(unwatch)
+    rec.open_cassette = open_cassette
+
+
 class RecordingStopped(ModelCallError):
     """A write failed (disk full, ...), so this recording sends nothing more; says what was kept."""
 
@@ -194,6 +256,7 @@ def _seed_cassette_class() -> type:
     from vcr.record_mode import RecordMode
 
     from .match import model_of, request_key
+    from .replay_table import answer_of, play_first
     from .scrub import filter_recorded_response, filter_request_once
     from .store import from_plain, model_of_plain, plain_key, request_path, to_plain
     from ..models import sdk_common
@@ -210,6 +273,7 @@ def _seed_cassette_class() -> type:
             self.unsaved: list[tuple[str, str]] = []  # (model, why) of answers that were not stored
             self._keys: list[tuple[str, str, str]] = []  # the request key of each interaction in `data`
             self._recorded: set[tuple[str, str, str]] = set()
+            self.sdk_verified: dict[str, str] = {}  # model -> fingerprint its file's index vouches for
             self.prune_unused = False
             self.prune_spare: frozenset[str] = frozenset()  # model files pruning leaves alone
             super().__init__(*args, **kwargs)
@@ -307,6 +371,7 @@ def _seed_cassette_class() -> type:
             for key, model, interaction in loaded.entries:
                 self._add_loaded(key, interaction)
                 models.add(model)
+            self.sdk_verified = dict(loaded.sdk)
             self._loaded_count = len(self.data)
             self.dirty = False
             self.rewound = bool(self.data)
@@ -350,6 +415,24 @@ def _seed_cassette_class() -> type:
                 self.play_counts[index] += 1
             return self.data[index][1]  # a stored interaction is read from its file here, outside the lock
 
+        def play_without_sdk(self, model: str, fingerprint: str, key: tuple[str, str, str]) -> tuple[int, Any] | None:
+            """Play the first unplayed interaction for `key`, as `play_response` would, when `model`'s
+            file was verified under SDK `fingerprint`: its (status, body), read without vcrpy. None
+            (nothing played) when it was not, or nothing unplayed matches: the call then takes the
+            path of record, which replays it or raises the miss."""
+            if self.sdk_verified.get(model) != fingerprint:
+                return None
+            with self._lock:
+                index = play_first(self._index, self.play_counts, key, self.allow_playback_repeats)
+            return None if index is None else answer_of(self.data[index])  # read outside the lock
+
+        def carry_plays(self, played: Counter[tuple[str, str, str]]) -> None:
+            """Count the plays a `ReplayTable` made before this cassette was opened (by request key)."""
+            with self._lock:
+                for key, count in played.items():
+                    for index in self._index.get(key, [])[:count]:
+                        self.play_counts[index] += 1
+
         def filter_request(self, request: Any) -> Any:
             request = super().filter_request(request)
             if request and self.record_mode == RecordMode.ONCE and model_of(request.body) not in self.loaded_models:
@@ -371,7 +454,7 @@ def _seed_cassette_class() -> type:
 
 
 @contextmanager
-def _open_cassette(folder: Path, mode: str) -> Iterator[Any]:
+def _open_cassette(folder: Path, mode: str, played: Counter[tuple[str, str, str]] | None = None) -> Iterator[Any]:
     """Load the seed's cassette and patch the HTTP transports until exit, then fold the journal.
 
     Unlike vcrpy's own context manager, the transports are unpatched even when saving fails
@@ -390,6 +473,8 @@ def _open_cassette(folder: Path, mode: str) -> Iterator[Any]:
     for option in ("path_transformer", "func_path_generator", "record_on_exception"):
         merged.pop(option, None)
     cassette = _seed_cassette_class().load(store=SeedStore(folder, mode), **merged)
+    if played:
+        cassette.carry_plays(played)
     with ExitStack() as patches:
         for patcher in CassettePatcherBuilder(cassette).build():
             patches.enter_context(patcher)
@@ -441,7 +526,10 @@ def recording(
                 from .netguard import network_guard
 
                 stack.enter_context(network_guard(allow_loopback=True))
-            rec.cassette = stack.enter_context(_open_cassette(folder, mode))
+            if mode == "none":
+                _open_replay_table(rec, stack)
+            else:
+                rec.cassette = stack.enter_context(_open_cassette(folder, mode))
             yield rec
     finally:
         with _state_lock:

@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from ..models.fidelity import body_digest as json_digest
+
 MAX_DIFF_LINES = 80
 
 
@@ -47,10 +49,10 @@ def parse_json(body: Any) -> Any:
 @lru_cache(maxsize=65536)
 def _digest(raw: bytes) -> str:
     try:
-        canonical = json.dumps(json.loads(raw), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+        data = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         return hashlib.sha256(raw).hexdigest()
+    return json_digest(data)  # the one canonical form: a replay without the SDK looks requests up by it
 
 
 def body_digest(body: Any) -> str:

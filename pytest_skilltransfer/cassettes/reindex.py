@@ -6,6 +6,13 @@ batches of the folder's batch manifest that no run collected (with `--check` the
 Recording writes the index with each model file, so this is needed only after a model file changed
 by other means: a hand edit, a merge, files recorded before indexes existed. A stale index costs
 speed, never correctness (the file is then read in full); `--check` keeps it from going unnoticed.
+
+Each index also names the SDK versions its requests were verified under (`models.fidelity`): replay
+skips importing the SDK only under them. After an SDK upgrade this command verifies the requests
+again with the installed SDK (nothing is sent) and names the new versions when every request
+rebuilds exactly; a file whose requests rebuild differently is reported, and replays through the
+SDK, where those requests are misses until it is re-recorded. `--check` reports these, but does
+not fail on them.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from pathlib import Path
 from . import index
 from .journal import LOCK_SUFFIX, PREFIX, SUFFIX, claim_orphans, journals, read_journal
 from .seedstore import fold
-from .store import CassetteFileError, folder_lock, model_files, scan_text, write_atomically
+from .store import CassetteFileError, folder_lock, model_files, scan_text, sdk_stamp, write_atomically
 from .stored import open_model_file
 
 
@@ -32,30 +39,52 @@ def _seed_folders(root: Path) -> list[Path]:
 
 
 def _row(slot: index.Slot) -> tuple[object, ...]:
-    return slot.offset, slot.length, slot.line, slot.key, slot.model, slot.problem
+    return slot.offset, slot.length, slot.line, slot.key, slot.model, slot.problem, slot.answer, slot.seal
 
 
-def _status(path: Path) -> tuple[str, str | None]:
-    """("current" | "stale" | "wrong" | "unindexable", the index text to write) for one model file.
+def _status(path: Path, check: bool) -> tuple[str, str | None]:
+    """("current" | "stale" | "wrong" | "unverified" | "unindexable", the index text to write) for one
+    model file.
 
     An index naming the file's digest is also checked row by row against the file read in full
     ("wrong" when a row points at another interaction than it says), so a current index is a true one.
-    """
+    A current index without the installed SDK's fingerprint is "unverified" (replay then goes through
+    the SDK, see `models.fidelity`); unless `check`, the requests are verified under the installed SDK
+    and the text to write carries its fingerprint when they all rebuild exactly."""
     opened = open_model_file(path, lambda entry: None)
     try:
-        if opened.index_text is not None:
-            return "stale", opened.index_text
-        if not opened.stored and opened.entries:
-            return "unindexable", None
-        if not opened.stored and not opened.rejected:
-            return "current", None
-        scan = scan_text(path, opened.file.text(), lambda entry: None)
+        scan = scan_text(path, opened.file.text(), lambda entry: entry)
     finally:
         opened.file.close()
-    indexed = index.read(path, opened.file.digest, opened.file.size) or []
-    if scan.slots is None or [_row(s) for s in scan.slots] == [_row(s) for s in indexed]:
+    if opened.index_text is None and not opened.stored and opened.entries:
+        return "unindexable", None
+    current = index.read(path, opened.file.digest, opened.file.size)
+    sdk = current.sdk if current is not None else None
+    if check:
+        stamp = sdk
+    else:
+        stamp = sdk_stamp(scan.kept) if scan.kept and not _installed(sdk) else sdk
+    text = index.render(path, opened.file.digest, scan.slots, stamp) if scan.slots is not None else None
+    if opened.index_text is not None:
+        return "stale", text
+    if not opened.stored and not opened.rejected:
         return "current", None
-    return "wrong", index.render(path, opened.file.digest, scan.slots)
+    indexed = current.slots if current is not None else []
+    if scan.slots is not None and [_row(s) for s in scan.slots] != [_row(s) for s in indexed]:
+        return "wrong", text
+    if scan.kept and not _installed(sdk):
+        return "unverified", text
+    return "current", None
+
+
+def _installed(sdk: str | None) -> bool:
+    """Whether `sdk` (an index's fingerprint) names the installed versions of its SDK."""
+    if not sdk:
+        return False
+    from ..models.fidelity import fingerprint
+
+    provider = sdk.split("==", 1)[0]
+    return fingerprint(provider) == sdk
 
 
 def _journals(folder: Path, check: bool, counts: dict[str, int]) -> None:
@@ -98,7 +127,8 @@ def _held(journal: Path) -> bool:
 def run(roots: list[Path], check: bool, batches: bool = True) -> int:
     """Index (or check) every model file under `roots`; 0 when all are current afterwards (and, with
     `check` and `batches`, no batch of a manifest is uncollected)."""
-    counts = {"current": 0, "stale": 0, "wrong": 0, "written": 0, "unindexable": 0, "damaged": 0, "orphan": 0,
+    counts = {"current": 0, "stale": 0, "wrong": 0, "unverified": 0, "written": 0, "unindexable": 0, "damaged": 0,
+              "orphan": 0,
               "unfolded": 0, "folded": 0}
     for root in roots:
         if not root.is_dir():
@@ -109,15 +139,29 @@ def run(roots: list[Path], check: bool, batches: bool = True) -> int:
                 _journals(folder, check, counts)
                 for path in model_files(folder):
                     try:
-                        state, text = _status(path)
+                        state, text = _status(path, check)
                     except CassetteFileError as err:
                         counts["damaged"] += 1
                         print(f"damaged: {err}", file=sys.stderr)
                         continue
                     counts[state] += 1
-                    if state in ("stale", "wrong") and not check:
+                    if state == "unverified" and not check:
+                        verified = text is not None and '"sdk": ' in text.partition("\n")[0]
+                        if verified:
+                            write_atomically(index.index_path(path), text or "")
+                            counts["written"] += 1
+                            counts["unverified"] -= 1
+                            counts["current"] += 1
+                        else:
+                            print(f"unverified: {path} (the installed SDK does not rebuild its requests exactly: "
+                                  "replay goes through the SDK, and a request it builds differently is a miss; "
+                                  "re-record the seed to replay it without the SDK)")
+                    elif state in ("stale", "wrong") and not check:
                         write_atomically(index.index_path(path), text or "")
                         counts["written"] += 1
+                    elif state == "unverified":
+                        print(f"unverified: {path} (its index names no fingerprint of the installed SDK, so replay "
+                              "imports the SDK; `python -m pytest_skilltransfer index` verifies it)")
                     elif state != "current":
                         print(f"{state}: {path}" + {
                             "unindexable": " (not in the layout recording writes: re-record it to index it)",
@@ -131,9 +175,11 @@ def run(roots: list[Path], check: bool, batches: bool = True) -> int:
                             print(f"orphan: {orphan} (its model file is gone)")
                         else:
                             orphan.unlink()
-    total = counts["current"] + counts["stale"] + counts["wrong"] + counts["unindexable"] + counts["damaged"]
+    total = (counts["current"] + counts["stale"] + counts["wrong"] + counts["unverified"] + counts["unindexable"]
+             + counts["damaged"])
     print(f"index: {total} model file(s): {counts['current']} current, {counts['stale']} stale"
           + (f", {counts['wrong']} with wrong rows" if counts["wrong"] else "")
+          + (f", {counts['unverified']} replayed through the SDK" if counts["unverified"] else "")
           + (f" ({counts['written']} written)" if not check else "")
           + f", {counts['unindexable']} not indexable, {counts['damaged']} damaged, {counts['orphan']} orphan index(es)"
           + (" removed" if counts["orphan"] and not check else "")

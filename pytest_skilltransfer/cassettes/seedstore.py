@@ -61,6 +61,7 @@ class Loaded:
     damaged: list[CassetteFileError] = field(default_factory=list)  # tolerated only in record mode `all`
     files: list[ModelFile] = field(default_factory=list)  # held open until `close_files`
     stale_indexes: dict[Path, str] = field(default_factory=dict)  # index path -> the current index text
+    sdk: dict[str, str] = field(default_factory=dict)  # model -> SDK fingerprint its current index vouches for
 
     def close_files(self) -> None:
         for file in self.files:
@@ -113,6 +114,9 @@ def open_folder(folder: Path, tolerate_damage: bool = False, convert: Convert | 
                 loaded.damaged.append(err)
                 continue
             loaded.files.append(opened.file)
+            models = {stored.slot.model for stored in opened.stored}
+            if opened.sdk and len(models) == 1:
+                loaded.sdk[models.pop()] = opened.sdk
             loaded.stored.extend(opened.stored)
             loaded.entries.extend(opened.entries)
             loaded.rejected.extend(opened.rejected)

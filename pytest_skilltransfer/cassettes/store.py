@@ -37,6 +37,7 @@ from ..models.validity import response_problem
 from .index import SUFFIX as INDEX_SUFFIX
 from .index import Slot, index_path
 from .index import render as render_index
+from .index import answer_text, seal
 from .match import body_bytes, body_digest, parse_json, readable_yaml
 
 FORMAT_VERSION = 2  # 2 added the closing `count`; version 1 files (without it) are still read
@@ -110,6 +111,13 @@ def decode_body(stored: Any) -> bytes:
     if "base64" in stored:
         return base64.b64decode(stored["base64"])
     return body_bytes(stored.get("string"))
+
+
+def stored_body(stored: Any) -> Any:
+    """A stored response body as its parsed JSON when stored as JSON (nothing encoded again), else bytes."""
+    if isinstance(stored, dict) and "json" in stored:
+        return stored["json"]
+    return decode_body(stored)
 
 
 def to_plain(request: Any, response: dict[str, Any]) -> dict[str, Any]:
@@ -201,12 +209,19 @@ def structure_problem(entry: Any) -> str | None:
         return "has no request `method` and `uri`"
     if not _body_ok(req.get("body")):
         return "has a request `body` without `json`, `string` or `base64`"
+    if not isinstance(req.get("headers") or {}, dict):
+        return "has malformed `headers`"
+    return response_structure_problem(resp)
+
+
+def response_structure_problem(resp: dict[str, Any]) -> str | None:
+    """What is missing or malformed in a plain interaction's `response` mapping, or None."""
     status = resp.get("status")
     if not isinstance(status, dict) or not isinstance(status.get("code"), int) or isinstance(status.get("code"), bool):
         return "has no response `status.code`"
     if not _body_ok(resp.get("body")) or resp.get("body") is None:
         return "has no response `body`"
-    if not isinstance(req.get("headers") or {}, dict) or not isinstance(resp.get("headers") or {}, dict):
+    if not isinstance(resp.get("headers") or {}, dict):
         return "has malformed `headers`"
     return None
 
@@ -280,6 +295,11 @@ def _load_yaml(path: Path, text: str, first_line: int = 1, number: int | None = 
         raise _yaml_error(path, err, first_line, number, _item_lines(text) if number is None else None) from err
 
 
+def load_part(path: Path, text: str, first_line: int, number: int) -> Any:
+    """What a piece of a model file's YAML holds (it starts at line `first_line` of interaction `number`)."""
+    return _load_yaml(path, text, first_line, number)
+
+
 def load_item(path: Path, text: str, first_line: int = 1, number: int | None = None) -> Any:
     """The interaction one YAML list item holds (None when it holds something else); a YAML error
     names the file's line (the item starts at `first_line`) and the interaction `number`."""
@@ -344,7 +364,8 @@ def scan_text(path: Path, text: str, keep: Callable[[dict[str, Any]], T]) -> Sca
         if split is not None:
             start, stop = item
             offset += len(text[position:start].encode("utf-8"))
-            length = len(text[start:stop].encode("utf-8"))
+            item = text[start:stop].encode("utf-8")
+            length = len(item)
             entry = load_item(path, text[start:stop], line, number)
         else:
             entry = item
@@ -355,7 +376,9 @@ def scan_text(path: Path, text: str, keep: Callable[[dict[str, Any]], T]) -> Sca
         why = response_problem(request_path(entry["request"]["uri"]), resp["status"]["code"], decode_body(resp["body"]))
         key = plain_key(entry)
         if split is not None:
-            slots.append(Slot(number, line, offset, length, key, model_of_plain(entry), why))
+            answer = answer_text(resp)
+            slots.append(Slot(number, line, offset, length, key, model_of_plain(entry), why, answer,
+                              seal(key, item, answer)))
             offset, position = offset + length, stop
         if why is not None:
             rejected.append(Rejected(path, number, key, why))
@@ -485,14 +508,29 @@ def write_model_file(path: Path, recorded: list[dict[str, Any]], tolerate_damage
 
 
 def write_index(path: Path, text: str, entries: list[dict[str, Any]] | None = None) -> None:
-    """Write the index of the model file at `path`, whose text is `text` (see `index`); `entries`, when
-    given, are the interactions `text` was rendered from, in file order (nothing is parsed again)."""
+    """Write the index of the model file at `path`, whose text is `text` (see `index`), with the SDK
+    fingerprint its requests verify under (`sdk_stamp`); `entries`, when given, are the interactions
+    `text` was rendered from, in file order (nothing is parsed again)."""
     slots = _slots_of_rendered(text, entries) if entries is not None else None
     if slots is None:
-        slots = scan_text(path, text, lambda entry: None).slots
+        scan = scan_text(path, text, lambda entry: entry)
+        slots, usable = scan.slots, scan.kept
+    else:
+        usable = [entry for entry, slot in zip(entries or [], slots) if slot.problem is None]
     if slots is not None:
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        write_atomically(index_path(path), render_index(path, digest, slots))
+        write_atomically(index_path(path), render_index(path, digest, slots, sdk_stamp(usable)))
+
+
+def sdk_stamp(entries: list[dict[str, Any]]) -> str | None:
+    """The fingerprint of the installed SDK when it rebuilds every request of `entries` (one model
+    file's usable interactions) exactly, else None (`models.fidelity.verified_fingerprint`)."""
+    if not entries:
+        return None
+    from ..models.fidelity import verified_fingerprint
+
+    return verified_fingerprint((entry["request"]["uri"], decode_body(entry["request"].get("body")))
+                                for entry in entries)
 
 
 def _slots_of_rendered(text: str, entries: list[dict[str, Any]]) -> list[Slot] | None:
@@ -506,9 +544,12 @@ def _slots_of_rendered(text: str, entries: list[dict[str, Any]]) -> list[Slot] |
         if structure_problem(entry) is not None:
             return None
         offset += len(text[position:start].encode("utf-8"))
-        length = len(text[start:stop].encode("utf-8"))
+        item = text[start:stop].encode("utf-8")
+        length = len(item)
         resp = entry["response"]
         why = response_problem(request_path(entry["request"]["uri"]), resp["status"]["code"], decode_body(resp["body"]))
-        slots.append(Slot(number, line, offset, length, plain_key(entry), model_of_plain(entry), why))
+        key = plain_key(entry)
+        answer = answer_text(resp)
+        slots.append(Slot(number, line, offset, length, key, model_of_plain(entry), why, answer, seal(key, item, answer)))
         offset, position = offset + length, stop
     return slots

@@ -11,6 +11,7 @@ describes it is handed back for the caller to write when it may write.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,10 +19,11 @@ from typing import Any, Callable
 
 from . import index
 from .index import Slot
-from .store import CassetteFileError, Rejected, from_plain, load_item, plain_key, scan_text, structure_problem
+from .store import CassetteFileError, Rejected, from_plain, load_part, response_structure_problem, stored_body, load_item, plain_key, scan_text, structure_problem
 
 
 _CHUNK = 1 << 16
+_RESPONSE_KEY = "\n  response:\n"  # where an item's response mapping starts, in the layout recording writes
 
 
 def _sha256(handle: Any) -> str:
@@ -66,6 +68,39 @@ class ModelFile:
             raise self._mismatch(slot)
         return entry  # type: ignore[return-value]
 
+    def response(self, slot: Slot) -> dict[str, Any]:
+        """The plain response at `slot`, for a replay that needs nothing else of it.
+
+        When the item's bytes carry the row's seal (see `index.seal`), only the
+        item's `response:` part is parsed: the request part, most of the item, is skipped. Otherwise
+        (the file changed, a wrong row, an item not in the layout recording writes) `entry` reads and
+        checks the whole item, and names what is wrong."""
+        raw = os.pread(self._handle.fileno(), slot.length, slot.offset)
+        if index.seal(slot.key, raw, slot.answer) == slot.seal:
+            try:
+                text = raw.decode("utf-8")
+                at = text.find(_RESPONSE_KEY)
+                part = (load_part(self.path, text[at + 3:], slot.line + text.count("\n", 0, at + 1), slot.number)
+                        if text.startswith("- request:\n") and at > 0 else None)
+            except (UnicodeDecodeError, CassetteFileError):
+                part = None
+            response = part.get("response") if isinstance(part, dict) and len(part) == 1 else None
+            if isinstance(response, dict) and response_structure_problem(response) is None:
+                return response
+        return self.entry(slot)["response"]
+
+    def answer(self, slot: Slot) -> tuple[int, Any]:
+        """The recorded (status, body) at `slot`, for a replay that needs nothing else of it: from the
+        index's answer text when the item's bytes carry the row's seal (nothing of the YAML is parsed),
+        else from the item's response (`response`)."""
+        if slot.answer is not None:
+            raw = os.pread(self._handle.fileno(), slot.length, slot.offset)
+            if index.seal(slot.key, raw, slot.answer) == slot.seal:
+                status, body = json.loads(slot.answer)
+                return status, body
+        response = self.response(slot)
+        return response["status"]["code"], stored_body(response["body"])
+
     def _mismatch(self, slot: Slot) -> CassetteFileError:
         """Why the interaction at `slot` is not what the index says: the file changed, or the index is wrong."""
         self._handle.seek(0)
@@ -94,6 +129,11 @@ class StoredInteraction:
     def pair(self) -> tuple[Any, dict[str, Any]]:
         return from_plain(self.file.entry(self.slot))
 
+    def answer(self) -> tuple[int, Any]:
+        """The recorded response's status and body (its JSON as parsed, else bytes), read without vcrpy
+        (a replay without the SDK)."""
+        return self.file.answer(self.slot)
+
     def __iter__(self) -> Any:
         return iter(self.pair())
 
@@ -113,16 +153,19 @@ class Opened:
     entries: list[Any] = field(default_factory=list)  # what `convert` made of each usable entry (no index)
     rejected: list[Rejected] = field(default_factory=list)
     index_text: str | None = None  # the index to write beside the file (it was missing or stale)
+    sdk: str | None = None  # the SDK fingerprint its current index vouches for (`models.fidelity`)
 
 
 def open_model_file(path: Path, convert: Callable[[dict[str, Any]], Any]) -> Opened:
     """Open a model file through its index when the index is current, else read it in full."""
     file = ModelFile(path)
     try:
-        slots = index.read(path, file.digest, file.size)
-        if slots is not None:
+        current = index.read(path, file.digest, file.size)
+        if current is not None:
+            slots = current.slots
             return Opened(file, stored=[StoredInteraction(file, s) for s in slots if s.problem is None],
-                          rejected=[Rejected(path, s.number, s.key, s.problem) for s in slots if s.problem])
+                          rejected=[Rejected(path, s.number, s.key, s.problem) for s in slots if s.problem],
+                          sdk=current.sdk)
         scan = scan_text(path, file.text(), convert)
         text = index.render(path, file.digest, scan.slots) if scan.slots is not None else None
         return Opened(file, entries=scan.kept, rejected=scan.rejected, index_text=text)

@@ -152,5 +152,9 @@ def parse_reply(message: dict[str, Any], model_id: str) -> Reply:
 def send(client: Any, target: Target, request: Request) -> Any:
     """One call (`messages.with_raw_response.create`: the SDK's retries, timeouts and errors); returns the
     httpx response, checked and parsed by the caller (its JSON is read once, not into the SDK's types)."""
-    params = request_params(target, request, prompt_cache=call_policy().prompt_cache)
+    return send_body(client, request_params(target, request, prompt_cache=call_policy().prompt_cache))
+
+
+def send_body(client: Any, params: dict[str, Any]) -> Any:
+    """`send` for a body already built (`request_params`): the one route the SDK builds requests by."""
     return client.messages.with_raw_response.create(**params).http_response

@@ -144,12 +144,18 @@ def send(client: Any, target: Target, request: Request) -> Any:
     The body is plain JSON already, so the SDK's typed request transform (which would return it
     unchanged at a third of a millisecond per call) is skipped: `request_params` writes the keys in
     the order `create` does, and the bytes sent are the same (tests/test_sdk_route.py)."""
+    from .sdk_common import call_policy
+
+    return send_body(client, request_params(target, request, call_policy().service_tier))
+
+
+def send_body(client: Any, params: dict[str, Any]) -> Any:
+    """`send` for a body already built (`request_params`): the one route the SDK builds requests by."""
     from openai.types.chat import ChatCompletion
 
     from .sdk_common import call_policy
 
     policy = call_policy()
-    params = request_params(target, request, policy.service_tier)
     options: dict[str, Any] = {"headers": _RAW_RESPONSE, "security": _SECURITY}
     timeout = policy.timeout_for(params.get("service_tier"))
     if timeout != policy.timeout_s:

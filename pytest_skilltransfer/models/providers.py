@@ -11,6 +11,7 @@ Concurrency: each call holds a slot of its model's adaptive limiter (`limiter`),
 
 from __future__ import annotations
 
+import json
 from contextlib import nullcontext
 from dataclasses import replace
 from types import ModuleType
@@ -18,7 +19,7 @@ from typing import Any, Callable
 from urllib.parse import urlparse
 
 from ..guards.redaction import redact_json, register_key_variables, strip_userinfo
-from . import aliases, spend_gate
+from . import aliases, fidelity, spend_gate
 from .aliases import Target
 from .base import (
     Model,
@@ -50,6 +51,7 @@ from .sdk_common import (
     call_failed,
     call_policy,
     client_settings,
+    current_environment,
     make_client,
 )
 from .validity import excerpt, read_answer
@@ -141,8 +143,14 @@ class ProviderModel:
         answered one is settled to its usage here.
         """
         wire = _wire(self.target.provider)
-        client = self._client(wire)
         lane = self._batches()
+        replayed = self._replay_without_sdk(wire, request)
+        if replayed is not None:
+            return replayed
+        env = current_environment()
+        if env is not None:
+            env.prepare_sdk_call()
+        client = self._client(wire)
         settings = client_settings(self.target) if lane is not None else None
         batched = lane is not None and settings is not None and not settings.replay
         # one bound for a call and its retries (a batched call waits for its batch instead)
@@ -176,6 +184,27 @@ class ProviderModel:
                 listener(self.model_id, reply.usage)
         return reply
 
+
+    def _replay_without_sdk(self, wire: ModuleType, request: Request) -> Reply | None:
+        """The recorded answer, read without the SDK, when this call can only be replayed and the
+        cassette vouches that the installed SDK builds exactly the bytes it looks up (`fidelity`);
+        None sends the call down the path of record (the SDK through vcrpy)."""
+        env = current_environment()
+        if env is None or not env.replay_only(self.model_id):
+            return None
+        installed = fidelity.fingerprint(self.target.provider)
+        if installed is None:
+            return None
+        key = fidelity.request_key(self.target, request)
+        found = env.recorded_answer(self.model_id, installed, key)
+        if found is None:
+            return None
+        status, body = found
+        answer, problem = read_answer(key[1], status, body)
+        if problem is not None:
+            raise bad_response(self.target, status, problem,
+                               excerpt(body if isinstance(body, (bytes, str)) else json.dumps(body)))
+        return redact_reply(wire.parse_reply(answer, self.model_id))
 
     def _through_batch(self, lane: Any, wire: ModuleType, api_key: str, request: Request) -> Any:
         """The call through the batch lane; None when it is to be sent synchronously (fallback `sync`)."""

@@ -112,6 +112,16 @@ class CallEnvironment(Protocol):
         """A clear error for a failure the environment caused (a replay miss, a blocked connect), else None."""
         ...
 
+    def prepare_sdk_call(self) -> None:
+        """Called before a call goes through the SDK (the environment may have deferred its set-up)."""
+        ...
+
+    def recorded_answer(self, model_id: str, fingerprint: str, key: tuple[str, str, str]) -> tuple[int, Any] | None:
+        """The (status, body: parsed JSON or bytes) recorded for the request with `key`, played as the path of record would
+        play it, when `model_id`'s recordings were verified under SDK `fingerprint` (see `fidelity`);
+        None sends the call through the SDK instead."""
+        ...
+
 
 _environment: CallEnvironment | None = None
 _environment_lock = threading.Lock()
@@ -422,17 +432,20 @@ def import_sdk(module: str) -> Any:
 
 
 def make_client(client_class: tuple[str, str], api_key: str, base_url: str | None, max_retries: int,
-                timeout: float, policy: CallPolicy | None = None, transport: Any = None) -> Any:
+                timeout: float, policy: CallPolicy | None = None, transport: Any = None,
+                on_request: HttpHook | None = None) -> Any:
     """An SDK client (the one place clients are built); the SDK is imported here, on first use.
 
-    `transport` replaces the HTTP transport (the batch lane parks requests this way)."""
+    `transport` replaces the HTTP transport (the batch lane parks requests this way); `on_request`
+    sees each request this client builds before anything else does (`fidelity` stops them there)."""
     module, name = client_class
     sdk = import_sdk(module)
     base = getattr(sdk, name)
     cls = type(f"SkillTransfer{name}", (base,), {"_calculate_retry_timeout": _retry_timeout,
                                                   "_skilltransfer_policy": policy or _policy})
     extra = {"transport": transport} if transport is not None else {}
-    http_client = sdk.DefaultHttpxClient(event_hooks={"request": [_clamp_attempt, _dispatch("request")],
+    first = [on_request] if on_request is not None else []
+    http_client = sdk.DefaultHttpxClient(event_hooks={"request": [*first, _clamp_attempt, _dispatch("request")],
                                                       "response": [_note_response, _dispatch("response")]},
                                          cookies=NoCookies(), **extra)
     return cls(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout,

@@ -12,7 +12,9 @@ import json
 from typing import Any
 
 
-def _json(body: bytes | str | None) -> Any:
+def _json(body: Any) -> Any:
+    if isinstance(body, (dict, list)):
+        return body  # parsed already (a replayed answer stored as JSON)
     if not body:
         return None
     try:
@@ -52,9 +54,10 @@ def response_problem(path: str, status: int, body: bytes | str | None) -> str | 
     return read_answer(path, status, body)[1]
 
 
-def read_answer(path: str, status: int, body: bytes | str | None) -> tuple[dict[str, Any], str | None]:
+def read_answer(path: str, status: int, body: Any) -> tuple[dict[str, Any], str | None]:
     """The response's JSON object and None when it is a usable recording (`response_problem`), else
-    an empty object and why it is not one: the body is parsed once, for the check and the reply."""
+    an empty object and why it is not one: the body (bytes, text, or JSON parsed already) is parsed
+    once, for the check and the reply."""
     if not 200 <= status < 300:
         return {}, f"HTTP {status}"
     data = _json(body)
