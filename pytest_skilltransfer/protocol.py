@@ -30,7 +30,7 @@ from typing import Callable, TypeVar
 
 from . import judges, phases, restarts, timed_regex
 from .bounds import over_maximum
-from .agent import AgentContext, run_task
+from .agent import AgentContext, context_messages, run_task
 from .edits import Edit, apply_edits
 from .ledger import CallCache, Meter, Tally
 from .models.base import Message, Model, Request, resolve_model
@@ -362,7 +362,8 @@ class SeedSession:
         return self._evaluations.get(key, compute, own, _ranked_first(rank))[0]
 
     def _evaluate(self, model: Model, skill: str, split: str, meter: Meter, first_sample: int = 0) -> Evaluation:
-        ctx = AgentContext(model=model, cache=self.cache, meter=meter, role="agent", corpus=self.corpus)
+        ctx = AgentContext(model=model, cache=self.cache, meter=meter, role="agent", corpus=self.corpus,
+                           context=context_messages(self.seed.context))
         tasks = self.splits[split]
         jobs = [(task, first_sample + s) for task in tasks for s in range(self.config.samples)]
 
