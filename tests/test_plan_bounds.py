@@ -25,6 +25,7 @@ CONFIGURATIONS = {
     "project-seed-restarts": (("alert-intake",), ["--pair=small:large", "--restarts=2"]),
     "rubric-judge-calibration": (("change-review",), ["--pair=large:small", "--judge=judge", "--judge-samples=3", "--judge-min-accuracy=0",
                                                       "--limit-test=6", "--limit-holdout=4", "--limit-replay=4"]),
+    "fixed-context": (("context",), ["--pair=small:large", "--nights=1"]),
     "pairs-no-direct-xdist": (("alpha", "beta"), ["--pair=small:large", "--pair=large:small", "--no-direct",
                                                  "-n", "2"]),
 }
@@ -39,6 +40,11 @@ def _seeds(root: Path, names: tuple[str, ...]) -> None:
             (seed / "brain").mkdir()
             for i in range(4):
                 (seed / "brain" / f"ticket-{i}.md").write_text(f"# Ticket {i}\n\nRoute ticket {i} to team {i}.\n")
+        elif name == "context":  # a context far longer than the tasks: the bound holds only if it counts it
+            seed = make_seed(root, name)
+            turns = [{"role": "user", "content": "Route ticket 99 " + "with details " * 3000},
+                     {"role": "assistant", "content": "Team: billing\n" + "because of the invoice. " * 3000}]
+            (seed / "context.jsonl").write_text("".join(json.dumps(t) + "\n" for t in turns))
         else:
             make_seed(root, name)
 
