@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_skilltransfer import stats  # noqa: E402
+from pytest_skilltransfer.evidence import stats  # noqa: E402
 
 SIZE = 5
 TRUE_GAIN = 0.3

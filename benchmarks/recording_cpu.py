@@ -64,7 +64,7 @@ def _instrument() -> None:
     import openai._legacy_response
     import vcr.stubs.httpx_stubs as stubs
 
-    from pytest_skilltransfer import judges
+    from pytest_skilltransfer.engine import judges
     from pytest_skilltransfer.cassettes import journal, scrub
     from pytest_skilltransfer.models import anthropic_wire, openai_wire, providers, spend_gate
 

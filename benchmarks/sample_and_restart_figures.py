@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_skilltransfer import stats  # noqa: E402
-from pytest_skilltransfer.bounded_mean import one_sided_ks_critical  # noqa: E402
+from pytest_skilltransfer.evidence import stats  # noqa: E402
+from pytest_skilltransfer.evidence.bounded_mean import one_sided_ks_critical  # noqa: E402
 
 POPULATIONS = ((0.2, 0.6, 0.6, 1.0), (0.2, 0.7, 0.6, 0.5), (0.3, 0.8, 0.3, 0.8), (0.1, 0.9, 0.1, 0.5),
                (0.1, 0.9, 0.0, 0.5), (0.1, 0.9, 0.0, 0.8), (0.5, 1.0, 0.0, 0.9))

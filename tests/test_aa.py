@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilltransfer.aa import aa_check
-from pytest_skilltransfer.models.base import resolve_model
-from pytest_skilltransfer.protocol import ProtocolConfig, SeedSession
-from pytest_skilltransfer.seeds import load_seed
+from pytest_skilltransfer.engine.aa import aa_check
+from pytest_skilltransfer.models.registry import resolve_model
+from pytest_skilltransfer.engine.protocol import ProtocolConfig, SeedSession
+from pytest_skilltransfer.engine.seeds import load_seed
 from scripted_model import ScriptedModel
 
 CHECKS = {"kind": "rule", "checks": [{"op": "contains", "arg": "Owner:"}]}

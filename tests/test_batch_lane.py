@@ -207,7 +207,7 @@ class _Ledger:
 
 def test_under_a_budget_each_parked_request_reserves_at_batch_prices_and_settles(fake: BatchProvider,
                                                                                  tmp_path: Path) -> None:
-    from pytest_skilltransfer import prices
+    from pytest_skilltransfer.pricing import prices
     from pytest_skilltransfer.models import spend_gate
 
     prices.configure_prices({"lane-anthropic": {"input": 2.0, "output": 4.0, "batch": {"input": 1.0, "output": 2.0}}})

@@ -15,7 +15,7 @@ import pytest
 from fake_provider import FakeProvider
 from plugin_support import make_seed, project
 
-from pytest_skilltransfer.reservations import BudgetExceeded, ReservationLedger
+from pytest_skilltransfer.pricing.reservations import BudgetExceeded, ReservationLedger
 
 OUTPUT_PRICE = 1000.0  # $ per million output tokens: an agent call (512 tokens at most) costs $0.512
 CALL_USD = 512 * OUTPUT_PRICE / 1_000_000

@@ -114,7 +114,7 @@ def test_bad_numbers_are_refused(flag, value, message):
 
 
 def test_table_labels_hand_written_tests():
-    from pytest_skilltransfer.report import table_rows
+    from pytest_skilltransfer.reports.report import table_rows
 
     base = {"seed": "s", "source": "a", "target": "b", "baseline_target": 0.0, "transferred": 1.0, "direct_target": None,
             "gain": {"mean": 1.0, "ci_low": 1.0, "ci_high": 1.0}, "efficiency": None,
@@ -124,7 +124,7 @@ def test_table_labels_hand_written_tests():
 
 
 def test_price_difference_compares_source_and_direct_optimization():
-    from pytest_skilltransfer.report import price_difference
+    from pytest_skilltransfer.reports.report import price_difference
 
     cost = lambda src, direct: {"cost": {"optimize_source_usd": src, "optimize_direct_usd": direct}}
     assert price_difference([cost(0.01, 0.08), cost(0.01, 0.12)]) == (

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from pytest_skilltransfer.edits import END, START, Edit, apply_edits, render_skill, split_skill
-from pytest_skilltransfer.reflect import EditParseError, parse_edits
+from pytest_skilltransfer.guards.edits import END, START, Edit, apply_edits, render_skill, split_skill
+from pytest_skilltransfer.engine.reflect import EditParseError, parse_edits
 
 BODY = "# Skill\n\nWrite briefs.\n- a hand-written bullet\n"
 

@@ -12,7 +12,7 @@ from functools import lru_cache
 
 import pytest
 
-from pytest_skilltransfer import paired_exact, stats
+from pytest_skilltransfer.evidence import paired_exact, stats
 
 ALPHA = 0.025  # each side of a 95% interval
 MARGINALS = [round(0.1 * k, 1) for k in range(1, 10)]

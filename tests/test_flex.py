@@ -9,7 +9,7 @@ import pytest
 from fake_provider import FakeProvider
 from plugin_support import make_seed, project
 
-from pytest_skilltransfer import prices
+from pytest_skilltransfer.pricing import prices
 from pytest_skilltransfer.models.base import Usage
 
 

@@ -10,7 +10,7 @@ import pytest
 from fake_provider import FakeProvider
 from plugin_support import make_seed
 
-from pytest_skilltransfer.frontier import frontier, frontier_lines
+from pytest_skilltransfer.evidence.frontier import frontier, frontier_lines
 
 
 def _result(seed: str, source: str, gain: float, usd: float | None, headroom: float | None = 0.5,
@@ -61,7 +61,7 @@ def test_three_sources_for_one_target_print_the_frontier_everywhere(pytester: py
         ''')
         result = pytester.runpytest_subprocess("--source=sim-small,sim-large,paid", "--target=sim-large",
                                                "--record-mode=once", "--snapshot-update", "--skilltransfer-json=r.json",
-                                               "--skilltransfer-md=r.md", "-n", "2")
+                                               "--skilltransfer-md=r.md", "--skilltransfer-html=r.html", "-n", "2")
     assert result.parseoutcomes().get("errors") is None
     result.stdout.fnmatch_lines(["source frontier for target sim-large *",
                                  "  source * seeds * mean gain [[]95% CI[]] * efficiency * optimization * gain per $*",
@@ -73,6 +73,10 @@ def test_three_sources_for_one_target_print_the_frontier_everywhere(pytester: py
     assert report["summary"]["cost"]["optimization"]["direct_usd"] == 0.0
     markdown = (pytester.path / "r.md").read_text()
     assert "## Source frontier" in markdown and "cost by lane" in markdown
+    page = (pytester.path / "r.html").read_text()
+    frontier = page.split("<h2>Source frontier</h2>", 1)[1].split("<h2>", 1)[0]
+    assert "source frontier for target sim-large" in frontier and frontier.count("<tr>") == 1 + 3 + 1  # and direct
+    assert "on the frontier" in frontier and "<h2>Spend</h2>" in page and "optimize-direct" in page
 
     merged = pytester.run(sys.executable, "-m", "pytest_skilltransfer", "merge", "r.json")
     merged.stdout.fnmatch_lines(["source frontier for target sim-large *"])

@@ -2,7 +2,7 @@
 
 import pytest
 
-from pytest_skilltransfer.judges import Attempt, Check, Judge, check_passes, describe_check, ndcg_at_k, score
+from pytest_skilltransfer.engine.judges import Attempt, Check, Judge, check_passes, describe_check, ndcg_at_k, score
 
 
 def passes(op, arg, text="", tools=()):
@@ -109,7 +109,7 @@ def test_descriptions_name_the_argument():
 
 
 def test_a_regex_past_its_time_limit_fails_that_check_with_file_line_and_pattern_and_scoring_goes_on(monkeypatch):
-    from pytest_skilltransfer import judges
+    from pytest_skilltransfer.engine import judges
 
     monkeypatch.setattr(judges, "REGEX_TIMEOUT_SECONDS", 0.05)
     judge = Judge("rule", (Check("regex", "(a|aa)+$"), Check("contains", "a")))

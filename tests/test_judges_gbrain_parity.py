@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from pytest_skilltransfer.judges import Attempt, Check, Judge, check_passes, score
+from pytest_skilltransfer.engine.judges import Attempt, Check, Judge, check_passes, score
 
 # (op, arg, text): agreed outcomes are computed by the oracle; our expectations are written out.
 CASES: list[tuple[str, object, str, bool]] = [

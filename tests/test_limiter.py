@@ -9,7 +9,7 @@ import pytest
 from fake_provider import FakeProvider, fake_provider  # noqa: F401 - fixture
 
 from pytest_skilltransfer import cassettes
-from pytest_skilltransfer.ledger import CallCache, Meter
+from pytest_skilltransfer.engine.ledger import CallCache, Meter
 from pytest_skilltransfer.models.base import Message, Request
 from pytest_skilltransfer.models.limiter import LIMITERS, AdaptiveLimiter, retry_after_s
 from pytest_skilltransfer.models.providers import build_model
@@ -117,7 +117,7 @@ def test_the_sdk_client_reports_429_to_the_models_limiter(tmp_path: Path, fake_p
 
 
 def test_the_local_llama_server_gets_one_call_at_a_time() -> None:
-    from pytest_skilltransfer.local import LOCAL_MODEL_ALIAS
+    from pytest_skilltransfer.models.local import LOCAL_MODEL_ALIAS
 
     LIMITERS.configure(lambda _model_id: 8)
     assert build_model(LOCAL_MODEL_ALIAS).max_concurrency == 1

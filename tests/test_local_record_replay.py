@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilltransfer import local
+from pytest_skilltransfer.models import local
 
 pytestmark = [
     pytest.mark.local_llm,

@@ -19,7 +19,7 @@ from typing import Iterator
 
 import pytest
 
-from pytest_skilltransfer import local
+from pytest_skilltransfer.models import local
 
 LIVE_SKIP = pytest.mark.skipif(
     not local.server_available(),

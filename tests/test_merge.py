@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_skilltransfer.merge import main as merge
+from pytest_skilltransfer.commands.merge import main as merge
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARDS = 3

@@ -163,7 +163,8 @@ def test_a_ref_that_cannot_be_read_stops_the_run(pytester: pytest.Pytester, setu
 
 
 def test_a_snapshot_at_the_ref_without_per_task_scores_is_reported_not_compared(tmp_path: Path) -> None:
-    from pytest_skilltransfer.plugin.compare import BaseRef, Before, summary_lines
+    from pytest_skilltransfer.plugin.compare import BaseRef, Before
+    from pytest_skilltransfer.reports.comparison import summary_lines
 
     base = BaseRef("main", "0" * 40, "--compare-to", tmp_path)
     old = Before(base, tmp_path / SNAPSHOT, "# router: cover-a -> cover-b\n\n| transferred | 1.000 | ...\n")

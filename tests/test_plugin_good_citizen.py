@@ -28,13 +28,17 @@ def test_numbers(n):
     assert n >= 0
 '''
 LIGHT_MODULES = {  # all the plugin imports in a run that is not its own
-    "pytest_skilltransfer", "pytest_skilltransfer.seed_layout", "pytest_skilltransfer.plugin",
+    "pytest_skilltransfer", "pytest_skilltransfer.engine.seed_layout", "pytest_skilltransfer.plugin",
     "pytest_skilltransfer.plugin.options", "pytest_skilltransfer.plugin.collect",
     "pytest_skilltransfer.plugin.engagement", "pytest_skilltransfer.plugin.reporting",
     "pytest_skilltransfer.plugin.hookspecs", "pytest_skilltransfer.plugin.markers",
     "pytest_skilltransfer.plugin.compare", "pytest_skilltransfer.plugin.shards", "pytest_skilltransfer.plugin.batch",
     "pytest_skilltransfer.plugin.aa_fixture",
-    "pytest_skilltransfer.bounds", "pytest_skilltransfer.terminal",
+    "pytest_skilltransfer.plugin.spellings", "pytest_skilltransfer.plugin.values", "pytest_skilltransfer.plugin.state",
+    "pytest_skilltransfer.guards.bounds", "pytest_skilltransfer.guards.terminal",
+    "pytest_skilltransfer.reports.comparison",
+    # the folders holding those (their __init__ modules hold a docstring and nothing else)
+    "pytest_skilltransfer.guards", "pytest_skilltransfer.engine", "pytest_skilltransfer.reports",
 }
 REPORT_PLUGIN = '''
 def pytest_unconfigure(config):

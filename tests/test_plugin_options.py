@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from plugin_support import project
-from pytest_skilltransfer.plugin.options import Settings, ini_name
-from pytest_skilltransfer.seeds import Thresholds
+from pytest_skilltransfer.plugin.options import Settings
+from pytest_skilltransfer.plugin.spellings import ini_name
+from pytest_skilltransfer.engine.seeds import Thresholds
 
 
 def test_help_lists_the_group_with_ini_keys(pytester: pytest.Pytester) -> None:
@@ -84,7 +85,7 @@ def test_thresholds_seed_then_ini_then_marker_then_command_line() -> None:
 
 
 def test_pair_with_colon_names_uses_the_arrow() -> None:
-    from pytest_skilltransfer.plugin.options import parse_pair
+    from pytest_skilltransfer.plugin.values import parse_pair
 
     assert parse_pair("openai:smollm2-135m@http://127.0.0.1:8080/v1->sim-large", "--pair") == (
         "openai:smollm2-135m@http://127.0.0.1:8080/v1", "sim-large")

@@ -67,9 +67,12 @@ def check_reports(pytester: pytest.Pytester, result: pytest.RunResult, raw_json:
     assert (pair["source"], pair["target"], pair["seeds"], pair["mean_gain"]) == ("toy-a", "toy-b", 3, 1.0)
     assert (pair["ci_low"], pair["ci_high"], pair["seeds_needed"]) == (None, None, 6)  # too few seeds
 
-    alpha_row = next(line for line in markdown.splitlines() if line.startswith("| alpha | toy-a->toy-b |"))
+    first_screen, folded = markdown.split("<details>", 1)
+    assert first_screen.index("### fail: beta (toy-a -> toy-half)") < first_screen.index("| seed | pair | gain [95% CI] |")
+    assert "| beta | toy-a->toy-half | +0.50 [+0.34, +0.67] | transfers | **FAIL** |" in first_screen
+    alpha_row = next(line for line in folded.splitlines() if line.startswith("| alpha | toy-a->toy-b |"))
     assert alpha_row.endswith("| 30 | 682 | n/a | no effect shown | unchanged vs snapshot |"), alpha_row
-    beta_row = next(line for line in markdown.splitlines() if line.startswith("| beta | toy-a->toy-b |"))
+    beta_row = next(line for line in folded.splitlines() if line.startswith("| beta | toy-a->toy-b |"))
     assert "| <.001 | " in beta_row and beta_row.endswith("| transfers | pass |"), beta_row
     assert markdown.startswith("# Skill transfer: 9 item(s), 8 passed, **1 failed**, 0 inconclusive, 0 errored\n")
     assert "### fail: beta (toy-a -> toy-half)\n\n- **gain +0.50 [+0.34, +0.67] below min_gain +0.80**\n" in markdown

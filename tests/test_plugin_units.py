@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_skilltransfer import stats
-from pytest_skilltransfer.plugin import gating, markdown_report, snapshots
-from pytest_skilltransfer.seeds import Thresholds
+from pytest_skilltransfer.evidence import stats
+from pytest_skilltransfer.plugin import gating, snapshots
+from pytest_skilltransfer.reports import markdown_report
+from pytest_skilltransfer.engine.seeds import Thresholds
 
 
 def _estimate(mean: float, n: int = 4) -> dict[str, Any]:
@@ -107,10 +108,10 @@ def test_markdown_report_parses_with_a_headline_one_chart_and_a_section_per_fail
     tokens = MarkdownIt().enable("table").parse(text)
     headings = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open"]
     assert headings[0] == "Skill transfer: 4 item(s), 0 passed, **1 failed**, 2 inconclusive, **1 errored**"
-    assert headings[1:] == ["Gain per item", "Failures", "inconclusive: alpha (small -> large)",
-                            "fail: beta (small -> large)", "inconclusive: gamma (small -> large)", "Errored items (1)"]
+    assert headings[1:] == ["Needs a look", "fail: beta (small -> large)", "inconclusive: alpha (small -> large)",
+                            "inconclusive: gamma (small -> large)", "Errored items (1)", "Gain per item"]
     rows = [t for t in tokens if t.type == "tr_open"]
-    assert len(rows) == 1 + 3  # header and one row per item
+    assert len(rows) == 2 * (1 + 3)  # the narrow table and, folded, the full one: a header and one row per item
     assert sum(1 for t in tokens if t.type == "fence") == 1  # one chart for every item
     html = MarkdownIt().enable("table").render(text)
     assert ("<li><strong>gain +0.75 [-0.25, +0.99] inconclusive for min_gain +0.50: 22 tasks would decide it"
@@ -123,6 +124,12 @@ def test_markdown_gives_each_item_its_own_verdict() -> None:
     matrix = {**result(), "cost": cost, "item": "seeds/alpha/SKILL.md::transfer[small->large]", "gate": {"passed": True, "verdict": "pass"}}
     hand = {**result(), "cost": cost, "item": "seeds/test_gates.py::test_alpha",
             "gate": {"passed": False, "verdict": "fail", "failures": ["gain too low"], "snapshot": "ok"}}
-    rows = [line for line in markdown_report.render([matrix, hand]).splitlines() if line.startswith("| alpha")]
+    text = markdown_report.render([matrix, hand])
+    narrow, full = text.split("<details>", 1)
+    rows = [line for line in narrow.splitlines() if line.startswith("| alpha")]  # failures first
+    assert [row.rsplit("|", 2)[-2].strip() for row in rows] == ["**FAIL**", "no gate"]
+    assert rows[0].startswith("| alpha (hand-written test) |") and rows[1].startswith("| alpha | ")
+    rows = [line for line in full.splitlines() if line.startswith("| alpha")]
     assert [row.rsplit("|", 2)[-2].strip() for row in rows] == ["no gate", "**FAIL**"]
     assert "test_alpha" in rows[1]
+    assert "### fail: alpha (small -> large, hand-written test test_alpha)" in narrow

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from pytest_skilltransfer import prices
+from pytest_skilltransfer.pricing import prices
 from pytest_skilltransfer.models.aliases import builtin_aliases, sdk_model_ids
 from pytest_skilltransfer.models.base import ModelError, Usage
 from pytest_skilltransfer.models.providers import build_model, known_aliases

@@ -12,14 +12,14 @@ from typing import Iterator
 import pytest
 
 from plugin_support import make_seed, project
-from pytest_skilltransfer import local
-from pytest_skilltransfer.doctor import check_local
-from pytest_skilltransfer.inventory import LOCK_FILE, apply_lock, pin, read_lock, rows
-from pytest_skilltransfer.judges import RULE_OPS
+from pytest_skilltransfer.models import local
+from pytest_skilltransfer.commands.doctor import check_local
+from pytest_skilltransfer.reports.inventory import LOCK_FILE, apply_lock, pin, read_lock, rows
+from pytest_skilltransfer.engine.judges import RULE_OPS
 from pytest_skilltransfer.models.aliases import sdk_aliases
-from pytest_skilltransfer.models.base import resolve_model
+from pytest_skilltransfer.models.registry import resolve_model
 from pytest_skilltransfer.models.providers import configure_aliases
-from pytest_skilltransfer.scaffold import project_files
+from pytest_skilltransfer.commands.scaffold import project_files
 
 ROOT = Path(__file__).resolve().parents[1]
 

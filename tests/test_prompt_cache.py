@@ -11,14 +11,15 @@ import pytest
 from fake_provider import FakeProvider, fake_provider  # noqa: F401 - fixture
 from plugin_support import project
 
-from pytest_skilltransfer import cassettes, prices
-from pytest_skilltransfer.ledger import Tally
+from pytest_skilltransfer import cassettes
+from pytest_skilltransfer.pricing import prices
+from pytest_skilltransfer.engine.ledger import Tally
 from pytest_skilltransfer.models import anthropic_wire
 from pytest_skilltransfer.models.base import Message, Request, ToolSpec, Usage
 from pytest_skilltransfer.models.providers import build_model
 from pytest_skilltransfer.models.sdk_common import CallPolicy, configure_calls
-from pytest_skilltransfer.report import cache_text
-from pytest_skilltransfer.result_json import cache_saved, cost_rows
+from pytest_skilltransfer.reports.report import cache_text
+from pytest_skilltransfer.reports.result_json import cache_saved, cost_rows
 
 LONG_SKILL = "# Pricing brief\n\n" + "Quote every price with its currency and date. " * 120  # ~1,400 tokens
 SEARCH = ToolSpec("search", "Search the notes.", {"type": "object", "properties": {"query": {"type": "string"}}})

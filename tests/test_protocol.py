@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from pytest_skilltransfer.models.base import ModelCallError, Reply
-from pytest_skilltransfer.protocol import ProtocolConfig, SeedSession, capped
-from pytest_skilltransfer.seeds import load_seed
+from pytest_skilltransfer.engine.protocol import ProtocolConfig, SeedSession, capped
+from pytest_skilltransfer.engine.seeds import load_seed
 from scripted_model import ScriptedModel, edits
 
 CHECKS = {"kind": "rule", "checks": [{"op": "contains", "arg": "Owner:"}, {"op": "max_chars", "arg": 60}]}

@@ -13,7 +13,8 @@ from fake_provider import FakeProvider, fake_provider  # noqa: F401 - fixture
 from pytest_skilltransfer.cassettes import recording
 from pytest_skilltransfer.models import aliases, sdk_common
 from pytest_skilltransfer.models.aliases import Target, newest_claude_aliases, newest_gpt_aliases
-from pytest_skilltransfer.models.base import Message, ModelCallError, ModelError, Request, ToolCall, ToolSpec, resolve_model
+from pytest_skilltransfer.models.base import Message, ModelCallError, ModelError, Request, ToolCall, ToolSpec
+from pytest_skilltransfer.models.registry import resolve_model
 from pytest_skilltransfer.models.providers import ProviderModel, build_model, configure_aliases, known_aliases
 from pytest_skilltransfer.models.sdk_common import MissingAPIKey
 
@@ -110,7 +111,7 @@ def test_user_aliases_appear_in_the_known_list_and_bad_entries_are_rejected() ->
 
 def test_importing_providers_does_not_import_the_sdks() -> None:
     code = (
-        "import sys; from pytest_skilltransfer.models.base import resolve_model; "
+        "import sys; from pytest_skilltransfer.models.registry import resolve_model; "
         "m = resolve_model('haiku'); resolve_model('sol'); "
         "assert 'anthropic' not in sys.modules and 'openai' not in sys.modules and 'vcr' not in sys.modules, "
         "sorted(k for k in sys.modules if k.split('.')[0] in ('anthropic', 'openai', 'vcr'))"

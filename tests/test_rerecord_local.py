@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from plugin_support import make_seed, project
 
-from pytest_skilltransfer import local
-from pytest_skilltransfer.rerecord import pytest_args
+from pytest_skilltransfer.models import local
+from pytest_skilltransfer.commands.rerecord import pytest_args
 
 HAND_WRITTEN = '''
 import pytest

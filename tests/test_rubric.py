@@ -5,17 +5,18 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilltransfer.judge_report import adverse, uncertain_count
-from pytest_skilltransfer.judges import Attempt, NoJudgeModel, RubricVerdict, score
-from pytest_skilltransfer.ledger import CallCache, Meter
-from pytest_skilltransfer.models.base import Reply, Request, ToolCall, resolve_model
+from pytest_skilltransfer.reports.judge_report import adverse, uncertain_count
+from pytest_skilltransfer.engine.judges import Attempt, NoJudgeModel, RubricVerdict, score
+from pytest_skilltransfer.engine.ledger import CallCache, Meter
+from pytest_skilltransfer.models.base import Reply, Request, ToolCall
+from pytest_skilltransfer.models.registry import resolve_model
 from pytest_skilltransfer.models.sim.judge import read
-from pytest_skilltransfer.protocol import CalibrationFailed, NoJudgeConfigured, ProtocolConfig, SeedSession
-from pytest_skilltransfer.rubric import (
-    VERDICT_TOOL, CalibrationItem, JudgeSetup, RubricJudge, calibrate, family_warning,
-    judge_request, majority, parse_verdict,
+from pytest_skilltransfer.engine.protocol import CalibrationFailed, NoJudgeConfigured, ProtocolConfig, SeedSession
+from pytest_skilltransfer.engine.rubric import (
+    VERDICT_TOOL, CalibrationItem, JudgeSetup, RubricJudge, calibrate, family_warning, judge_request, majority,
+    parse_verdict,
 )
-from pytest_skilltransfer.seeds import SeedError, load_seed
+from pytest_skilltransfer.engine.seeds import SeedError, load_seed
 from scripted_model import ScriptedModel
 
 CAUSE = 'Names the root cause of the incident (a "Root cause" line counts).'
@@ -270,8 +271,8 @@ class SplitJudge:
 
 def test_a_gate_that_passes_only_on_unstable_verdicts_is_inconclusive(tmp_path):
     from pytest_skilltransfer.plugin import gating
-    from pytest_skilltransfer.result_json import result_to_json
-    from pytest_skilltransfer.seeds import Thresholds
+    from pytest_skilltransfer.reports.result_json import result_to_json
+    from pytest_skilltransfer.engine.seeds import Thresholds
 
     seed = load_seed(write_seed(tmp_path / "owners", judge={"kind": "rule", "checks": [
         {"op": "rubric", "arg": 'Names an owner (an "Owner" line counts).'}]}, held_out=12))

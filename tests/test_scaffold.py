@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilltransfer.scaffold import InitError, init_seed
-from pytest_skilltransfer.seeds import SeedError, load_seed
+from pytest_skilltransfer.commands.scaffold import InitError, init_seed
+from pytest_skilltransfer.engine.seeds import SeedError, load_seed
 
 PAIR = ("--source", "sim-small", "--target", "sim-large")
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from plugin_support import project
-from pytest_skilltransfer.models.base import resolve_model
-from pytest_skilltransfer.protocol import ProtocolConfig, SeedSession
-from pytest_skilltransfer.scoring import DEFAULT, GBRAIN, scoring_profile
-from pytest_skilltransfer.seeds import discover_seeds, load_seed
+from pytest_skilltransfer.models.registry import resolve_model
+from pytest_skilltransfer.engine.protocol import ProtocolConfig, SeedSession
+from pytest_skilltransfer.engine.scoring import DEFAULT, GBRAIN, scoring_profile
+from pytest_skilltransfer.engine.seeds import discover_seeds, load_seed
 
 import os
 
@@ -77,7 +77,7 @@ def test_scoring_is_an_option_and_gbrain_implies_three_samples(pytester: pytest.
 
 
 def test_the_command_line_takes_the_profile_too(capsys: pytest.CaptureFixture[str]) -> None:
-    from pytest_skilltransfer.cli import main
+    from pytest_skilltransfer.commands.cli import main
 
     seeds = Path(__file__).resolve().parents[1] / "seeds"
     assert main(["--source", "sim-small", "--target", "sim-large", "--data-root", str(seeds), "--seeds",

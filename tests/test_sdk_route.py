@@ -131,7 +131,7 @@ def test_openai_reply_from_json() -> None:
 def test_one_redaction_pass_over_a_reply_equals_each_part_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
     from pytest_skilltransfer.models.base import Reply
     from pytest_skilltransfer.models.providers import redact_reply
-    from pytest_skilltransfer.redaction import redact_json, redact_text
+    from pytest_skilltransfer.guards.redaction import redact_json, redact_text
 
     key = "sk-ant-api03-" + "k" * 40
     monkeypatch.setenv("ANTHROPIC_API_KEY", key)

@@ -19,7 +19,7 @@ from pytest_skilltransfer.cassettes import recording, scan_for_secrets
 from pytest_skilltransfer.cassettes import store as cassette_store
 from pytest_skilltransfer.models.base import Message, Request
 from pytest_skilltransfer.models.providers import build_model
-from pytest_skilltransfer.redaction import find_secrets, redact_json, redact_text, strip_userinfo
+from pytest_skilltransfer.guards.redaction import find_secrets, redact_json, redact_text, strip_userinfo
 
 PASSWORD = "Pw-" + "q8Z" * 6  # not token-shaped: only the URL makes it a secret
 SAMPLES = {

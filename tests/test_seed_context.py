@@ -13,8 +13,8 @@ import pytest
 
 from pytest_skilltransfer.models.base import Message, Reply, Request, Usage
 from pytest_skilltransfer.models.sim import SimModel
-from pytest_skilltransfer.protocol import ProtocolConfig, SeedSession
-from pytest_skilltransfer.seeds import SeedError, load_seed
+from pytest_skilltransfer.engine.protocol import ProtocolConfig, SeedSession
+from pytest_skilltransfer.engine.seeds import SeedError, load_seed
 
 CHECKS = {"kind": "rule", "checks": [{"op": "contains", "arg": "Owner:"}]}
 EXAMPLE = [{"role": "user", "content": "Route ticket 99: the printer is on fire."},

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from pytest_skilltransfer.seeds import SeedError, SeedLimits, load_seed
-from pytest_skilltransfer.tools import CorpusError, load_corpus
+from pytest_skilltransfer.engine.seeds import SeedError, SeedLimits, load_seed
+from pytest_skilltransfer.engine.tools import CorpusError, load_corpus
 
 RULE = {"kind": "rule", "checks": [{"op": "contains", "arg": "X"}]}
 
@@ -206,7 +206,7 @@ def test_a_regex_that_would_take_long_to_compile_is_refused_at_once(tmp_path: Pa
 
 
 def test_ordinary_regexes_are_far_below_the_compile_bound() -> None:
-    from pytest_skilltransfer.regex_size import MAX_EXPANDED_SIZE, expanded_size
+    from pytest_skilltransfer.guards.regex_size import MAX_EXPANDED_SIZE, expanded_size
 
     for pattern in (r"^(\w+\s?)+[^\w\s]{2}Q$", r"\d{3}-\d{3}-\d{4}", r"(?i)^Owner: @\w+$", r"[a-z]{2,5}(?:, [a-z]+){0,9}"):
         assert expanded_size(pattern) < MAX_EXPANDED_SIZE // 100
@@ -256,7 +256,7 @@ def test_a_seed_folder_read_through_its_descriptor_reads_and_refuses_as_each_fil
         tmp_path: Path, through: str) -> None:
     """The seed loader resolves the seed folder once and opens its files relative to it: every outcome
     (the bytes, or the refusal and its words) is the one `read_confined` gives for the file on its own."""
-    from pytest_skilltransfer.confined import ConfinedFolder, read_confined
+    from pytest_skilltransfer.guards.confined import ConfinedFolder, read_confined
 
     outside = tmp_path / "outside.txt"
     outside.write_text("DATABASE_PASSWORD=hunter2\n")
@@ -284,7 +284,7 @@ def test_a_seed_folder_read_through_its_descriptor_reads_and_refuses_as_each_fil
 
 
 def test_a_seed_folder_under_a_system_folder_is_read_as_each_file_alone(tmp_path: Path) -> None:
-    from pytest_skilltransfer.confined import ConfinedFolder, read_confined
+    from pytest_skilltransfer.guards.confined import ConfinedFolder, read_confined
 
     folder_path = Path("/dev/shm")
     if not folder_path.is_dir():

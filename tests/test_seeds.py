@@ -5,8 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilltransfer.seeds import SeedError, SplitSettings, Task, discover_seeds, load_seed, split_train_val
-from pytest_skilltransfer.judges import Judge, Check
+from pytest_skilltransfer.engine.seeds import (
+    SeedError, SplitSettings, Task, discover_seeds, load_seed, split_train_val,
+)
+from pytest_skilltransfer.engine.judges import Judge, Check
 
 GBRAIN = Path(__file__).resolve().parents[2] / "shared" / "external" / "gbrain-skillopt-v1"
 RULE = {"kind": "rule", "checks": [{"op": "contains", "arg": "X"}]}
@@ -149,7 +151,7 @@ def test_seed_pairs_parse_and_bad_ones_are_named(tmp_path):
 
 
 def test_a_regex_javascript_rejects_loads_with_a_portability_warning_naming_file_and_line(tmp_path):
-    from pytest_skilltransfer.seeds import SeedPortabilityWarning
+    from pytest_skilltransfer.engine.seeds import SeedPortabilityWarning
 
     seed = tmp_path / "portable"
     seed.mkdir()
@@ -169,7 +171,7 @@ def test_a_regex_javascript_rejects_loads_with_a_portability_warning_naming_file
 def test_project_seeds_are_portable_to_javascript():
     import warnings
 
-    from pytest_skilltransfer.seeds import discover_seeds
+    from pytest_skilltransfer.engine.seeds import discover_seeds
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")

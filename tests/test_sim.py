@@ -8,16 +8,17 @@ import sys
 
 import pytest
 
-from pytest_skilltransfer import judges
-from pytest_skilltransfer.agent import AgentContext, run_task
-from pytest_skilltransfer.edits import Edit, apply_edits, render_skill
-from pytest_skilltransfer.judges import Check, Judge
-from pytest_skilltransfer.ledger import CallCache, Meter
-from pytest_skilltransfer.models.base import Message, ModelError, Request, resolve_model
+from pytest_skilltransfer.engine import judges
+from pytest_skilltransfer.engine.agent import AgentContext, run_task
+from pytest_skilltransfer.guards.edits import Edit, apply_edits, render_skill
+from pytest_skilltransfer.engine.judges import Check, Judge
+from pytest_skilltransfer.engine.ledger import CallCache, Meter
+from pytest_skilltransfer.models.base import Message, ModelError, Request
+from pytest_skilltransfer.models.registry import resolve_model
 from pytest_skilltransfer.models.sim import SimModel
-from pytest_skilltransfer.reflect import Observation, RejectedEdit, build_reflect_request, parse_edits
-from pytest_skilltransfer.seeds import Task
-from pytest_skilltransfer.tools import SEARCH_TOOL, Page
+from pytest_skilltransfer.engine.reflect import Observation, RejectedEdit, build_reflect_request, parse_edits
+from pytest_skilltransfer.engine.seeds import Task
+from pytest_skilltransfer.engine.tools import SEARCH_TOOL, Page
 
 SAMPLES = 20
 BODY = "# Advisor\n\nWhen asked, discuss the considerations of the decision for the team."

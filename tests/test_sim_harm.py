@@ -11,14 +11,15 @@ import dataclasses
 
 import pytest
 
-from pytest_skilltransfer import judges
-from pytest_skilltransfer.agent import AgentContext, run_task
-from pytest_skilltransfer.edits import render_skill
-from pytest_skilltransfer.judges import Check, Judge
-from pytest_skilltransfer.ledger import CallCache, Meter
-from pytest_skilltransfer.models.base import Message, Request, resolve_model
+from pytest_skilltransfer.engine import judges
+from pytest_skilltransfer.engine.agent import AgentContext, run_task
+from pytest_skilltransfer.guards.edits import render_skill
+from pytest_skilltransfer.engine.judges import Check, Judge
+from pytest_skilltransfer.engine.ledger import CallCache, Meter
+from pytest_skilltransfer.models.base import Message, Request
+from pytest_skilltransfer.models.registry import resolve_model
 from pytest_skilltransfer.models.sim import PROFILES, SimModel
-from pytest_skilltransfer.seeds import Task
+from pytest_skilltransfer.engine.seeds import Task
 
 SAMPLES = 12
 TASKS = [

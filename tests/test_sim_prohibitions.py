@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from pytest_skilltransfer.edits import render_skill
-from pytest_skilltransfer.judges import Check, Judge
+from pytest_skilltransfer.guards.edits import render_skill
+from pytest_skilltransfer.engine.judges import Check, Judge
 from pytest_skilltransfer.models.sim.skill_reader import ABSTRACT, BAN, LITERAL, parse_skill
 from pytest_skilltransfer.models.sim import SimModel
 from test_sim_harm import answers, pass_rate

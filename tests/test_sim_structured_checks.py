@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilltransfer.models.base import resolve_model
-from pytest_skilltransfer.protocol import ProtocolConfig, SeedSession
-from pytest_skilltransfer.seeds import load_seed
+from pytest_skilltransfer.models.registry import resolve_model
+from pytest_skilltransfer.engine.protocol import ProtocolConfig, SeedSession
+from pytest_skilltransfer.engine.seeds import load_seed
 
 CHECKS = {"kind": "rule", "checks": [{"op": "regex", "arg": '\\{\\s*"impact"\\s*:'}, {"op": "contains", "arg": '"root_cause"'}]}
 INCIDENTS = ["the checkout outage after the cache flush", "the login errors during the certificate renewal",

@@ -12,9 +12,9 @@ try:  # imported at collection, before any test touches the import machinery
 except ImportError:  # scipy is a dev extra
     special = None
 
-from pytest_skilltransfer import stats
+from pytest_skilltransfer.evidence import stats
 from pytest_skilltransfer.plugin import gating
-from pytest_skilltransfer.seeds import Thresholds
+from pytest_skilltransfer.engine.seeds import Thresholds
 
 PROBABILITIES = (0.1, 0.3, 0.5, 0.7, 0.9)
 TASK_COUNTS = (3, 6, 20, 50)
@@ -221,7 +221,7 @@ def test_restart_bound_is_exact_for_two_point_populations() -> None:
     the nominal 5% at every q (R = 3, 5, 8)."""
     from math import comb
 
-    from pytest_skilltransfer.bounded_mean import mean_bounds
+    from pytest_skilltransfer.evidence.bounded_mean import mean_bounds
 
     for restarts in (3, 5, 8):
         for q in [i / 40 for i in range(41)]:
@@ -239,7 +239,7 @@ def test_one_sided_ks_distribution_matches_scipy() -> None:
         pytest.skip("scipy (dev extra) is not installed")
     from scipy.stats import ksone
 
-    from pytest_skilltransfer.bounded_mean import one_sided_ks_critical, one_sided_ks_sf
+    from pytest_skilltransfer.evidence.bounded_mean import one_sided_ks_critical, one_sided_ks_sf
 
     for n in (1, 2, 3, 5, 8, 20):
         for d in (0.05, 0.2, 0.45, 0.7, 0.95):
@@ -274,7 +274,7 @@ def _record(seed: str, pair: tuple[str, str], before: list[float], after: list[f
 
 
 def test_run_summary_is_a_pure_function_of_the_item_records() -> None:
-    from pytest_skilltransfer.summary import summarize
+    from pytest_skilltransfer.evidence.summary import summarize
 
     rng = random.Random(11)
     records = []
@@ -293,7 +293,7 @@ def test_run_summary_is_a_pure_function_of_the_item_records() -> None:
     pair = whole["pairs"][0]
     gains = [r["gain"]["mean"] for r in records if r["source"] == "a"]
     assert pair["mean_gain"] == pytest.approx(stats.mean(gains), abs=1e-4)
-    from pytest_skilltransfer.summary import over_seeds
+    from pytest_skilltransfer.evidence.summary import over_seeds
 
     assert (pair["ci_low"], pair["ci_high"]) == pytest.approx(over_seeds(gains), abs=1e-4)
 

@@ -7,14 +7,14 @@ from pathlib import Path
 import pytest
 from faulty_provider import SHAPES, FaultyProvider
 
-from pytest_skilltransfer.agent import AgentContext, run_task
+from pytest_skilltransfer.engine.agent import AgentContext, run_task
 from pytest_skilltransfer.cassettes import recording
-from pytest_skilltransfer.judges import Judge
-from pytest_skilltransfer.ledger import CallCache, Meter
+from pytest_skilltransfer.engine.judges import Judge
+from pytest_skilltransfer.engine.ledger import CallCache, Meter
 from pytest_skilltransfer.models.base import Message, Request
 from pytest_skilltransfer.models.providers import build_model
 from pytest_skilltransfer.models.stops import problem_counts, stop_kind
-from pytest_skilltransfer.seeds import Task
+from pytest_skilltransfer.engine.seeds import Task
 
 EXPECTED = {  # shape -> (anthropic stop_reason, openai stop_reason, kind)
     "max_tokens": ("max_tokens", "length", "truncated"),

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilltransfer import scaffold
-from pytest_skilltransfer.seeds import SeedProblem, read_tasks
+from pytest_skilltransfer.commands import scaffold
+from pytest_skilltransfer.engine.seeds import SeedProblem, read_tasks
 
 jsonschema = pytest.importorskip("jsonschema")
 

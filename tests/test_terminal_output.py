@@ -7,7 +7,7 @@ import json
 import pytest
 from plugin_support import CHECKS, TOY_CONFTEST
 
-from pytest_skilltransfer.terminal import is_safe, safe
+from pytest_skilltransfer.guards.terminal import is_safe, safe
 
 HOSTILE = "\x1b[2J\x1b]0;pwned\x07\x00\r\u202eevil\u2066"
 EVIL_CONFTEST = TOY_CONFTEST + '''

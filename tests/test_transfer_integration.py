@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilltransfer.models.base import resolve_model
-from pytest_skilltransfer.protocol import ProtocolConfig, SeedSession
-from pytest_skilltransfer.seeds import discover_seeds, load_seed
+from pytest_skilltransfer.models.registry import resolve_model
+from pytest_skilltransfer.engine.protocol import ProtocolConfig, SeedSession
+from pytest_skilltransfer.engine.seeds import discover_seeds, load_seed
 
 ROOT = Path(__file__).resolve().parents[1]
 GBRAIN = ROOT.parent / "shared" / "external" / "gbrain-skillopt-v1"

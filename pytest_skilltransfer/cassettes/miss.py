@@ -10,8 +10,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..guards.redaction import redact_text
 from ..models.base import ModelCallError, find_in_chain
-from ..redaction import redact_text
 from .match import body_diff, closest, model_of, request_key
 from .store import file_name
 
@@ -75,7 +75,7 @@ def _is_local_model(model: str) -> bool:
 
 
 def _build_estimate() -> str:
-    from ..local import build_estimate
+    from ..models.local import build_estimate
 
     return build_estimate()
 

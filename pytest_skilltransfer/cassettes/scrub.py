@@ -15,8 +15,8 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
+from ..guards.redaction import find_secrets, redact_json, redact_text, strip_userinfo
 from ..models.batch import is_batch_control
-from ..redaction import find_secrets, redact_json, redact_text, strip_userinfo
 from .match import body_bytes, parse_json
 
 SECRET_HEADERS = frozenset(

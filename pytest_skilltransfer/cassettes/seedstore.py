@@ -19,10 +19,11 @@ from typing import Any, Callable
 
 Convert = Callable[[dict[str, Any]], Any]
 
+from ..models.base import ModelCallError
+from ..models.validity import response_problem
 from .index import index_path
 from .inflight import InFlight, clean_claims
 from .journal import Journal, claim_orphans, journals, live_or_orphan_entries, parse_journal_lines
-from .stored import ModelFile, StoredInteraction, open_model_file
 from .store import (
     CassetteFileError,
     Rejected,
@@ -42,8 +43,7 @@ from .store import (
     write_index,
     write_model_file,
 )
-from ..models.base import ModelCallError
-from ..models.validity import response_problem
+from .stored import ModelFile, StoredInteraction, open_model_file
 
 
 @dataclass

@@ -31,11 +31,13 @@ from typing import Any, Callable, Generic, TypeVar
 
 import yaml
 
+from ..guards.redaction import find_secrets
 from ..models.base import ModelCallError
-from ..redaction import find_secrets
-from .index import SUFFIX as INDEX_SUFFIX, Slot, index_path, render as render_index
-from .match import body_bytes, body_digest, parse_json, readable_yaml
 from ..models.validity import response_problem
+from .index import SUFFIX as INDEX_SUFFIX
+from .index import Slot, index_path
+from .index import render as render_index
+from .match import body_bytes, body_digest, parse_json, readable_yaml
 
 FORMAT_VERSION = 2  # 2 added the closing `count`; version 1 files (without it) are still read
 LOCK_NAME = ".lock"

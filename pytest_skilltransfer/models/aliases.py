@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
-from ..redaction import register_secret, strip_userinfo
+from ..guards.redaction import register_secret, strip_userinfo
 from .base import ModelError
 
 Provider = Literal["anthropic", "openai"]
@@ -110,13 +110,13 @@ def builtin_aliases() -> dict[str, str]:
 
 
 def local_aliases() -> dict[str, str]:
-    """The local SmolLM2 server (see `pytest_skilltransfer.local`), once per protocol.
+    """The local SmolLM2 server (see `pytest_skilltransfer.models.local`), once per protocol.
 
     The base URL is read at each lookup, so a server the plugin starts (which sets
     SKILLTRANSFER_LOCAL_URL) is found; the Anthropic-protocol alias records under its own id so
     its calls never share a cache entry or a cassette with the OpenAI-protocol ones.
     """
-    from ..local import LOCAL_MODEL_ALIAS, env_base_url
+    from .local import LOCAL_MODEL_ALIAS, env_base_url
 
     root = env_base_url() or DEFAULT_LOCAL_URL
     return {

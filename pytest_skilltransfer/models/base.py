@@ -14,6 +14,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Callable, Literal, Protocol
 
+from ..guards.errors import ModelCallError as ModelCallError, ModelError as ModelError  # the interface's errors
+from ..pricing.usage import Usage as Usage  # re-exported: part of the backend interface
+
+
 Role = Literal["user", "assistant", "tool"]
 
 
@@ -96,27 +100,6 @@ class Request:
 
 
 @dataclass(frozen=True)
-class Usage:
-    """Tokens as the provider reported them.
-
-    `input_tokens` counts the whole prompt; `cache_write_tokens` and `cache_read_tokens` are the
-    parts of it written to and read from the provider's prompt cache (priced at their own rates).
-    `unreported` counts the calls whose reply carried no usage at all (their tokens are unknown, not 0).
-    """
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_write_tokens: int = 0
-    cache_read_tokens: int = 0
-    unreported: int = 0
-
-    def __add__(self, other: "Usage") -> "Usage":
-        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens,
-                     self.cache_write_tokens + other.cache_write_tokens,
-                     self.cache_read_tokens + other.cache_read_tokens, self.unreported + other.unreported)
-
-
-@dataclass(frozen=True)
 class Reply:
     """A model's answer: final text and/or tool calls, with usage and the model id that answered."""
 
@@ -137,14 +120,6 @@ class Model(Protocol):
     def complete(self, request: Request) -> Reply:
         """Answer one request. Raises ModelCallError on provider or replay failures."""
         ...
-
-
-class ModelError(Exception):
-    """A model name or configuration problem, reported to the user as is."""
-
-
-class ModelCallError(Exception):
-    """A call failed (provider error, missing key, cassette miss). The message says what to do."""
 
 
 def find_in_chain(exc: BaseException, kind: type) -> BaseException | None:
@@ -172,28 +147,16 @@ def register_family(
     _FAMILIES.append((family, matches, factory, help_text))
 
 
-def known_models() -> list[str]:
-    """Human-readable list of the names each family accepts."""
-    _load_builtin_families()
+def registered_names() -> list[str]:
+    """Human-readable list of the names each registered family accepts."""
     return [help_text for _, _, _, help_text in _FAMILIES]
 
 
-def resolve_model(name: str) -> Model:
-    """Build the model a user-supplied name stands for, or raise ModelError listing known names."""
-    _load_builtin_families()
+def build_registered(name: str) -> Model:
+    """The model of the first registered family serving `name`, or ModelError listing the known names
+    (`models.registry.resolve_model` registers the built-in families first)."""
     for _, matches, factory, _ in _FAMILIES:
         if matches(name):
             return factory(name)
-    known = "\n  ".join(known_models())
+    known = "\n  ".join(registered_names())
     raise ModelError(f"unknown model {name!r}. Known models:\n  {known}")
-
-
-def _load_builtin_families() -> None:
-    """Import the built-in backends so they register themselves (SDKs stay lazily imported)."""
-    from . import sim  # noqa: F401
-    from .sim import judge  # noqa: F401
-
-    try:
-        from . import providers  # noqa: F401
-    except ImportError:  # providers land in their own module; the simulator works without them
-        pass

@@ -11,21 +11,47 @@ Concurrency: each call holds a slot of its model's adaptive limiter (`limiter`),
 
 from __future__ import annotations
 
-from dataclasses import replace
 from contextlib import nullcontext
+from dataclasses import replace
 from types import ModuleType
 from typing import Any, Callable
 from urllib.parse import urlparse
 
-from . import aliases
+from ..guards.redaction import redact_json, register_key_variables, strip_userinfo
+from . import aliases, spend_gate
 from .aliases import Target
-from ..redaction import redact_json, register_key_variables, strip_userinfo
-from .base import Model, ModelCallError, ModelError, Reply, Request, ToolCall, Usage, find_in_chain, register_family
-from . import spend_gate
-from .batch import BATCH_ANSWER, BATCH_CONCURRENCY, BatchLaneError, SendSynchronously, active_lane, batch_client, group_for
+from .base import (
+    Model,
+    ModelCallError,
+    ModelError,
+    Reply,
+    Request,
+    ToolCall,
+    Usage,
+    build_registered,
+    find_in_chain,
+    register_family,
+)
+from .batch import (
+    BATCH_ANSWER,
+    BATCH_CONCURRENCY,
+    BatchLaneError,
+    SendSynchronously,
+    active_lane,
+    batch_client,
+    group_for,
+)
 from .limiter import LIMITERS, observe_client
-from .sdk_common import (CallDeadlineExceeded, bad_response, cached_client, call_deadline, call_failed, call_policy,
-                         client_settings, make_client)
+from .sdk_common import (
+    CallDeadlineExceeded,
+    bad_response,
+    cached_client,
+    call_deadline,
+    call_failed,
+    call_policy,
+    client_settings,
+    make_client,
+)
 from .validity import excerpt, read_answer
 
 FAMILY = "providers"
@@ -55,7 +81,7 @@ class ProviderModel:
         self.target = target
         self.server_slots = server_slots  # how many calls the server can serve at once, when known
         if self.service_tier == "flex":
-            from ..prices import mark_lane
+            from ..pricing.prices import mark_lane
 
             mark_lane(self.model_id, "flex")
 
@@ -80,7 +106,7 @@ class ProviderModel:
         lane = active_lane()
         if lane is None or self.server_slots is not None:
             return None
-        from ..prices import mark_lane
+        from ..pricing.prices import mark_lane
 
         mark_lane(self.model_id, "batch")
         return lane
@@ -204,14 +230,12 @@ def build_model(name: str) -> Model:
     """The backend for a name this family serves (see module docstring)."""
     target = _target_for(name)
     if isinstance(target, str):
-        from .base import resolve_model
-
         try:
-            return resolve_model(target)
+            return build_registered(target)
         except ModelError as err:
             raise ModelError(f"model alias {name!r} points to {target!r}, which is unknown.\n{err}") from err
     if target.base_url and is_loopback_url(target.base_url):
-        from ..prices import mark_local
+        from ..pricing.prices import mark_local
 
         mark_local(target.model_id)
     local_ids = {spec.split(":", 1)[1].split("@")[0] for spec in aliases.local_aliases().values()}

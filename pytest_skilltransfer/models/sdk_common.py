@@ -35,7 +35,6 @@ from __future__ import annotations
 import atexit
 import gc
 import importlib
-from http.cookiejar import CookieJar
 import os
 import random
 import sys
@@ -44,9 +43,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from http.cookiejar import CookieJar
 from typing import Any, Callable, Protocol
 
-from ..redaction import redact_text, strip_userinfo
+from ..guards.redaction import redact_text, strip_userinfo
 from .aliases import Target
 from .base import ModelCallError, find_in_chain
 

@@ -100,7 +100,7 @@ class Spend:
 
     def settle(self, usage: Usage) -> None:
         """Price the answered attempt by its usage (in full and flagged when there is none)."""
-        from ..prices import cost_usd
+        from ..pricing.prices import cost_usd
 
         while self.open:
             entry = self.open.pop()
@@ -231,7 +231,7 @@ def _reserve(gate: Gate, raw: bytes, lane: str | None = None) -> tuple[int, str,
         body = {}
     model_id, input_tokens, output_tokens, asked = worst_case(body if isinstance(body, dict) else {}, len(raw))
     lane = lane or asked
-    from ..prices import worst_case_usd
+    from ..pricing.prices import worst_case_usd
 
     worst = worst_case_usd(model_id, input_tokens, output_tokens, lane)
     try:

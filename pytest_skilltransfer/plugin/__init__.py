@@ -39,59 +39,36 @@ Design choices:
 from __future__ import annotations
 
 from pathlib import Path
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Generator
 
 import pytest
 
-from ..seed_layout import is_collectable_seed, is_seed_file
-from .collect import MARKER, SeedDirectory, SeedModule, TransferSpec, marker_spec, pair_id, seed_optimizer
-from .engagement import engaged
-from .options import (Pair, Settings, add_options, add_short_spellings, apply_project_tables, flag,
-                      plan_requested, read_settings)
-from .reporting import TransferReporting, is_worker
+from ..engine.seed_layout import is_collectable_seed, is_seed_file
+from ..guards.terminal import safe
 from .aa_fixture import transfer_aa  # noqa: F401  (a fixture: pytest finds it in this module)
-from ..terminal import safe
+from .collect import MARKER, SeedDirectory, SeedModule, TransferSpec, marker_spec, pair_id, seed_optimizer, seed_validation
+from .engagement import engaged
+from .options import Pair, Settings, add_options, apply_project_tables, plan_requested, read_settings
+from .reporting import TransferReporting, is_worker
+from .spellings import add_short_spellings, flag
+from .state import (
+    ENGAGE,
+    PAIR_ARG,
+    RUN,
+    RUNNER,
+    SCOPES_DIR,
+    SEED_SCHEDULING,
+    SETTINGS,
+    SPEC,
+    ItemRun,
+    runner_of,
+    settings_of,
+)
 
 if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
 
-    from ..protocol import TransferResult
-    from ..seeds import Seed
-    from .runner import Runner
-
-SETTINGS = pytest.StashKey[Settings]()
-RUNNER = pytest.StashKey["Runner"]()
-SPEC = pytest.StashKey[TransferSpec]()
-RUN = pytest.StashKey["ItemRun"]()
-PAIR_ARG = "transfer_pair"
-SEED_SCHEDULING = pytest.StashKey[bool]()
-SCOPES_DIR = pytest.StashKey[str]()
-
-
-@dataclass
-class ItemRun:
-    """One item's protocol run: the engine result, its JSON, the seed and the snapshot assertion."""
-
-    result: "TransferResult"
-    data: dict[str, Any]
-    seed: "Seed"
-    spec: TransferSpec
-    snapshot: "SnapshotAssertion"
-
-
-def settings_of(config: pytest.Config) -> Settings:
-    """The run's settings; a run that was not engaged engages here, when it meets a seed or a transfer test."""
-    if SETTINGS not in config.stash:
-        _engage(config)
-    return config.stash[SETTINGS]
-
-
-def runner_of(config: pytest.Config) -> "Runner":
-    if RUNNER not in config.stash:
-        _engage(config)
-    return config.stash[RUNNER]
-
+    from ..engine.protocol import TransferResult
 
 # -- options and configuration -------------------------------------------------------------------
 
@@ -159,6 +136,7 @@ def pytest_configure_node(node: Any) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.stash[ENGAGE] = _engage  # how `state.settings_of` engages a run that meets a seed late
     config.addinivalue_line(
         "markers",
         f"{MARKER}(seed, source=None, target=None, optimizer=None, min_gain=None, min_score=None, "
@@ -188,7 +166,7 @@ def _engage(config: pytest.Config) -> None:
     from .extensions import Registry
 
     project_models = apply_project_tables(config)
-    from ..inventory import apply_lock
+    from ..reports.inventory import apply_lock
 
     try:
         apply_lock(settings.cassette_dir, project_models)  # aliases pinned by earlier recordings
@@ -265,15 +243,18 @@ def _register_ci(config: pytest.Config, reporting: TransferReporting) -> None:
 
 def _check_models(config: pytest.Config, settings: Settings) -> None:
     """Every model name must resolve; the error names the option and lists the known models."""
-    from ..models.base import ModelError, resolve_model
+    from ..models.base import ModelError
+    from ..models.registry import resolve_model
 
     judges = {j.model for j in (settings.ini_judge, settings.cli_judge) if j.model}
     names = {name for pair in settings.pairs for name in pair} | ({settings.optimizer} if settings.optimizer else set())
-    for name in sorted(names | judges):
+    listed = {n for n in (*settings.ini_validate_on, *settings.cli_validate_on) if n != "off"}
+    for name in sorted(names | judges | listed):
         try:
             resolve_model(name)
         except ModelError as exc:
-            role = ("optimizer" if name == settings.optimizer else "judge" if name in judges else "")
+            role = ("optimizer" if name == settings.optimizer else "judge" if name in judges
+                    else "validate-on" if name in listed else "")
             role = flag(config, role) if role else "/".join(flag(config, o) for o in ("source", "target", "pair"))
             raise pytest.UsageError(f"{role}: {exc}") from None
 
@@ -281,8 +262,9 @@ def _check_models(config: pytest.Config, settings: Settings) -> None:
 def _configure_concurrency(settings: Settings, progress: Callable[[str], None]) -> None:
     """Per-model maximum concurrency from --max-concurrency (names resolved to model ids); limiter
     changes (rate limits, recovery) are reported like the nights, with -v."""
-    from ..models.base import ModelError, resolve_model
+    from ..models.base import ModelError
     from ..models.limiter import LIMITERS
+    from ..models.registry import resolve_model
 
     by_id: dict[str, int] = {}
     for name, number in settings.model_concurrency.items():
@@ -298,12 +280,13 @@ BUDGET_LEDGER = "skilltransfer_budget_ledger"
 
 def _budget(config: pytest.Config, settings: Settings) -> Any:
     """The run's budget (see `budget`): xdist workers use the ledger file the controller made."""
-    from ..models.base import resolve_model
-    from ..prices import lane_of, rates_of
+    from ..models.registry import resolve_model
+    from ..pricing.prices import lane_of, rates_of
     from .budget import Budget
 
     names = {m for pair in settings.pairs for m in pair} | ({settings.optimizer} if settings.optimizer else set())
     names |= {j.model for j in (settings.ini_judge, settings.cli_judge) if j.model}
+    names |= {n for n in (*settings.ini_validate_on, *settings.cli_validate_on) if n != "off"}
     ids = {name: resolve_model(name).model_id for name in names}
     unpriced = sorted(f"{name} ({ids[name]}, {lane_of(ids[name])} lane)" if lane_of(ids[name]) != "standard"
                       else name for name in names if rates_of(ids[name], lane_of(ids[name])) is None)
@@ -319,7 +302,7 @@ def _budget(config: pytest.Config, settings: Settings) -> Any:
 
 
 def resolve_model_id(name: str) -> str:
-    from ..models.base import resolve_model
+    from ..models.registry import resolve_model
 
     return resolve_model(name).model_id
 
@@ -329,7 +312,7 @@ class PlanMode:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
-        from ..prices import shipped_table
+        from ..pricing.prices import shipped_table
         from .planning import build_plans, plan_lines
 
         runner = runner_of(session.config)
@@ -405,6 +388,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         callspec = getattr(item, "callspec", None)
         pair: Pair | None = callspec.params.get(PAIR_ARG) if callspec else None
         spec = seed_optimizer(marker_spec(item, settings.seeds_dirs, pair, settings.optimizer), runner_of(config))
+        spec = seed_validation(spec, runner_of(config))
         item.stash[SPEC] = spec
         item.extra_keyword_matches.add(f"{spec.source}_to_{spec.target}")  # `-k` as for collected items
         _mark_model_kinds(item, spec)
@@ -422,7 +406,7 @@ def _mark_model_kinds(item: pytest.Item, spec: TransferSpec) -> None:
 
     runner = runner_of(item.config)
     try:
-        models = [runner.model(name) for name in (spec.source, spec.target, spec.optimizer) if name]
+        models = [runner.model(name) for name in (spec.source, spec.target, spec.optimizer, *spec.validate_on) if name]
     except ModelError as exc:
         raise pytest.UsageError(f"{item.nodeid}: {exc}") from None
     markers.mark_kinds(item, models)
@@ -480,24 +464,25 @@ def transfer_pair(request: pytest.FixtureRequest) -> Pair:
 @pytest.fixture
 def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapshot: "SnapshotAssertion") -> "TransferResult":
     """Run the skill-transfer protocol for this test's seed and pair; the plugin gates it after the test."""
+    from ..engine.protocol import CalibrationFailed, NoJudgeConfigured
+    from ..engine.seeds import SeedError
     from ..models.base import ModelCallError, ModelError
-    from ..protocol import CalibrationFailed, NoJudgeConfigured
-    from ..result_json import result_to_json
-    from ..seeds import SeedError
+    from ..reports.result_json import result_to_json
     from .snapshots import TransferSnapshotExtension
 
     item = request.node
     spec = item.stash[SPEC]
     runner = runner_of(request.config)
     try:
-        result = runner.transfer(spec.seed_path, spec.source, spec.target, spec.optimizer)
+        result = runner.transfer(spec.seed_path, spec.source, spec.target, spec.optimizer, spec.validate_on,
+                                 spec.validate_tolerance)
         seed = runner.seed(spec.seed_path)
     except (SeedError, ModelError, ModelCallError, NoJudgeConfigured, CalibrationFailed) as exc:
         if hasattr(exc, "with_command"):  # a cassette miss: the command that re-records this very item
             from .rerun import rerecord_command
 
             exc = exc.with_command(rerecord_command(item, spec))
-        from ..redaction import redact_text
+        from ..guards.redaction import redact_text
 
         problem = redact_text(f"{spec.seed_path.name} ({spec.source} -> {spec.target}): {exc}")
     else:

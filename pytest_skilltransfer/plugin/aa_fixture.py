@@ -1,4 +1,4 @@
-"""The `transfer_aa` fixture: an A/A check beside a transfer test (`pytest_skilltransfer.aa`).
+"""The `transfer_aa` fixture: an A/A check beside a transfer test (`pytest_skilltransfer.engine.aa`).
 
 It scores the test's transferred skill again on its target, over the same held-out tasks, with
 sample ids past those the protocol used, through the same seed session and cassette; the test
@@ -13,16 +13,16 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from ..aa import AACheck
-    from ..protocol import TransferResult
+    from ..engine.aa import AACheck
+    from ..engine.protocol import TransferResult
 
 
 @pytest.fixture
 def transfer_aa(request: pytest.FixtureRequest, transfer_result: "TransferResult") -> "AACheck":
     """The A/A check of this test's pair: the transferred skill scored twice on the target."""
     from ..models.base import ModelCallError, ModelError
-    from . import SPEC, runner_of
     from .rerun import rerecord_command
+    from .state import SPEC, runner_of
 
     item = request.node
     spec = item.stash[SPEC]

@@ -24,7 +24,7 @@ UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 def add_options(parser: pytest.Parser) -> None:
-    from .options import _add
+    from .spellings import _add
 
     group = parser.getgroup("skilltransfer")
 
@@ -65,7 +65,8 @@ def duration(value: Any, where: str) -> float:
 def read(config: pytest.Config) -> BatchSettings | None:
     """The batch settings, or None when batch mode is off."""
     from ..models.batch import BatchSettings
-    from .options import _bool, _choice, _Reader
+    from .options import _choice, _Reader
+    from .values import _bool
 
     reader = _Reader(config)
     value, where = reader.get("batch")
@@ -107,7 +108,7 @@ def unconfigure(config: pytest.Config) -> None:
 
 def _batch_dollars(provider: str, model_id: str, body: bytes) -> float:
     """One answer's dollars at batch prices (the dated batch lane of `prices.toml`), from its usage."""
-    from ..answer_cost import answer_usd
+    from ..planning.answer_cost import answer_usd
 
     return answer_usd(provider, model_id, body, "batch") or 0.0
 

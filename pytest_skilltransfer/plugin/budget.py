@@ -1,7 +1,7 @@
 """`--max-cost USD`: a budget the run cannot cross.
 
 Every request that leaves for a provider first reserves its worst-case dollars in the run's
-reservation ledger (`pytest_skilltransfer.reservations`, through the network gate
+reservation ledger (`pytest_skilltransfer.pricing.reservations`, through the network gate
 `models.spend_gate`); the reservation is settled to the reply's usage when it arrives. A call whose
 worst case does not fit is not sent: it fails with `BudgetExceeded`, naming the budget, what was
 spent and what is reserved for calls in flight. Replayed calls never reach the gate and cost nothing.
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..models import spend_gate
-from ..reservations import BudgetExceeded, LedgerState, ReservationLedger
+from ..pricing.reservations import BudgetExceeded, LedgerState, ReservationLedger
 
 __all__ = ["Budget", "BudgetExceeded", "LEDGER_NAME"]
 LEDGER_NAME = "budget.sqlite3"

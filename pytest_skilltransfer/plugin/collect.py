@@ -29,7 +29,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from ..seed_layout import CONFIG_FILE, GATE_NAMES, is_collectable_seed, is_seed_dir, is_seed_file, seed_file
+from ..engine.seed_layout import CONFIG_FILE, GATE_NAMES, is_seed_dir, seed_file
 from .options import Pair
 
 try:  # the id suffix `[src->tgt]` travels in a callspec, as for parametrized tests (structured ids, pytest 9.2)
@@ -56,7 +56,7 @@ def seed_nodeid(path: Path, config: pytest.Config) -> Any:
 
 def pair_id(pair: Pair) -> str:
     """The pair as an item id shows it: `SRC->TGT`, without the credentials of any base URL in a name."""
-    from ..redaction import strip_userinfo
+    from ..guards.redaction import strip_userinfo
 
     return strip_userinfo(f"{pair[0]}->{pair[1]}")
 
@@ -70,6 +70,8 @@ class TransferSpec:
     target: str
     optimizer: str | None
     thresholds: dict[str, Any]
+    validate_on: tuple[str, ...] = ()  # the validation set of models (`--validate-on`)
+    validate_tolerance: float = 0.0
 
 
 def run_transfer(transfer_result: Any) -> None:
@@ -113,9 +115,9 @@ class SeedModule(pytest.Module):
         return module
 
     def collect(self) -> Iterator[pytest.Item]:  # type: ignore[override]
+        from ..engine.seeds import SeedError
         from ..models.base import ModelError
-        from ..seeds import SeedError
-        from . import runner_of, settings_of  # the plugin owns per-config state
+        from .state import runner_of, settings_of  # the plugin owns per-config state
 
         seed_path = self.path.parent
         try:
@@ -156,7 +158,7 @@ class SeedModule(pytest.Module):
 def _warn_if_undecidable(seed: Any) -> None:
     """A seed whose held-out tasks (or, when it names clusters, whose clusters) are too few for the exact
     test to ever reach significance says so: with n units the smallest two-sided p-value is 2 / 2**n."""
-    from ..stats import LEVEL, cluster_count, is_clustered, units_needed
+    from ..evidence.stats import LEVEL, cluster_count, is_clustered, units_needed
 
     n = len(seed.test)
     clusters = [t.cluster for t in seed.test]
@@ -215,7 +217,7 @@ def marker_spec(item: pytest.Item, seeds_dirs: tuple[Path, ...], pair: Pair | No
 
 def seed_optimizer(spec: TransferSpec, runner: Any) -> TransferSpec:
     """The seed's `optimizer` (seed.toml) when neither the marker nor the command line / ini names one."""
-    from ..seeds import SeedError
+    from ..engine.seeds import SeedError
 
     if spec.optimizer is not None:
         return spec
@@ -224,3 +226,28 @@ def seed_optimizer(spec: TransferSpec, runner: Any) -> TransferSpec:
     except SeedError:  # reported when the item runs (or as its seed's collection error)
         return spec
     return replace(spec, optimizer=seed.optimizer) if seed.optimizer else spec
+
+
+def seed_validation(spec: TransferSpec, runner: Any) -> TransferSpec:
+    """The validation set of models and its tolerance: command line > the seed's validate_on > ini (`off`
+    clears), the tolerance from the command line / ini, else the seed's, else 0."""
+    from ..engine.seeds import SeedError
+
+    settings = runner.settings
+    try:
+        seed = runner.seed(spec.seed_path)
+    except SeedError:  # reported when the item runs (or as its seed's collection error)
+        seed = None
+    models = settings.validate_on(seed.validate_on if seed else ())
+    if seed is not None and models == seed.validate_on:
+        from ..models.base import ModelError
+
+        for name in models:
+            try:
+                runner.model(name)
+            except ModelError as exc:
+                raise pytest.UsageError(f"{seed.path / 'seed.toml'} validate_on: {exc}") from None
+    tolerance = settings.validate_tolerance
+    if tolerance is None:
+        tolerance = seed.validate_tolerance if seed and seed.validate_tolerance is not None else 0.0
+    return replace(spec, validate_on=models, validate_tolerance=tolerance)

@@ -13,10 +13,18 @@ from typing import Any
 
 import pytest
 
-from ..edits import Edit
-from ..terminal import safe
-from ..report import (design_effect_text, efficiency_text, gain_text, mdg_text, night_verdict, p_text,
-                      unfinished_answers, units_text)
+from ..guards.edits import Edit
+from ..guards.terminal import safe
+from ..reports.report import (
+    design_effect_text,
+    efficiency_text,
+    gain_text,
+    mdg_text,
+    night_verdict,
+    p_text,
+    unfinished_answers,
+    units_text,
+)
 from .gating import GateOutcome, restart_count
 
 TASK_CHARS = 90
@@ -143,7 +151,7 @@ def diagnose(result: dict[str, Any], outcome: GateOutcome, seed_skill: str, task
     if outcome.inconclusive and not outcome.failures:
         lines.append("  (an unproven claim is not a pass; --transfer-inconclusive=xfail|pass changes what it does)")
     if snapshot_diff:
-        from .rerun import rerun_commands
+        from ..reports.rerun import rerun_commands
 
         accept = [command for what, command in rerun_commands({**result, "gate": {"snapshot": snapshot_diff[0]}})
                   if what != "rerun"]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ..seed_layout import holds_seeds
+from ..engine.seed_layout import holds_seeds
 
 ENGAGED = pytest.StashKey[bool]()
 
@@ -29,7 +29,7 @@ def engaged(config: pytest.Config) -> bool:
 
 
 def _decide(config: pytest.Config) -> bool:
-    from .options import DESTS, INI_KEYS
+    from .spellings import DESTS, INI_KEYS
 
     if any(getattr(config.option, name, None) not in (None, False, []) for name in DESTS):
         return True

@@ -42,7 +42,7 @@ class Registry:
     def add_judge_op(self, name: str, passes: Callable[[str, Any], bool], arg: str = "string",
                      description: str = "") -> None:
         """A rule op usable in task files: `passes(answer_text, arg)`, `arg` one of string/integer/none."""
-        from ..judges import register_op
+        from ..engine.judges import register_op
 
         try:
             register_op(name, passes, arg, description)

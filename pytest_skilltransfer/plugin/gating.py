@@ -35,10 +35,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .. import stats
-from ..report import CLAIM_GATES, verdict_label  # noqa: F401  (verdict_label: the plugin labels its records)
-from ..report import too_few_clusters, units_text
-from ..seeds import Thresholds
+from ..engine.seeds import Thresholds
+from ..evidence import stats
+from ..reports.report import CLAIM_GATES, too_few_clusters, units_text, verdict_label  # noqa: F401  (verdict_label: the plugin labels its records)
 
 EPSILON = 1e-9
 DEFAULT_REGRESSION_TOLERANCE = 0.05
@@ -331,7 +330,7 @@ def _judge_stability(outcome: GateOutcome, result: dict[str, Any], thresholds: T
                      committed: dict[str, float] | None, updating: bool, correction: str, family: int,
                      expected: str | None = None) -> GateOutcome:
     """A pass that does not survive its uncertain rubric verdicts resolved against the skill is inconclusive."""
-    from ..judge_report import adverse, uncertain_count
+    from ..reports.judge_report import adverse, uncertain_count
 
     count = uncertain_count(result) if result.get("judge") else 0
     if not count or outcome.verdict != stats.PASS or not outcome.claims:

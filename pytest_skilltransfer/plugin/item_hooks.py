@@ -10,9 +10,9 @@ from typing import Any, Generator
 
 import pytest
 
-from ..terminal import safe
-from . import RUN, RUNNER, SPEC, ItemRun, runner_of, settings_of
+from ..guards.terminal import safe
 from .reporting import ERROR_ATTRIBUTE, REPORT_ATTRIBUTE, is_worker, plain_nodeid
+from .state import RUN, RUNNER, SPEC, ItemRun, runner_of, settings_of
 
 
 def junit_properties(data: dict[str, Any]) -> list[tuple[str, object]]:
@@ -46,6 +46,14 @@ def junit_properties(data: dict[str, Any]) -> list[tuple[str, object]]:
         values.update({"judge": judge["model"], "judge_agreement": judge["agreement"],
                        "judge_unstable": len(judge["unstable"]), "judge_errors": judge["errors"],
                        "judge_calibration_accuracy": calibration.get("accuracy")})
+    portable = data.get("portable")
+    if portable:  # --validate-on: the multi-model skill and its comparison with today's
+        between = next(c for c in portable["family"]["comparisons"] if c["name"] == "multi_vs_single")
+        values.update({"validate_on": ",".join(portable["validate_on"]),
+                       "portable": portable["transferred"]["hard"]["mean"],
+                       "portable_vs_single": between["mean"], "portable_vs_single_ci_low": between["ci_low"],
+                       "portable_vs_single_ci_high": between["ci_high"], "portable_p_holm": between["p_holm"],
+                       "portable_outcome": portable["outcome"], "portable_extra_usd": portable["extra_cost"]["usd"]})
     return [(f"skilltransfer_{name}", value) for name, value in values.items() if value is not None]
 
 
@@ -59,8 +67,8 @@ def _runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
 
 
 def _gate(item: pytest.Item, run: ItemRun) -> None:
+    from ..reports.report import failure_reason
     from . import compare, gating, snapshots
-    from ..report import failure_reason
     from .diagnosis import TransferFailed, diagnose
 
     settings = settings_of(item.config)
@@ -129,7 +137,7 @@ def _sessionfinish(session: pytest.Session) -> None:
         return
     runner.stop_recording()
     if runner.recorded:
-        from ..inventory import pin
+        from ..reports.inventory import pin
 
         pin(runner.settings.cassette_dir, sorted(runner.models_used()))
     runner.stop_local_server()

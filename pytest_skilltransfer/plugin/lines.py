@@ -13,7 +13,7 @@ from typing import Callable
 
 import pytest
 
-from ..terminal import safe
+from ..guards.terminal import safe
 
 
 def line_writer(config: pytest.Config) -> Callable[[str], None]:

@@ -102,8 +102,8 @@ class LiveProgress:
     # -- counting (every process) --------------------------------------------------------------
 
     def _observe(self, path: str, request_body: bytes, response_body: bytes) -> None:
-        from ..answer_cost import answer_usd, provider_of_path
         from ..models.spend_gate import lane_of_body
+        from ..planning.answer_cost import answer_usd, provider_of_path
 
         try:
             body = json.loads(request_body or b"{}")

@@ -19,23 +19,21 @@ its `--shard-id` and this plugin answers to `--transfer-shard-id` there, saying 
 
 from __future__ import annotations
 
-import argparse
-import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..bounds import MAXIMA, over_maximum
-from ..seed_layout import GATE_NAMES, LIMIT_OPTIONS
+from ..engine.seed_layout import GATE_NAMES, LIMIT_OPTIONS
+from ..guards.bounds import MAXIMA
+from .spellings import _add, dest, flag, ini_name
+from .values import OFF_WORDS, Pair, _bool, _fraction, _int, _path, _seconds, _threshold, parse_pair, split_names
 
 if TYPE_CHECKING:  # the engine is imported when a run has seeds or shows --help, not by every pytest run
+    from ..engine.protocol import ProtocolConfig
+    from ..engine.seeds import JudgeSettings, SeedLimits, Thresholds
     from ..models.sdk_common import CallPolicy
-    from ..protocol import ProtocolConfig
-    from ..seeds import JudgeSettings, SeedLimits, Thresholds
-
-Pair = tuple[str, str]
 
 INT_SETTINGS = {  # option -> (ProtocolConfig field, smallest allowed value, help); maxima in `bounds.MAXIMA`
     "nights": ("nights", 1, "optimization nights"),
@@ -55,135 +53,7 @@ THRESHOLD_OPTIONS = {  # option -> Thresholds field
     "transfer-harm-tolerance": "harm_tolerance",
     "transfer-noninferiority-margin": "noninferiority_margin",
 }
-OFF_WORDS = ("off", "none")
 INCONCLUSIVE_ACTIONS = ("fail", "xfail", "pass")  # what an inconclusive gate does to its pytest item
-
-
-def ini_name(option: str) -> str:
-    """The ini key of an option: `transfer-min-gain` -> `skilltransfer_min_gain`."""
-    for prefix in ("skilltransfer-", "transfer-"):
-        option = option.removeprefix(prefix)
-    return "skilltransfer_" + option.replace("-", "_")
-
-
-def dest(option: str) -> str:
-    return "skilltransfer_" + option.replace("-", "_")
-
-
-PREFIX = "transfer-"
-SPELLINGS = pytest.StashKey["Spellings"]()
-
-
-@dataclass
-class Spellings:
-    """Which short spellings this run answers to, and which belong to another plugin here."""
-
-    short: dict[str, str] = field(default_factory=dict)  # option -> its short flag, where ours
-    yielded: dict[str, str] = field(default_factory=dict)  # option -> its short flag, owned by another plugin
-
-    def flag(self, option: str) -> str:
-        """The spelling to print for an option: the short one where it is ours, else the prefixed one."""
-        return self.short.get(option) or f"--{prefixed(option)}"
-
-    def note(self) -> str:
-        """The one line that says which short spellings another plugin owns (empty when none)."""
-        if not self.yielded:
-            return ""
-        theirs = ", ".join(self.yielded.values())
-        ours = ", ".join(f"--{prefixed(option)}" for option in self.yielded)
-        return f"{theirs} belong to another plugin in this environment; this plugin's spelling: {ours}"
-
-
-@dataclass(frozen=True)
-class _ShortSpelling:
-    option: str
-    kwargs: dict[str, Any]
-
-
-_PENDING: "weakref.WeakKeyDictionary[Any, list[_ShortSpelling]]" = weakref.WeakKeyDictionary()
-
-
-def prefixed(option: str) -> str:
-    """The spelling no other plugin uses: `nights` -> `transfer-nights`; `transfer-…`/`skilltransfer-…` stay."""
-    return option if option.startswith(("transfer-", "skilltransfer-")) else PREFIX + option
-
-
-def flag(config: pytest.Config, option: str) -> str:
-    """An option's flag as this run spells it (`--source`, or `--transfer-source` where another
-    plugin owns `--source`)."""
-    spellings = config.stash.get(SPELLINGS, None)
-    return spellings.flag(option) if spellings is not None else f"--{option}"
-
-
-HelpText = str | Callable[[], str]  # a callable computes its defaults only when --help is shown
-LAZY_HELP = "(computed for --help)"
-_LAZY_HELP: "weakref.WeakKeyDictionary[Any, dict[str, Callable[[], str]]]" = weakref.WeakKeyDictionary()
-DESTS: set[str] = set()  # every option's dest, to tell whether a command line names any
-INI_KEYS: set[str] = set()
-
-
-def _add(group: Any, parser: Any, option: str, help_text: HelpText, ini_type: str | None = None,
-         **kwargs: Any) -> None:
-    """Register an option under its prefixed spelling and its ini key. The CLI's parser
-    (`adds_short_spellings_now`) takes the short spelling and the whole help at once; pytest's gets
-    them in `add_short_spellings`, once every plugin has registered its options."""
-    key = ini_name(option)
-    names = [f"--{prefixed(option)}"]
-    has_short = prefixed(option) != option
-    eager = getattr(parser, "adds_short_spellings_now", False)
-    if has_short and eager:
-        names.append(f"--{option}")
-    elif has_short:
-        _PENDING.setdefault(parser, []).append(_ShortSpelling(option, kwargs))
-    if callable(help_text) and not eager:
-        _LAZY_HELP.setdefault(parser, {})[dest(option)] = help_text
-        help_text = LAZY_HELP
-    elif callable(help_text):
-        help_text = help_text()
-    group.addoption(*names, dest=dest(option), help=f"{help_text} (ini: {key})", **kwargs)
-    parser.addini(key, help_text if help_text != LAZY_HELP else f"see --{prefixed(option)}", type=ini_type)
-    DESTS.add(dest(option))
-    INI_KEYS.add(key)
-
-
-def add_short_spellings(config: pytest.Config, parser: pytest.Parser) -> Spellings:
-    """Give each option its short spelling unless another plugin or initial conftest registered
-    that flag; with --help, each option's help gets its defaults and names its other spelling."""
-    spellings = Spellings()
-    lazy = _LAZY_HELP.pop(parser, {})
-    taken = {name for group in parser._groups for opt in group.options for name in opt.names()}
-    group = parser.getgroup("skilltransfer")
-    by_dest = {opt.dest: opt for opt in group.options}
-    for pending in _PENDING.pop(parser, []):
-        short = f"--{pending.option}"
-        if short in taken:
-            spellings.yielded[pending.option] = short
-            continue
-        try:
-            group.addoption(short, dest=dest(pending.option), help=argparse.SUPPRESS, **pending.kwargs)
-        except (ValueError, argparse.ArgumentError):
-            spellings.yielded[pending.option] = short
-            continue
-        spellings.short[pending.option] = short
-    config.stash[SPELLINGS] = spellings
-    if not getattr(config.known_args_namespace, "help", False):
-        return spellings
-    for name, text in lazy.items():
-        if name in by_dest:
-            _set_help(by_dest[name], str(by_dest[name].attrs().get("help", "")).replace(LAZY_HELP, text(), 1))
-    for option, short in [*spellings.short.items(), *spellings.yielded.items()]:
-        visible = by_dest.get(dest(option))
-        if visible is not None:
-            where = f"also {short}" if option in spellings.short else f"{short} is another plugin's here"
-            _set_help(visible, str(visible.attrs().get("help", "")).replace("(ini: ", f"({where}; ini: ", 1))
-    return spellings
-
-
-def _set_help(option: Any, text: str) -> None:
-    """Change a registered option's help text (pytest >= 9.2 keeps the argparse action in `attrs()`)."""
-    option.attrs()["help"] = text
-    if hasattr(option, "help"):  # older pytest builds its argparse parser from the attribute
-        option.help = text
 
 
 def add_options(parser: Any) -> None:
@@ -199,6 +69,13 @@ def add_options(parser: Any) -> None:
     _add(group, parser, "pair", "an explicit SRC:TGT pair, e.g. the reverse direction; repeatable", "args",
          action="append", metavar="SRC:TGT")
     _add(group, parser, "optimizer", "model that proposes edits (default: the agent model itself)", metavar="MODEL")
+    _add(group, parser, "validate-on", "a validation set of models: each night's candidate edit is also scored on "
+         "their validation split and kept only when the source strictly improves and none of them drops beyond "
+         "--transfer-validate-tolerance; the item then reports the skill optimized so beside today's (a seed's "
+         "validate_on overrides the ini; the command line overrides both); comma-separate or repeat",
+         "args", action="append", metavar="MODEL[,MODEL...]")
+    _add(group, parser, "validate-tolerance", "how far a listed model's validation score may drop under an accepted "
+         "edit (default 0: not at all)", metavar="X")
     _add(group, parser, "judge", "judge model for rubric checks (a seed's [judge] model overrides the ini; the "
          "command line overrides both)", metavar="MODEL")
     _add(group, parser, "judge-samples", f"judge calls per rubric check, majority vote (default 1, at most {MAXIMA['judge_samples']})", metavar="N")
@@ -282,7 +159,7 @@ def add_options(parser: Any) -> None:
 def _defaults(kind: str) -> Any:
     """The engine's defaults, imported when they are needed (a run with seeds, or --help)."""
     if kind == "protocol":
-        from ..protocol import ProtocolConfig
+        from ..engine.protocol import ProtocolConfig
 
         return ProtocolConfig()
     if kind == "calls":
@@ -290,14 +167,14 @@ def _defaults(kind: str) -> Any:
 
         return CallPolicy()
     if kind == "limits":
-        from ..seeds import SeedLimits
+        from ..engine.seeds import SeedLimits
 
         return SeedLimits()
     if kind == "judge":
-        from ..seeds import JudgeSettings
+        from ..engine.seeds import JudgeSettings
 
         return JudgeSettings()
-    from ..rubric import DEFAULT_MIN_ACCURACY
+    from ..engine.rubric import DEFAULT_MIN_ACCURACY
 
     return DEFAULT_MIN_ACCURACY
 
@@ -309,6 +186,9 @@ class Settings:
     pairs: tuple[Pair, ...] = ()
     matrix_from_cli: bool = False  # the command line named the matrix: seed.toml `pairs` are not added
     optimizer: str | None = None
+    ini_validate_on: tuple[str, ...] = ()  # --validate-on from the ini (a seed's validate_on wins over it)
+    cli_validate_on: tuple[str, ...] = ()  # --validate-on on the command line (wins over a seed's)
+    validate_tolerance: float | None = None  # --validate-tolerance (None: the seed's, else 0)
     protocol: ProtocolConfig = field(default_factory=lambda: _defaults("protocol"))
     ini_thresholds: dict[str, float | None] = field(default_factory=dict)
     cli_thresholds: dict[str, float | None] = field(default_factory=dict)
@@ -334,10 +214,17 @@ class Settings:
     ini_judge: JudgeSettings = field(default_factory=lambda: _defaults("judge"))
     cli_judge: JudgeSettings = field(default_factory=lambda: _defaults("judge"))
 
+    def validate_on(self, seed: tuple[str, ...]) -> tuple[str, ...]:
+        """ini < seed.toml validate_on < command line; `off` anywhere above clears the layers below it."""
+        for layer in (self.cli_validate_on, seed, self.ini_validate_on):
+            if layer:
+                return () if layer == ("off",) else layer
+        return ()
+
     def judge(self, seed: JudgeSettings) -> JudgeSettings:
         """ini < seed.toml [judge] < command line, then the defaults (1 sample, min accuracy 0.8)."""
-        from ..rubric import DEFAULT_MIN_ACCURACY
-        from ..seeds import JudgeSettings
+        from ..engine.rubric import DEFAULT_MIN_ACCURACY
+        from ..engine.seeds import JudgeSettings
 
         values = {k: v for layer in (self.ini_judge, seed, self.cli_judge) for k, v in layer.__dict__.items()
                   if v is not None}
@@ -349,7 +236,7 @@ class Settings:
         The defaults are the regression gate's tolerance (`DEFAULT_REGRESSION_TOLERANCE`) and the harm
         gate's (`DEFAULT_HARM_TOLERANCE`); every other gate is off until set.
         """
-        from ..seeds import Thresholds
+        from ..engine.seeds import Thresholds
         from .gating import DEFAULT_HARM_TOLERANCE, DEFAULT_REGRESSION_TOLERANCE
 
         values = {"regression_tolerance": DEFAULT_REGRESSION_TOLERANCE, "harm_tolerance": DEFAULT_HARM_TOLERANCE,
@@ -382,27 +269,6 @@ class _Reader:
         return flag(self.config, option)
 
 
-def split_names(values: list[str] | None) -> list[str]:
-    """Flatten repeated and comma-separated names, dropping blanks, keeping order, without duplicates."""
-    names: list[str] = []
-    for value in values or []:
-        for name in str(value).split(","):
-            if name.strip() and name.strip() not in names:
-                names.append(name.strip())
-    return names
-
-
-def parse_pair(text: str, where: str) -> Pair:
-    """`SRC->TGT`, or `SRC:TGT` when neither name holds a colon (`anthropic:<id>` names need `->`)."""
-    from ..seeds import split_pair
-
-    pair = split_pair(text)
-    if pair is None:
-        raise pytest.UsageError(f"{where}: expected SRC:TGT or SRC->TGT (e.g. sim-small:sim-large; use -> when a "
-                                f"name holds a colon, e.g. anthropic:claude-haiku-5-5->sonnet), got {text!r}")
-    return pair
-
-
 def build_matrix(reader: _Reader) -> tuple[Pair, ...]:
     """source x target plus explicit pairs, sorted; the command line replaces the ini matrix."""
     cli = {o: split_names(reader.cli(o)) for o in ("source", "target", "pair")}
@@ -422,56 +288,19 @@ def build_matrix(reader: _Reader) -> tuple[Pair, ...]:
     return tuple(sorted(matrix))
 
 
-def _int(value: Any, where: str, low: int, bound: str | None = None) -> int:
-    """An integer of at least `low` and, with `bound` (a key of `bounds.MAXIMA`), at most its documented maximum."""
-    text = str(value).strip()
-    if len(text) > 40:  # int() of a huge digit string is slow; no setting needs one
-        raise pytest.UsageError(f"{where}: expected an integer, got a {len(text)}-character value")
-    try:
-        number = int(text)
-    except ValueError:
-        raise pytest.UsageError(f"{where}: expected an integer, got {value!r}") from None
-    if number < low:
-        raise pytest.UsageError(f"{where}: must be at least {low}, got {number}")
-    too_many = over_maximum(bound, number) if bound else None
-    if too_many:
-        raise pytest.UsageError(f"{where}: {too_many}; use a smaller value (a run beyond it could not finish)")
-    return number
-
-
-def _threshold(value: Any, where: str) -> float | None:
-    if str(value).strip().lower() in OFF_WORDS:
-        return None
-    try:
-        return float(str(value).strip())
-    except ValueError:
-        raise pytest.UsageError(f"{where}: expected a number or 'off', got {value!r}") from None
-
-
-def _fraction(value: Any, where: str) -> float:
-    try:
-        number = float(str(value).strip())
-    except ValueError:
-        raise pytest.UsageError(f"{where}: expected a number within [0, 1], got {value!r}") from None
-    if not 0 <= number <= 1:
-        raise pytest.UsageError(f"{where}: must be within [0, 1], got {number}")
-    return number
-
-
-def _bool(value: Any, where: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off", ""):
-        return False
-    raise pytest.UsageError(f"{where}: expected true or false, got {value!r}")
+def _validate_on(value: Any, where: str) -> tuple[str, ...]:
+    """The model names of --validate-on (repeated or comma-separated; `off`: none, clearing the layers below)."""
+    names = tuple(split_names(value if isinstance(value, list) else [value] if value else []))
+    if any(name.lower() in OFF_WORDS for name in names):
+        if len(names) > 1:
+            raise pytest.UsageError(f"{where}: 'off' cannot be combined with model names, got {', '.join(names)}")
+        return ("off",)
+    return names
 
 
 def _judge_layers(reader: _Reader) -> tuple[JudgeSettings, JudgeSettings]:
     """(ini, command line) judge settings, each validated where it came from."""
-    from ..seeds import JudgeSettings
+    from ..engine.seeds import JudgeSettings
 
     layers = []
     for read, where in ((reader.ini, ini_name), (reader.cli, reader.flag)):
@@ -567,21 +396,6 @@ def plan_requested(config: pytest.Config) -> bool:
     return value is not None and _bool(value, where)
 
 
-def _path(value: Any, base: Path) -> Path:
-    path = Path(str(value)).expanduser()
-    return path if path.is_absolute() else base / path
-
-
-def _seconds(value: Any, where: str) -> float:
-    try:
-        number = float(str(value).strip())
-    except ValueError:
-        raise pytest.UsageError(f"{where}: expected a number of seconds, got {value!r}") from None
-    if not number > 0 or number == float("inf"):
-        raise pytest.UsageError(f"{where}: must be a positive number of seconds, got {value!r}")
-    return number
-
-
 def _call_policy(reader: _Reader) -> CallPolicy:
     """--provider-retries, --provider-backoff FIRST[:MAX], --provider-timeout, --transfer-call-deadline and
     --prompt-cache over the defaults."""
@@ -611,7 +425,7 @@ def _call_policy(reader: _Reader) -> CallPolicy:
 
 
 def _seed_limits(reader: _Reader) -> SeedLimits:
-    from ..seeds import SeedLimits
+    from ..engine.seeds import SeedLimits
 
     limits: dict[str, int] = {}
     for name, option in LIMIT_OPTIONS.items():
@@ -623,8 +437,8 @@ def _seed_limits(reader: _Reader) -> SeedLimits:
 
 def read_settings(config: pytest.Config) -> Settings:
     """Parse and validate every skilltransfer option; raise pytest.UsageError naming the bad one."""
-    from ..protocol import ProtocolConfig
-    from ..scoring import PROFILES
+    from ..engine.protocol import ProtocolConfig
+    from ..engine.scoring import PROFILES
     from .gating import CORRECTIONS
 
     reader = _Reader(config)
@@ -654,6 +468,7 @@ def read_settings(config: pytest.Config) -> Settings:
         if not path.is_dir():
             raise pytest.UsageError(f"{reader.flag('seeds-dir')} / {ini_name('seeds-dir')}: {path} is not a folder")
     optimizer, _ = reader.get("optimizer")
+    tolerance, tolerance_where = reader.get("validate-tolerance")
     json_path, _ = reader.get("skilltransfer-json")
     md_path, _ = reader.get("skilltransfer-md")
     html_path, _ = reader.get("skilltransfer-html")
@@ -665,6 +480,9 @@ def read_settings(config: pytest.Config) -> Settings:
         pairs=build_matrix(reader),
         matrix_from_cli=any(reader.cli(o) for o in ("source", "target", "pair")),
         optimizer=optimizer or None,
+        ini_validate_on=_validate_on(reader.ini("validate-on"), ini_name("validate-on")),
+        cli_validate_on=_validate_on(reader.cli("validate-on"), reader.flag("validate-on")),
+        validate_tolerance=_fraction(tolerance, tolerance_where) if tolerance is not None else None,
         protocol=ProtocolConfig(**protocol),
         ini_thresholds=layers["ini"],
         cli_thresholds=layers["cli"],
@@ -712,7 +530,7 @@ def apply_project_tables(config: pytest.Config) -> dict[str, Any]:
 
             configure_aliases(table["models"])
         if table.get("prices"):
-            from ..prices import configure_prices
+            from ..pricing.prices import configure_prices
 
             configure_prices(table["prices"])
     except (ModelError, ValueError) as exc:

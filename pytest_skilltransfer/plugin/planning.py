@@ -1,6 +1,6 @@
 """`--plan`: print what the collected items can cost at most and what the cassettes already hold, then stop.
 
-Bounds come from `pytest_skilltransfer.plan`. Which calls are already recorded is found by
+Bounds come from `pytest_skilltransfer.planning.plan`. Which calls are already recorded is found by
 replaying: each seed with a provider model is run against its cassettes with recording off and the
 network blocked (`record mode none`), counting the calls that replay until the first miss; nothing
 is sent to a provider. In-process models (the simulator) need no cassette and cost nothing.
@@ -13,9 +13,9 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
+from ..engine.protocol import SeedSession
 from ..models.base import Model, ModelCallError, Reply, Request
-from ..plan import Planner, Unit, lane_prices, units_usd
-from ..protocol import SeedSession
+from ..planning.plan import Planner, Unit, lane_prices, units_usd
 from .runner import Runner, concurrency, needs_recording
 
 
@@ -80,9 +80,12 @@ def _planned(runner: Runner, items: list[pytest.Item], spec_of: Callable[[pytest
         rows = []
         for item, spec in members:
             models = [runner.model(n) for n in (spec.source, spec.target) + ((spec.optimizer,) if spec.optimizer else ())]
+            listed = [runner.model(n) for n in spec.validate_on]
             source, target = models[0].model_id, models[1].model_id
             optimizer = models[2].model_id if spec.optimizer else None
-            rows.append((item, spec, planner.item(source, target, optimizer or source, optimizer or target), models))
+            units = planner.item(source, target, optimizer or source, optimizer or target,
+                                 tuple(m.model_id for m in listed))
+            rows.append((item, spec, units, models + listed))
         yield seed, rows
 
 
@@ -126,8 +129,10 @@ def _replay(runner: Runner, seed: str, session: SeedSession, seed_plans: list[tu
         for plan, models, spec in seed_plans:
             wrapped = [_Counting(m, counter) for m in models]
             before = counter[0]
+            fixed = 3 if spec.optimizer else 2
             try:
-                session.transfer(wrapped[0], wrapped[1], wrapped[2] if spec.optimizer else None)
+                session.transfer(wrapped[0], wrapped[1], wrapped[2] if spec.optimizer else None,
+                                 tuple(wrapped[fixed:]), spec.validate_tolerance)
             except ModelCallError as exc:
                 plan.miss_phase = session.phase or "?"
                 plan.error = str(exc).splitlines()[0]
@@ -161,6 +166,28 @@ def lane_lines(units: list[Unit]) -> list[str]:
     return _table(rows)
 
 
+PORTABLE_PHASES = ("optimize-portable", "portable")
+
+
+def validation_lines(units: list[Unit]) -> list[str]:
+    """With --validate-on: the portable arm's calls and dollars at most, per model (shared phases once; calls an
+    earlier phase already made are answered from the cache, so the run sends fewer)."""
+    shares: dict[str, list[Any]] = {}
+    for unit in units:
+        if unit.phase in PORTABLE_PHASES:
+            for share in unit.shares:
+                shares.setdefault(share.model_id, []).append(share)
+    if not shares:
+        return []
+    rows = [("--validate-on arm, per model", "calls ≤", "input tok ≤", "output tok ≤", "$ ≤")]
+    for model_id, parts in sorted(shares.items()):
+        usd = [p.bound_usd() for p in parts]
+        rows.append((model_id, str(sum(p.calls for p in parts)), str(sum(p.input_tokens for p in parts)),
+                     str(sum(p.output_tokens for p in parts)),
+                     _money(None if any(u is None for u in usd) else sum(usd))))  # type: ignore[arg-type]
+    return ["", *_table(rows)]
+
+
 def plan_lines(plans: list[ItemPlan], price_date: str) -> list[str]:
     """The table the plan option prints."""
     header = ("item", "calls ≤", "input tok ≤", "output tok ≤", "$ ≤", "$ expected", "cassettes")
@@ -182,6 +209,7 @@ def plan_lines(plans: list[ItemPlan], price_date: str) -> list[str]:
         f"skill-transfer plan: no model was called; upper bounds at prices.toml of {price_date}",
         *_table(rows, rule_before_last=True),
         *priced,
+        *validation_lines(unique),
         "",
         *lane_lines(unique),
         "",

@@ -13,8 +13,9 @@ from typing import Any, Callable
 
 import pytest
 
-from ..terminal import safe
-from .options import SPELLINGS, Settings
+from ..guards.terminal import safe
+from .options import Settings
+from .spellings import SPELLINGS
 
 REPORT_ATTRIBUTE = "skilltransfer"
 ERROR_ATTRIBUTE = "skilltransfer_error"  # an item that errored before it had a result: why
@@ -70,7 +71,7 @@ class TransferReporting:
 
     def report(self) -> dict[str, Any]:
         """The JSON report: `run_report` of the results plus the run's own fields (shard, base ref)."""
-        from ..result_json import run_report
+        from ..reports.result_json import run_report
 
         report = run_report(self.ordered(), errored(self.errors))
         for fields in self.run_fields:
@@ -80,7 +81,7 @@ class TransferReporting:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if is_worker(self.config):
             return
-        from . import markdown_report
+        from ..reports import markdown_report
 
         if self.settings.json_path:
             write(self.settings.json_path, json.dumps(self.report(), indent=2) + "\n")
@@ -90,7 +91,7 @@ class TransferReporting:
             text = ("\n" if path.is_file() and path.stat().st_size else "") + text
             write(self.settings.md_path, text, append=True)
         if self.settings.html_path:
-            from . import html_report
+            from ..reports import html_report
 
             write(self.settings.html_path, html_report.render(self.report()))
 
@@ -107,7 +108,7 @@ class TransferReporting:
             counts = item_counts(self.ordered(), self.errors)
             terminalreporter.write_line("items: " + ", ".join(f"{n} {what}" for what, n in counts.items()))
         for error in errored(self.errors):
-            from ..redaction import redact_text
+            from ..guards.redaction import redact_text
 
             terminalreporter.write_line(safe(redact_text(f"ERROR {error['item']}: {error['reason']}")))
         for label, path in (("JSON", self.settings.json_path), ("Markdown", self.settings.md_path),
@@ -120,11 +121,12 @@ def summary_lines(results: list[dict[str, Any]], verbose: bool = False) -> list[
     """The terminal summary of a run's results: the table, the summary line, the price comparison, the
     rubric judges (`verbose`: with every unstable check), and before -> after against the base ref.
     `merge` prints the same lines for merged shards."""
-    from ..judge_report import judge_lines, unstable_lines
-    from ..report import pair_lines, price_difference, summary_line, text_table, unfinished_answers
-    from .compare import summary_lines as against_base
+    from ..reports.judge_report import judge_lines, unstable_lines
+    from ..reports.report import pair_lines, price_difference, summary_line, text_table, unfinished_answers
+    from ..reports.comparison import summary_lines as against_base
+    from ..reports.portable import portable_lines
 
-    lines = [*text_table(results).splitlines(), summary_line(results), *pair_lines(results)]
+    lines = [*text_table(results).splitlines(), summary_line(results), *pair_lines(results), *portable_lines(results)]
     difference = price_difference(results)
     if difference:
         lines.append(difference)
@@ -141,9 +143,9 @@ def summary_lines(results: list[dict[str, Any]], verbose: bool = False) -> list[
 
 def spend_lines(results: list[dict[str, Any]]) -> list[str]:
     """Cost per phase, role and lane, and the source frontier of every target tried with several sources."""
-    from ..cost_breakdown import breakdown, breakdown_lines
-    from ..frontier import frontier, frontier_lines
-    from ..summary import unique
+    from ..evidence.frontier import frontier, frontier_lines
+    from ..evidence.summary import unique
+    from ..pricing.cost_breakdown import breakdown, breakdown_lines
 
     items = unique(results)
     return breakdown_lines(breakdown(items)) + frontier_lines(frontier(items))
@@ -154,14 +156,14 @@ def errored(errors: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def item_counts(results: list[dict[str, Any]], errors: dict[str, dict[str, Any]]) -> dict[str, int]:
-    from ..result_json import item_counts as counts
+    from ..reports.result_json import item_counts as counts
 
     return counts(results, list(errors.values()))
 
 
 def write(path: Path, text: str, append: bool = False) -> None:
     """Write a report (or append to one, e.g. $GITHUB_STEP_SUMMARY); key-shaped strings are redacted first."""
-    from ..redaction import redact_text
+    from ..guards.redaction import redact_text
 
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a" if append else "w", encoding="utf-8") as handle:

@@ -1,42 +1,25 @@
-"""The commands every report prints for an item: rerun it as it ran and, when its snapshot differs, accept
-the new result; and, on a cassette miss, the command that re-records it. One source, so the terminal
-diagnosis, the Markdown report and the HTML page agree and a test that runs one of them vouches for all."""
+"""On a cassette miss, the command that re-records the item with the options that shaped its requests (the
+rerun and accept commands every report prints are `reports.rerun`'s)."""
 
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import pytest
 
     from .collect import TransferSpec
 
-SNAPSHOT_AS_COMMITTED = (None, "ok", "not compared", "updated")
-
-
-def rerun_commands(result: dict[str, Any]) -> list[tuple[str, str]]:
-    """(what, command) for an item's JSON result (its `item` node id, `source`, `target`, `gate`). The
-    pair is named (`--transfer-pair`, a spelling no other plugin owns) so the item is collected whichever
-    matrix the run had."""
-    if not result.get("item"):
-        return []
-    rerun = shlex.join(["pytest", result["item"], "--transfer-pair", f"{result['source']}->{result['target']}"])
-    commands = [("rerun", rerun)]
-    if (result.get("gate") or {}).get("snapshot") not in SNAPSHOT_AS_COMMITTED:
-        commands.append(("accept the new result once reviewed", f"{rerun} --snapshot-update"))
-    return commands
-
-
 REQUEST_SHAPING = ("optimizer", "nights", "edit-budget", "limit-replay", "limit-holdout", "samples", "no-direct",
-                   "prompt-cache", "transfer-service-tier")
+                   "prompt-cache", "transfer-service-tier", "validate-on", "validate-tolerance")
 
 
 def rerecord_command(item: "pytest.Item", spec: "TransferSpec") -> str:
     """`pytest <node id> --pair SRC->TGT [the command line's protocol options] --record-mode=new_episodes
     --snapshot-update`: the failing item, with the options that shape its requests (ini keys apply again
     by themselves); its result will change with the new recordings, so its snapshot is written too."""
-    from .options import dest, flag
+    from .spellings import dest, flag
 
     config = item.config
     parts = ["pytest", item.nodeid, flag(config, "pair"), f"{spec.source}->{spec.target}"]
@@ -46,6 +29,8 @@ def rerecord_command(item: "pytest.Item", spec: "TransferSpec") -> str:
         value = getattr(config.option, dest(option), None)
         if value is True:
             parts.append(flag(config, option))
+        elif isinstance(value, list):  # a repeatable option: its values joined as one
+            parts += [flag(config, option), ",".join(str(v) for v in value)]
         elif value not in (None, False):
             parts += [flag(config, option), str(value)]
     if _uses_local_model(spec):  # brings the local server up and down, whatever the ini says

@@ -18,14 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from ..models.base import Model, ModelCallError, ModelError, resolve_model
-from ..protocol import SeedSession, TransferResult
-from ..rubric import JudgeSetup
-from ..seeds import Seed, SeedError, load_seed
+from ..engine.protocol import SeedSession, TransferResult
+from ..engine.rubric import JudgeSetup
+from ..engine.seeds import Seed, SeedError, load_seed
+from ..models.base import Model, ModelCallError, ModelError
+from ..models.registry import resolve_model
 from .options import Settings
 
 if TYPE_CHECKING:
-    from ..aa import AACheck
+    from ..engine.aa import AACheck
     from .budget import Budget
 
 Progress = Callable[[str], None]
@@ -116,17 +117,20 @@ class Runner:
                                               judge=self.judge(seed), concurrent_phases=self.concurrent_phases)
         return self._sessions[key]
 
-    def transfer(self, path: Path, source: str, target: str, optimizer: str | None) -> TransferResult:
-        """Run (or reuse) the protocol for one seed and pair, inside the seed's cassette when needed."""
+    def transfer(self, path: Path, source: str, target: str, optimizer: str | None,
+                 validate_on: tuple[str, ...] = (), tolerance: float = 0.0) -> TransferResult:
+        """Run (or reuse) the protocol for one seed and pair, inside the seed's cassette when needed;
+        `validate_on`: the validation set of models (see `engine.validation`)."""
         session = self.session(path)
-        names = [source, target] + ([optimizer] if optimizer else [])
+        names = [source, target] + ([optimizer] if optimizer else []) + list(validate_on)
         models = [self.model(name) for name in names]
         if needs_recording(models + ([session.judge.model] if session.judge else [])):
             self.record(session.seed.name)
             if self.start_local_server(models):
                 models = [self.model(name) for name in names]
+        listed = tuple(models[len(names) - len(validate_on):])
         try:
-            return session.transfer(models[0], models[1], models[2] if optimizer else None)
+            return session.transfer(models[0], models[1], models[2] if optimizer else None, listed, tolerance)
         except ModelCallError as exc:
             if session.phase and hasattr(exc, "with_phase") and getattr(exc, "phase", None) != "judge":
                 # a cassette miss: name the protocol phase (a judge call's miss already names `judge`)
@@ -135,7 +139,7 @@ class Runner:
 
     def aa(self, path: Path, target: str, skill: str) -> "AACheck":
         """The A/A check of `skill` on `target` over the seed's held-out tasks, in the seed's cassette."""
-        from ..aa import aa_check
+        from ..engine.aa import aa_check
 
         session = self.session(path)
         model = self.model(target)
@@ -158,7 +162,8 @@ class Runner:
 
         Returns True when it started one: local models are then resolved again against its URL.
         """
-        from .. import cassettes, local
+        from .. import cassettes
+        from ..models import local
         from ..models.aliases import local_aliases
 
         local_names = [m.name for m in models if m.name in local_aliases()]
@@ -183,7 +188,7 @@ class Runner:
     def stop_local_server(self) -> None:
         """Stop a server `start_local_server` started."""
         if self._local_server is not None:
-            from ..local import URL_ENV
+            from ..models.local import URL_ENV
 
             self._local_server.close()
             self._local_server = None

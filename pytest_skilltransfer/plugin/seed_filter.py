@@ -22,7 +22,7 @@ def keep_only_seeds(config: pytest.Config, items: list[pytest.Item], names: tupl
     found = {name for name in map(seed_name, items) if name is not None}
     unknown = [name for name in names if name not in found]
     if unknown:
-        from .options import flag
+        from .spellings import flag
 
         known = ", ".join(sorted(found)) or "none"
         raise pytest.UsageError(f"{flag(config, 'only-seed')}: no item of seed(s) {', '.join(unknown)} was collected "

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from ..terminal import safe
+from ..guards.terminal import safe
 
 DURATIONS_FILE = ".test_durations"
 WORKER_KEY = "skilltransfer_shard"
@@ -45,7 +45,7 @@ class ShardPlan:
 
 
 def add_options(parser: pytest.Parser) -> None:
-    from .options import _add
+    from .spellings import _add
 
     group = parser.getgroup("skilltransfer")
     _add(group, parser, "shard-id", "run only shard I (0 to N-1) of N; a seed's items stay in one shard",
@@ -58,7 +58,8 @@ def add_options(parser: pytest.Parser) -> None:
 
 def read_plan(config: pytest.Config) -> ShardPlan | None:
     """The shard plan from the options, or None when sharding is off; bad values are usage errors."""
-    from .options import _int, _path, _Reader
+    from .options import _Reader
+    from .values import _int, _path
 
     reader = _Reader(config)
     (shard_id, id_where), (count, count_where) = reader.get("shard-id"), reader.get("num-shards")
@@ -133,7 +134,7 @@ class ShardSelection:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
-        from . import SPEC
+        from .state import SPEC
 
         unit_by_item: dict[int, str] = {}
         units: dict[str, list[pytest.Item]] = {}

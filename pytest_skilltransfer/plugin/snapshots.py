@@ -26,9 +26,17 @@ from syrupy.data import SnapshotCollections
 from syrupy.extensions.base import AbstractSyrupyExtension
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-from ..redaction import redact_text
-from ..report import (design_effect_text, gain_text, mdg_text, method_text, night_verdict, outcome_text, p_text,
-                      units_text)
+from ..guards.redaction import redact_text
+from ..reports.report import (
+    design_effect_text,
+    gain_text,
+    mdg_text,
+    method_text,
+    night_verdict,
+    outcome_text,
+    p_text,
+    units_text,
+)
 
 if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion

@@ -17,9 +17,18 @@ from pathlib import Path
 from typing import Any
 
 from .apis import AnthropicBatches, BatchApi, Item, OpenAIBatches
-from .lane import (BatchLane, BatchLaneError, BatchSettings, BatchWaitExceeded, Cost, Group, Progress,
-                   SendSynchronously)
-from .manifest import FILE_NAME as MANIFEST_NAME, custom_id
+from .lane import (
+    BatchLane,
+    BatchLaneError,
+    BatchSettings,
+    BatchWaitExceeded,
+    Cost,
+    Group,
+    Progress,
+    SendSynchronously,
+)
+from .manifest import FILE_NAME as MANIFEST_NAME
+from .manifest import custom_id
 
 __all__ = ["BatchLane", "BatchLaneError", "BatchSettings", "BatchWaitExceeded", "MANIFEST_NAME", "SendSynchronously",
            "active_lane", "batch_client", "configure_batch", "group_for", "is_batch_control"]

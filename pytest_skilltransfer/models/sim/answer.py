@@ -14,7 +14,21 @@ from dataclasses import dataclass, field, replace
 
 from .noise import Noise
 from .profiles import OVERREAD_SENTENCES, Profile
-from .skill_reader import ABSTRACT, BAN, JSON, LABEL, LENGTH, LITERAL, PHRASE, REFUSAL, SECTION, TOOLS, Directive, vocabulary
+from .skill_reader import (
+    ABSTRACT,
+    BAN,
+    JSON,
+    LABEL,
+    LENGTH,
+    LITERAL,
+    PHRASE,
+    REFUSAL,
+    SECTION,
+    TOOLS,
+    Directive,
+    vocabulary,
+)
+
 
 @dataclass(frozen=True)
 class Plan:

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...edits import split_skill
+from ...guards.edits import split_skill
 from .noise import Noise
 from .profiles import Profile
 from .regex_template import FREE, template_for

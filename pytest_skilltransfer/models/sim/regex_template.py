@@ -14,7 +14,7 @@ import re
 
 import regex
 
-from ... import timed_regex
+from ...guards import timed_regex
 
 FREE = "\x01"  # a free-text slot; the optimizer replaces it with a hint such as <one line: the main reason>
 _SAMPLE_FREE = "placeholder text that is long enough for any minimum"

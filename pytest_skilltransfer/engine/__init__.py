@@ -1,0 +1,1 @@
+"""The engine: seeds, scoring, judges, the agent, reflection and the transfer protocol."""

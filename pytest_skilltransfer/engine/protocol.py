@@ -1,0 +1,726 @@
+"""The optimize-then-transfer protocol for one seed.
+
+1. baseline    = test score of the deficient skill on TARGET;
+2. learned     = the skill optimized for N nights with SOURCE as agent (and an optimizer model);
+3. transferred = test score of the frozen learned skill on TARGET;
+4. direct      = a skill optimized with TARGET as agent, scored on TARGET (optional reference).
+
+One night: score val; replay train; reflect on failures and successes (with the edits rejected
+so far); apply at most `edit_budget` edits to the learned block; keep them only when the val gate
+score beats the current one by more than `min_delta` (the scoring profile's unless set: 0 by
+default, 0.05 for gbrain); stop early once val is perfect.
+
+With a validation set of models (`validators`, `--validate-on`), step 2 runs once more with every
+night's candidate also scored on each listed model's validation split (`validation`): the edit is kept
+only when the source strictly improves and no listed model drops beyond the tolerance. That portable
+skill is scored on TARGET too (`portable`), beside the single-model one.
+
+With `restarts` R > 1, steps 2-4 run R times, each restart with its own train/val split and
+optimizer sample ids (`restarts`); every restart scores the same test tasks.
+
+A `SeedSession` memoizes evaluations and optimizations, so items that share a target baseline or
+a source optimization compute it once; its call cache makes sure no request is sent twice.
+
+Rubric checks are answered by the seed's judge model (`rubric`), through the same call cache and
+the phase's meter under the role `judge`. A seed with a calibration file has its judge measured
+once, before its first pair runs; a judge below the seed's threshold fails every pair.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, replace
+from functools import cached_property
+from typing import Callable, TypeVar
+
+from ..evidence.portability import Portability, portability
+from ..evidence.stats import Estimate, Gain, Ratio, clustered_gain, clustered_score, efficiency_ratio
+from ..guards import timed_regex
+from ..guards.bounds import over_maximum
+from ..guards.edits import Edit, apply_edits
+from ..models.base import Message, Model, Request
+from ..models.registry import resolve_model
+from ..models.stops import problem_counts
+from . import judges, phases, restarts
+from .agent import AgentContext, context_messages, run_task
+from .ledger import CallCache, Meter, Tally
+from .reflect import RETRY_NOTE, EditParseError, Observation, RejectedEdit, build_reflect_request, parse_edits
+from .rubric import Calibration, JudgeSetup, RubricJudge, calibrate, family_warning
+from .scoring import ScoringProfile, scoring_profile
+from .seeds import Seed, Task
+from .slots import ModelSlots
+from .tools import load_corpus
+from .validation import DEFAULT_TOLERANCE, ValidationScore, decide
+
+Progress = Callable[[str], None]
+Costs = dict[tuple[str, str], Tally]
+Concurrency = Callable[[Model], int]
+T = TypeVar("T")
+
+# A phase's rank within a transfer: its place in the sequential order (calibration, baseline, then per
+# restart: optimize on the source, transferred, optimize on the target, direct, optimize against the
+# validation set, portable).
+CALIBRATION_PHASE, BASELINE_PHASE, RESTART_PHASES = 0, 1, 6
+# Calls of the optimizations (long chains of nights) get a model's free slot before the final evaluations.
+OPTIMIZE_PRIORITY, FINAL_PRIORITY = 0, 1
+
+
+@dataclass(frozen=True)
+class ProtocolConfig:
+    """Protocol settings; defaults mirror the upstream transfer experiment."""
+
+    nights: int = 2
+    edit_budget: int = 4
+    limit_replay: int = 3
+    limit_holdout: int = 3
+    limit_test: int = 0
+    samples: int = 1
+    direct: bool = True
+    gate_weight: float = 0.5
+    workers: int = 1
+    restarts: int = 1  # independent optimizations per (agent, optimizer); see `restarts`
+    min_delta: float | None = None  # the val gate keeps edits beating the current score by more than this
+    #                                 (None: the scoring profile's, 0 by default)
+    scoring: str = "default"  # a scoring profile (pytest_skilltransfer.engine.scoring): "default" or "gbrain"
+
+    def validate(self) -> None:
+        """Raise ValueError naming the first bad setting."""
+        for name in ("nights", "edit_budget", "samples", "workers", "restarts"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        for name in ("nights", "edit_budget", "samples", "restarts"):
+            too_many = over_maximum(name, getattr(self, name))
+            if too_many:
+                raise ValueError(f"{name} {too_many}")
+        for name in ("limit_replay", "limit_holdout", "limit_test"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be 0 (no cap) or positive, got {getattr(self, name)}")
+        if not 0 <= self.gate_weight <= 1:
+            raise ValueError(f"gate_weight must be within [0, 1], got {self.gate_weight}")
+        if self.min_delta is not None and not 0 <= self.min_delta <= 1:
+            raise ValueError(f"min_delta must be within [0, 1], got {self.min_delta}")
+        if self.nights >= restarts.SAMPLE_STRIDE:
+            raise ValueError(f"nights must be below {restarts.SAMPLE_STRIDE}, got {self.nights}")
+        scoring_profile(self.scoring)
+
+
+@dataclass(frozen=True)
+class SampleResult:
+    """One judged rollout."""
+
+    sample_id: int
+    hard: float
+    soft: float
+    failed: tuple[str, ...]
+    answer: str
+    tools_called: tuple[str, ...]
+    rubric: tuple[judges.RubricVerdict, ...] = ()
+    stop_reason: str = ""  # the provider's, for the final reply of the attempt
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """A task's samples and their means, and the task's cluster (None: a cluster of its own)."""
+
+    task_id: str
+    samples: tuple[SampleResult, ...]
+    cluster: str | None = None
+
+    @property
+    def hard(self) -> float:
+        return sum(s.hard for s in self.samples) / len(self.samples)
+
+    @property
+    def soft(self) -> float:
+        return sum(s.soft for s in self.samples) / len(self.samples)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """A skill scored on a task split by one model."""
+
+    model_id: str
+    split: str
+    tasks: tuple[TaskResult, ...]
+    costs: Costs
+    gate_weight: float = 0.5
+    scoring: str = "default"
+
+    @cached_property
+    def hard(self) -> Estimate:
+        """Mean hard score over tasks (over clusters when tasks share any) with its exact interval (computed once)."""
+        return clustered_score([[t.hard for t in self.tasks]], [t.cluster for t in self.tasks])
+
+    @cached_property
+    def soft(self) -> Estimate:
+        return clustered_score([[t.soft for t in self.tasks]], [t.cluster for t in self.tasks])
+
+    def _rollouts(self) -> list[list[tuple[float, float]]]:
+        return [[(s.hard, s.soft) for s in t.samples] for t in self.tasks]
+
+    @property
+    def stops(self) -> dict[str, int]:
+        """How many samples ended truncated, refused, content-filtered or empty (see `models.stops`)."""
+        return problem_counts([(s.stop_reason, s.answer) for t in self.tasks for s in t.samples])
+
+    @property
+    def gate_score(self) -> float:
+        """The number the validation gate compares, as the scoring profile defines it."""
+        return scoring_profile(self.scoring).gate_score(self._rollouts(), self.gate_weight)
+
+    @property
+    def profile_score(self) -> float:
+        """The scoring profile's set score (default: mean hard; gbrain: mean of per-task soft medians)."""
+        return scoring_profile(self.scoring).set_score(self._rollouts())
+
+
+@dataclass(frozen=True)
+class Night:
+    """What one night of optimization did."""
+
+    number: int
+    val_before: float
+    val_after: float | None
+    accepted: bool
+    applied: tuple[Edit, ...]
+    unmatched: tuple[tuple[Edit, str], ...]
+    note: str = ""
+    validation: tuple[ValidationScore, ...] = ()  # each listed model's val score before / with the edits
+    blocked_by: tuple[str, ...] = ()  # the listed models the edits lowered beyond the tolerance
+
+
+@dataclass(frozen=True)
+class Optimization:
+    """A skill optimized with one agent model and one optimizer model."""
+
+    agent_id: str
+    optimizer_id: str
+    initial_skill: str
+    learned_skill: str
+    nights: tuple[Night, ...]
+    costs: Costs
+    validate_on: tuple[str, ...] = ()  # the listed models every candidate was also scored on
+    tolerance: float = DEFAULT_TOLERANCE
+
+
+@dataclass(frozen=True)
+class PortableRun:
+    """One restart's skill optimized against the validation set, and its test score on the target."""
+
+    restart: int
+    learned: Optimization
+    transferred: Evaluation
+
+
+@dataclass(frozen=True)
+class RestartRun:
+    """One optimization restart of a transfer: its split seed, optimizations and test scores."""
+
+    restart: int
+    split_seed: int
+    learned: Optimization
+    transferred: Evaluation
+    direct_optimization: Optimization | None
+    direct: Evaluation | None
+
+
+def _hard(evaluation: Evaluation) -> list[float]:
+    return [t.hard for t in evaluation.tasks]
+
+
+def _clusters(evaluation: Evaluation) -> list[str | None]:
+    return [t.cluster for t in evaluation.tasks]
+
+
+@dataclass(frozen=True)
+class TransferResult:
+    """Everything one seed x (source, target) run produced; `learned` ... `direct` are restart 1's."""
+
+    seed: str
+    source: str
+    target: str
+    optimizer: str
+    config: ProtocolConfig
+    baseline: Evaluation
+    learned: Optimization
+    transferred: Evaluation
+    direct_optimization: Optimization | None
+    direct: Evaluation | None
+    judge: "JudgeSummary | None" = None
+    split_seed: int = 0  # restart 1's train/val split seed
+    more_runs: tuple[RestartRun, ...] = ()  # restarts 2..R
+    portable: tuple[PortableRun, ...] = ()  # with a validation set: every restart's portable skill
+
+    @property
+    def runs(self) -> tuple[RestartRun, ...]:
+        """Every restart, restart 1 first."""
+        first = RestartRun(1, self.split_seed, self.learned, self.transferred, self.direct_optimization, self.direct)
+        return (first, *self.more_runs)
+
+    @cached_property
+    def gain(self) -> Gain:
+        """Paired gain transferred - baseline (hard), over every restart, with clusters of tasks as the
+        units when the seed names any (computed once)."""
+        return clustered_gain(_hard(self.baseline), [_hard(run.transferred) for run in self.runs],
+                              _clusters(self.baseline))
+
+    @cached_property
+    def portability(self) -> Portability | None:
+        """With a validation set: the single-model and portable skills on the target, against the baseline
+        and each other, one exact family with Holm over it (computed once); None without one."""
+        if not self.portable:
+            return None
+        return portability(_hard(self.baseline), [_hard(run.transferred) for run in self.runs],
+                           [_hard(p.transferred) for p in self.portable], _clusters(self.baseline))
+
+    @cached_property
+    def headroom(self) -> Gain | None:
+        """Paired per-task gain direct - baseline (hard), over every restart; None without a direct run."""
+        if self.direct is None:
+            return None
+        return clustered_gain(_hard(self.baseline), [_hard(run.direct) for run in self.runs if run.direct],
+                              _clusters(self.baseline))
+
+    @cached_property
+    def efficiency_estimate(self) -> Ratio | None:
+        """gain / headroom with an interval; None unless the direct headroom is significantly above 0."""
+        return efficiency_ratio(self.gain, self.headroom) if self.headroom is not None else None
+
+    @property
+    def efficiency(self) -> float | None:
+        """(transferred - baseline) / (direct - baseline), shown only when the headroom is significant."""
+        estimate = self.efficiency_estimate
+        return None if estimate is None else estimate.mean
+
+    def _portable_eval_costs(self, run: PortableRun) -> Costs:
+        """A portable skill's test costs; when an earlier phase scored the very same skill on the target (the
+        baseline, or this restart's transferred or direct skill), the shared evaluation is a cache hit here."""
+        skill = run.learned.learned_skill
+        same = next((r for r in self.runs if r.restart == run.restart), None)
+        earlier = [self.learned.initial_skill]
+        if same is not None:
+            earlier += [same.learned.learned_skill]
+            earlier += [same.direct_optimization.learned_skill] if same.direct_optimization else []
+        return _as_cached(run.transferred.costs) if skill in earlier else run.transferred.costs
+
+    def phase_costs(self) -> dict[str, Costs]:
+        """Calls and tokens per protocol phase (every restart's), keyed by (model id, role)."""
+        runs = self.runs
+        phases = {
+            "baseline": self.baseline.costs,
+            "optimize-source": _merge_costs(*(run.learned.costs for run in runs)),
+            "transferred": _merge_costs(*(run.transferred.costs for run in runs)),
+        }
+        if self.direct_optimization is not None and self.direct is not None:
+            phases["optimize-direct"] = _merge_costs(*(r.direct_optimization.costs for r in runs if r.direct_optimization))
+            phases["direct"] = _merge_costs(*(run.direct.costs for run in runs if run.direct))
+        if self.portable:
+            phases["optimize-portable"] = _merge_costs(*(p.learned.costs for p in self.portable))
+            phases["portable"] = _merge_costs(*(self._portable_eval_costs(p) for p in self.portable))
+        if self.judge is not None and self.judge.calibration_costs:
+            phases["judge-calibration"] = self.judge.calibration_costs
+        return phases
+
+
+@dataclass(frozen=True)
+class JudgeSummary:
+    """The judge of a result: model, samples, calibration and a same-family warning."""
+
+    model_id: str
+    samples: int
+    calibration: Calibration | None
+    calibration_costs: Costs
+    warning: str | None = None
+
+
+class CalibrationFailed(Exception):
+    """The seed's judge fell below its calibration threshold; the message shows the disagreements."""
+
+
+class NoJudgeConfigured(ValueError):
+    """A seed with rubric checks was run without a judge model."""
+
+
+def capped(tasks: tuple[Task, ...], limit: int, split_seed: int) -> tuple[Task, ...]:
+    """At most `limit` tasks (0 = all): a seeded hash sample, kept in file order."""
+    if not limit or len(tasks) <= limit:
+        return tasks
+    ranked = sorted(tasks, key=lambda t: hashlib.sha256(f"{split_seed}:{t.id}".encode()).hexdigest())
+    chosen = {t.id for t in ranked[:limit]}
+    return tuple(t for t in tasks if t.id in chosen)
+
+
+def _as_cached(costs: Costs) -> Costs:
+    """The same calls seen as cache hits: no call sent, no token paid."""
+    return {key: Tally(0, t.calls + t.cached, evidence=t.evidence) for key, t in costs.items()}
+
+
+def _merge_costs(*parts: Costs) -> Costs:
+    merged: Costs = {}
+    for part in parts:
+        for key, tally in part.items():
+            merged[key] = merged[key].merged(tally) if key in merged else tally
+    return dict(sorted(merged.items()))
+
+
+class SeedSession:
+    """Runs the protocol for one seed, sharing evaluations, optimizations and answers between pairs."""
+
+    def __init__(self, seed: Seed, config: ProtocolConfig, progress: Progress | None = None,
+                 concurrency: Concurrency | None = None, judge: JudgeSetup | None = None,
+                 concurrent_phases: bool = True):
+        """`concurrency(model)`: how many calls to a model are in flight at once, over every phase (default
+        `config.workers`); `judge`: the rubric judge (default: the seed's `[judge]` table);
+        `concurrent_phases`: run a transfer's independent phases at the same time (see `phases`)."""
+        config.validate()
+        judge = judge or seed_judge(seed)
+        if judge is None and seed.rubric_origin is not None:
+            raise NoJudgeConfigured(
+                f"seed {seed.name!r} has rubric checks ({seed.rubric_origin}) but no judge model: pass --judge MODEL "
+                f"(ini: skilltransfer_judge) or set [judge] model = \"...\" in {seed.path / 'seed.toml'}")
+        self.seed = seed
+        self.judge = judge
+        self.config = config
+        self.concurrency = concurrency or (lambda _model: config.workers)
+        self.concurrent_phases = concurrent_phases
+        self.cache = CallCache(ModelSlots(self.concurrency))
+        self.rubric = RubricJudge(judge, self.cache) if judge is not None else None
+        self._calibration: tuple[Calibration | None, Costs] | None = None
+        self.progress = progress or (lambda _line: None)
+        self.corpus = load_corpus(seed.corpus_dir) if seed.corpus_dir else None
+        split_seed = seed.split.seed
+        self.splits = {
+            "train": capped(seed.train, config.limit_replay, split_seed),
+            "val": capped(seed.val, config.limit_holdout, split_seed),
+            "test": capped(seed.test, config.limit_test, split_seed),
+        }
+        self._evaluations: phases.Memo[tuple[str, str, str, int], tuple[Evaluation, Meter]] = phases.Memo()
+        self._optimizations: phases.Memo[tuple[str, str, int, tuple[str, ...], float], tuple[Optimization, Meter]] = phases.Memo()
+        self._transfers = 0  # transfers started: the first part of every phase's rank
+        self.phase = ""  # the protocol phase that failed (or runs, when one runs), for error messages
+
+    def evaluate(self, model: Model, skill: str, split: str, meter: Meter | None = None,
+                 rank: tuple[int, ...] = (), first_sample: int = 0) -> Evaluation:
+        """Score `skill` on a split with `model`: memoized (with its own meter ranked `rank`) unless a
+        phase's `meter` is given (the meter then sees cache hits as such).
+
+        Each task gets `samples` rollouts with sample ids `first_sample`, `first_sample + 1`, ...;
+        another `first_sample` scores the same skill again with requests never sent before."""
+        if meter is not None:
+            return self._evaluate(model, skill, split, meter, first_sample)
+        key = (model.model_id, hashlib.sha256(skill.encode()).hexdigest(), split, first_sample)
+        own = Meter(rank, priority=FINAL_PRIORITY)
+        compute = lambda: (self._evaluate(model, skill, split, own, first_sample), own)  # noqa: E731
+        return self._evaluations.get(key, compute, own, _ranked_first(rank))[0]
+
+    def _evaluate(self, model: Model, skill: str, split: str, meter: Meter, first_sample: int = 0) -> Evaluation:
+        ctx = AgentContext(model=model, cache=self.cache, meter=meter, role="agent", corpus=self.corpus,
+                           context=context_messages(self.seed.context))
+        tasks = self.splits[split]
+        jobs = [(task, first_sample + s) for task in tasks for s in range(self.config.samples)]
+
+        def judge(job: tuple[Task, int]) -> SampleResult:
+            task, sample = job
+            attempt = run_task(ctx, skill, task, sample)
+            grade = self.rubric.grader(task.text, attempt.text, meter) if self.rubric else None
+            verdict = judges.score(task.judge, attempt, grade, task.origin)
+            return SampleResult(sample, verdict.hard, verdict.soft, verdict.failed, attempt.text, attempt.tools_called,
+                                verdict.rubric, attempt.stop_reason)
+
+        # results keep the jobs' order, so any concurrency gives the same evaluation
+        results = phases.fan_out(judge, jobs, self.concurrency(model), f"{model.model_id}-call", model.model_id)
+        per_task = tuple(
+            TaskResult(task.id, tuple(r for (t, _), r in zip(jobs, results) if t is task), task.cluster)
+            for task in tasks
+        )
+        return Evaluation(model.model_id, split, per_task, meter.snapshot(), self.config.gate_weight,
+                          self.config.scoring)
+
+    @property
+    def gate_profile(self) -> ScoringProfile:
+        """The scoring profile, with `min_delta` from the configuration when it sets one."""
+        profile = scoring_profile(self.config.scoring)
+        return profile if self.config.min_delta is None else replace(profile, min_delta=self.config.min_delta)
+
+    def optimize(self, agent: Model, optimizer: Model, restart: int = 1, rank: tuple[int, ...] = (),
+                 validators: tuple[Model, ...] = (), tolerance: float = DEFAULT_TOLERANCE) -> Optimization:
+        """Optimize the seed's skill for up to N nights (memoized per agent, optimizer, restart and validation
+        set; its meter ranked `rank`). With `validators`, every candidate is also scored on their validation
+        split and kept only when none drops beyond `tolerance` (see `validation`)."""
+        key = (agent.model_id, optimizer.model_id, restart, tuple(v.model_id for v in validators), tolerance)
+        meter = Meter(rank, priority=OPTIMIZE_PRIORITY)
+        compute = lambda: (self._optimize(agent, optimizer, restart, meter, validators, tolerance), meter)  # noqa: E731
+        return self._optimizations.get(key, compute, meter, _ranked_first(rank))[0]
+
+    def _restart_splits(self, restart: int) -> tuple[str, str]:
+        """The session's names of restart `restart`'s train and val splits (created on first use)."""
+        train_name, val_name = restarts.split_name("train", restart), restarts.split_name("val", restart)
+        if train_name not in self.splits:
+            train, val = restarts.train_val(self.seed, restart)
+            split_seed = restarts.split_seed(self.seed, restart)
+            self.splits[train_name] = capped(train, self.config.limit_replay, split_seed)
+            self.splits[val_name] = capped(val, self.config.limit_holdout, split_seed)
+        return train_name, val_name
+
+    def _optimize(self, agent: Model, optimizer: Model, restart: int, meter: Meter,
+                  validators: tuple[Model, ...] = (), tolerance: float = DEFAULT_TOLERANCE) -> Optimization:
+        skill = self.seed.skill
+        nights: list[Night] = []
+        rejected: list[RejectedEdit] = []
+        train_split, val_split = self._restart_splits(restart)
+        label = f"{self.seed.name}: optimize on {agent.model_id} (optimizer {optimizer.model_id})"
+        label += f", validated on {', '.join(v.model_id for v in validators)}" if validators else ""
+        label += f", restart {restart}" if restart > 1 else ""
+        for number in range(1, self.config.nights + 1):
+            val = self.evaluate(agent, skill, val_split, meter)
+            if val.gate_score >= 1.0:
+                nights.append(Night(number, val.gate_score, None, False, (), (), "validation already perfect; stopped"))
+                self.progress(f"{label}: night {number}: val {val.gate_score:.2f} is perfect, stopping")
+                break
+            train = self.evaluate(agent, skill, train_split, meter)
+            failures, successes = _observations(self.splits[train_split], train)
+            if not failures:
+                nights.append(Night(number, val.gate_score, None, False, (), (), "no training failures to learn from"))
+                self.progress(f"{label}: night {number}: no training failures, stopping")
+                break
+            request = build_reflect_request(skill, failures, successes, rejected, self.config.edit_budget,
+                                            sample_id=restarts.optimizer_sample_id(number, restart))
+            with timed_regex.origins_of_patterns(lambda pattern: _pattern_origins(self.splits[train_split], pattern)):
+                edits, note = self._reflect(optimizer, request, meter)  # a model reads only the request: name files here
+            outcome = apply_edits(skill, edits, self.config.edit_budget)
+            if not outcome.applied:
+                nights.append(Night(number, val.gate_score, None, False, (), outcome.unmatched, note or "no edit applied"))
+                self.progress(f"{label}: night {number}: no edit applied")
+                continue
+            candidate = self.evaluate(agent, outcome.skill, val_split, meter)
+            checks = self._validation_scores(validators, skill, outcome.skill, val_split, meter)
+            decision = decide(self.gate_profile, val.gate_score, candidate.gate_score, checks, tolerance)
+            accepted = decision.accepted
+            nights.append(Night(number, val.gate_score, candidate.gate_score, accepted, outcome.applied, outcome.unmatched,
+                                note, checks, decision.blocked_by))
+            verb = "accepted" if accepted else "rejected"
+            others = "".join(f", {v.model_id} {v.before:.2f} -> {v.after:.2f}" for v in checks if v.after is not None)
+            blocked = f" (blocked by {', '.join(decision.blocked_by)})" if decision.blocked_by and not accepted else ""
+            self.progress(f"{label}: night {number}: val {val.gate_score:.2f} -> {candidate.gate_score:.2f}{others}, "
+                          f"{len(outcome.applied)} edit(s) {verb}{blocked}")
+            if accepted:
+                skill = outcome.skill
+                if candidate.gate_score >= 1.0:
+                    break
+            else:
+                rejected += [RejectedEdit(e, number, val.gate_score, candidate.gate_score) for e in outcome.applied]
+        return Optimization(agent.model_id, optimizer.model_id, self.seed.skill, skill, tuple(nights), meter.snapshot(),
+                            tuple(v.model_id for v in validators), tolerance)
+
+    def _validation_scores(self, validators: tuple[Model, ...], skill: str, candidate: str, val_split: str,
+                           meter: Meter) -> tuple[ValidationScore, ...]:
+        """Each listed model's validation gate score of the current skill and of the candidate: the
+        validation split only (held-out tasks never reach a listed model)."""
+        if val_split.partition("@")[0] != "val":
+            raise ValueError(f"listed models are scored on a validation split only, not {val_split!r}")
+        scores = []
+        for model in validators:
+            before = self.evaluate(model, skill, val_split, meter).gate_score
+            after = self.evaluate(model, candidate, val_split, meter).gate_score
+            scores.append(ValidationScore(model.model_id, before, after))
+        return tuple(scores)
+
+    def _reflect(self, optimizer: Model, request: Request, meter: Meter) -> tuple[list[Edit], str]:
+        reply = self.cache.call(optimizer, request, meter, "optimizer")
+        try:
+            edits = parse_edits(reply.text)
+            return edits, "" if edits else "the optimizer proposed no edit"
+        except EditParseError:
+            retry = Request(
+                system=request.system,
+                messages=request.messages + (Message("assistant", reply.text), Message("user", RETRY_NOTE)),
+                max_tokens=request.max_tokens,
+                sample_id=request.sample_id,
+            )
+            second = self.cache.call(optimizer, retry, meter, "optimizer")
+            try:
+                return parse_edits(second.text), "optimizer reply parsed on retry"
+            except EditParseError as exc:
+                return [], f"optimizer reply unusable after one retry: {exc}"
+
+    def calibrate(self) -> tuple[Calibration | None, Costs]:
+        """Measure the judge on the seed's calibration file once (None without a judge or a file)."""
+        if self._calibration is None:
+            if self.rubric is None or not self.seed.calibration:
+                self._calibration = (None, {})
+            else:
+                meter = Meter((self._transfers, CALIBRATION_PHASE))
+                self.progress(f"{self.seed.name}: judge calibration on {len(self.seed.calibration)} answers")
+                result = calibrate(self.rubric, self.seed.calibration, meter)
+                self.progress(f"{self.seed.name}: judge calibration {result.summary()}")
+                self._calibration = (result, meter.snapshot())
+        return self._calibration
+
+    def judge_summary(self, graded: list[Model]) -> JudgeSummary | None:
+        """The judge part of a result; raises CalibrationFailed when the judge is below its threshold."""
+        if self.judge is None:
+            return None
+        self.phase = "judge-calibration"
+        calibration, costs = self.calibrate()
+        if calibration is not None and not calibration.passed:
+            raise CalibrationFailed(calibration.failure_message(self.seed.name))
+        return JudgeSummary(self.judge.model.model_id, self.judge.samples, calibration, costs,
+                            family_warning(self.judge.model, graded))
+
+    def transfer(self, source: Model, target: Model, optimizer: Model | None = None,
+                 validators: tuple[Model, ...] = (), tolerance: float = DEFAULT_TOLERANCE) -> TransferResult:
+        """Run the whole protocol for one (source, target) pair (after the judge's calibration).
+
+        The baseline, each restart's optimization on the source (then its transferred score) and each
+        restart's direct optimization (then its score) run at the same time unless the session was made
+        with `concurrent_phases=False`; the result is the same either way (see `phases`). With
+        `validators` (the source itself left out), each restart also optimizes against that validation
+        set and scores the portable skill on the target.
+        """
+        validators = portable_validators(source, validators)
+        self._transfers += 1
+        number = self._transfers
+        judge = self.judge_summary([source, target])
+        source_optimizer, direct_optimizer = optimizer or source, optimizer or target
+        for restart in range(2, self.config.restarts + 1):
+            self._restart_splits(restart)
+        chains: list[Callable[[], object]] = [lambda: self._baseline(target, (number, BASELINE_PHASE))]
+        for restart in range(1, self.config.restarts + 1):
+            first = BASELINE_PHASE + 1 + RESTART_PHASES * (restart - 1)
+            chains.append(lambda r=restart, f=first: self._learn_and_transfer(source, target, source_optimizer, r,
+                                                                             (number, f)))
+            if self.config.direct:
+                chains.append(lambda r=restart, f=first: self._direct(target, direct_optimizer, r, (number, f + 2)))
+            if validators:
+                chains.append(lambda r=restart, f=first: self._learn_portable(source, target, source_optimizer,
+                                                                             validators, tolerance, r, (number, f + 4)))
+        self.phase = "baseline"
+        self.progress(f"{self.seed.name}: baseline on {target.model_id}")  # first, whatever finishes first
+        try:
+            done = phases.run_chains(chains, self.concurrent_phases, f"{self.seed.name}-phase")
+        except phases.ChainFailed as failed:
+            self.phase = failed.phase
+            raise failed.error from failed.error.__cause__
+        self.phase = ""
+        settled = self._settle_costs(number)
+        baseline = settled(done[0])
+        runs: list[RestartRun] = []
+        portable: list[PortableRun] = []
+        results = iter(done[1:])
+        for restart in range(1, self.config.restarts + 1):
+            learned, transferred = next(results)
+            direct_opt, direct = next(results) if self.config.direct else (None, None)
+            runs.append(RestartRun(restart, restarts.split_seed(self.seed, restart), settled(learned),
+                                   settled(transferred), settled(direct_opt), settled(direct)))
+            if validators:
+                portable_opt, portable_eval = next(results)
+                portable.append(PortableRun(restart, settled(portable_opt), settled(portable_eval)))
+        first = runs[0]
+        return TransferResult(
+            seed=self.seed.name,
+            source=source.model_id,
+            target=target.model_id,
+            optimizer=source_optimizer.model_id,
+            config=self.config,
+            baseline=baseline,
+            learned=first.learned,
+            transferred=first.transferred,
+            direct_optimization=first.direct_optimization,
+            direct=first.direct,
+            split_seed=first.split_seed,
+            more_runs=tuple(runs[1:]),
+            judge=judge,
+            portable=tuple(portable),
+        )
+
+    def _baseline(self, target: Model, rank: tuple[int, ...]) -> Evaluation:
+        phases.enter_phase("baseline")
+        return self.evaluate(target, self.seed.skill, "test", rank=rank)
+
+    def _learn_and_transfer(self, source: Model, target: Model, optimizer: Model, restart: int,
+                            rank: tuple[int, int]) -> tuple[Optimization, Evaluation]:
+        """Optimize on the source, then score the learned skill on the target."""
+        phases.enter_phase("optimize-source")
+        learned = self.optimize(source, optimizer, restart, rank)
+        phases.enter_phase("transferred")
+        suffix = f" (restart {restart})" if restart > 1 else ""
+        self.progress(f"{self.seed.name}: transferred skill on {target.model_id}{suffix}")
+        return learned, self.evaluate(target, learned.learned_skill, "test", rank=(rank[0], rank[1] + 1))
+
+    def _learn_portable(self, source: Model, target: Model, optimizer: Model, validators: tuple[Model, ...],
+                        tolerance: float, restart: int, rank: tuple[int, int]) -> tuple[Optimization, Evaluation]:
+        """Optimize on the source against the validation set, then score that skill on the target."""
+        phases.enter_phase("optimize-portable")
+        learned = self.optimize(source, optimizer, restart, rank, validators, tolerance)
+        phases.enter_phase("portable")
+        suffix = f" (restart {restart})" if restart > 1 else ""
+        self.progress(f"{self.seed.name}: portable skill on {target.model_id}{suffix}")
+        return learned, self.evaluate(target, learned.learned_skill, "test", rank=(rank[0], rank[1] + 1))
+
+    def _direct(self, target: Model, optimizer: Model, restart: int,
+                rank: tuple[int, int]) -> tuple[Optimization, Evaluation]:
+        """The direct reference: optimize on the target, then score that skill on the target."""
+        phases.enter_phase("optimize-direct")
+        direct_opt = self.optimize(target, optimizer, restart, rank)
+        phases.enter_phase("direct")
+        return direct_opt, self.evaluate(target, direct_opt.learned_skill, "test", rank=(rank[0], rank[1] + 1))
+
+    def _settle_costs(self, number: int) -> Callable[[T], T]:
+        """Recount the costs of the phases transfer `number` computed, now that every phase ranked before
+        them is done; returns the map from a phase's result to its settled copy (others unchanged)."""
+        settled: dict[int, object] = {}
+        for memo in (self._evaluations, self._optimizations):
+            for key, (value, meter) in memo.items():
+                if meter.rank[0] == number:
+                    fresh = replace(value, costs=meter.snapshot())
+                    memo.replace(key, (fresh, meter))
+                    settled[id(value)] = fresh
+        return lambda value: settled.get(id(value), value)  # type: ignore[return-value]
+
+
+def portable_validators(source: Model, validators: tuple[Model, ...]) -> tuple[Model, ...]:
+    """The listed models a transfer validates on: each once, in order, the source left out (it is scored anyway)."""
+    chosen: list[Model] = []
+    for model in validators:
+        if model.model_id != source.model_id and all(model.model_id != m.model_id for m in chosen):
+            chosen.append(model)
+    return tuple(chosen)
+
+
+def _ranked_first(rank: tuple[int, ...]) -> Callable[[object], None]:
+    """What a phase ranked `rank` does when it shares a phase (being computed, or computed by a phase that
+    ran ahead of it): rank that phase's meter first of the two. A phase of an earlier transfer ranks
+    first anyway; its costs are settled and stay."""
+    return lambda meter: meter.rank_first(rank)  # type: ignore[attr-defined]
+
+
+def seed_judge(seed: Seed) -> JudgeSetup | None:
+    """The judge a seed's `[judge]` table names (1 sample and the default threshold unless it says otherwise)."""
+    settings = seed.judge
+    if settings.model is None:
+        return None
+    defaults = JudgeSetup(model=resolve_model(settings.model))
+    return JudgeSetup(defaults.model, settings.samples or defaults.samples,
+                      defaults.min_accuracy if settings.min_accuracy is None else settings.min_accuracy)
+
+
+def _pattern_origins(tasks: tuple[Task, ...], pattern: str) -> list[str]:
+    """The `file:line` of each task whose checks use `pattern`."""
+    return [t.origin for t in tasks if t.origin and any(c.arg == pattern for c in t.judge.checks)]
+
+
+def _observations(tasks: tuple[Task, ...], evaluation: Evaluation) -> tuple[list[Observation], list[Observation]]:
+    """Split a train evaluation into failing and passing observations (one per task and sample), with the
+    judge's reasons for failed rubric checks (train only: val and test never reach the optimizer)."""
+    failures, successes = [], []
+    for task, result in zip(tasks, evaluation.tasks):
+        for sample in result.samples:
+            reasons = tuple(f'"{v.criterion}": {v.reason}' for v in sample.rubric if not v.passed)
+            obs = Observation(task.id, task.text, sample.answer, task.judge, sample.failed, sample.tools_called, reasons)
+            (successes if sample.hard >= 1.0 else failures).append(obs)
+    return failures, successes
+
+
+def total_costs(result: TransferResult) -> Costs:
+    """All phases' calls and tokens of a result, merged per (model id, role)."""
+    return _merge_costs(*result.phase_costs().values())

@@ -1,0 +1,1 @@
+"""Planning and costs: upper bounds before a run and the dollars of one answer."""

@@ -1,0 +1,54 @@
+"""The plugin's per-run state, kept in the pytest config's stash: the settings, the engine runner, each item's
+spec and run. Every plugin module reads it here; the plugin's entry module stores how a run engages (ENGAGE), so
+this module imports nothing of the plugin's hooks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+import pytest
+
+from .options import Settings
+
+if TYPE_CHECKING:
+    from syrupy.assertion import SnapshotAssertion
+
+    from ..engine.protocol import TransferResult
+    from ..engine.seeds import Seed
+    from .collect import TransferSpec
+    from .runner import Runner
+
+ENGAGE = pytest.StashKey[Callable[[pytest.Config], None]]()
+SETTINGS = pytest.StashKey[Settings]()
+RUNNER = pytest.StashKey["Runner"]()
+SPEC = pytest.StashKey["TransferSpec"]()
+RUN = pytest.StashKey["ItemRun"]()
+PAIR_ARG = "transfer_pair"
+SEED_SCHEDULING = pytest.StashKey[bool]()
+SCOPES_DIR = pytest.StashKey[str]()
+
+
+@dataclass
+class ItemRun:
+    """One item's protocol run: the engine result, its JSON, the seed and the snapshot assertion."""
+
+    result: "TransferResult"
+    data: dict[str, Any]
+    seed: "Seed"
+    spec: "TransferSpec"
+    snapshot: "SnapshotAssertion"
+
+
+def settings_of(config: pytest.Config) -> Settings:
+    """The run's settings; a run that was not engaged engages here, when it meets a seed or a transfer test."""
+    if SETTINGS not in config.stash:
+        config.stash[ENGAGE](config)
+    return config.stash[SETTINGS]
+
+
+def runner_of(config: pytest.Config) -> "Runner":
+    """The run's engine runner (engaging the run as `settings_of` does)."""
+    if RUNNER not in config.stash:
+        config.stash[ENGAGE](config)
+    return config.stash[RUNNER]

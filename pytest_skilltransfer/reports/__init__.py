@@ -1,0 +1,1 @@
+"""Reports: the JSON result, terminal tables, the HTML page and the Markdown summary."""

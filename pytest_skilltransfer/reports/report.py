@@ -1,0 +1,368 @@
+"""Human-readable reports of transfer results: the per-seed line and the summary table.
+
+Both work on the JSON shape of `result_json`, so the CLI, the pytest terminal summary (which
+receives results from xdist workers as JSON) and the Markdown report print the same numbers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+COLUMNS = ("seed", "pair", "base", "transf.", "gain [95% CI]", "p", "mdg", "eff.", "outcome", "verdict")
+MD_COLUMNS = ("seed", "pair", "baseline", "transferred", "direct", "gain [95% CI]", "p", "mdg", "eff. [95% CI]",
+              "calls", "tokens", "$", "outcome", "verdict")
+CLAIM_GATES = ("min_gain", "min_score", "min_efficiency", "noninferiority_margin", "expect")
+NO_GATE, UNCHANGED = "no gate", "unchanged vs snapshot"
+SEED_CHARS = 20
+TABLE_WIDTH = 120  # the terminal table stays narrower than this
+MIN_LABEL_CHARS = 12
+LEGEND = ("gain: paired per-task gain transferred - baseline with its exact 95% interval; p: the same exact test "
+          "(unconditional, Tango-ordered) at no effect, so p <= 0.05 exactly when the interval excludes 0; "
+          "mdg: smallest gain detected with 80% power at this task count; "
+          "restarts: optimizations per item and the sd of their gains (the interval includes it); "
+          "eff.: gain / direct headroom, shown when the headroom is significant; "
+          "outcome: transfers / hurts (interval wholly above / below 0), no effect shown (it spans 0: "
+          "read it with mdg, it is not evidence of safety); "
+          "verdict: pass / fail / inconclusive of the gates, no gate when no claim gate applies and "
+          "unchanged vs snapshot when, in addition, the committed snapshot matched")
+
+
+CLUSTERS_LEGEND = ("clusters: held-out tasks grouped by `cluster` are counted per cluster (the test's units: "
+                   "scores and gains are means over clusters; intervals, p and mdg count clusters): clusters of "
+                   "tasks, and the design effect deff, the variance of the mean over what as many independent "
+                   "tasks would give")
+
+
+def legend(results: list[dict[str, Any]]) -> str:
+    """The table legend, with the clusters column explained when a result counts clusters."""
+    return LEGEND + ("; " + CLUSTERS_LEGEND if any(clusters_text(r) for r in results) else "")
+
+
+def _score(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def gain_text(result: dict[str, Any]) -> str:
+    """`+0.67 [+0.33, +1.00]`: the paired gain with its 95% interval."""
+    gain = result["gain"]
+    return f"{gain['mean']:+.2f} [{gain['ci_low']:+.2f}, {gain['ci_high']:+.2f}]"
+
+
+def night_verdict(night: dict[str, Any]) -> str:
+    """What the gate did with one night's edits: accepted, rejected, or no change (nothing applied)."""
+    if night["accepted"]:
+        return "accepted"
+    return "rejected" if night["applied"] else "no change"
+
+
+def p_text(value: float | None) -> str:
+    """`0.031`, `<.001`, or `-`."""
+    if value is None:
+        return "-"
+    return "<.001" if value < 0.001 else f"{value:.3f}"
+
+
+def mdg_text(result: dict[str, Any]) -> str:
+    """The minimal detectable gain at this task count, or `>1` when no gain is detectable."""
+    mdg = result["gain"].get("mdg")
+    return ">1" if mdg is None else f"{mdg:.2f}"
+
+
+def units_text(gain: dict[str, Any]) -> str:
+    """What the gain's test counted: `40 task(s)`, or with clusters `12 cluster(s) of 40 task(s)`."""
+    if gain.get("unit") == "cluster":
+        return f"{gain['clusters']} cluster(s) of {gain['tasks']} task(s)"
+    return f"{gain['n']} task(s)"
+
+
+def clusters_text(result: dict[str, Any]) -> str | None:
+    """`8 of 40, deff 2.31`: the clusters the gain counted, of how many tasks, and the design effect; `3 of 12:
+    too few` when no verdict is possible; None for an unclustered result."""
+    gain = result["gain"]
+    if gain.get("unit") != "cluster":
+        return None
+    if too_few_clusters(gain):
+        return f"{gain['clusters']} of {gain['tasks']}: too few"
+    effect = gain.get("design_effect")
+    return f"{gain['clusters']} of {gain['tasks']}, deff " + ("-" if effect is None else f"{effect:.2f}")
+
+
+def design_effect_text(gain: dict[str, Any]) -> str:
+    """`, design effect 2.31` for a clustered gain (`-` when undefined), empty otherwise."""
+    if gain.get("unit") != "cluster":
+        return ""
+    effect = gain.get("design_effect")
+    return ", design effect " + ("-" if effect is None else f"{effect:.2f}")
+
+
+def too_few_clusters(gain: dict[str, Any]) -> str | None:
+    """The plain statement that a clustered gain's clusters are too few for any verdict; None otherwise."""
+    from ..evidence.stats import undecidable_units, units_needed
+
+    if gain.get("unit") != "cluster" or not undecidable_units(gain["clusters"]):
+        return None
+    return (f"too few clusters for any verdict: {gain['clusters']} cluster(s) can never show a significant gain or "
+            f"harm, whatever the tasks do (clusters are the test's units; at least {units_needed()} are needed): "
+            "add clusters")
+
+
+def efficiency_text(result: dict[str, Any], interval: bool = False) -> str:
+    """Efficiency (with its interval when asked), `-` unless the direct headroom is significant."""
+    ci = result.get("efficiency_ci")
+    if ci is None:
+        return "-"
+    return f"{ci['mean']:.2f} [{ci['ci_low']:.2f}, {ci['ci_high']:.2f}]" if interval else f"{ci['mean']:.2f}"
+
+
+def restarts_text(result: dict[str, Any]) -> str | None:
+    """`5 sd 0.47`: the number of restarts and the sd of their gains; None for a single optimization."""
+    spread = result["gain"].get("restarts")
+    return None if not spread else f"{spread['count']} sd {spread['sd']:.2f}"
+
+
+def _with_restarts(results: list[dict[str, Any]], columns: tuple[str, ...], rows: list[tuple[str, ...]],
+                   after: str) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """Insert the restarts column after `after` when any result has restarts, and the clusters column
+    (`clusters_text`) after that when any result counts clusters."""
+    for name, cell, empty in (("clusters", clusters_text, "-"), ("restarts", restarts_text, "1")):
+        if not any(cell(r) for r in results):
+            continue
+        at = columns.index(after) + 1
+        cells = [cell(r) or empty for r in _sorted(results)]
+        columns, rows = ((*columns[:at], name, *columns[at:]),
+                         [(*row[:at], text, *row[at:]) for row, text in zip(rows, cells)])
+    return columns, rows
+
+
+def verdict_label(record: dict[str, Any]) -> str:
+    """What a gate record shows: fail or inconclusive as they are; `pass` only when a claim gate applied,
+    else `unchanged vs snapshot` (the committed snapshot matched) or `no gate`: nothing was claimed."""
+    verdict = record.get("verdict", "pass" if record.get("passed", True) else "fail")
+    if verdict != "pass":
+        return verdict
+    claims = record.get("claims")
+    if claims is None:
+        claims = [g["gate"] for g in record.get("gates", []) if g["gate"] in CLAIM_GATES]
+    if claims:
+        return "pass"
+    return UNCHANGED if record.get("snapshot") == "ok" else NO_GATE
+
+
+def verdict_text(result: dict[str, Any]) -> str:
+    """The gates' verdict (`verdict_label`), `-` when the item was not gated."""
+    gate = result.get("gate")
+    return "-" if not gate else verdict_label(gate)
+
+
+def method_text(result: dict[str, Any]) -> str:
+    """The gain's test in a few words: `exact unconditional` or, above the exact range, `asymptotic Tango`."""
+    method = result["gain"].get("method", "")
+    return "asymptotic Tango score" if "asymptotic" in method else "exact unconditional" if "exact uncond" in method \
+        else method or "exact"
+
+
+def outcome_text(result: dict[str, Any]) -> str:
+    """`transfers`, `hurts` or `no effect shown`: what the gain's interval shows (`stats.outcome`)."""
+    from ..evidence.stats import outcome
+
+    return result.get("outcome") or outcome(result["gain"]["ci_low"], result["gain"]["ci_high"])
+
+
+def usd_text(value: float | None) -> str:
+    """Dollars, or `n/a` when a model has no price."""
+    return "n/a" if value is None else f"{value:.4f}"
+
+
+def seed_line(result: dict[str, Any]) -> str:
+    """One line per seed, as the upstream CLI prints it, plus the interval."""
+    direct = f" direct={_score(result['direct_target'])}" if result["direct_target"] is not None else ""
+    return (f"  {result['seed']:<24} baseline={_score(result['baseline_target'])} "
+            f"transferred={_score(result['transferred'])}{direct}  (gain {gain_text(result)}, "
+            f"p={p_text(result['gain'].get('p_value'))}, mdg {mdg_text(result)}"
+            + (f", restarts {restarts_text(result)}" if restarts_text(result) else "") + ")")
+
+
+def summary_line(results: list[dict[str, Any]]) -> str:
+    """`=== transfer a -> b: P/N positive (S significant, Holm), mean gain +x ===`."""
+    from ..evidence.summary import summarize
+
+    pairs = sorted({f"{r['source']} -> {r['target']}" for r in results})
+    summary = summarize(results)
+    counts = summary["outcomes"]
+    total = [r["cost"]["total_usd"] for r in results]
+    usd = None if any(v is None for v in total) else sum(total)
+    return (f"=== transfer {', '.join(pairs)}: of {summary['hypotheses']} (seed, pair), after Holm (FWER 5%): "
+            f"{counts['transfers']} transfer, {counts['hurts']} hurt, {counts['no effect shown']} no effect shown; "
+            f"mean gain {summary['mean_gain']:+.2f}, cost ${usd_text(usd)}{cache_text(results)} ===")
+
+
+def cache_text(results: list[dict[str, Any]]) -> str:
+    """`, prompt cache saved $x (n tokens read)` when any call read or wrote the prompt cache, else ``."""
+    read = sum(r["cost"].get("cache_read_tokens", 0) for r in results)
+    written = sum(r["cost"].get("cache_write_tokens", 0) for r in results)
+    if not read and not written:
+        return ""
+    saved = [r["cost"].get("cache_saved_usd") for r in results]
+    amount = "n/a" if any(v is None for v in saved) else f"{sum(saved):.4f}"
+    return f", prompt cache saved ${amount} ({read} tokens read, {written} written)"
+
+
+def pair_lines(results: list[dict[str, Any]]) -> list[str]:
+    """Per pair, the mean gain over seeds with its exact 95% interval over seeds."""
+    from ..evidence.summary import summarize
+
+    return [f"{p['source']} -> {p['target']}: {p['transfers']} transfer, {p['hurts']} hurt, "
+            f"{p['no_effect']} no effect shown after Holm; mean gain over {p['seeds']} seed(s) {p['mean_gain']:+.2f} "
+            + (f"[{p['ci_low']:+.2f}, {p['ci_high']:+.2f}] (interval over seeds like these)" if p["ci_low"] is not None
+               else f"(too few seeds for an interval over seeds: {p['seeds_needed']} needed)")
+            for p in summarize(results)["pairs"]]
+
+
+def _seed_label(result: dict[str, Any]) -> str:
+    """The seed, plus the test's name for a hand-written test (so it is not mistaken for a matrix item)."""
+    item = result.get("item", "")
+    if not item or "::transfer[" in item:
+        return result["seed"]
+    return f"{result['seed']} ({item.split('::')[-1]})"
+
+
+def _short(text: str, width: int = SEED_CHARS) -> str:
+    return text if len(text) <= width else text[: width - 1] + "~"
+
+
+def _sorted(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(results, key=lambda r: (r["seed"], r["source"], r["target"]))
+
+
+def table_rows(results: list[dict[str, Any]]) -> list[tuple[str, ...]]:
+    """Rows of the terminal table (`COLUMNS`), sorted by seed and pair."""
+    return [(_short(_seed_label(r)), f"{r['source']}->{r['target']}", _score(r["baseline_target"]),
+             _score(r["transferred"]), gain_text(r), p_text(r["gain"].get("p_value")), mdg_text(r),
+             efficiency_text(r), outcome_text(r), verdict_text(r)) for r in _sorted(results)]
+
+
+def md_rows(results: list[dict[str, Any]]) -> list[tuple[str, ...]]:
+    """Rows of the Markdown table (`MD_COLUMNS`), sorted by seed and pair."""
+    return [(_seed_label(r), f"{r['source']}->{r['target']}", _score(r["baseline_target"]), _score(r["transferred"]),
+             _score(r["direct_target"]), gain_text(r), p_text(r["gain"].get("p_value")), mdg_text(r),
+             efficiency_text(r, interval=True), str(r["cost"]["calls"]), str(r["cost"]["tokens"]),
+             usd_text(r["cost"]["total_usd"]), outcome_text(r), verdict_text(r)) for r in _sorted(results)]
+
+
+def md_table(results: list[dict[str, Any]]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """The Markdown table's columns and rows (with a restarts column when any result has restarts)."""
+    return _with_restarts(results, MD_COLUMNS, md_rows(results), "gain [95% CI]")
+
+
+def text_table(results: list[dict[str, Any]], max_width: int = TABLE_WIDTH) -> str:
+    """A fixed-width table for the terminal, narrower than `max_width`, one block per pair (`source -> target`
+    above its rows), the pair's hand-written tests in a block of their own below it: when the cells would make it wider, the seed column is cut (`~`); the node ids name
+    every item in full."""
+    columns, body = _with_restarts(results, COLUMNS, table_rows(results), "gain [95% CI]")
+    at = columns.index("pair")
+    hand = [_is_hand_written(r) for r in _sorted(results)]
+    body = [(r["seed"], *row[1:]) if by_hand else row for row, r, by_hand in zip(body, _sorted(results), hand)]
+    pairs = [row[at] for row in body]
+    rows = [(*columns[:at], *columns[at + 1:]), *((*row[:at], *row[at + 1:]) for row in body)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    column = 0  # the seed
+    excess = sum(widths) + 2 * (len(widths) - 1) - (max_width - 1)
+    if excess > 0:
+        widths[column] = max(MIN_LABEL_CHARS, widths[column] - excess)
+        rows = [row if j == 0 else (_short(row[column], widths[column]), *row[column + 1:])
+                for j, row in enumerate(rows)]
+    lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(rows[0])).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    for pair in sorted(set(pairs), key=lambda p: tuple(p.split("->", 1))):
+        for by_hand in (False, True):
+            block = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip()
+                     for row, row_pair, row_hand in zip(rows[1:], pairs, hand) if (row_pair, row_hand) == (pair, by_hand)]
+            if block:
+                lines.append(pair.replace("->", " -> ") + (HAND_BLOCK if by_hand else ":"))
+                lines += block
+    return "\n".join(lines)
+
+
+HAND_BLOCK = ", hand-written tests (each counted once with the matrix item of its seed and pair):"
+
+
+def _is_hand_written(result: dict[str, Any]) -> bool:
+    from .why import is_hand_written
+
+    return is_hand_written(result)
+
+
+def unfinished_answers(result: dict[str, Any]) -> str | None:
+    """`baseline: 2 truncated; transferred: 1 refusal; usage missing on 3 calls`, or None when all answers
+    were finished and every call reported its usage."""
+    parts = []
+    for phase in ("baseline", "transferred", "direct"):
+        evaluation = result["scores"].get(phase)
+        stops = (evaluation or {}).get("stops") or {}
+        counted = [f"{n} {kind.replace('_', ' ')}" for kind, n in stops.items() if n]
+        if counted:
+            parts.append(f"{phase}: {', '.join(counted)}")
+    missing = result["cost"].get("usage_unreported_calls", 0)
+    if missing:
+        parts.append(f"usage missing on {missing} call(s) (their tokens and cost are unknown, not 0)")
+    return "; ".join(parts) or None
+
+
+def price_difference(results: list[dict[str, Any]]) -> str | None:
+    """What optimizing on the source cost against optimizing directly on the target, summed over results."""
+    rows = [r for r in results if r["cost"]["optimize_direct_usd"] is not None]
+    if not rows or any(r["cost"]["optimize_source_usd"] is None for r in rows):
+        return None
+    source = sum(r["cost"]["optimize_source_usd"] for r in rows)
+    direct = sum(r["cost"]["optimize_direct_usd"] for r in rows)
+    ratio = f" ({direct / source:.1f}x)" if source > 0 else ""
+    return f"optimization cost: on source ${source:.4f} vs direct on target ${direct:.4f}{ratio}"
+
+
+GATE_LABELS = {"min_gain": "gain", "min_score": "score", "min_efficiency": "efficiency",
+               "regression_tolerance": "change vs snapshot", "harm_tolerance": "gain"}
+
+
+def gate_reason(gate: dict[str, Any]) -> str:
+    """One gate record (`Gate.as_dict`) in a few words, e.g. `gain +0.04 [-0.38, +0.45] inconclusive for
+    min_gain +0.30: 61 tasks would decide it` (its `message` holds the full sentence)."""
+    name, verdict, estimate, low, high = (gate[k] for k in ("gate", "verdict", "estimate", "ci_low", "ci_high"))
+    if name == "judge_stability":
+        return f"pass rests on {estimate:.0f} uncertain rubric verdict(s)"
+    if name == "expect":  # "seed.toml declares 'hurts' for A -> B but the run shows '...': gain ... (95% CI, n)"
+        return gate.get("message", "").split("; ")[0] or f"expect {verdict}"
+    fmt = "+.2f" if name in ("min_gain", "regression_tolerance", "harm_tolerance") else ".2f"
+    label = GATE_LABELS.get(name, name)
+    if estimate is None:
+        shown = f"{label} undefined"
+    elif low is None or high is None:
+        shown = f"{label} {estimate:{fmt}}"
+    else:
+        shown = f"{label} {estimate:{fmt}} [{low:{fmt}}, {high:{fmt}}]"
+    if name == "regression_tolerance":
+        return f"{'regression' if verdict == 'fail' else verdict}: {shown} beyond tolerance {gate['threshold']:.2f}"
+    threshold = f"{name} {gate['threshold']:{fmt}}"
+    if verdict == "fail":
+        return f"{shown} below {threshold}"
+    if verdict == "inconclusive" and "too few clusters for any verdict" in gate.get("message", ""):
+        return f"{shown}: too few clusters for any verdict"
+    if verdict == "inconclusive":
+        tasks = gate.get("tasks_to_decide")
+        return f"{shown} inconclusive for {threshold}" + (f": {tasks} tasks would decide it" if tasks else "")
+    return f"{shown} meets {threshold}"
+
+
+def snapshot_reason(snapshot: str) -> str | None:
+    """A gate record's `snapshot` field in short (without the file, which the item names); None when it matched."""
+    if snapshot in ("ok", "updated", "not compared"):
+        return None
+    _, differs, change = snapshot.partition(" differs: ")
+    return f"snapshot differs, {change}" if differs else snapshot
+
+
+def failure_reason(result: dict[str, Any]) -> str:
+    """Why an item did not pass, in one line: failed gates first, then inconclusive ones, then a snapshot change."""
+    record = result.get("gate") or {}
+    gates = sorted((g for g in record.get("gates", []) if g["verdict"] != "pass"), key=lambda g: g["verdict"] != "fail")
+    snapshot = snapshot_reason(record.get("snapshot", "ok"))
+    return "; ".join([gate_reason(g) for g in gates] + ([snapshot] if snapshot else [])) or "skill transfer failed"

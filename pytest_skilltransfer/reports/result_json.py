@@ -1,0 +1,356 @@
+"""TransferResult -> plain JSON: upstream's fields first, then ours (CIs, p-values, efficiency, cost, skills, tasks).
+
+Each result carries everything the run-level statistics need (per-task scores, the gain's p-value,
+n and mean), so `summary.summarize` recomputes them exactly from any list of results, e.g. merged shards.
+
+The CLI's `--json`, the plugin's `--skilltransfer-json` and the snapshots all use this one shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any, Iterable
+
+from ..engine.ledger import evidence_digest
+from ..engine.protocol import Costs, Evaluation, Night, Optimization, TaskResult, TransferResult, total_costs
+from ..evidence.stats import clustered_score, mean, outcome
+from ..evidence.summary import summarize
+from ..pricing.prices import cache_saving_usd, cost_usd, lane_of
+from .judge_report import judge_json, verdict_json
+from .why import check_arms, run_checks
+
+EXPERIMENT = "skilltransfer/transfer"
+TAIL_CHARS = 300
+ANSWER_CHARS = 2000  # each answer's text kept in the report (the HTML page shows it); 0 keeps none
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def cost_rows(costs: Costs) -> list[dict[str, Any]]:
+    """One row per (model, role): calls, cache hits, tokens (prompt-cache writes and reads are part of the
+    input tokens) and dollars (None when unpriced), with what prompt caching saved."""
+    rows = []
+    for (model_id, role), tally in costs.items():
+        usd = cost_usd(model_id, tally.usage)
+        saved = cache_saving_usd(model_id, tally.usage)
+        rows.append({
+            "model": model_id, "role": role, "lane": lane_of(model_id), "calls": tally.calls, "cached": tally.cached,
+            "input_tokens": tally.usage.input_tokens, "output_tokens": tally.usage.output_tokens,
+            "cache_write_tokens": tally.usage.cache_write_tokens, "cache_read_tokens": tally.usage.cache_read_tokens,
+            "usage_unreported": tally.usage.unreported,
+            "usd": _round_usd(usd), "cache_saved_usd": _round_usd(saved),
+        })
+    return rows
+
+
+def cache_saved(costs: Costs) -> float | None:
+    """Dollars prompt caching saved over a cost table; None when any model in it has no price."""
+    total = 0.0
+    for (model_id, _), tally in costs.items():
+        saved = cache_saving_usd(model_id, tally.usage)
+        if saved is None:
+            return None
+        total += saved
+    return total
+
+
+def dollars(costs: Costs) -> float | None:
+    """Total dollars of a cost table; None when any model in it has no price."""
+    total = 0.0
+    for (model_id, _), tally in costs.items():
+        usd = cost_usd(model_id, tally.usage)
+        if usd is None:
+            return None
+        total += usd
+    return total
+
+
+def tokens(costs: Costs) -> int:
+    """Input + output tokens of a cost table."""
+    return sum(t.usage.input_tokens + t.usage.output_tokens for t in costs.values())
+
+
+def calls(costs: Costs) -> int:
+    return sum(t.calls for t in costs.values())
+
+
+ROLES = ("agent_on_source", "agent_on_target", "optimizer")
+
+
+def role_of(phase: str, role: str, model: str | None = None, source: str | None = None) -> str:
+    """Which of the three paid roles a (phase, meter role) is: the optimizer, or the agent on either side (in the
+    optimization against a validation set, the source's calls are on the source, the listed models' on targets)."""
+    if role == "optimizer":
+        return "optimizer"
+    if phase == "optimize-portable":
+        return "agent_on_source" if model == source else "agent_on_target"
+    return "agent_on_source" if phase == "optimize-source" else "agent_on_target"
+
+
+def sum_roles(parts: Iterable[tuple[str, int, int, float | None]]) -> dict[str, dict[str, Any]]:
+    """(role, calls, tokens, usd) parts summed per role; dollars are None once any part is unpriced."""
+    totals: dict[str, dict[str, Any]] = {role: {"calls": 0, "tokens": 0, "usd": 0.0} for role in ROLES}
+    for role, calls_, tokens_, usd in parts:
+        total = totals[role]
+        total["calls"] += calls_
+        total["tokens"] += tokens_
+        total["usd"] = None if total["usd"] is None or usd is None else total["usd"] + usd
+    return {role: {**t, "usd": _round_usd(t["usd"])} for role, t in totals.items()}
+
+
+def role_costs(phases: dict[str, list[dict[str, Any]]], source: str | None = None) -> dict[str, dict[str, Any]]:
+    """Calls, tokens and dollars per role (by role, not by model: one model may play several roles)."""
+    return sum_roles((role_of(phase, row["role"], row["model"], source), row["calls"],
+                      row["input_tokens"] + row["output_tokens"], row["usd"])
+                     for phase, rows in phases.items() for row in rows)
+
+
+def _evaluation(ev: Evaluation | None, answer_chars: int = ANSWER_CHARS) -> dict[str, Any] | None:
+    if ev is None:
+        return None
+    return {
+        "model": ev.model_id, "split": ev.split, "hard": ev.hard.as_dict(), "soft": ev.soft.as_dict(),
+        "scoring": {"profile": ev.scoring, "score": round(ev.profile_score, 4)},
+        "stops": ev.stops,
+        "tasks": [
+            {"task_id": t.task_id, **_cluster(t), "hard": round(t.hard, 4), "soft": round(t.soft, 4),
+             "samples": _samples(t, answer_chars)}
+            for t in ev.tasks
+        ],
+    }
+
+
+def _cluster(task: TaskResult) -> dict[str, str]:
+    """A task's `cluster` entry (none for a task that names no cluster, so unclustered reports keep their shape)."""
+    return {} if task.cluster is None else {"cluster": task.cluster}
+
+
+def _samples(task: TaskResult, answer_chars: int = ANSWER_CHARS) -> list[dict[str, Any]]:
+    return [{"sample_id": s.sample_id, "hard": s.hard, "soft": round(s.soft, 4), "failed": list(s.failed),
+             "stop_reason": s.stop_reason,
+             **({"answer": answer_text(s.answer, answer_chars)} if answer_chars else {}),
+             **({"rubric": [verdict_json(v) for v in s.rubric]} if s.rubric else {})}
+            for s in task.samples]
+
+
+def answer_text(answer: str, limit: int) -> str:
+    """An answer cut to `limit` characters, saying how much was left out."""
+    if len(answer) <= limit:
+        return answer
+    return answer[:limit] + f"\n[... {len(answer) - limit} more characters not kept; --skilltransfer-answer-chars]"
+
+
+def _averaged(evaluations: list[Evaluation], answer_chars: int = ANSWER_CHARS) -> dict[str, Any]:
+    """Several restarts' evaluations of one split as one: per-task means over restarts, two-level intervals."""
+    first = evaluations[0]
+    hard = [[t.hard for t in ev.tasks] for ev in evaluations]
+    soft = [[t.soft for t in ev.tasks] for ev in evaluations]
+    clusters = [t.cluster for t in first.tasks]
+    return {
+        "model": first.model_id, "split": first.split,
+        "hard": {**clustered_score(hard, clusters).as_dict(),
+                 "restart_means": [round(clustered_score([v], clusters).mean, 4) for v in hard]},
+        "soft": clustered_score(soft, clusters).as_dict(),
+        "stops": {kind: sum(ev.stops[kind] for ev in evaluations) for kind in first.stops},
+        "tasks": [{"task_id": tasks[0].task_id, **_cluster(tasks[0]), "hard": round(mean(h), 4), "soft": round(mean(s), 4),
+                   "restarts": [round(v, 4) for v in h],
+                   "samples": [sample for task in tasks for sample in _samples(task, answer_chars)]}
+                  for tasks, h, s in zip(zip(*(ev.tasks for ev in evaluations)), zip(*hard), zip(*soft))],
+    }
+
+
+def _scores(evaluations: list[Evaluation | None], answer_chars: int = ANSWER_CHARS) -> dict[str, Any] | None:
+    """One evaluation's JSON, or the restart average of several."""
+    present = [ev for ev in evaluations if ev is not None]
+    if not present:
+        return None
+    return _evaluation(present[0], answer_chars) if len(present) == 1 else _averaged(present, answer_chars)
+
+
+def _restarts(result: TransferResult) -> list[dict[str, Any]] | None:
+    """Per restart (only with R > 1): its split seed, scores, gain and learned skill."""
+    runs = result.runs
+    if len(runs) == 1:
+        return None
+    return [{
+        "restart": run.restart, "split_seed": run.split_seed,
+        "transferred": round(run.transferred.hard.mean, 4),
+        "direct": None if run.direct is None else round(run.direct.hard.mean, 4),
+        "gain": round(gain, 4), "learned_skill": run.learned.learned_skill,
+        "nights": [_night(n) for n in run.learned.nights],
+    } for run, gain in zip(runs, result.gain.restart_gains)]
+
+
+def _night(night: Night) -> dict[str, Any]:
+    listed = {"validation": [{"model": v.model_id, "before": _round(v.before), "after": _round(v.after)}
+                             for v in night.validation],
+              "blocked_by": list(night.blocked_by)} if night.validation else {}
+    return {
+        "night": night.number, "val_before": _round(night.val_before), "val_after": _round(night.val_after),
+        "accepted": night.accepted, "applied": [asdict(e) for e in night.applied],
+        "unmatched": [{**asdict(e), "reason": why} for e, why in night.unmatched], "note": night.note, **listed,
+    }
+
+
+def _optimization(opt: Optimization | None) -> dict[str, Any] | None:
+    if opt is None:
+        return None
+    return {"agent": opt.agent_id, "optimizer": opt.optimizer_id, "learned_skill": opt.learned_skill,
+            "nights": [_night(n) for n in opt.nights]}
+
+
+def _profile_scores(result: TransferResult) -> dict[str, Any]:
+    """The scoring profile's set scores of the three held-out evaluations (gbrain: mean of soft medians)."""
+    baseline, transferred = result.baseline.profile_score, result.transferred.profile_score
+    direct = result.direct.profile_score if result.direct else None
+    return {"profile": result.config.scoring, "baseline": _round(baseline), "transferred": _round(transferred),
+            "direct": _round(direct), "gain": _round(transferred - baseline)}
+
+
+def result_to_json(result: TransferResult, answer_chars: int = ANSWER_CHARS) -> dict[str, Any]:
+    """One result in the report shape; each answer's text is kept up to `answer_chars` characters."""
+    phases = result.phase_costs()
+    merged = total_costs(result)
+    runs = result.runs
+    transferred = _scores([run.transferred for run in runs], answer_chars)
+    direct = _scores([run.direct for run in runs], answer_chars) if result.direct else None
+    phase_rows = {name: cost_rows(costs) for name, costs in phases.items()}
+    record = {
+        "seed": result.seed,
+        "source": result.source,
+        "target": result.target,
+        "baseline_target": _round(result.baseline.hard.mean),
+        "direct_target": None if direct is None else _round(direct["hard"]["mean"]),
+        "transferred": _round(transferred["hard"]["mean"]),
+        "transfer_gain": _round(result.gain.mean),
+        "learned_skill_tail": result.learned.learned_skill[-TAIL_CHARS:],
+        "optimizer": result.optimizer,
+        "gain": result.gain.as_dict(),
+        "outcome": outcome(result.gain.low, result.gain.high),
+        "efficiency": _round(result.efficiency),
+        "efficiency_ci": None if result.efficiency_estimate is None else result.efficiency_estimate.as_dict(),
+        "headroom": None if result.headroom is None else result.headroom.as_dict(),
+        "scoring": _profile_scores(result),
+        "scores": {
+            "baseline": _evaluation(result.baseline, answer_chars),
+            "transferred": transferred,
+            "direct": direct,
+        },
+        "restarts": _restarts(result),
+        "learned_skill": result.learned.learned_skill,
+        "seed_skill": result.learned.initial_skill,
+        "optimization": {"source": _optimization(result.learned), "direct": _optimization(result.direct_optimization)},
+        "cost": {
+            "phases": phase_rows,
+            "roles": role_costs(phase_rows, result.source),
+            "total_usd": _round_usd(dollars(merged)),
+            "optimize_source_usd": _round_usd(dollars(phases["optimize-source"])),
+            "optimize_direct_usd": _round_usd(dollars(phases["optimize-direct"])) if "optimize-direct" in phases else None,
+            "calls": calls(merged),
+            "tokens": tokens(merged),
+            "cache_read_tokens": sum(t.usage.cache_read_tokens for t in merged.values()),
+            "cache_write_tokens": sum(t.usage.cache_write_tokens for t in merged.values()),
+            "cache_saved_usd": _round_usd(cache_saved(merged)),
+            "usage_unreported_calls": sum(t.usage.unreported for t in merged.values()),
+        },
+        "evidence": _evidence(result),
+        **({"portable": _portable(result, phases, answer_chars)} if result.portable else {}),
+        "config": asdict(result.config),
+        **({"judge": judge_json(result)} if result.judge is not None else {}),
+    }
+    record["checks"] = check_arms(record)
+    return record
+
+
+def _portable(result: TransferResult, phases: dict[str, Costs], answer_chars: int) -> dict[str, Any]:
+    """The skill optimized against the validation set: its nights, its score on the target, the family of three
+    comparisons with the outcome word, and what it cost beyond today's arm (per model)."""
+    first = result.portable[0]
+    family = result.portability
+    assert family is not None
+    extra = _merge_phase_costs(phases["optimize-portable"], phases["portable"])
+    return {
+        "validate_on": list(first.learned.validate_on),
+        "tolerance": first.learned.tolerance,
+        "outcome": family.word,
+        "family": family.as_dict(),
+        "transferred": _scores([p.transferred for p in result.portable], answer_chars),
+        "learned_skill": first.learned.learned_skill,
+        "optimization": _optimization(first.learned),
+        "restarts": [{"restart": p.restart, "transferred": round(p.transferred.hard.mean, 4),
+                      "learned_skill": p.learned.learned_skill, "nights": [_night(n) for n in p.learned.nights]}
+                     for p in result.portable] if len(result.portable) > 1 else None,
+        "extra_cost": {"usd": _round_usd(dollars(extra)), "calls": calls(extra), "tokens": tokens(extra),
+                       "per_model": _per_model(extra)},
+    }
+
+
+def _merge_phase_costs(*parts: Costs) -> Costs:
+    merged: Costs = {}
+    for part in parts:
+        for key, tally in part.items():
+            merged[key] = merged[key].merged(tally) if key in merged else tally
+    return merged
+
+
+def _per_model(costs: Costs) -> list[dict[str, Any]]:
+    """Calls, tokens and dollars per model (all roles)."""
+    models: dict[str, Costs] = {}
+    for (model_id, role), tally in costs.items():
+        models.setdefault(model_id, {})[(model_id, role)] = tally
+    return [{"model": model_id, "calls": calls(part), "tokens": tokens(part), "usd": _round_usd(dollars(part))}
+            for model_id, part in sorted(models.items())]
+
+
+def _evidence(result: TransferResult) -> dict[str, Any]:
+    """The distinct calls the scores were computed from (the held-out evaluations), and one digest over
+    them (see `ledger`); what the optimization's calls produced is the learned skill, recorded as text."""
+    scored = [result.baseline, *(ev for run in result.runs for ev in (run.transferred, run.direct) if ev is not None)]
+    used: frozenset[str] = frozenset().union(*(t.evidence for ev in scored for t in ev.costs.values()))
+    return {"calls": len(used), "digest": evidence_digest(used)}
+
+
+def _round_usd(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
+def run_to_json(results: list[TransferResult]) -> dict[str, Any]:
+    """A whole run: upstream's top-level fields plus the results."""
+    return run_report([result_to_json(r) for r in results])
+
+
+def item_counts(results: list[dict[str, Any]], errors: list[dict[str, Any]]) -> dict[str, int]:
+    """Every transfer item once: passed, failed and inconclusive gates, and errored items (no result)."""
+    verdicts = [(r.get("gate") or {}).get("verdict", "pass" if (r.get("gate") or {}).get("passed", True) else "fail")
+                for r in results]
+    return {"passed": verdicts.count("pass"), "failed": verdicts.count("fail"),
+            "inconclusive": verdicts.count("inconclusive"), "errored": len(errors)}
+
+
+def run_report(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The whole-run report from results already in JSON shape (e.g. gathered from xdist workers).
+
+    `source` and `target` are always lists of model names; tokens and dollars are summed per role
+    (agent on the source, agent on the target, optimizer), so a model that is a source in one pair
+    and a target in another is counted in each role it played. Dollars are None when a model is unpriced.
+    """
+    totals = sum_roles((role, part["calls"], part["tokens"], part["usd"])
+                       for r in results for role, part in r["cost"]["roles"].items())
+    return {
+        "experiment": EXPERIMENT,
+        "source": sorted({r["source"] for r in results}),
+        "target": sorted({r["target"] for r in results}),
+        "tokens_source": totals["agent_on_source"]["tokens"],
+        "tokens_target": totals["agent_on_target"]["tokens"],
+        "tokens_optimizer": totals["optimizer"]["tokens"],
+        "usd_source": totals["agent_on_source"]["usd"],
+        "usd_target": totals["agent_on_target"]["usd"],
+        "usd_optimizer": totals["optimizer"]["usd"],
+        "summary": summarize(results),
+        "counts": item_counts(results, errors or []),
+        "checks": run_checks(results),
+        "errors": list(errors or []),
+        "results": results,
+    }

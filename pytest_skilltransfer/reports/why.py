@@ -1,0 +1,134 @@
+"""Why an item failed, hurt or changed: its checks per arm, the checks newly missed, and the learned lines
+they point at. A pure function of the JSON report's records (like `summary`), so a merged report, the page
+and the Markdown summary say the same.
+
+A check counts as missed on a held-out task in an arm when any of the task's samples (any restart) missed
+it; counts are tasks. `newly_missed` is the tasks an arm misses that the baseline passed.
+
+A check points at a learned line when the line names the check's argument (a word of `not_contains=simply`
+is `simply`), or, for a length check, speaks of length (`short`, `concise`, ...); the learned lines are the
+lines the accepted nights changed: the unified diff of the learned skill against the seed's.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Any
+
+ARMS = ("baseline", "transferred", "direct")
+LENGTH_WORDS = ("short", "shorter", "concise", "brief", "briefly", "terse", "length", "long", "longer", "words",
+                "characters", "chars", "exhaustive", "detailed", "detail", "succinct", "paragraph", "paragraphs")
+KIND_WORDS = {"min_chars": LENGTH_WORDS, "max_chars": LENGTH_WORDS, "min_words": LENGTH_WORDS,
+              "max_words": LENGTH_WORDS, "min_lines": LENGTH_WORDS, "max_lines": LENGTH_WORDS,
+              "no_refusal": ("refuse", "decline", "cannot", "can't", "unable", "sorry")}
+STOP_WORDS = frozenset("the and for with that this not are from your you its into than then when what which "
+                       "line lines counts count top".split())
+MARKER = re.compile(r"^\s*<!--.*-->\s*$")
+TOP_CHECKS = 3
+TOP_LINES = 4
+
+
+def missed_tasks(evaluation: dict[str, Any] | None) -> dict[str, set[str]]:
+    """Per check, the ids of the tasks on which any sample missed it."""
+    missed: dict[str, set[str]] = {}
+    for task in (evaluation or {}).get("tasks", []):
+        for sample in task.get("samples", []):
+            for label in sample.get("failed", []):
+                missed.setdefault(label, set()).add(task["task_id"])
+    return missed
+
+
+def check_arms(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each check's missed tasks per arm (`direct` None without a direct run), the change transferred -
+    baseline, and the tasks newly missed and fixed; the worst change first, then by name."""
+    scores = result.get("scores") or {}
+    by_arm = {arm: missed_tasks(scores.get(arm)) for arm in ARMS}
+    tasks = len((scores.get("baseline") or {}).get("tasks", []))
+    rows = []
+    for label in sorted(set().union(*by_arm.values())):
+        base, moved = by_arm["baseline"].get(label, set()), by_arm["transferred"].get(label, set())
+        direct = None if scores.get("direct") is None else len(by_arm["direct"].get(label, set()))
+        rows.append({"check": label, "tasks": tasks, "baseline": len(base), "transferred": len(moved),
+                     "direct": direct, "change": len(moved) - len(base), "newly_missed": len(moved - base),
+                     "fixed": len(base - moved)})
+    return sorted(rows, key=lambda r: (-r["change"], -r["newly_missed"], -r["transferred"], r["check"]))
+
+
+def run_checks(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per check over the run's (seed, pair) items (`summary.unique`): the items whose transferred arm misses
+    it, and its missed tasks per arm summed over items; the most missed with the learned skill first."""
+    from ..evidence.summary import unique
+
+    totals: dict[str, dict[str, Any]] = {}
+    for result in unique(results):
+        for row in result.get("checks") or check_arms(result):
+            total = totals.setdefault(row["check"], {"check": row["check"], "items": 0, "tasks": 0, "baseline": 0,
+                                                     "transferred": 0, "direct": 0, "change": 0})
+            total["items"] += row["transferred"] > 0
+            total["tasks"] += row["tasks"]
+            for key in ("baseline", "transferred", "change"):
+                total[key] += row[key]
+            total["direct"] += row["direct"] or 0
+    return sorted(totals.values(), key=lambda r: (-r["transferred"], -r["change"], r["check"]))
+
+
+def learned_lines(result: dict[str, Any]) -> list[str]:
+    """The lines the accepted nights added (`+ ...`) or removed (`- ...`): the learned skill's diff against the
+    seed's, without blank lines, markers and headings."""
+    seed, learned = result.get("seed_skill"), result.get("learned_skill") or ""
+    if seed is None:
+        return []
+    lines = []
+    for line in difflib.unified_diff(seed.splitlines(), learned.splitlines(), lineterm="", n=0):
+        if line.startswith(("+++", "---", "@@")) or line[:1] not in "+-":
+            continue
+        text = line[1:].strip()
+        if text and not MARKER.match(text) and not text.startswith("#"):
+            lines.append(f"{line[0]} {text}")
+    return lines
+
+
+def _words(check: str) -> set[str]:
+    kind, _, argument = check.partition("=")
+    words = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'-]{2,}", argument)} - STOP_WORDS
+    return words | set(KIND_WORDS.get(kind.strip(), ()))
+
+
+def pointed_lines(check: str, lines: list[str]) -> list[str]:
+    """The learned lines that name the check's words (see the module's note)."""
+    words = _words(check)
+    return [line for line in lines if words & {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'-]+", line)}]
+
+
+def why(result: dict[str, Any]) -> dict[str, Any]:
+    """The checks most often newly missed with the learned skill (else the checks it still misses most), each
+    with the learned lines it points at, and the learned lines in all."""
+    rows = result.get("checks") or check_arms(result)
+    newly = sorted((r for r in rows if r["newly_missed"] > 0), key=lambda r: (-r["newly_missed"], r["check"]))
+    kind = "newly missed"
+    if not newly:
+        newly = sorted((r for r in rows if r["transferred"] > 0), key=lambda r: (-r["transferred"], r["check"]))
+        kind = "still missed"
+    lines = learned_lines(result)
+    checks = [{"check": r["check"], "tasks": r["newly_missed"] if kind == "newly missed" else r["transferred"],
+               "of": r["tasks"], "lines": pointed_lines(r["check"], lines)[:TOP_LINES]} for r in newly[:TOP_CHECKS]]
+    return {"kind": kind, "checks": checks, "learned_lines": lines}
+
+
+def changed(result: dict[str, Any]) -> bool:
+    """Whether the item changed against the base ref (`--compare-to`): a regression verdict or another score."""
+    compare = result.get("compare") or {}
+    return bool(compare) and (compare.get("verdict") not in (None, "pass")
+                              or compare.get("before") != compare.get("after"))
+
+
+def is_hand_written(result: dict[str, Any]) -> bool:
+    """A hand-written test (a `transfer` fixture call in a test function), not an item of the seed matrix."""
+    item = result.get("item", "")
+    return bool(item) and "::transfer[" not in item
+
+
+def holm_outcomes(report_summary: dict[str, Any]) -> dict[tuple[str, str, str], str]:
+    """(seed, source, target) -> the outcome after Holm, from a report's `summary`."""
+    return {(i["seed"], i["source"], i["target"]): i["outcome"] for i in report_summary.get("items", [])}

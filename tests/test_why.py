@@ -1,0 +1,66 @@
+"""Why an item moved: checks per arm, the checks newly missed, and the learned lines they point at."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_skilltransfer.reports.why import check_arms, learned_lines, pointed_lines, run_checks, why
+
+SEED = "# Skill\n\nAnswer the question.\n- Say what to check afterwards.\n"
+LEARNED = SEED.replace("- Say what to check afterwards.\n", "") + (
+    "\n<!-- skilltransfer:learned start -->\n## Learned rules\n- Keep answers short.\n- Never say simply.\n"
+    "<!-- skilltransfer:learned end -->\n")
+
+
+def arm(*tasks: list[list[str]]) -> dict[str, Any]:
+    """An evaluation whose task i has one sample per list of missed checks."""
+    return {"tasks": [{"task_id": f"t{i}", "samples": [{"failed": failed} for failed in samples]}
+                      for i, samples in enumerate(tasks)]}
+
+
+def result(**fields: Any) -> dict[str, Any]:
+    scores = {"baseline": arm([[]], [["max_chars=900"]], [[]]),
+              "transferred": arm([["min_chars=300"]], [[], ["min_chars=300"]], [["max_chars=900"]]),
+              "direct": None}
+    return {"seed": "s", "source": "a", "target": "b", "optimizer": None, "item": "seeds/s/SKILL.md::transfer[a->b]",
+            "scores": scores, "seed_skill": SEED, "learned_skill": LEARNED, **fields}
+
+
+def test_a_check_is_missed_on_a_task_when_any_sample_missed_it_and_the_worst_change_comes_first() -> None:
+    rows = check_arms(result())
+    assert rows == [
+        {"check": "min_chars=300", "tasks": 3, "baseline": 0, "transferred": 2, "direct": None, "change": 2,
+         "newly_missed": 2, "fixed": 0},
+        {"check": "max_chars=900", "tasks": 3, "baseline": 1, "transferred": 1, "direct": None, "change": 0,
+         "newly_missed": 1, "fixed": 1},
+    ]
+
+
+def test_the_learned_lines_are_the_diff_without_markers_and_headings() -> None:
+    assert learned_lines(result()) == ["- - Say what to check afterwards.", "+ - Keep answers short.",
+                                       "+ - Never say simply."]
+    assert learned_lines(result(seed_skill=None)) == []
+
+
+def test_a_check_points_at_the_lines_naming_its_words_or_for_a_length_check_speaking_of_length() -> None:
+    lines = learned_lines(result())
+    assert pointed_lines("min_chars=300", lines) == ["+ - Keep answers short."]
+    assert pointed_lines("not_contains=simply", lines) == ["+ - Never say simply."]
+    assert pointed_lines("regex=^Team: (Platform|Payments)$", lines) == []
+
+
+def test_why_names_the_checks_newly_missed_with_their_tasks_and_lines() -> None:
+    found = why(result())
+    assert found["kind"] == "newly missed"
+    assert found["checks"][0] == {"check": "min_chars=300", "tasks": 2, "of": 3, "lines": ["+ - Keep answers short."]}
+    still = why(result(scores={**result()["scores"], "transferred": result()["scores"]["baseline"]}))
+    assert still["kind"] == "still missed" and still["checks"][0]["check"] == "max_chars=900"
+
+
+def test_the_run_counts_each_seed_and_pair_once() -> None:
+    matrix = result()
+    hand = result(item="seeds/test_s.py::test_s")  # the same (seed, pair) again
+    other = result(seed="t", item="seeds/t/SKILL.md::transfer[a->b]")
+    rows = {r["check"]: r for r in run_checks([matrix, hand, other])}
+    assert rows["min_chars=300"] == {"check": "min_chars=300", "items": 2, "tasks": 6, "baseline": 0,
+                                     "transferred": 4, "direct": 0, "change": 4}
