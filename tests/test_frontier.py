@@ -15,21 +15,53 @@ from pytest_skilltransfer.evidence.frontier import frontier, frontier_lines
 
 def _result(seed: str, source: str, gain: float, usd: float | None, headroom: float | None = 0.5,
             target: str = "t") -> dict:
-    return {"seed": seed, "source": source, "target": target, "optimizer": source,
+    return {"seed": seed, "source": source, "target": target, "optimizer": source, "transferred": gain,
             "gain": {"mean": gain}, "headroom": None if headroom is None else {"mean": headroom},
             "cost": {"optimize_source_usd": usd, "optimize_direct_usd": 0.4, "phases": {}}}
 
 
-def test_the_frontier_marks_sources_no_other_beats_on_both_price_and_gain() -> None:
-    items = [_result(s, src, g, usd) for s in ("s1", "s2", "s3")
-             for src, g, usd in (("cheap", 0.2, 0.01), ("mid", 0.1, 0.05), ("dear", 0.4, 0.2))]
+SEEDS = [f"s{i}" for i in range(12)]
+
+
+def test_a_source_is_dominated_only_by_one_at_least_as_good_with_confidence_and_no_dearer_per_seed() -> None:
+    gains = [0.2, 0.4, 0.3, 0.1] * 3
+    items = [_result(s, src, g + shift, usd) for s, g in zip(SEEDS, gains)
+             for src, shift, usd in (("cheap", 0.0, 0.01), ("same-price-better", 0.6, 0.01),
+                                     ("near", 0.02, 0.005), ("dear", 0.5, 0.2))]
     (block,) = frontier(items)
     rows = {r["source"]: r for r in block["sources"]}
-    assert rows["cheap"]["frontier"] and rows["dear"]["frontier"]
-    assert not rows["mid"]["frontier"]  # cheap is both cheaper and better
-    assert rows["cheap"]["gain_per_usd"] == pytest.approx(0.2 / (0.03 / 3))
-    assert rows["dear"]["efficiency"] == pytest.approx(0.8)
-    assert block["direct"]["optimize_usd"] == pytest.approx(1.2)
+    assert rows["cheap"]["dominated_by"] == ["same-price-better"]  # +0.60 on every seed, same price
+    assert not rows["cheap"]["frontier"]
+    # near is cheaper and +0.02 on every seed, yet the paired interval over 12 seeds still spans 0
+    assert rows["cheap"]["against"]["near"]["ci_low"] < 0 < rows["cheap"]["against"]["near"]["ci_high"]
+    assert rows["near"]["frontier"] and rows["same-price-better"]["frontier"]
+    # same-price-better gains exactly what dear does at a twentieth of the price, but equal gains are not
+    # "at least as good with confidence" (their paired interval spans 0 both ways): dear stays, and says its price
+    assert rows["dear"]["frontier"] and not rows["dear"]["dominated_by"]
+    assert rows["dear"]["gain_per_usd"] < rows["same-price-better"]["gain_per_usd"] / 10
+    assert rows["cheap"]["usd_per_seed"] == pytest.approx(0.01)
+    assert rows["cheap"]["gain_per_usd"] == pytest.approx(0.25 / 0.01)
+    assert rows["dear"]["efficiency"] == pytest.approx(0.85 / 0.5 - 0.2)  # mean gain 0.75 over headroom 0.5
+    assert block["direct"]["usd_per_seed"] == pytest.approx(0.4)
+
+
+def test_dollars_per_seed_and_paired_seeds_rank_the_issue_case_right() -> None:
+    """A source at $0.10/seed over 14 seeds (+0.60) against one at $1.00/seed over one seed (+0.60): by total
+    dollars and point means the cheap one looked dominated; per seed it is ten times cheaper, and one seed is
+    too few for an interval or a comparison."""
+    cheap = [_result(f"s{i}", "cheap", 0.9 if i % 2 else 0.3, 0.10) for i in range(14)]
+    dear = [_result("s0", "dear", 0.6, 1.00)]
+    (block,) = frontier(cheap + dear)
+    rows = {r["source"]: r for r in block["sources"]}
+    assert rows["cheap"]["frontier"] and not rows["cheap"]["dominated_by"]
+    assert rows["cheap"]["ci_low"] > 0 and rows["cheap"]["verdict"] == "helps"
+    assert (rows["dear"]["ci_low"], rows["dear"]["ci_high"], rows["dear"]["verdict"]) == (None, None, "too few seeds")
+    assert rows["cheap"]["gain_per_usd"] == pytest.approx(6.0) and rows["dear"]["gain_per_usd"] == pytest.approx(0.6)
+    assert rows["dear"]["against"]["cheap"]["shared_seeds"] == 1 and rows["dear"]["against"]["cheap"]["ci_low"] is None
+    text = "\n".join(frontier_lines([block]))
+    assert "+0.60 [+0.25, +0.84]" in text and "+0.60 (too few seeds)" in text and "[-0.95" not in text
+    assert "$0.1000" in text and "+6.00/$" in text and "on the frontier" in text
+    assert "dear - cheap: 1 shared seed(s), too few to compare (6 needed)" in text
 
 
 def test_a_source_that_hurts_the_target_is_said_to() -> None:
@@ -43,7 +75,7 @@ def test_a_source_that_hurts_the_target_is_said_to() -> None:
 
 
 def test_unpriced_sources_are_never_on_the_frontier() -> None:
-    items = [_result("s1", "a", 0.3, None), _result("s1", "b", 0.1, 0.2)]
+    items = [_result(s, "a", 0.3, None) for s in SEEDS] + [_result(s, "b", 0.1, 0.2) for s in SEEDS]
     rows = {r["source"]: r for r in frontier(items)[0]["sources"]}
     assert not rows["a"]["frontier"] and rows["b"]["frontier"]
 
@@ -64,7 +96,7 @@ def test_three_sources_for_one_target_print_the_frontier_everywhere(pytester: py
                                                "--skilltransfer-md=r.md", "--skilltransfer-html=r.html", "-n", "2")
     assert result.parseoutcomes().get("errors") is None
     result.stdout.fnmatch_lines(["source frontier for target sim-large *",
-                                 "  source * seeds * mean gain [[]95% CI[]] * efficiency * optimization * gain per $*",
+                                 "  source * seeds * mean gain [[]95% CI[]] * efficiency * $ per seed * gain per $*",
                                  "  sim-large *", "  sim-small *", "  fake-paid *$0.0*", "  direct on sim-large *reference*"])
     report = json.loads((pytester.path / "r.json").read_text())
     (block,) = report["summary"]["frontier"]

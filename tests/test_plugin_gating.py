@@ -67,7 +67,8 @@ def test_an_inconclusive_gate_fails_by_default_and_says_what_would_decide_it(pyt
         "skill transfer inconclusive for small (toy-a -> toy-b):",
         "  INCONCLUSIVE gain +1.000 ?-0.415, +1.000? (95% CI, 3 task(s), p = 0.25) neither shows min_gain +0.500 "
         "nor rules it out; the same per-task result over 13 held-out task(s) (now 3) would decide it; "
-        "more samples per task cannot",
+        "more samples per task narrow it only by averaging out noisy tasks' sampling noise, never past what the "
+        "units themselves show",
     ])
     gate = json.loads((pytester.path / "r.json").read_text())["results"][0]["gate"]
     assert gate["verdict"] == "inconclusive" and gate["gates"][0]["tasks_to_decide"] == 13

@@ -60,8 +60,9 @@ def check_reports(pytester: pytest.Pytester, result: pytest.RunResult, raw_json:
     assert (first["gain"]["p_value"], first["gain"]["mdg"], first["gain"]["n"]) == (0.125, None, 4)
     summary = report["summary"]
     assert (summary["correction"], summary["hypotheses"]) == ("holm", 9)
+    assert summary["undecidable"] == 6  # the 4-task items: their smallest p, 0.125, can never pass Holm
     assert summary["outcomes"] == {"transfers": summary["significant_gains"], "hurts": 0,
-                                   "no effect shown": 9 - summary["significant_gains"]}
+                                   "no effect shown": 9 - summary["significant_gains"] - 6}
     assert summary["verdicts"] == {"pass": 8, "fail": 1, "inconclusive": 0}
     pair = summary["pairs"][0]
     assert (pair["source"], pair["target"], pair["seeds"], pair["mean_gain"]) == ("toy-a", "toy-b", 3, 1.0)
@@ -76,7 +77,7 @@ def check_reports(pytester: pytest.Pytester, result: pytest.RunResult, raw_json:
     assert "| <.001 | " in beta_row and beta_row.endswith("| transfers | pass |"), beta_row
     assert markdown.startswith("# Skill transfer: 9 item(s), 8 passed, **1 failed**, 0 inconclusive, 0 errored\n")
     assert "### fail: beta (toy-a -> toy-half)\n\n- **gain +0.50 [+0.34, +0.67] below min_gain +0.80**\n" in markdown
-    assert ("- toy-a -> toy-b: 1 transfer, 0 hurt, 2 no effect shown after Holm; mean gain over 3 seed(s) +1.00 "
+    assert ("- toy-a -> toy-b: 1 transfer, 0 hurt, 0 no effect shown, 2 undecidable after Holm; mean gain over 3 seed(s) +1.00 "
             "(too few seeds for an interval over seeds: 6 needed)") in markdown
     assert markdown.count("```") == 2 and "## Gain per item" in markdown  # one chart for all nine items
     assert "\nbeta toy-a->toy-half  " in markdown
@@ -98,8 +99,9 @@ def check_reports(pytester: pytest.Pytester, result: pytest.RunResult, raw_json:
         "toy-a -> toy-half:",
         "beta   0.00  0.50     +0.50 ?+0.*, +0.*?  <.001  0.*  -     transfers        fail",
         "=== transfer toy-a -> toy-b, toy-a -> toy-half, toy-b -> toy-a: of 9 (seed, pair), after Holm (FWER 5%): "
-        "* transfer, 0 hurt, * no effect shown; mean gain +0.83, cost $n/a ===",
-        "toy-a -> toy-b: 1 transfer, 0 hurt, 2 no effect shown after Holm; mean gain over 3 seed(s) +1.00 "
+        "* transfer, 0 hurt, * no effect shown, 6 undecidable (too few held-out tasks to ever pass Holm among these "
+        "items); mean gain +0.83, cost $n/a ===",
+        "toy-a -> toy-b: 1 transfer, 0 hurt, 0 no effect shown, 2 undecidable after Holm; mean gain over 3 seed(s) +1.00 "
         "(too few seeds for an interval over seeds: 6 needed)",
         "JSON report: */report.json",
     ], consecutive=False)
@@ -115,17 +117,19 @@ def test_restarts_reach_every_report(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(failed=1)
     data = json.loads(raw_json)["results"][0]
     assert data["config"]["restarts"] == 3 and [r["restart"] for r in data["restarts"]] == [1, 2, 3]
-    assert data["gain"]["restarts"] == {"count": 3, "gains": [0.5, 0.5, 0.5], "sd": 0.0, "min": 0.5, "max": 0.5,
-                                        "span": [0.0, 1.0]}
+    spread = data["gain"]["restarts"]
+    assert {k: spread[k] for k in ("count", "gains", "sd", "min", "max", "span")} == {
+        "count": 3, "gains": [0.5, 0.5, 0.5], "sd": 0.0, "min": 0.5, "max": 0.5, "span": [0.0, 1.0]}
+    assert 0 < spread["these"]["ci_low"] < 0.5 and spread["first"]["mean"] == 0.5  # these 3 skills; restart 1 alone
     assert data["gain"]["ci_low"] < 0 < 0.5 < data["gain"]["mdg"] and data["outcome"] == "no effect shown"
     assert data["scores"]["transferred"]["hard"]["restart_means"] == [0.5, 0.5, 0.5]
     gate = data["gate"]["gates"][0]
     assert gate["gate"] == "min_gain" and gate["verdict"] == "inconclusive" and gate["tasks_for_power"] is None
     result.stdout.fnmatch_lines(["*no number of held-out tasks decides it: the bound over 3 restarts alone spans*",
                                  "*passing min_gain +0.10 with 80% power takes more restarts than 3*"])
-    result.stdout.fnmatch_lines(["seed  base  transf.  gain ?95% CI?         restarts   p *",
+    result.stdout.fnmatch_lines(["seed  base  transf.  gain ?95% CI?         restarts   these skills ?95% CI?  p *",
                                  "toy-a -> toy-half:",
-                                 "beta  0.00  0.50     +0.50 ?-0.*, +1.00?  3 sd 0.00  *"])
+                                 "beta  0.00  0.50     +0.50 ?-0.*, +1.00?  3 sd 0.00  +0.50 ?+0.3*, +0.6*?   *"])
     assert "| restarts |" in markdown and "| 3 sd 0.00 |" in markdown
     snapshot = (pytester.path / "seeds" / "beta" / "__snapshots__" / "transfer[toy-a_to_toy-half].md").read_text()
     assert "- restarts: 1 (split seed 42) +0.500, 2 (split seed 43) +0.500, 3 (split seed 44) +0.500; sd 0.000" in snapshot

@@ -4,8 +4,9 @@ against a committed result."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
-from .gain_tests import Gain, clustered_gain
+from .gain_tests import Gain, clustered_gain, gain_interval
 from .score_intervals import EPSILON, FAIL, LEVEL, PASS
 
 
@@ -19,6 +20,16 @@ def holm(p_values: list[float]) -> list[float]:
         running = max(running, min(1.0, (m - rank) * p_values[index]))
         adjusted[index] = running
     return adjusted
+
+
+@lru_cache(maxsize=None)
+def seeds_needed(level: float = LEVEL) -> int:
+    """The fewest seeds whose interval over seeds can lie wholly above 0 (every seed at gain +1): below it
+    the summary and the source frontier give no interval over seeds."""
+    k = 1
+    while gain_interval(k, k, 0.0, level)[0] <= 0:
+        k += 1
+    return k
 
 
 @dataclass(frozen=True)

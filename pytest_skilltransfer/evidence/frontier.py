@@ -3,63 +3,116 @@
 A pure function of the per-item records of a JSON report (like `summary`), so merged shards give the
 same frontier as one run. Per target, for each source that was tried on it:
 
-* the mean gain over seeds (transferred - baseline on the target) with the exact interval over
-  seeds that the per-pair aggregate uses (`stats.mean_gain_interval`; seeds are the units);
+* the mean gain over its seeds (transferred - baseline on the target) with the exact interval over
+  seeds that the per-pair aggregate uses (`stats.mean_gain_interval`; seeds are the units), given only
+  from the summary's minimum of seeds (`family.seeds_needed`) on, as the summary does;
 * the efficiency against direct optimization: mean gain / mean direct headroom over the same seeds
   (None without a direct run, or when the headroom is not above 0);
-* the optimization dollars (the source's optimization of every seed) and the gain per dollar;
-* whether the source is on the frontier: no other source of the target is both at most as costly and
-  at least as good, and strictly one of the two (a source without a price is never compared);
+* the optimization dollars per seed (the mean of its seeds' optimization costs: sources tried on
+  different numbers of seeds compare at the same scale) and the gain per dollar (mean gain / dollars
+  per seed);
+* against every other source of the target, a paired comparison on the seeds both were tried on: the
+  mean per-seed difference of transferred scores (both share the seed's baseline on the target, so it is
+  the gain difference) with its exact interval over those seeds, by the same family (none below the
+  minimum of seeds), and each one's dollars per seed on them;
+* whether the source is on the frontier: it is dominated, and off the frontier, only when another
+  source is at least as good with confidence (the paired difference's whole interval at or above 0,
+  over at least the minimum of shared seeds) and no dearer per seed on those seeds, and strictly one of
+  the two (cheaper, or the interval wholly above 0). Lacking that evidence a source stays on the
+  frontier, and the comparison that could not decide says why. A source without a price is never on it;
 * a verdict on the target: `hurts` when the whole interval is below 0, `helps` when above, else
-  `inconclusive`.
+  `inconclusive` (and `too few seeds` below the minimum).
 
 Direct optimization on the target is listed beside the sources as the reference (its mean headroom
-and its optimization dollars); it is not a source and is never on the frontier.
+and its optimization dollars per seed); it is not a source and is never on the frontier.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from .family import seeds_needed
+from .score_intervals import EPSILON
 from .stats import mean, mean_gain_interval
 
-
-def _usd_sum(values: list[float | None]) -> float | None:
-    return None if any(v is None for v in values) else round(sum(values), 6)  # type: ignore[arg-type]
+FEW = "too few seeds"
 
 
-def _per_dollar(gain: float, usd: float | None, seeds: int) -> float | None:
-    if usd is None or usd <= 0 or seeds == 0:
+def _usd_per_seed(rows: list[dict[str, Any]], key: str = "optimize_source_usd") -> float | None:
+    """The mean optimization dollars over the rows (one per seed); None when one is unpriced."""
+    values = [(r.get("cost") or {}).get(key) for r in rows]
+    if not values or any(v is None for v in values):
         return None
-    return round(gain / (usd / seeds), 4)
+    return round(mean(values), 6)
 
 
-def _verdict(low: float, high: float) -> str:
+def _per_dollar(gain: float, usd_per_seed: float | None) -> float | None:
+    if usd_per_seed is None or usd_per_seed <= 0:
+        return None
+    return round(gain / usd_per_seed, 4)
+
+
+def _interval(gains: list[float]) -> tuple[float | None, float | None]:
+    """The exact interval of the mean over seeds, or (None, None) below the minimum of seeds."""
+    if len(gains) < seeds_needed():
+        return None, None
+    low, high = mean_gain_interval(gains)
+    return round(low, 4), round(high, 4)
+
+
+def _verdict(low: float | None, high: float | None) -> str:
+    if low is None or high is None:
+        return FEW
     return "hurts" if high < 0 else "helps" if low > 0 else "inconclusive"
+
+
+def _by_seed(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {r["seed"]: r for r in rows}
 
 
 def _source_row(source: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
     gains = [r["gain"]["mean"] for r in rows]
-    low, high = mean_gain_interval(gains)
+    low, high = _interval(gains)
     headrooms = [r["headroom"]["mean"] for r in rows if r.get("headroom")]
     mean_gain = mean(gains)
     efficiency = (round(mean_gain / mean(headrooms), 4)
                   if len(headrooms) == len(rows) and headrooms and mean(headrooms) > 0 else None)
-    usd = _usd_sum([(r.get("cost") or {}).get("optimize_source_usd") for r in rows])
-    return {"source": source, "seeds": len(rows), "mean_gain": round(mean_gain, 4), "ci_low": round(low, 4),
-            "ci_high": round(high, 4), "efficiency": efficiency, "optimize_usd": usd,
-            "gain_per_usd": _per_dollar(mean_gain, usd, len(rows)), "verdict": _verdict(low, high)}
+    usd = _usd_per_seed(rows)
+    return {"source": source, "seeds": len(rows), "mean_gain": round(mean_gain, 4), "ci_low": low,
+            "ci_high": high, "efficiency": efficiency, "usd_per_seed": usd,
+            "gain_per_usd": _per_dollar(mean_gain, usd), "verdict": _verdict(low, high)}
 
 
-def _dominated(row: dict[str, Any], others: list[dict[str, Any]]) -> bool:
-    usd, gain = row["optimize_usd"], row["mean_gain"]
-    for other in others:
-        if other is row or other["optimize_usd"] is None:
-            continue
-        if other["optimize_usd"] <= usd and other["mean_gain"] >= gain and (
-                other["optimize_usd"] < usd or other["mean_gain"] > gain):
-            return True
-    return False
+def compare(mine: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Another source (`theirs`) against this one (`mine`) on the seeds both were tried on, paired by seed:
+    the mean of their transferred score minus mine (on one seed and target both share the baseline, so this
+    is their gain minus mine, a value in [-1, 1]) with its exact interval over those seeds, and each one's
+    dollars per seed on those seeds."""
+    a, b = _by_seed(mine), _by_seed(theirs)
+    shared = sorted(set(a) & set(b))
+    differences = [b[s]["transferred"] - a[s]["transferred"] for s in shared]
+    low, high = _interval(differences)
+    return {"shared_seeds": len(shared), "gain_difference": round(mean(differences), 4) if shared else None,
+            "ci_low": low, "ci_high": high,
+            "usd_per_seed": _usd_per_seed([a[s] for s in shared]) if shared else None,
+            "their_usd_per_seed": _usd_per_seed([b[s] for s in shared]) if shared else None}
+
+
+def dominates(comparison: dict[str, Any]) -> bool:
+    """Whether the other source of `comparison` (`compare`) dominates this one: at least as good with
+    confidence, no dearer per seed on the shared seeds, and strictly one of the two."""
+    low, mine, theirs = comparison["ci_low"], comparison["usd_per_seed"], comparison["their_usd_per_seed"]
+    if low is None or mine is None or theirs is None or low < -EPSILON or theirs > mine + EPSILON:
+        return False
+    return theirs < mine - EPSILON or low > EPSILON
+
+
+def _standing(source: str, on_target: list[dict[str, Any]], sources: list[str]) -> tuple[list[str], dict[str, Any]]:
+    """The sources that dominate `source`, and its paired comparison against every other source."""
+    mine = [r for r in on_target if r["source"] == source]
+    comparisons = {other: compare(mine, [r for r in on_target if r["source"] == other])
+                   for other in sources if other != source}
+    return [other for other, c in comparisons.items() if dominates(c)], comparisons
 
 
 def _direct(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -72,11 +125,10 @@ def _direct(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
         return None
     picked = list(per_seed.values())
     headrooms = [r["headroom"]["mean"] for r in picked]
-    low, high = mean_gain_interval(headrooms)
-    usd = _usd_sum([(r.get("cost") or {}).get("optimize_direct_usd") for r in picked])
-    return {"seeds": len(picked), "mean_gain": round(mean(headrooms), 4), "ci_low": round(low, 4),
-            "ci_high": round(high, 4), "optimize_usd": usd,
-            "gain_per_usd": _per_dollar(mean(headrooms), usd, len(picked))}
+    low, high = _interval(headrooms)
+    usd = _usd_per_seed(picked, "optimize_direct_usd")
+    return {"seeds": len(picked), "mean_gain": round(mean(headrooms), 4), "ci_low": low, "ci_high": high,
+            "usd_per_seed": usd, "gain_per_usd": _per_dollar(mean(headrooms), usd)}
 
 
 def frontier(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -85,11 +137,13 @@ def frontier(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     targets = []
     for target in sorted({r["target"] for r in items}):
         on_target = [r for r in items if r["target"] == target]
-        rows = [_source_row(source, [r for r in on_target if r["source"] == source])
-                for source in sorted({r["source"] for r in on_target})]
+        sources = sorted({r["source"] for r in on_target})
+        rows = [_source_row(source, [r for r in on_target if r["source"] == source]) for source in sources]
         for row in rows:
-            row["frontier"] = row["optimize_usd"] is not None and not _dominated(row, rows)
-        targets.append({"target": target, "sources": rows, "direct": _direct(on_target)})
+            row["dominated_by"], row["against"] = _standing(row["source"], on_target, sources)
+            row["frontier"] = row["usd_per_seed"] is not None and not row["dominated_by"]
+        targets.append({"target": target, "sources": rows, "direct": _direct(on_target),
+                        "seeds_needed": seeds_needed()})
     return targets
 
 
@@ -103,28 +157,69 @@ def _per(value: float | None, usd: float | None) -> str:
     return "-" if value is None else f"{value:+.2f}/$"
 
 
+def _gain_cell(row: dict[str, Any]) -> str:
+    if row["ci_low"] is None:
+        return f"{row['mean_gain']:+.2f} (too few seeds)"
+    return f"{row['mean_gain']:+.2f} [{row['ci_low']:+.2f}, {row['ci_high']:+.2f}]"
+
+
+def _note(row: dict[str, Any]) -> str:
+    notes = []
+    if row.get("frontier"):
+        notes.append("on the frontier")
+    if row.get("dominated_by"):
+        notes.append("dominated by " + ", ".join(row["dominated_by"]))
+    if row["verdict"] == "hurts":
+        notes.append("hurts the target")
+    return "; ".join(notes)
+
+
+def _comparison_lines(block: dict[str, Any]) -> list[str]:
+    """The paired comparisons, each pair of sources once: the difference and its interval, or why none."""
+    lines, seen = [], set()
+    for row in sorted(block["sources"], key=lambda r: r["source"]):
+        for other, c in sorted(row["against"].items()):
+            if (other, row["source"]) in seen:
+                continue
+            seen.add((row["source"], other))
+            if c["ci_low"] is None:
+                lines.append(f"  {other} - {row['source']}: {c['shared_seeds']} shared seed(s), too few to compare "
+                             f"({block['seeds_needed']} needed); neither is dominated on this evidence")
+                continue
+            mine, theirs = _money(c["usd_per_seed"]), _money(c["their_usd_per_seed"])
+            lines.append(f"  {other} - {row['source']}: {c['gain_difference']:+.2f} [{c['ci_low']:+.2f}, "
+                         f"{c['ci_high']:+.2f}] over {c['shared_seeds']} shared seeds, {theirs} vs {mine} per seed")
+    return lines
+
+
+FRONTIER_TITLE = ("source frontier for target {target} (gain over seeds with its 95% interval, from {needed} seeds; "
+                  "dominated: another source at least as good with confidence on the seeds both ran, paired, and no "
+                  "dearer per seed)")
+
+
+def frontier_title(block: dict[str, Any]) -> str:
+    """The heading of one target's frontier."""
+    return FRONTIER_TITLE.format(target=block["target"], needed=block.get("seeds_needed", seeds_needed()))
+
+
 def frontier_rows(block: dict[str, Any]) -> list[tuple[str, ...]]:
-    """One target's frontier as rows (a header row first): each source, cheapest first, then direct."""
-    rows = [("source", "seeds", "mean gain [95% CI]", "efficiency", "optimization", "gain per $", "")]
-    for row in sorted(block["sources"], key=lambda r: (r["optimize_usd"] is None, r["optimize_usd"] or 0)):
-        note = "on the frontier" if row["frontier"] else ""
-        if row["verdict"] == "hurts":
-            note = (note + "; " if note else "") + "hurts the target"
+    """One target's frontier as rows (a header row first): each source, cheapest per seed first, then direct."""
+    rows = [("source", "seeds", "mean gain [95% CI]", "efficiency", "$ per seed", "gain per $", "")]
+    for row in sorted(block["sources"], key=lambda r: (r["usd_per_seed"] is None, r["usd_per_seed"] or 0)):
         eff = "-" if row["efficiency"] is None else f"{row['efficiency']:.2f}"
-        rows.append((row["source"], str(row["seeds"]),
-                     f"{row['mean_gain']:+.2f} [{row['ci_low']:+.2f}, {row['ci_high']:+.2f}]", eff,
-                     _money(row["optimize_usd"]), _per(row["gain_per_usd"], row["optimize_usd"]), note))
+        rows.append((row["source"], str(row["seeds"]), _gain_cell(row), eff, _money(row["usd_per_seed"]),
+                     _per(row["gain_per_usd"], row["usd_per_seed"]), _note(row)))
     direct = block["direct"]
     if direct is not None:
-        rows.append((f"direct on {block['target']}", str(direct["seeds"]),
-                     f"{direct['mean_gain']:+.2f} [{direct['ci_low']:+.2f}, {direct['ci_high']:+.2f}]", "1.00",
-                     _money(direct["optimize_usd"]), _per(direct["gain_per_usd"], direct["optimize_usd"]),
+        rows.append((f"direct on {block['target']}", str(direct["seeds"]), _gain_cell(direct), "1.00",
+                     _money(direct["usd_per_seed"]), _per(direct["gain_per_usd"], direct["usd_per_seed"]),
                      "reference: optimized on the target"))
     return rows
 
 
-FRONTIER_TITLE = ("source frontier for target {target} (gain over seeds with its 95% interval; "
-                  "frontier: no other source both cheaper and better)")
+def comparison_lines(block: dict[str, Any]) -> list[str]:
+    """The paired comparisons of one target's sources, under their heading."""
+    return ["paired on shared seeds (other - this: mean gain difference [95% CI]):", *_comparison_lines(block)]
 
 
 def frontier_lines(targets: list[dict[str, Any]]) -> list[str]:
@@ -135,6 +230,7 @@ def frontier_lines(targets: list[dict[str, Any]]) -> list[str]:
             continue
         rows = frontier_rows(block)
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        lines.append(FRONTIER_TITLE.format(target=block["target"]) + ":")
+        lines.append(frontier_title(block) + ":")
         lines += ["  " + "  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() for r in rows]
+        lines += comparison_lines(block)
     return lines

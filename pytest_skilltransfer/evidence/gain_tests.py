@@ -59,6 +59,7 @@ class Gain:
     tasks: int = 0  # with clusters: the held-out tasks in them (n is then the number of clusters)
     design_effect: float | None = None  # with clusters: Var(mean | clusters) / Var(mean | independent tasks)
     task_mean: float | None = None  # with clusters: the plain mean over tasks (the mean above is over clusters)
+    first: "Gain | None" = None  # with restarts: restart 1's own gain, exactly what a run without restarts measures
 
     @property
     def clustered(self) -> bool:
@@ -79,12 +80,22 @@ class Gain:
             gains = [round(g, 4) for g in self.restart_gains]
             data["restarts"] = {"count": len(gains), "gains": gains, "sd": round(self.restart_sd, 4),
                                 "min": min(gains), "max": max(gains),
-                                "span": [round(self.restart_span[0], 6), round(self.restart_span[1], 6)]}
+                                "span": [round(self.restart_span[0], 6), round(self.restart_span[1], 6)],
+                                "these": _these_dict(self.n, self.up, self.down)}
+            if self.first is not None:
+                data["restarts"]["first"] = {k: v for k, v in self.first.as_dict().items()
+                                             if k in ("mean", "ci_low", "ci_high", "p_value", "up", "down")}
         if self.clustered:
             data.update({"unit": CLUSTER_UNIT, "clusters": self.n, "tasks": self.tasks,
                          "design_effect": None if self.design_effect is None else round(self.design_effect, 4),
                          "task_mean": None if self.task_mean is None else round(self.task_mean, 4)})
         return data
+
+
+def _these_dict(n: int, up: float, down: float) -> dict[str, float]:
+    """The interval and p-value for the mean over the R skills actually learned (`these_bounds_of`) at 95%."""
+    low, high = gain_interval(n, up, down)
+    return {"ci_low": round(low, 4), "ci_high": round(high, 4), "p_value": float(f"{gain_p_value(n, up, down):.6g}")}
 
 
 def _sd(values: list[float]) -> float:
@@ -208,7 +219,8 @@ def restart_gain(before: list[float], afters: list[list[float]], level: float = 
     return Gain(mean(differences), low, high, n, restart_p_value(n, up, down, per_restart, span),
                 sum(d > EPSILON for d in differences), sum(d < -EPSILON for d in differences),
                 sum(abs(d) <= EPSILON for d in differences), minimal_detectable_gain(n, level, restarts=len(afters)),
-                RESTART_GAIN_METHOD, per_restart, up=up, down=down, restart_span=span)
+                RESTART_GAIN_METHOD, per_restart, up=up, down=down, restart_span=span,
+                first=paired_gain(before, afters[0], level))
 
 
 # -- clustered tasks -----------------------------------------------------------------------------
@@ -385,6 +397,30 @@ def gain_bounds_of(gain: dict[str, Any], level: float = LEVEL) -> tuple[float, f
     if len(restarts) > 1:
         return restart_interval(gain["n"], gain["up"], gain["down"], restarts, _span_of(spread), level)
     return gain_interval(gain["n"], gain["up"], gain["down"], level)
+
+
+def these_bounds_of(gain: dict[str, Any], level: float = LEVEL) -> tuple[float, float] | None:
+    """With R > 1 restarts: the interval for the mean gain of the R skills actually learned (these skills,
+    not the population of optimizations): the exact task-level interval of the restart-averaged per-task
+    gains at `level`, with no bound over restarts. None for one optimization or a record without counts."""
+    if restart_count_of(gain) <= 1 or "up" not in gain:
+        return None
+    return gain_interval(gain["n"], gain["up"], gain["down"], level)
+
+
+def first_bounds_of(gain: dict[str, Any], level: float = LEVEL) -> tuple[float, float, float] | None:
+    """With R > 1 restarts: restart 1's own gain (mean, low, high) at `level`, by the exact test a run
+    without restarts applies to the same evidence (restart 1 is that run: same split, same sample ids).
+    None for one optimization or a record that kept no restart-1 counts."""
+    first = (gain.get("restarts") or {}).get("first")
+    if restart_count_of(gain) <= 1 or not first or "up" not in first:
+        return None
+    return (first["mean"], *gain_interval(gain["n"], first["up"], first["down"], level))
+
+
+def restart_count_of(gain: dict[str, Any]) -> int:
+    """How many optimization restarts a gain record averages (1 without restarts)."""
+    return len((gain.get("restarts") or {}).get("gains") or []) or 1
 
 
 def difference_interval(differences: list[float], level: float = LEVEL) -> tuple[float, float]:
@@ -593,6 +629,37 @@ def minimal_detectable_gain(n: int, level: float = LEVEL, power: float = POWER, 
         else:
             low = middle
     return high
+
+
+@lru_cache(maxsize=256)
+def _passing_counts(n: int, level: float) -> tuple[tuple[int, int], ...]:
+    """Every (improved, worsened) count of n binary tasks whose gain interval lies above 0."""
+    return tuple((up, down) for up in range(n + 1) for down in range(n + 1 - up)
+                 if gain_decision(n, float(up), float(down), EPSILON, level) == PASS)
+
+
+def mixed_detection_power(improve: float, worsen: float, n: int, level: float = LEVEL) -> float:
+    """Chance that n binary tasks show a gain (interval above 0) when each improves from fail to pass with
+    probability `improve`, gets worse with probability `worsen`, and is otherwise unchanged: exact, over every
+    (improved, worsened) count. With `worsen` 0 it is `detection_power`, the most favourable case."""
+    if n <= 0 or n > N_EXACT:
+        raise ValueError(f"mixed_detection_power enumerates 1..{N_EXACT} tasks, got {n}")
+    same = max(0.0, 1 - improve - worsen)
+    return sum(math.comb(n, up) * math.comb(n - up, down) * improve ** up * worsen ** down * same ** (n - up - down)
+               for up, down in _passing_counts(n, level))
+
+
+@lru_cache(maxsize=256)
+def minimal_detectable_net_gain(n: int, worsen: float, level: float = LEVEL, power: float = POWER) -> float | None:
+    """The smallest net gain (share improved - share worsened) detected with probability `power` by n binary
+    tasks of which a share `worsen` gets worse: `minimal_detectable_gain` (the best case) when `worsen` is 0."""
+    if mixed_detection_power(1.0 - worsen, worsen, n, level) < power:
+        return None
+    low, high = 0.0, 1.0 - worsen
+    for _ in range(40):
+        middle = (low + high) / 2
+        low, high = (low, middle) if mixed_detection_power(middle, worsen, n, level) >= power else (middle, high)
+    return high - worsen
 
 
 @lru_cache(maxsize=1024)

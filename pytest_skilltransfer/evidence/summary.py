@@ -6,7 +6,9 @@ verdict), the summary of merged shards equals the summary of one run over the sa
 * Error control across items: Holm's step-down correction of the gains' exact p-values (two-sided)
   controls the family-wise error rate at 5% (the chance that *any* reported transfer or harm is a
   fluke), not merely the false-discovery rate. Outcomes are counted in both directions: transfers,
-  hurts, no effect shown. An item counted twice (a hand-written test on
+  hurts, no effect shown, and apart from them the items that no outcome could make a finding after Holm
+  in this family (`decidability`: too few held-out units for their smallest p-value to pass the
+  step-down bars; `undecidable`). An item counted twice (a hand-written test on
   a matrix item's seed and pair) is one hypothesis and counts once.
 * Per pair (source -> target), an aggregate over seeds: the mean of the seeds' gains with an
   exact interval over seeds (the same exact family that bounds a gain over tasks, seeds as the
@@ -16,12 +18,13 @@ verdict), the summary of merged shards equals the summary of one run over the sa
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 from ..pricing.cost_breakdown import breakdown
+from .family import seeds_needed  # noqa: F401 (re-exported: the summary's minimum of seeds)
 from .frontier import frontier
-from .stats import HURTS, LEVEL, NO_EFFECT, TRANSFERS, gain_interval, holm, mean, mean_gain_interval
+from .decidability import unreachable
+from .stats import HURTS, LEVEL, NO_EFFECT, TRANSFERS, holm, mean, mean_gain_interval, restart_count_of
 
 CORRECTION = "holm"
 ALPHA = round(1 - LEVEL, 6)
@@ -46,15 +49,6 @@ def _holm_outcome(result: dict[str, Any], p_holm: float) -> str:
     return TRANSFERS if result["gain"]["mean"] > 0 else HURTS
 
 
-@lru_cache(maxsize=None)
-def seeds_needed(level: float = LEVEL) -> int:
-    """The fewest seeds whose interval over seeds can lie wholly above 0 (every seed at gain +1)."""
-    k = 1
-    while gain_interval(k, k, 0.0, level)[0] <= 0:
-        k += 1
-    return k
-
-
 def over_seeds(gains: list[float], level: float = LEVEL) -> tuple[float, float]:
     """The interval of the mean gain over seeds, seeds as the units, by the gains' own exact family."""
     return mean_gain_interval(gains, level)
@@ -64,14 +58,16 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     """Holm-adjusted outcomes per item, the per-pair aggregate over seeds, and the verdict counts."""
     items = unique(results)
     adjusted = holm([r["gain"]["p_value"] for r in items])
+    never = unreachable([r["gain"]["n"] for r in items], [restart_count_of(r["gain"]) for r in items])
     per_item = []
-    for result, p_holm in zip(items, adjusted):
+    for index, (result, p_holm) in enumerate(zip(items, adjusted)):
         gain = result["gain"]["mean"]
         outcome = _holm_outcome(result, p_holm)
         per_item.append({
             "seed": result["seed"], "source": result["source"], "target": result["target"],
             "gain": gain, "p_value": result["gain"]["p_value"], "p_holm": float(f"{p_holm:.6g}"),
-            "significant": outcome != NO_EFFECT, "outcome": outcome,
+            "significant": outcome != NO_EFFECT, "outcome": outcome, "decidable": index not in never,
+            **({"units_to_decide": never[index]} if index in never else {}),
         })
     pairs = []
     needed = seeds_needed()
@@ -85,7 +81,8 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
                       "seeds_needed": needed, "population": "seeds like these, each scored on its own held-out tasks",
                       "transfers": sum(i["outcome"] == TRANSFERS for i in mine),
                       "hurts": sum(i["outcome"] == HURTS for i in mine),
-                      "no_effect": sum(i["outcome"] == NO_EFFECT for i in mine),
+                      "no_effect": sum(i["outcome"] == NO_EFFECT and i["decidable"] for i in mine),
+                      "undecidable": sum(not i["decidable"] for i in mine),
                       "significant_gains": sum(i["outcome"] == TRANSFERS for i in mine)})
     verdicts = {"pass": 0, "fail": 0, "inconclusive": 0}
     for result in results:
@@ -95,7 +92,8 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "correction": CORRECTION, "alpha": ALPHA, "hypotheses": len(items),
         "mean_gain": round(mean(r["gain"]["mean"] for r in items), 4),
-        "outcomes": {o: sum(i["outcome"] == o for i in per_item) for o in (TRANSFERS, HURTS, NO_EFFECT)},
+        "outcomes": {o: sum(i["outcome"] == o and i["decidable"] for i in per_item) for o in (TRANSFERS, HURTS, NO_EFFECT)},
+        "undecidable": sum(not i["decidable"] for i in per_item),
         "significant_gains": sum(i["outcome"] == TRANSFERS for i in per_item),
         "significant_losses": sum(i["outcome"] == HURTS for i in per_item),
         "verdicts": verdicts, "pairs": pairs, "items": per_item,

@@ -17,7 +17,7 @@ Design choices:
   once per pair.
 * Order and xdist: a seed's items share its baseline and optimizations through one `SeedSession`
   per seed per process, and its cassette, so all items of a seed (hand-written tests naming it
-  included) run one after another (`order_by_seed`, after any reordering such as pytest-randomly)
+  included) run one after another (`pytest_collection_modifyitems_order_by_seed`, after any reordering such as pytest-randomly)
   and on one worker; then `-n 2` computes exactly what `-n 0` computes and no request is sent
   twice. Under `-n` without an explicit `--dist`, the plugin installs `SeedScheduling`
   (`xdist_scheduling`: xdist's own LoadScope pattern, scoped by the seed each worker reports for
@@ -313,14 +313,18 @@ class PlanMode:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
         from ..pricing.prices import shipped_table
+        from .decidable import plan_lines as decidability_lines
+        from .decidable import undecidable_items
         from .planning import build_plans, plan_lines
 
         runner = runner_of(session.config)
-        plans = build_plans(runner, session.items, lambda item: item.stash.get(SPEC, None))
+        spec_of = lambda item: item.stash.get(SPEC, None)  # noqa: E731
+        plans = build_plans(runner, session.items, spec_of)
         reporter = session.config.pluginmanager.getplugin("terminalreporter")
         if reporter is not None:
             reporter.write_sep("=", "skill transfer plan")
-            for line in plan_lines(plans, shipped_table().effective):
+            for line in plan_lines(plans, shipped_table().effective) + decidability_lines(
+                    undecidable_items(runner, session.items, spec_of)):
                 reporter.write_line(safe(line))
         return True
 
@@ -413,7 +417,7 @@ def _mark_model_kinds(item: pytest.Item, spec: TransferSpec) -> None:
 
 
 @pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
-def order_by_seed(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems_order_by_seed(items: list[pytest.Item]) -> None:
     """After every other reordering (-p randomly, --ff): a seed's items run one after another.
 
     Stable: each seed's items move up to its first item, so a seed's cassette is opened once and
@@ -426,6 +430,16 @@ def order_by_seed(items: list[pytest.Item]) -> None:
         group = runner_of(item.config).key(spec.seed_path) if spec is not None else index
         keys.append(first.setdefault(group, index))
     items[:] = [item for _, _, item in sorted(zip(keys, range(len(items)), items), key=lambda t: t[:2])]
+
+
+@pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
+def pytest_collection_modifyitems_decidability(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """After deselection: each item of the run that can never be a finding after Holm says so, once. (pytest
+    registers a plugin's hook functions only under names that start with `pytest_`, whatever their specname.)"""
+    from .decidable import warn_undecidable
+
+    if not settings_of(config).plan and any(SPEC in item.stash for item in items):  # --plan prints it in the plan
+        warn_undecidable(runner_of(config), items, lambda item: item.stash.get(SPEC, None))
 
 
 @pytest.hookimpl(tryfirst=True)

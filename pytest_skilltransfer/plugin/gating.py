@@ -22,6 +22,14 @@ The burden of proof lies on the claim a gate protects:
 * Efficiency is undefined without a direct run (the gate is skipped with a note), and inconclusive
   when the direct headroom is not significantly above 0.
 
+With R > 1 restarts (`--restarts`) the gain's interval covers the mean over the population of
+optimizations, which a few restarts bound only loosely. More restarts must never weaken a gate, so harm,
+min_gain and the regression gate also fail whenever restart 1 alone (exactly the run without restarts:
+same split, same sample ids, same exact test at the same level) or the mean of these R skills (the exact
+interval over tasks of the restart-averaged gains, with no bound over restarts) fails them (`single_views`);
+both are shown beside the population interval. A harmless skill is then failed for harm with probability
+at most 2 x 2.5% (two one-sided tests), against 2.5% for one optimization.
+
 With `correction="bonferroni"` the intervals are taken at level 1 - 0.05 / m for the m transfer items
 of the run (the run summary applies Holm to all items; a gate cannot wait for the others).
 
@@ -45,6 +53,11 @@ DEFAULT_HARM_TOLERANCE = 0.0
 POWER_MARGIN = 0.1  # the min_gain power note: tasks to pass the gate at a true gain of min_gain + this
 HARM_SIZE = 0.2  # the harm gate's power note: tasks to show a harm this much beyond the tolerance
 CORRECTIONS = ("none", "bonferroni")
+# What more samples per task can do: a task's value is the mean of its samples, so on a noisy task more samples
+# average out moves up and down that are only sampling noise (fewer discordant tasks, a narrower interval); on
+# steady tasks they change nothing, and no number of them stands in for more units.
+SAMPLES_NOTE = ("narrow it only by averaging out noisy tasks' sampling noise, never past what the units themselves "
+                "show")
 
 
 @dataclass(frozen=True)
@@ -125,7 +138,7 @@ def _decided_text(tasks: int | None, n: int, restarts: int, record: dict[str, An
         if tasks is None:
             return "no number of clusters decides it at this estimate"
         return (f"the same per-cluster result over {tasks} cluster(s) (now {n}) would decide it; more tasks in the "
-                "same clusters or more samples per task cannot")
+                f"same clusters or more samples per task {SAMPLES_NOTE}")
     if tasks is None and restarts > 1:
         return (f"no number of held-out tasks decides it: the bound over {restarts} restarts alone spans the "
                 "threshold (it assumes nothing about how optimizations vary); more restarts (--restarts) would "
@@ -133,7 +146,7 @@ def _decided_text(tasks: int | None, n: int, restarts: int, record: dict[str, An
     if tasks is None:
         return "no number of held-out tasks decides it at this estimate (it sits on the threshold)"
     return (f"the same per-task result over {tasks} held-out task(s) (now {n}) would decide it; "
-            "more samples per task cannot")
+            f"more samples per task {SAMPLES_NOTE}")
 
 
 def _interval_gate(name: str, label: str, estimate: float, n: int, threshold: float, level: float,
@@ -181,14 +194,73 @@ def _efficiency_gate(result: dict[str, Any], threshold: float) -> Gate | str:
     return Gate("min_efficiency", verdict, threshold, mean, low, high, text)
 
 
-def restart_count(gain: dict[str, Any]) -> int:
-    """How many optimization restarts a gain record averages (1 without restarts)."""
-    return len((gain.get("restarts") or {}).get("gains") or []) or 1
+restart_count = stats.restart_count_of
+
+
+@dataclass(frozen=True)
+class View:
+    """One reading of a gain's evidence that a restarts run must not be weaker than (`single_views`)."""
+
+    label: str
+    mean: float
+    low: float
+    high: float
+
+    def text(self) -> str:
+        return f"{self.label} {self.mean:+.3f} [{self.low:+.3f}, {self.high:+.3f}]"
+
+
+def single_views(gain: dict[str, Any], level: float) -> tuple[View, ...]:
+    """With R > 1 restarts, the readings of the same evidence a gate fails on besides the interval over the
+    population of optimizations: the mean over these R skills (exact, no bound over restarts) and restart 1
+    alone (the run without --restarts: same split, same sample ids, same test). Empty for one optimization."""
+    views = []
+    these = stats.these_bounds_of(gain, level)
+    if these is not None:
+        views.append(View(f"these {restart_count(gain)} skills", gain["mean"], *these))
+    first = stats.first_bounds_of(gain, level)
+    if first is not None:
+        views.append(View("restart 1 alone (the kept skill, as a run without --restarts)", *first))
+    return tuple(views)
+
+
+def _beside(views: tuple[View, ...]) -> str:
+    return "".join(f"; {view.text()}" for view in views)
+
+
+SINGLE_RULE = ("with restarts a gate fails whenever restart 1 alone (the run without --restarts) or the mean of "
+               "these skills fails it: more restarts never pass what one optimization fails")
+
+
+def _failed_view(views: tuple[View, ...], threshold: float) -> View | None:
+    """The first view whose whole interval lies below `threshold`."""
+    return next((v for v in views if v.high < threshold - EPSILON), None)
 
 
 def per_task(evaluation: dict[str, Any] | None) -> dict[str, float]:
     """{task id: hard score} of one evaluation in the JSON shape."""
     return {} if evaluation is None else {t["task_id"]: t["hard"] for t in evaluation["tasks"]}
+
+
+def per_task_first(evaluation: dict[str, Any] | None) -> dict[str, float] | None:
+    """{task id: restart 1's hard score} of a restart-averaged evaluation; None for one optimization."""
+    tasks = [] if evaluation is None else evaluation["tasks"]
+    if not tasks or len(tasks[0].get("restarts") or []) <= 1:
+        return None
+    return {t["task_id"]: t["restarts"][0] for t in tasks}
+
+
+def _single_floor(gate: Gate, views: tuple[View, ...], level: float) -> Gate:
+    """A claim gate with restarts fails when any single view (`single_views`) lies wholly below its threshold,
+    whatever the interval over the population of optimizations says; the views are shown beside it."""
+    failed = _failed_view(views, gate.threshold)
+    if gate.verdict == stats.FAIL or failed is None:
+        return replace(gate, message=gate.message + _beside(views)) if views else gate
+    population = f"gain {gate.estimate:+.3f} [{gate.low:+.3f}, {gate.high:+.3f}]"
+    return Gate(gate.name, stats.FAIL, gate.threshold, failed.mean, failed.low, failed.high,
+                f"{failed.text()} ({level * 100:.4g}% CI) is below {gate.name} {gate.threshold:+.3f} ({SINGLE_RULE}); "
+                f"over the population of optimizations {population}{_beside(views)}",
+                tasks_for_power=gate.tasks_for_power)
 
 
 def per_task_clusters(evaluation: dict[str, Any] | None) -> dict[str, str | None]:
@@ -212,15 +284,19 @@ def _shown_gain(mean: float, low: float, high: float, gain: dict[str, Any], leve
 def _harm_gate(result: dict[str, Any], tolerance: float, level: float) -> Gate:
     """Fail when the whole gain interval lies below -tolerance: the target is worse than its own baseline."""
     mean, low, high, n = _gain_interval(result, level)
-    shown = _shown_gain(mean, low, high, result["gain"], level)
+    views = single_views(result["gain"], level)
+    shown = _shown_gain(mean, low, high, result["gain"], level) + _beside(views)
     worse = result["gain"].get("worsened")
     unit = "cluster(s)" if result["gain"].get("unit") == "cluster" else "held-out task(s)"
-    if high < -tolerance - EPSILON:
+    failed = None if high < -tolerance - EPSILON else _failed_view(views, -tolerance)
+    if high < -tolerance - EPSILON or failed is not None:
         count = f"; {worse} of {n} {unit} got worse" if worse is not None else ""
-        return Gate("harm_tolerance", stats.FAIL, tolerance, mean, low, high,
+        which = "" if failed is None else f" (the interval of {failed.label} lies below it; {SINGLE_RULE})"
+        estimate, low, high = (mean, low, high) if failed is None else (failed.mean, failed.low, failed.high)
+        return Gate("harm_tolerance", stats.FAIL, tolerance, estimate, low, high,
                     f"harm: the learned skill makes {result['target']} worse than its own baseline: {shown} lies "
-                    f"below -{tolerance:.3f}{count} (turn the harm gate off with harm_tolerance = \"off\", or "
-                    "declare it with expect = \"hurts\" in seed.toml)")
+                    f"below -{tolerance:.3f}{which}{count} (turn the harm gate off with harm_tolerance = \"off\", "
+                    "or declare it with expect = \"hurts\" in seed.toml)")
     few = too_few_clusters(result["gain"])
     if few is not None:
         return Gate("harm_tolerance", stats.INCONCLUSIVE, tolerance, mean, low, high,
@@ -289,8 +365,9 @@ def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str
         gate = _interval_gate("min_gain", "gain", gain["mean"], gain["n"], thresholds.min_gain, level, True,
                               f", p = {gain['p_value']:.3g}{corrected}", (gain.get("restarts") or {}).get("gains"),
                               gain=gain)
-        gates.append(replace(gate, tasks_for_power=stats.tasks_to_pass(thresholds.min_gain, POWER_MARGIN, level,
-                                                                        restarts=restart_count(gain))))
+        gate = replace(gate, tasks_for_power=stats.tasks_to_pass(thresholds.min_gain, POWER_MARGIN, level,
+                                                                  restarts=restart_count(gain)))
+        gates.append(_single_floor(gate, single_views(gain, level), level))
     if thresholds.min_score is not None:
         hard = result["scores"]["transferred"]["hard"]
         gates.append(_interval_gate("min_score", "transferred score", hard["mean"], hard["n"], thresholds.min_score,
@@ -309,6 +386,13 @@ def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str
         check = stats.regression(committed, per_task(transferred), thresholds.regression_tolerance,
                                  clusters=per_task_clusters(transferred))
         message = check.message()
+        first = per_task_first(transferred)
+        if first is not None and check.verdict != stats.FAIL:  # restart 1 alone: the run without --restarts
+            alone = stats.regression(committed, first, thresholds.regression_tolerance,
+                                     clusters=per_task_clusters(transferred))
+            if alone.verdict == stats.FAIL:
+                check = alone
+                message = f"restart 1 alone (the kept skill, as a run without --restarts): {alone.message()} ({SINGLE_RULE})"
         if reference is not None:
             message = message.replace("the committed snapshot", reference)
         if check.verdict == stats.FAIL:

@@ -43,7 +43,8 @@ INT_SETTINGS = {  # option -> (ProtocolConfig field, smallest allowed value, hel
     "limit-test": ("limit_test", 0, "held-out test tasks scored (0 = all)"),
     "samples": ("samples", 1, "rollouts per task (narrows intervals; the method stays the same)"),
     "restarts": ("restarts", 1, "independent optimizations per seed and pair, each with its own train/val split "
-                 "and optimizer sample ids; the gain's interval includes their spread"),
+                 "and optimizer sample ids; the gain's interval includes their spread, and harm, min_gain and "
+                 "regression still fail whenever restart 1 alone or the mean of these skills fails them"),
 }
 THRESHOLD_OPTIONS = {  # option -> Thresholds field
     "transfer-min-gain": "min_gain",

@@ -31,7 +31,7 @@ import html
 import re
 from typing import Any, Iterable
 
-from ..evidence.frontier import FRONTIER_TITLE, frontier_rows
+from ..evidence.frontier import comparison_lines, frontier_rows, frontier_title
 from ..evidence.summary import summarize
 from ..guards.terminal import safe
 from ..pricing.cost_breakdown import breakdown_lines
@@ -46,6 +46,7 @@ from .report import (
     p_text,
     pair_lines,
     summary_line,
+    these_text,
     units_text,
     usd_text,
     verdict_text,
@@ -567,8 +568,12 @@ def _restarts(result: dict[str, Any]) -> str:
     rows = "".join(f'<tr><td>{r["restart"]}</td><td>{r["split_seed"]}</td><td class="num">{r["transferred"]:.3f}</td>'
                    f'<td class="num">{"-" if r["direct"] is None else format(r["direct"], ".3f")}</td>'
                    f'<td class="num">{r["gain"]:+.3f}</td></tr>' for r in runs)
-    return ("<h3>Restarts</h3><table><tr><th>restart</th><th>split seed</th><th>transferred</th><th>direct</th>"
-            f"<th>gain</th></tr>{rows}</table>")
+    these = these_text(result)
+    caption = (f'<caption class="muted">over the population of optimizations {esc(gain_text(result))}; these '
+               f'{len(runs)} skills {esc(these)} (exact over tasks; harm, min_gain and regression also fail on it '
+               "and on restart 1 alone)</caption>" if these else "")
+    return ("<h3>Restarts</h3><table>" + caption + "<tr><th>restart</th><th>split seed</th><th>transferred</th>"
+            f"<th>direct</th><th>gain</th></tr>{rows}</table>")
 
 
 def _portable(result: dict[str, Any]) -> str:
@@ -667,8 +672,8 @@ def spend_section(report: dict[str, Any], summary: dict[str, Any]) -> str:
 def frontier_section(summary: dict[str, Any]) -> str:
     """The source frontier of every target tried with several sources."""
     blocks = [b for b in summary.get("frontier") or [] if len(b["sources"]) >= 2]
-    return "".join(f"<h3>{esc(FRONTIER_TITLE.format(target=b['target']))}</h3>{_table(frontier_rows(b))}"
-                   for b in blocks)
+    return "".join(f"<h3>{esc(frontier_title(b))}</h3>{_table(frontier_rows(b))}"
+                   f"<pre>{esc(chr(10).join(comparison_lines(b)))}</pre>" for b in blocks)
 
 
 def plan_section(report: dict[str, Any]) -> str:
