@@ -88,6 +88,7 @@ def test_the_rerecord_hint_of_a_local_model_item_starts_the_server(pytester: pyt
                "--nights 1 --local-server=auto --record-mode=new_episodes --snapshot-update")
     assert command in result.stdout.str()
     assert "python -m pytest_skilltransfer.local build    # compiles llama.cpp: " in result.stdout.str()
+    assert "python -m pytest_skilltransfer rerecord alpha" in result.stdout.str()
 
 
 def _fake_pip(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:

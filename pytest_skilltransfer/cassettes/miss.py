@@ -89,6 +89,8 @@ def fix_lines(d: MissDetails) -> list[str]:
             "then run the command below as it is (its --local-server=auto starts and stops the server),",
             f"or serve it yourself ({LOCAL_SERVE}) and set SKILLTRANSFER_LOCAL_URL=http://127.0.0.1:8080:",
             f"    {d.command}",
+            "or re-record every item of the seed (its other pairs and the tests naming it too) in one command:",
+            f"    python -m pytest_skilltransfer rerecord {d.seed}",
         ]
     from ..models.providers import is_loopback_url
 
