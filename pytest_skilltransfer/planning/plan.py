@@ -325,6 +325,13 @@ class Planner:
         return units
 
 
+    def aa_check(self, source: str, source_optimizer: str, target: str) -> Unit:
+        """A hand-written test's A/A check (`transfer_aa`): the transferred skill scored on the target once more,
+        with new sample ids (its first scoring is the item's own `transferred` unit)."""
+        return Unit((self.seed.name, "aa-check", source, source_optimizer, target), "aa-check",
+                    self.evaluation(target, self.test, self.learned_skill))
+
+
 def _sum(values: list[float | None]) -> float | None:
     return None if any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
 
