@@ -195,6 +195,9 @@ class _Ledger:
         self.reserved.append(worst_usd)
         return len(self.reserved)
 
+    def reserve_step(self, worst: list[tuple[str, float]]) -> list[int]:
+        return [self.reserve(model_id, usd) for model_id, usd in worst]
+
     def settle(self, token: int, actual_usd: float, flag: str = "") -> None:
         self.settled.append(actual_usd)
 
@@ -228,3 +231,44 @@ def test_under_a_budget_each_parked_request_reserves_at_batch_prices_and_settles
     expected = [(r.usage.input_tokens * 1.0 + r.usage.output_tokens * 2.0) / 1e6 for r in replies]
     assert sorted(ledger.settled) == pytest.approx(sorted(expected))  # batch rates, not the synchronous ones
     assert all(s <= r for s, r in zip(sorted(ledger.settled), sorted(ledger.reserved)))
+
+
+def test_the_progress_line_gives_an_eta_from_the_observed_turnaround(fake: BatchProvider, tmp_path: Path) -> None:
+    lines: list[str] = []
+    configure_batch(FAST, tmp_path, lines.append)
+    fake.turnaround_s = 0.3
+    model = _model(fake, "anthropic")
+    with recording(tmp_path, "seed", "new_episodes"):
+        _all(model, _asks(3, "first"))  # no turnaround observed yet: no ETA
+        assert not any("next answer in" in line for line in lines)
+        _all(model, _asks(3, "second"))
+    eta = [line for line in lines if "batches: 1 pending" in line and "batches take ~0:00:00, next answer in ~" in line]
+    assert eta, lines
+
+
+def test_under_a_budget_a_resumed_run_charges_the_adopted_answers_once(fake: BatchProvider, tmp_path: Path) -> None:
+    from pytest_skilltransfer.models import spend_gate
+    from pytest_skilltransfer.pricing import prices
+
+    prices.configure_prices({"lane-anthropic": {"input": 2.0, "output": 4.0, "batch": {"input": 1.0, "output": 2.0}}})
+    fake.turnaround_s = 1.5
+    first_ledger, second_ledger = _Ledger(), _Ledger()
+    try:
+        spend_gate.install(first_ledger)
+        configure_batch(BatchSettings(gather_s=0.1, poll_s=0.05, max_wait_s=0.4), tmp_path)
+        with recording(tmp_path, "seed", "new_episodes"):
+            first = _all(_model(fake, "anthropic"), _asks(4))
+        assert all(isinstance(o, BatchWaitExceeded) for o in first)
+        assert len(first_ledger.reserved) == 4 and len(first_ledger.released) == 4  # the step, whole; nothing charged
+        time.sleep(1.5)
+        spend_gate.install(second_ledger)
+        configure_batch(FAST, tmp_path)  # a new run adopts the batch: nothing is sent, every answer is charged
+        with recording(tmp_path, "seed", "new_episodes"):
+            second = _all(_model(fake, "anthropic"), _asks(4))
+    finally:
+        spend_gate.install(None)
+        prices.configure_prices({})
+    replies = [o for o in second if not isinstance(o, Exception)]
+    assert len(replies) == 4 and len(fake.created) == 1 and fake.total_paid == 4
+    expected = [(r.usage.input_tokens * 1.0 + r.usage.output_tokens * 2.0) / 1e6 for r in replies]
+    assert sorted(second_ledger.settled) == pytest.approx(sorted(expected)) and not second_ledger.released

@@ -76,8 +76,60 @@ def test_an_unpriced_judge_is_refused_before_any_call(pytester: pytest.Pytester,
     _project(pytester, fake, seeds=("alpha",))
     result = pytester.runpytest_subprocess("--max-cost=1", "--judge=openai:mystery-judge@https://llm.example.com")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--max-cost: no price for openai:mystery-judge@https://llm.example.com*"])
+    result.stderr.fnmatch_lines(["*--max-cost: the models named for this run include models without a price*",
+                                 '*mystery-judge) has no price: add [[]tool.skilltransfer.prices[]] "mystery-judge"*'])
     assert fake.received == []
+
+
+def test_an_unpriced_loopback_model_gets_no_request_and_the_run_names_it(pytester: pytest.Pytester,
+                                                                        fake: FakeProvider) -> None:
+    _project(pytester, fake, seeds=("alpha",))
+    pytester.makepyprojecttoml(f'''
+        [tool.skilltransfer.models]
+        paid = "openai:fake-paid@{fake.openai_url}"
+    ''')  # a loopback URL, no price: a local gateway in front of a paid API looks exactly like this
+    result = pytester.runpytest_subprocess("--record-mode=once", "--max-cost=0.01")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(['*paid (fake-paid) has no price: add [[]tool.skilltransfer.prices[]] "fake-paid" = *'
+                                 '*[[]tool.skilltransfer.models[]] "paid" = { provider = "openai", model = "fake-paid", '
+                                 f'base_url = "{fake.openai_url}", free = true }}*'])
+    assert fake.received == []
+
+
+def test_a_seeds_unpriced_judge_is_refused_when_the_items_are_collected(pytester: pytest.Pytester,
+                                                                         fake: FakeProvider) -> None:
+    _project(pytester, fake, seeds=("alpha",))
+    (pytester.path / "seeds" / "alpha" / "seed.toml").write_text(
+        f'[judge]\nmodel = "openai:fake-judge@{fake.openai_url}"\n')
+    result = pytester.runpytest_subprocess("--record-mode=once", "--max-cost=0.01")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--max-cost: the collected items include models without a price*",
+                                 '*fake-judge) has no price: add [[]tool.skilltransfer.prices[]] "fake-judge"*'])
+    assert fake.received == []
+
+
+def test_under_xdist_a_seeds_unpriced_judge_fails_every_item_before_any_request(pytester: pytest.Pytester,
+                                                                               fake: FakeProvider) -> None:
+    _project(pytester, fake, seeds=("alpha",))
+    (pytester.path / "seeds" / "alpha" / "seed.toml").write_text(
+        f'[judge]\nmodel = "openai:fake-judge@{fake.openai_url}"\n')
+    result = pytester.runpytest_subprocess("--record-mode=once", "--max-cost=1", "-n", "2")
+    assert result.parseoutcomes().get("errors") == 1 and "INTERNALERROR" not in result.stdout.str()
+    result.stdout.fnmatch_lines(['*fake-judge) has no price: add [[]tool.skilltransfer.prices[]] "fake-judge"*'])
+    assert fake.received == []
+
+
+def test_a_model_declared_free_runs_under_a_budget(pytester: pytest.Pytester, fake: FakeProvider) -> None:
+    _project(pytester, fake, seeds=("alpha",), tasks=2)
+    pytester.makepyprojecttoml(f'''
+        [tool.skilltransfer.models]
+        paid = {{ provider = "openai", model = "fake-paid", base_url = "{fake.openai_url}", free = true }}
+    ''')
+    result = pytester.runpytest_subprocess("--record-mode=once", "--snapshot-update", "--max-cost=0.01",
+                                           "--skilltransfer-json=r.json")
+    result.assert_outcomes(passed=1)
+    assert json.loads((pytester.path / "r.json").read_text())["budget"]["charged_usd"] == 0.0
+    assert fake.received
 
 
 # -- the ledger itself ------------------------------------------------------------------------------
@@ -140,3 +192,35 @@ def test_a_killed_process_leaves_only_the_calls_it_sent_and_is_not_waited_for(tm
         ledger.reserve("m", 0.5)  # refused at once: the dead process's call will never settle
     ledger.settle(ledger.reserve("m", 0.4), 0.4)
     assert ledger.state().committed_usd == pytest.approx(1.0)
+
+
+def test_a_step_is_reserved_whole_or_not_at_all(tmp_path) -> None:
+    ledger = ReservationLedger(tmp_path / "budget.sqlite3", 1.0)
+    first = ledger.reserve_step([("m", 0.3), ("m", 0.3)])
+    assert first is not None and len(first) == 2
+    assert ledger.reserve_step([("m", 0.3), ("m", 0.3)]) is None  # does not fit now, may once the first settles
+    assert ledger.state().open_usd == pytest.approx(0.6)  # nothing of the waiting step was reserved
+    for token in first:
+        ledger.settle(token, 0.05)
+    assert ledger.reserve_step([("m", 0.3), ("m", 0.3)]) is not None  # fits after the settles
+    with pytest.raises(BudgetExceeded, match="a step of 4 request.s. to m was not sent.*never a trickle"):
+        ledger.reserve_step([("m", 0.3)] * 4)  # cannot fit even with nothing in flight: refused whole
+    assert ledger.state().refused == 4
+
+
+def test_the_batch_lane_refuses_a_step_that_cannot_fit_whole_instead_of_trickling(pytester: pytest.Pytester) -> None:
+    from batch_provider import BatchProvider
+
+    with BatchProvider() as fake:
+        project(pytester, ini="skilltransfer_pair = paid:paid\nskilltransfer_nights = 1\n", seeds=())
+        make_seed(pytester.path / "seeds", "alpha", tasks=6)
+        pytester.makepyprojecttoml(f'''
+            [tool.skilltransfer.models]
+            paid = {{ provider = "anthropic", model = "fake-paid", base_url = "{fake.anthropic_url}", lane = "batch" }}
+            [tool.skilltransfer.prices]
+            "fake-paid" = {{ input = 1.0, output = 1.0, batch = {{ input = 1.0, output = 1.0 }} }}
+        ''')  # one request's worst case is about $0.002: a step of 6 needs about $0.012
+        result = pytester.runpytest_subprocess("--record-mode=once", "--max-cost=0.006",
+                                               "--transfer-batch-gather=0.3", "--transfer-batch-poll=0.05")
+        assert fake.created == []  # not a batch of one or two requests: nothing
+    result.stdout.fnmatch_lines(["*--max-cost 0.006: a step of * request(s) to fake-paid was not sent*"])

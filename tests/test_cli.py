@@ -126,8 +126,13 @@ def test_table_labels_hand_written_tests():
 def test_price_difference_compares_source_and_direct_optimization():
     from pytest_skilltransfer.reports.report import price_difference
 
-    cost = lambda src, direct: {"cost": {"optimize_source_usd": src, "optimize_direct_usd": direct}}
-    assert price_difference([cost(0.01, 0.08), cost(0.01, 0.12)]) == (
+    cost = lambda src, direct, seed="s", source="a", target="b": {  # noqa: E731
+        "seed": seed, "source": source, "target": target, "optimizer": source,
+        "cost": {"optimize_source_usd": src, "optimize_direct_usd": direct}}
+    assert price_difference([cost(0.01, 0.08), cost(0.01, 0.12, seed="t")]) == (
         "optimization cost: on source $0.0200 vs direct on target $0.2000 (10.0x)")
+    # one source optimization shared by two targets is counted once
+    assert price_difference([cost(0.01, 0.08), cost(0.01, 0.12, target="c")]) == (
+        "optimization cost: on source $0.0100 vs direct on target $0.2000 (20.0x)")
     assert price_difference([cost(None, 0.1)]) is None
     assert price_difference([cost(0.01, None)]) is None

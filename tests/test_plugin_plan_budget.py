@@ -85,11 +85,11 @@ def test_a_budget_needs_prices(pytester: pytest.Pytester, fake: FakeProvider) ->
     ''')
     result = pytester.runpytest_subprocess("--max-cost=1")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--max-cost: no price for mystery, so no call to it could be reserved; nothing was "
-                                 "sent*[tool.skilltransfer.prices]*"])
+    result.stderr.fnmatch_lines(["*--max-cost: * without a price, so no call to them could be reserved; nothing was "
+                                 "sent*", "*mystery (mystery-model) has no price: add [[]tool.skilltransfer.prices[]]*"])
 
 
-@pytest.mark.parametrize("bad", ["free", "0", "-1"])
+@pytest.mark.parametrize("bad", ["free", "0", "-1", "inf", "nan"])
 def test_bad_budgets_are_usage_errors(pytester: pytest.Pytester, bad: str) -> None:
     project(pytester, seeds=("alpha",))
     result = pytester.runpytest_subprocess(f"--max-cost={bad}")
@@ -115,3 +115,23 @@ def test_only_answers_from_the_network_are_charged(tmp_path, fake: FakeProvider)
         assert len(charged) == 1  # the replay cost nothing
     finally:
         on_live_reply(None)
+
+
+def test_plan_json_says_where_the_money_goes_by_pair_phase_role_and_model(pytester: pytest.Pytester,
+                                                                          fake: FakeProvider) -> None:
+    _setup(pytester, fake, seeds=("alpha", "beta"), price='"fake-*" = { input = 1.0, output = 5.0 }')
+    result = pytester.runpytest_subprocess("--plan", "--pair=small:large", "--pair=large:small",
+                                           "--skilltransfer-json=plan.json")
+    assert result.ret == 0 and fake.received == []
+    result.stdout.fnmatch_lines(["where the money goes*", "  by pair: *fake-small->fake-large*", "  by phase: baseline *",
+                                 "  by role: agent *", "  by model (lane): *(standard)*"])
+    plan = json.loads((pytester.path / "plan.json").read_text())["plan"]
+    assert len(plan["items"]) == 4 and {i["pair"] for i in plan["items"]} == {"fake-small->fake-large",
+                                                                            "fake-large->fake-small"}
+    total = plan["total"]
+    for table in ("by_pair", "by_phase", "by_role", "by_model"):  # every unit once, in exactly one row of each table
+        rows = plan["breakdown"][table].values()
+        assert sum(r["bound_usd"] for r in rows) == pytest.approx(total["bound_usd"], rel=1e-6)
+        assert sum(r["expected_usd"] for r in rows) == pytest.approx(total["expected_usd"], rel=1e-6)
+        assert sum(r["calls"] for r in rows) == total["calls"]
+    assert plan["lanes"]["as_configured"]["bound"] == pytest.approx(total["bound_usd"], rel=1e-6)

@@ -72,7 +72,8 @@ def check_reports(pytester: pytest.Pytester, result: pytest.RunResult, raw_json:
     assert first_screen.index("### fail: beta (toy-a -> toy-half)") < first_screen.index("| seed | pair | gain [95% CI] |")
     assert "| beta | toy-a->toy-half | +0.50 [+0.34, +0.67] | transfers | **FAIL** |" in first_screen
     alpha_row = next(line for line in folded.splitlines() if line.startswith("| alpha | toy-a->toy-b |"))
-    assert alpha_row.endswith("| 30 | 682 | n/a | no effect shown | unchanged vs snapshot |"), alpha_row
+    # 26 calls paid: the direct skill equals the transferred one, so its evaluation's answers are reused, not paid again
+    assert alpha_row.endswith("| 26 | 650 | n/a | no effect shown | unchanged vs snapshot |"), alpha_row
     beta_row = next(line for line in folded.splitlines() if line.startswith("| beta | toy-a->toy-b |"))
     assert "| <.001 | " in beta_row and beta_row.endswith("| transfers | pass |"), beta_row
     assert markdown.startswith("# Skill transfer: 9 item(s), 8 passed, **1 failed**, 0 inconclusive, 0 errored\n")

@@ -79,10 +79,23 @@ def test_bad_overrides_are_rejected(bad: dict) -> None:
         prices.configure_prices(bad)
 
 
-def test_models_on_loopback_are_free_unless_priced() -> None:
-    build_model("openai:my-local-llm@http://127.0.0.1:8080/v1")
-    assert prices.price_of("my-local-llm") == (0.0, 0.0)
-    prices.configure_prices({"my-local-llm": [0.01, 0.02]})
-    assert prices.price_of("my-local-llm") == (0.01, 0.02)
-    build_model("openai:remote-llm@https://llm.example.com/v1")
-    assert prices.price_of("remote-llm") is None
+def test_a_loopback_url_is_not_a_price_but_a_declared_free_model_or_the_local_family_is() -> None:
+    from pytest_skilltransfer.models.local import LOCAL_MODEL_ALIAS
+    from pytest_skilltransfer.models.providers import configure_aliases
+
+    build_model("openai:my-gateway@http://127.0.0.1:8080/v1")  # a proxy in front of a paid API looks like this
+    assert prices.price_of("my-gateway") is None
+    try:
+        configure_aliases({"mine": {"provider": "openai", "model": "my-local-llm",
+                                    "base_url": "http://127.0.0.1:8080/v1", "free": True}})
+        build_model("mine")
+        assert prices.price_of("my-local-llm") == (0.0, 0.0)
+        prices.configure_prices({"my-local-llm": [0.01, 0.02]})
+        assert prices.price_of("my-local-llm") == (0.01, 0.02)  # a price given wins
+        build_model(LOCAL_MODEL_ALIAS)
+        assert prices.price_of(LOCAL_MODEL_ALIAS) == (0.0, 0.0)
+        with pytest.raises(ModelError, match="free = 'yes'"):
+            configure_aliases({"bad": {"provider": "openai", "model": "x", "free": "yes"}})
+    finally:
+        configure_aliases({})
+        prices.configure_prices({})

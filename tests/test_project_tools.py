@@ -132,6 +132,22 @@ def test_doctor_reports_a_local_model_a_seed_names_whose_server_is_missing(tmp_p
                       f"llama.cpp: {local.build_estimate()})")]
 
 
+def test_doctor_reports_the_unpriced_models_a_pair_optimizer_or_judge_would_call(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\nskilltransfer_pair = ["gateway:sim-small"]\n'
+        'skilltransfer_optimizer = "openai:opt@http://127.0.0.1:9/v1"\n'
+        '[tool.skilltransfer.models]\ngateway = "openai:gw@http://127.0.0.1:9/v1"\n'
+        'home = { provider = "openai", model = "home-llm", base_url = "http://127.0.0.1:9/v1", free = true }\n')
+    (tmp_path / "seeds" / "s").mkdir(parents=True)
+    (tmp_path / "seeds" / "s" / "seed.toml").write_text('[judge]\nmodel = "home"\n')
+    out = cli("doctor", cwd=tmp_path).stdout
+    assert 'problem  model gateway (gw) has no price: --plan cannot count it and --max-cost refuses it; add ' \
+           '[tool.skilltransfer.prices] "gw" = { input = <$/Mtok>, output = <$/Mtok> }' in out
+    assert "problem  model openai:opt@http://127.0.0.1:9/v1 (opt) (skilltransfer_optimizer) has no price" in out
+    assert f"ok       model home -> home-llm ({Path('seeds/s/seed.toml')} [judge] model)" in out  # declared free
+    assert "ok       model sim-small -> sim-small" in out
+
+
 def test_a_seed_too_small_to_ever_decide_says_so(pytester: pytest.Pytester) -> None:
     project(pytester, ini="skilltransfer_pair = toy-a:toy-b\n", seeds=())
     make_seed(pytester.path / "seeds", "tiny", tasks=2)

@@ -1,7 +1,8 @@
 """`python -m pytest_skilltransfer doctor`: check a project before its first run, and say what to do.
 
 Run from the project root. Each check prints `ok` or `problem` with the fix: option conflicts with
-other pytest plugins, the configured models (they resolve, they have prices), the API key variables
+other pytest plugins, the configured models of the pairs, optimizer and judges (they resolve, they have
+prices or are declared free), the API key variables
 recording needs, the cassettes and their indexes, the models pinned in `models.lock`, the committed
 snapshots of the configured matrix, and the local model server when a local model is configured.
 Exit 0 when every check is ok, 1 otherwise.
@@ -77,27 +78,48 @@ def check_plugins(report: Report) -> None:
         report(True, "options: every short spelling (--source, --shard-id, ...) is this plugin's here")
 
 
-def check_models(pairs: list[tuple[str, str]], report: Report) -> list[Any]:
+def configured_roles(tool: dict[str, Any], seeds: Path) -> dict[str, str]:
+    """The optimizer and judges a run would call besides the pairs: name -> where it is configured
+    ([tool.pytest.ini_options] skilltransfer_optimizer / skilltransfer_judge, each seed's [judge] model)."""
+    ini = tool.get("pytest", {}).get("ini_options", {})
+    roles = {str(ini[key]).strip(): key for key in ("skilltransfer_optimizer", "skilltransfer_judge")
+             if str(ini.get(key) or "").strip()}
+    for path in sorted(seeds.glob("*/seed.toml")) if seeds.is_dir() else []:
+        try:
+            model = tomllib.loads(path.read_text(encoding="utf-8")).get("judge", {}).get("model")
+        except (OSError, tomllib.TOMLDecodeError, AttributeError):
+            continue  # the seed's own check reports it
+        if isinstance(model, str) and model.strip():
+            roles.setdefault(model.strip(), f"{path} [judge] model")
+    return roles
+
+
+def check_models(pairs: list[tuple[str, str]], report: Report, roles: dict[str, str] | None = None) -> list[Any]:
+    """Each model a configured pair, optimizer or judge would call resolves and has a price (or is
+    declared free): an unpriced one cannot be counted by --plan and is refused by --max-cost."""
     from ..models.base import ModelError
     from ..models.registry import resolve_model
-    from ..pricing.prices import price_of
+    from ..pricing.prices import price_line, rates_of
 
     models = []
     if not pairs:
         report(False, "no model matrix: set skilltransfer_source / skilltransfer_target (or skilltransfer_pair) in "
                "[tool.pytest.ini_options], or pass --source and --target")
-    for name in sorted({n for pair in pairs for n in pair}):
+    where = {n: "" for pair in pairs for n in pair} | {n: f" ({w})" for n, w in (roles or {}).items()}
+    for name in sorted(where):
         try:
             model = resolve_model(name)
         except ModelError as exc:
-            report(False, f"model {name!r}: {str(exc).splitlines()[0]} (python -m pytest_skilltransfer models lists them)")
+            report(False, f"model {name!r}{where[name]}: {str(exc).splitlines()[0]} "
+                   "(python -m pytest_skilltransfer models lists them)")
             continue
         models.append(model)
-        if getattr(model, "target", None) is not None and price_of(model.model_id) is None:
-            report(False, f"model {name} ({model.model_id}) has no price: --max-cost and --plan cannot count it; add "
-                   f'[tool.skilltransfer.prices] "{model.model_id}" = {{ input = ..., output = ... }} to pyproject.toml')
+        if rates_of(model.model_id) is None:
+            report(False, f"model {name} ({model.model_id}){where[name]} has no price: --plan cannot count it and "
+                   f"--max-cost refuses it; add {price_line(model.model_id)} to pyproject.toml (or, if it really "
+                   "costs nothing, declare it `free = true` in [tool.skilltransfer.models])")
         else:
-            report(True, f"model {name} -> {model.model_id}")
+            report(True, f"model {name} -> {model.model_id}{where[name]}")
     return models
 
 
@@ -214,7 +236,8 @@ def main(argv: list[str]) -> int:
     pairs = configured_pairs(tool)
     own = sorted({pair for seed in seed_pairs(Path(args.seeds)).values() for pair in seed})
     check_plugins(report)
-    models = check_models(sorted(set(pairs) | set(own)) if pairs else pairs, report)
+    models = check_models(sorted(set(pairs) | set(own)) if pairs else pairs, report,
+                          configured_roles(tool, Path(args.seeds)))
     check_keys(models, report)
     check_local(models, report)
     check_cassettes(Path(args.cassette_dir), report)

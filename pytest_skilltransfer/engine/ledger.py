@@ -26,16 +26,55 @@ from .slots import ModelSlots
 
 @dataclass
 class Tally:
-    """Calls, cache hits and tokens for one (model, role)."""
+    """Calls, cache hits and tokens for one (model, role).
+
+    `answers` holds every distinct answer the tally used (its request key -> its usage and how often
+    it was used), so a bill can charge each answer once however many phases used it (`bill`);
+    `reused` is the usage of the uses a bill did not charge (answers paid for once already)."""
 
     calls: int = 0
     cached: int = 0
     usage: Usage = field(default_factory=Usage)
     evidence: frozenset[str] = frozenset()  # fingerprints of the calls used (see `fingerprint`)
+    answers: dict[str, tuple[Usage, int]] = field(default_factory=dict)
+    reused: Usage = field(default_factory=Usage)
 
     def merged(self, other: "Tally") -> "Tally":
+        answers = dict(self.answers)
+        for key, (usage, uses) in other.answers.items():
+            answers[key] = (usage, answers[key][1] + uses) if key in answers else (usage, uses)
         return Tally(self.calls + other.calls, self.cached + other.cached, self.usage + other.usage,
-                     self.evidence | other.evidence)
+                     self.evidence | other.evidence, answers, self.reused + other.reused)
+
+
+def bill(phases: dict[str, dict[tuple[str, str], Tally]], paid: set[str]) -> dict[str, dict[tuple[str, str], Tally]]:
+    """The phases' tallies as a bill: each distinct answer is charged once, to the first phase (in the
+    mapping's order) that used it, unless it is in `paid` (charged to an earlier result already);
+    every other use is counted as reused (`cached`, and its tokens in `reused`). `paid` is updated.
+
+    A phase whose requests equal another's (a transferred skill equal to the baseline's, a phase two
+    items share) is computed once and served from memory; its answers are paid once and the bill says so.
+    """
+    billed: dict[str, dict[tuple[str, str], Tally]] = {}
+    for phase, costs in phases.items():
+        rows = billed[phase] = {}
+        for key, tally in costs.items():
+            if not tally.answers:  # a tally made without its answers (by hand): charged as it stands
+                rows[key] = tally
+                continue
+            row = Tally(evidence=tally.evidence, answers=tally.answers)
+            for answer, (usage, uses) in sorted(tally.answers.items()):
+                reused = uses
+                if answer not in paid:
+                    paid.add(answer)
+                    row.calls += 1
+                    row.usage = row.usage + usage
+                    reused -= 1
+                row.cached += reused
+                for _ in range(reused):
+                    row.reused = row.reused + usage
+            rows[key] = row
+    return billed
 
 
 def fingerprint(request_key: str, reply: Reply) -> str:
@@ -95,6 +134,7 @@ class Meter:
         """The tallies, charging each call to the first-ranked phase that used it."""
         with self._lock:
             items = sorted((k, list(v.values())) for k, v in self._uses.items())
+            keys_of = {k: list(v) for k, v in self._uses.items()}
         tallies = {}
         for key, uses in items:
             tally = Tally()
@@ -108,6 +148,7 @@ class Meter:
                     tally.cached += use.count
             tally.usage = usage
             tally.evidence = frozenset(use.evidence for use in uses)
+            tally.answers = {answer: (use.usage, use.count) for answer, use in zip(keys_of[key], uses)}
             tallies[key] = tally
         return tallies
 

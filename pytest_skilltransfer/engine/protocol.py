@@ -41,7 +41,7 @@ from ..guards.edits import Edit, apply_edits
 from ..models.base import Message, Model, Request
 from ..models.registry import resolve_model
 from ..models.stops import problem_counts
-from . import judges, phases, restarts
+from . import judges, ledger, phases, restarts
 from .agent import AgentContext, context_messages, run_task
 from .ledger import CallCache, Meter, Tally
 from .reflect import RETRY_NOTE, EditParseError, Observation, RejectedEdit, build_reflect_request, parse_edits
@@ -249,6 +249,7 @@ class TransferResult:
     judge: "JudgeSummary | None" = None
     split_seed: int = 0  # restart 1's train/val split seed
     more_runs: tuple[RestartRun, ...] = ()  # restarts 2..R
+    bill: dict[str, Costs] | None = None  # what this result paid per phase (`ledger.bill`); None: `phase_costs`
     portable: tuple[PortableRun, ...] = ()  # with a validation set: every restart's portable skill
 
     @property
@@ -304,9 +305,13 @@ class TransferResult:
         return _as_cached(run.transferred.costs) if skill in earlier else run.transferred.costs
 
     def phase_costs(self) -> dict[str, Costs]:
-        """Calls and tokens per protocol phase (every restart's), keyed by (model id, role)."""
+        """Calls and tokens per protocol phase (every restart's), keyed by (model id, role), in the
+        protocol's order (the judge's calibration first): what each phase used, shared or not."""
         runs = self.runs
-        phases = {
+        phases: dict[str, Costs] = {}
+        if self.judge is not None and self.judge.calibration_costs:
+            phases["judge-calibration"] = self.judge.calibration_costs
+        phases |= {
             "baseline": self.baseline.costs,
             "optimize-source": _merge_costs(*(run.learned.costs for run in runs)),
             "transferred": _merge_costs(*(run.transferred.costs for run in runs)),
@@ -317,9 +322,11 @@ class TransferResult:
         if self.portable:
             phases["optimize-portable"] = _merge_costs(*(p.learned.costs for p in self.portable))
             phases["portable"] = _merge_costs(*(self._portable_eval_costs(p) for p in self.portable))
-        if self.judge is not None and self.judge.calibration_costs:
-            phases["judge-calibration"] = self.judge.calibration_costs
         return phases
+
+    def billed_costs(self) -> dict[str, Costs]:
+        """What this result paid per phase: each answer once, none that an earlier result paid (`ledger.bill`)."""
+        return self.bill if self.bill is not None else ledger.bill(self.phase_costs(), set())
 
 
 @dataclass(frozen=True)
@@ -352,7 +359,7 @@ def capped(tasks: tuple[Task, ...], limit: int, split_seed: int) -> tuple[Task, 
 
 def _as_cached(costs: Costs) -> Costs:
     """The same calls seen as cache hits: no call sent, no token paid."""
-    return {key: Tally(0, t.calls + t.cached, evidence=t.evidence) for key, t in costs.items()}
+    return {key: Tally(0, t.calls + t.cached, evidence=t.evidence, answers=t.answers) for key, t in costs.items()}
 
 
 def _merge_costs(*parts: Costs) -> Costs:
@@ -397,6 +404,7 @@ class SeedSession:
         self._evaluations: phases.Memo[tuple[str, str, str, int], tuple[Evaluation, Meter]] = phases.Memo()
         self._optimizations: phases.Memo[tuple[str, str, int, tuple[str, ...], float], tuple[Optimization, Meter]] = phases.Memo()
         self._transfers = 0  # transfers started: the first part of every phase's rank
+        self._paid: set[str] = set()  # answers a result's bill has charged (each is paid once)
         self.phase = ""  # the protocol phase that failed (or runs, when one runs), for error messages
 
     def evaluate(self, model: Model, skill: str, split: str, meter: Meter | None = None,
@@ -616,7 +624,7 @@ class SeedSession:
                 portable_opt, portable_eval = next(results)
                 portable.append(PortableRun(restart, settled(portable_opt), settled(portable_eval)))
         first = runs[0]
-        return TransferResult(
+        result = TransferResult(
             seed=self.seed.name,
             source=source.model_id,
             target=target.model_id,
@@ -632,6 +640,7 @@ class SeedSession:
             judge=judge,
             portable=tuple(portable),
         )
+        return replace(result, bill=ledger.bill(result.phase_costs(), self._paid))
 
     def _baseline(self, target: Model, rank: tuple[int, ...]) -> Evaluation:
         phases.enter_phase("baseline")
@@ -722,5 +731,5 @@ def _observations(tasks: tuple[Task, ...], evaluation: Evaluation) -> tuple[list
 
 
 def total_costs(result: TransferResult) -> Costs:
-    """All phases' calls and tokens of a result, merged per (model id, role)."""
-    return _merge_costs(*result.phase_costs().values())
+    """What a result paid, all phases merged per (model id, role) (see `TransferResult.billed_costs`)."""
+    return _merge_costs(*result.billed_costs().values())

@@ -37,6 +37,7 @@ Reply with ONLY a JSON array, no prose and no code fences, of at most __BUDGET__
 MAX_FAILURES_SHOWN = 8
 MAX_SUCCESSES_SHOWN = 3
 EXCERPT_CHARS = 400
+REFLECT_MAX_TOKENS = 1024  # the optimizer's reply at most (the plan bounds it by this)
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,7 @@ def build_reflect_request(
     return Request(
         system=REFLECT_SYSTEM.replace("__BUDGET__", str(edit_budget)),
         messages=(Message(role="user", content="\n".join(parts)),),
-        max_tokens=1024,
+        max_tokens=REFLECT_MAX_TOKENS,
         sample_id=sample_id,
     )
 

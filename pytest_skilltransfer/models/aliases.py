@@ -50,6 +50,8 @@ class Target:
     base_url: str | None = None
     api_key_env: str | None = None
     service_tier: str | None = None  # OpenAI only: "flex" or "default" (None: the run's --transfer-service-tier)
+    free: bool = False  # declared to cost nothing (`free = true`): priced at 0 unless a price is given
+    lane: str | None = None  # "standard", "flex" (OpenAI) or "batch": this model's own lane (None: the run's)
 
     @property
     def key_variable(self) -> str:
@@ -137,6 +139,7 @@ def sdk_aliases() -> dict[str, str]:
 
 
 SERVICE_TIERS = ("flex", "default")
+MODEL_LANES = ("standard", "flex", "batch")
 _lock = threading.Lock()
 _user_aliases: dict[str, str | dict[str, Any]] = {}
 
@@ -159,6 +162,13 @@ def set_user_aliases(table: dict[str, Any]) -> None:
                 raise ModelError(
                     f"[tool.skilltransfer.models] {alias}: service_tier = {tier!r} is not offered; OpenAI models "
                     f"take one of {', '.join(SERVICE_TIERS)}")
+            lane = value.get("lane")
+            if lane is not None and (lane not in MODEL_LANES or (lane == "flex" and value.get("provider", "openai") != "openai")):
+                raise ModelError(
+                    f"[tool.skilltransfer.models] {alias}: lane = {lane!r} is not offered; use one of "
+                    f"{', '.join(MODEL_LANES)} (flex: OpenAI models only)")
+            if not isinstance(value.get("free", False), bool):
+                raise ModelError(f"[tool.skilltransfer.models] {alias}: free = {value['free']!r}: use true or false")
             checked[alias] = dict(value)
         else:
             raise ModelError(
@@ -237,7 +247,7 @@ def lookup(name: str) -> Target | str | None:
         assert base is not None
         register_url_credentials(entry.get("base_url"))
         return Target(base.provider, base.model_id, entry.get("base_url") or None, entry.get("api_key_env"),
-                      entry.get("service_tier"))
+                      entry.get("service_tier"), bool(entry.get("free", False)), entry.get("lane"))
     if isinstance(entry, str):
         return parse_explicit(entry) or entry
     explicit = parse_explicit(name)
@@ -247,6 +257,12 @@ def lookup(name: str) -> Target | str | None:
     if builtin is not None:
         return parse_explicit(builtin)
     return _bare_id(name)
+
+
+def batch_lane_aliases() -> list[str]:
+    """The aliases of the models table whose own lane is `batch`."""
+    with _lock:
+        return sorted(a for a, v in _user_aliases.items() if isinstance(v, dict) and v.get("lane") == "batch")
 
 
 def is_known(name: str) -> bool:

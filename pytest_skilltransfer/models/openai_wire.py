@@ -51,7 +51,12 @@ def wire_messages(system: str, messages: tuple[Message, ...]) -> list[dict[str, 
 
 
 def service_tier(target: Target, run_tier: str | None) -> str | None:
-    """The service tier a call to `target` asks for: the model's own, else the run's."""
+    """The tier of a model's requests: its own lane `flex`, else its own `service_tier`, else the run's
+    (unless the model's own lane is another: standard or batch)."""
+    if target.lane == "flex":
+        return "flex"
+    if target.lane in ("standard", "batch"):
+        return target.service_tier
     return target.service_tier or run_tier
 
 

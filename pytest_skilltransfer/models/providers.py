@@ -80,17 +80,22 @@ class ProviderModel:
         self.model_id = target.model_id
         self.target = target
         self.server_slots = server_slots  # how many calls the server can serve at once, when known
-        if self.service_tier == "flex":
-            from ..pricing.prices import mark_lane
+        from ..pricing.prices import mark_lane
 
+        if self.service_tier == "flex":
             mark_lane(self.model_id, "flex")
+        elif target.lane == "batch" and server_slots is None:
+            mark_lane(self.model_id, "batch")  # its own lane: priced there by plans and reports
 
     @property
     def service_tier(self) -> str | None:
-        """The OpenAI service tier of this model's calls (its own, else the run's); None for Anthropic."""
+        """The OpenAI service tier of this model's calls (its own, else the run's unless the model names
+        another lane); None for Anthropic."""
         if self.target.provider != "openai":
             return None
-        return self.target.service_tier or call_policy().service_tier
+        from .openai_wire import service_tier
+
+        return service_tier(self.target, call_policy().service_tier)
 
     @property
     def max_concurrency(self) -> int:
@@ -101,10 +106,13 @@ class ProviderModel:
         return LIMITERS.maximum(self.model_id, DEFAULT_CONCURRENCY, self.server_slots)
 
     def _batches(self) -> Any:
-        """The batch lane, when it is on and this model can use it (not the local llama server); its
-        calls are then priced in the batch lane."""
+        """The batch lane, when it is on and this model can use it (not the local llama server) and goes
+        there (its own `lane = "batch"`, or `--transfer-batch` unless its own lane is another); its calls
+        are then priced in the batch lane."""
         lane = active_lane()
-        if lane is None or self.server_slots is not None:
+        if lane is None or self.server_slots is not None or self.target.lane in ("standard", "flex"):
+            return None
+        if self.target.lane != "batch" and not lane.settings.every_model:
             return None
         from ..pricing.prices import mark_lane
 
@@ -234,11 +242,11 @@ def build_model(name: str) -> Model:
             return build_registered(target)
         except ModelError as err:
             raise ModelError(f"model alias {name!r} points to {target!r}, which is unknown.\n{err}") from err
-    if target.base_url and is_loopback_url(target.base_url):
-        from ..pricing.prices import mark_local
-
-        mark_local(target.model_id)
     local_ids = {spec.split(":", 1)[1].split("@")[0] for spec in aliases.local_aliases().values()}
+    if target.free or target.model_id in local_ids:
+        from ..pricing.prices import mark_free
+
+        mark_free(target.model_id)  # declared free, or the built-in local model; a loopback URL alone is not
     return ProviderModel(name, target, server_slots=LOCAL_SERVER_SLOTS if target.model_id in local_ids else None)
 
 

@@ -42,6 +42,8 @@ class Gate(Protocol):
 
     def reserve(self, model_id: str, worst_usd: float) -> int: ...
 
+    def reserve_step(self, worst: list[tuple[str, float]]) -> list[int] | None: ...
+
     def settle(self, token: int, actual_usd: float, flag: str = "") -> None: ...
 
     def settle_in_full(self, token: int, flag: str) -> None: ...
@@ -214,22 +216,52 @@ class Reservation:
 
 
 def reserve_request(raw: bytes, lane: str) -> Reservation | None:
-    """Reserve one request body's worst case in `lane` before it is handed on (None without a budget);
-    raises `Refused` when it does not fit."""
+    """Reserve one request body's worst case in `lane`, waiting while calls in flight may free enough (None
+    without a budget); raises `Refused` when it does not fit. The batch lane uses it for a request already
+    in a batch (a resumed run adopts it): nothing is sent, but its answer is charged when it arrives."""
     gate = current()
     if gate is None:
         return None
     return Reservation(gate, *_reserve(gate, raw, lane))
 
 
-def _reserve(gate: Gate, raw: bytes, lane: str | None = None) -> tuple[int, str, str]:
-    """Reserve a request body's worst case in `lane` (None: the lane the body asks for): (token, model id,
-    lane); raises `Refused` when it does not fit or the model has no price there."""
+def reserve_step(raws: list[bytes], lane: str) -> list[Reservation | None] | None:
+    """Reserve a whole step's request bodies in `lane` at once, all or none (the batch lane sends a step as
+    one batch): their reservations (each None without a budget), or None while calls in flight may free
+    enough; raises `Refused` when the step cannot fit at all or a model has no price there."""
+    gate = current()
+    if gate is None:
+        return [None] * len(raws)
+    from ..pricing.prices import worst_case_usd
+
+    worst: list[tuple[str, float]] = []
+    for raw in raws:
+        model_id, input_tokens, output_tokens, _ = worst_case(_body(raw), len(raw))
+        usd = worst_case_usd(model_id, input_tokens, output_tokens, lane)
+        if usd is None:
+            raise Refused(_unpriced(model_id, lane))
+        worst.append((model_id, usd))
+    try:
+        tokens = gate.reserve_step(worst)
+    except ModelCallError as exc:
+        raise Refused(exc) from None
+    if tokens is None:
+        return None
+    return [Reservation(gate, token, model_id, lane) for token, (model_id, _) in zip(tokens, worst)]
+
+
+def _body(raw: bytes) -> dict[str, Any]:
     try:
         body = json.loads(raw or b"{}")
     except ValueError:
-        body = {}
-    model_id, input_tokens, output_tokens, asked = worst_case(body if isinstance(body, dict) else {}, len(raw))
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _reserve(gate: Gate, raw: bytes, lane: str | None = None) -> tuple[int, str, str]:
+    """Reserve a request body's worst case in `lane` (None: the lane the body asks for): (token, model id,
+    lane); raises `Refused` when it does not fit or the model has no price there."""
+    model_id, input_tokens, output_tokens, asked = worst_case(_body(raw), len(raw))
     lane = lane or asked
     from ..pricing.prices import worst_case_usd
 

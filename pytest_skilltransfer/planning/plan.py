@@ -40,7 +40,8 @@ from dataclasses import asdict, dataclass
 from ..engine.agent import ATTEMPT_MAX_TOKENS, MAX_TOOL_STEPS
 from ..engine.judges import has_rubric
 from ..engine.protocol import ProtocolConfig, capped
-from ..engine.reflect import EXCERPT_CHARS, MAX_FAILURES_SHOWN, MAX_SUCCESSES_SHOWN, REFLECT_SYSTEM, RETRY_NOTE
+from ..engine.reflect import (EXCERPT_CHARS, MAX_FAILURES_SHOWN, MAX_SUCCESSES_SHOWN, REFLECT_MAX_TOKENS, REFLECT_SYSTEM,
+                              RETRY_NOTE)
 from ..engine.restarts import split_seed, train_val
 from ..engine.rubric import JUDGE_MAX_TOKENS, JUDGE_SYSTEM, REASON_CHARS, VERDICT_SCHEMA
 from ..engine.rubric import RETRY_NOTE as JUDGE_RETRY_NOTE
@@ -54,7 +55,6 @@ CHARS_PER_TOKEN = 4
 TOOL_RESULT_CHARS = MAX_RESULTS * 320  # a search result at its largest: rows of slug, title and a 200-character snippet
 REFLECT_CALLS = 2  # the reflection, and one retry when its edits do not parse
 JUDGE_CALLS = 2  # a verdict, and one retry when it cannot be read
-REFLECT_MAX_TOKENS = 1024
 REQUEST_OVERHEAD = 64
 MESSAGE_OVERHEAD = 8
 TOOL_PROMPT = 512
@@ -346,10 +346,10 @@ def units_usd(units: list[Unit], kind: str = "bound", lane: str | None = None) -
     values: list[float | None] = []
     for unit in units:
         for share in unit.shares:
-            if kind == "bound":
-                values.append(share.bound_usd(lane))
+            if kind == "expected-no-cache":
+                values.append(share.expected_usd(lane, cache_reads=False))
             else:
-                values.append(share.expected_usd(lane, cache_reads=kind == "expected"))
+                values.append(share_usd(share, kind, lane))
     return _sum(values)
 
 
@@ -363,3 +363,42 @@ def lane_prices(units: list[Unit]) -> dict[str, dict[str, float | None]]:
 
     return {lane: {kind: units_usd(units, kind_in(lane, kind), lane) for kind in ("bound", "expected", "expected-no-cache")}
             for lane in LANES}
+
+
+def share_usd(share: Share, kind: str, lane: str | None = None) -> float | None:
+    """One share's dollars in `lane` (None: the lane its model runs in): `bound` or `expected`; the batch
+    lane expects no prompt-cache reads (the requests of one batch do not read each other's writes)."""
+    if kind == "bound":
+        return share.bound_usd(lane)
+    return share.expected_usd(lane, cache_reads=priced_lane(share.model_id, lane) != "batch")
+
+
+def breakdown(items: list[tuple[str, list[Unit]]], lane: str | None = None) -> dict[str, dict[str, dict[str, float | None]]]:
+    """Where the money goes: dollars at most and expected by pair, phase, role and model, each unit once
+    (a unit several items share is put on the first item's pair, as the run's bill charges it).
+    `items`: (pair label, its units) in run order; `lane` None prices each model in its own lane."""
+    seen: set[tuple[str, ...]] = set()
+    tables: dict[str, dict[str, dict[str, float | None]]] = {"by_pair": {}, "by_phase": {}, "by_role": {},
+                                                             "by_model": {}}
+    for pair, units in items:
+        for unit in units:
+            if unit.key in seen:
+                continue
+            seen.add(unit.key)
+            for share in unit.shares:
+                model = f"{share.model_id} ({priced_lane(share.model_id, lane)})"
+                for table, name in (("by_pair", pair), ("by_phase", unit.phase), ("by_role", share.role),
+                                    ("by_model", model)):
+                    row = tables[table].setdefault(name, {"bound_usd": 0.0, "expected_usd": 0.0, "calls": 0})
+                    row["calls"] = (row["calls"] or 0) + share.calls
+                    for kind in ("bound", "expected"):
+                        usd, key = share_usd(share, kind, lane), f"{kind}_usd"
+                        row[key] = None if usd is None or row[key] is None else row[key] + usd
+    return {name: {k: {f: (round(v, 6) if isinstance(v, float) else v) for f, v in row.items()}
+                   for k, row in table.items()} for name, table in tables.items()}
+
+
+def configured_prices(units: list[Unit]) -> dict[str, float | None]:
+    """Dollars at most and expected with each model in the lane it runs in (its own `lane`, `--transfer-batch`,
+    a flex service tier), as the run will pay them."""
+    return {kind: _sum([share_usd(s, kind) for u in units for s in u.shares]) for kind in ("bound", "expected")}

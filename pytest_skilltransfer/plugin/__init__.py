@@ -281,20 +281,14 @@ BUDGET_LEDGER = "skilltransfer_budget_ledger"
 def _budget(config: pytest.Config, settings: Settings) -> Any:
     """The run's budget (see `budget`): xdist workers use the ledger file the controller made."""
     from ..models.registry import resolve_model
-    from ..pricing.prices import lane_of, rates_of
-    from .budget import Budget
+    from .budget import Budget, refuse_unpriced
 
     names = {m for pair in settings.pairs for m in pair} | ({settings.optimizer} if settings.optimizer else set())
     names |= {j.model for j in (settings.ini_judge, settings.cli_judge) if j.model}
     names |= {n for n in (*settings.ini_validate_on, *settings.cli_validate_on) if n != "off"}
-    ids = {name: resolve_model(name).model_id for name in names}
-    unpriced = sorted(f"{name} ({ids[name]}, {lane_of(ids[name])} lane)" if lane_of(ids[name]) != "standard"
-                      else name for name in names if rates_of(ids[name], lane_of(ids[name])) is None)
-    if unpriced:
-        raise pytest.UsageError(
-            f"--max-cost: no price for {', '.join(unpriced)}, so no call to it could be reserved; nothing was sent. "
-            'Price it in pyproject.toml: [tool.skilltransfer.prices] "<model id>" = { input = <$/Mtok>, '
-            "output = <$/Mtok> }")
+    refusal = refuse_unpriced([resolve_model(name) for name in names], "the models named for this run")
+    if refusal:
+        raise pytest.UsageError(refusal)
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None and workerinput.get(BUDGET_LEDGER):
         return Budget(settings.max_cost, Path(workerinput[BUDGET_LEDGER]))
@@ -315,11 +309,15 @@ class PlanMode:
         from ..pricing.prices import shipped_table
         from .decidable import plan_lines as decidability_lines
         from .decidable import undecidable_items
-        from .planning import build_plans, plan_lines
+        from .planning import build_plans, plan_json, plan_lines
 
         runner = runner_of(session.config)
         spec_of = lambda item: item.stash.get(SPEC, None)  # noqa: E731
         plans = build_plans(runner, session.items, spec_of)
+        reporting = session.config.pluginmanager.getplugin("skilltransfer-reporting")
+        if reporting is not None:  # `--skilltransfer-json` writes the plan
+            plan = plan_json(plans, shipped_table().effective)
+            reporting.run_fields.append(lambda: {"plan": plan})
         reporter = session.config.pluginmanager.getplugin("terminalreporter")
         if reporter is not None:
             reporter.write_sep("=", "skill transfer plan")
@@ -402,6 +400,37 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         from .seed_filter import keep_only_seeds
 
         keep_only_seeds(config, items, settings_of(config).only_seeds, lambda item: item.stash.get(SPEC, None))
+    _refuse_unpriced_items(config, items)
+
+
+def _refuse_unpriced_items(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under `--max-cost`: every model the collected items would call (pair, optimizer, the seed's
+    judge) must be priced, or the run stops before its first request (see `budget`)."""
+    runner = config.stash.get(RUNNER, None)
+    if runner is None or runner.budget is None:
+        return
+    from ..models.base import ModelError
+    from ..engine.seeds import SeedError
+
+    models = []
+    for item in items:
+        spec = item.stash.get(SPEC, None)
+        if spec is None:
+            continue
+        models += [runner.model(name) for name in (spec.source, spec.target, spec.optimizer, *spec.validate_on) if name]
+        try:
+            judge = runner.judge(runner.seed(spec.seed_path))
+        except (SeedError, ModelError):
+            continue  # a broken seed is reported by its own items
+        if judge is not None:
+            models.append(judge.model)
+    from .budget import refuse_unpriced
+
+    refusal = refuse_unpriced(models, "the collected items")
+    if refusal and is_worker(config):
+        runner.budget.refusal = refusal  # a worker's collection cannot stop the run: each item fails, unsent
+    elif refusal:
+        raise pytest.UsageError(refusal)
 
 
 def _mark_model_kinds(item: pytest.Item, spec: TransferSpec) -> None:

@@ -63,16 +63,19 @@ def duration(value: Any, where: str) -> float:
 
 
 def read(config: pytest.Config) -> BatchSettings | None:
-    """The batch settings, or None when batch mode is off."""
+    """The batch settings, or None when batch mode is off: on for every provider model with
+    `--transfer-batch`, else for the models whose own lane is batch (`lane = "batch"` in the models table)."""
+    from ..models.aliases import batch_lane_aliases
     from ..models.batch import BatchSettings
     from .options import _choice, _Reader
     from .values import _bool
 
     reader = _Reader(config)
     value, where = reader.get("batch")
-    if value is None or not _bool(value, where):
+    every_model = value is not None and _bool(value, where)
+    if not every_model and not batch_lane_aliases():
         return None
-    settings: dict[str, Any] = {"fallback": _choice(reader, "batch-fallback", FALLBACKS)}
+    settings: dict[str, Any] = {"fallback": _choice(reader, "batch-fallback", FALLBACKS), "every_model": every_model}
     for option, name in (("batch-poll", "poll_s"), ("batch-gather", "gather_s"), ("batch-max-wait", "max_wait_s")):
         value, where = reader.get(option)
         if value is not None:

@@ -6,9 +6,12 @@ reservation ledger (`pytest_skilltransfer.pricing.reservations`, through the net
 worst case does not fit is not sent: it fails with `BudgetExceeded`, naming the budget, what was
 spent and what is reserved for calls in flight. Replayed calls never reach the gate and cost nothing.
 
-The budget fails closed: a model without a price is refused before any call (at configuration for
-the models named on the command line, at its first call for any other), and a reply without usage
-is charged its whole reservation and flagged in the summary.
+The budget fails closed: every model that would be sent a request must be priced (or declared
+`free = true` in the models table, or be a built-in local model); one that is not is refused before
+any request, naming the model and the line to add (at configuration for the models named on the
+command line, when the items are collected for the seeds' judges and optimizers, and at its first
+call for any other), and a reply without usage is charged its whole reservation and flagged in the
+summary. A loopback base URL is not a price: a local gateway in front of a paid API looks the same.
 
 The ledger is one SQLite file: the controller of an xdist run creates it in a temporary folder and
 hands its path to the workers, so they share one budget; `--transfer-budget-ledger PATH` (ini
@@ -21,13 +24,47 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
+
+import pytest
 
 from ..models import spend_gate
 from ..pricing.reservations import BudgetExceeded, LedgerState, ReservationLedger
 
 __all__ = ["Budget", "BudgetExceeded", "LEDGER_NAME"]
 LEDGER_NAME = "budget.sqlite3"
+
+
+def unpriced(models: Iterable[Any]) -> list[str]:
+    """One line per model that `--max-cost` cannot price in its lane, with the line that prices it
+    (and, for a provider model, the models-table line that declares it free)."""
+    from ..pricing.prices import lane_of, price_line, rates_of
+
+    lines = []
+    for model in sorted({m.model_id: m for m in models}.values(), key=lambda m: m.model_id):
+        lane = lane_of(model.model_id)
+        if rates_of(model.model_id, lane) is not None:
+            continue
+        where = f" in the {lane} lane" if lane != "standard" else ""
+        named = f"{model.name} ({model.model_id})" if model.name != model.model_id else model.model_id
+        line = f"  {named} has no price{where}: add {price_line(model.model_id)}"
+        target = getattr(model, "target", None)
+        if target is not None and lane == "standard":
+            url = f', base_url = "{target.base_url}"' if target.base_url else ""
+            alias = model.name if ":" not in model.name else model.model_id
+            line += (f'; or, if it really costs nothing, [tool.skilltransfer.models] "{alias}" = '
+                     f'{{ provider = "{target.provider}", model = "{model.model_id}"{url}, free = true }}')
+        lines.append(line)
+    return lines
+
+
+def refuse_unpriced(models: Iterable[Any], what: str) -> str | None:
+    """The refusal naming every model `--max-cost` cannot price, or None when all are priced."""
+    lines = unpriced(models)
+    if not lines:
+        return None
+    return (f"--max-cost: {what} include models without a price, so no call to them could be reserved; nothing "
+            "was sent. In pyproject.toml:\n" + "\n".join(lines))
 
 
 class Budget:
@@ -40,6 +77,7 @@ class Budget:
             self.owned_dir = Path(tempfile.mkdtemp(prefix="skilltransfer-budget-"))
             path = self.owned_dir / LEDGER_NAME
         self.path = Path(path)
+        self.refusal: str | None = None  # on an xdist worker: why no item may run (see `refuse_unpriced`)
         self.ledger = ReservationLedger(self.path, limit_usd)
         spend_gate.install(self.ledger)
 

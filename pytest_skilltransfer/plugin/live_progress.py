@@ -4,8 +4,9 @@
 
 Items are the transfer items finished of those collected. Calls are the answers this run recorded
 (live provider calls, batch answers too; replays do not count) against the plan's upper bound for the
-items that talk to a provider (`planning.recording_bound`). Dollars are the budget ledger's charge
-with `--max-cost`, else the recorded answers priced by their usage. Each process counts what its
+items that talk to a provider (`planning.recording_bound`). Dollars are what was paid: the budget
+ledger's settled charge with `--max-cost` (the reservations of calls in flight are shown apart, never
+as spend), else the recorded answers priced by their usage; either is the bill the summary prints. Each process counts what its
 cassettes record (`cassettes.on_recorded`); an xdist worker publishes its counts to a JSON file in a
 folder the controller names, at most once a second and at each item's end, and the controller sums
 them. Only the controller writes, a whole line at a time (`lines.line_writer`), so lines never
@@ -103,6 +104,7 @@ class LiveProgress:
 
     def _observe(self, path: str, request_body: bytes, response_body: bytes) -> None:
         from ..models.spend_gate import lane_of_body
+        from ..pricing.prices import lane_of
         from ..planning.answer_cost import answer_usd, provider_of_path
 
         try:
@@ -110,8 +112,9 @@ class LiveProgress:
         except ValueError:
             body = {}
         body = body if isinstance(body, dict) else {}
-        lane = "batch" if self.batch else lane_of_body(body)
-        usd = answer_usd(provider_of_path(path), str(body.get("model", "")), response_body, lane)
+        model_id = str(body.get("model", ""))
+        lane = "batch" if lane_of(model_id) == "batch" else lane_of_body(body)  # each model in its own lane
+        usd = answer_usd(provider_of_path(path), model_id, response_body, lane)
         with self._lock:
             self.own.calls += 1
             if usd is None:
@@ -232,7 +235,8 @@ class LiveProgress:
         calls = f"{counts.calls:,} call{'' if counts.calls == 1 else 's'}" + (f" (plan ≤ {counts.planned_calls:,})" if counts.planned_calls else "")
         if self.budget is not None:
             state = self.budget.state()
-            dollars = f"${state.committed_usd:,.2f} of ${self.budget.limit_usd:,.2f} budget"
+            dollars = f"${state.settled_usd:,.2f} of ${self.budget.limit_usd:,.2f} budget" + (
+                f" (${state.open_usd:,.2f} reserved for calls in flight)" if state.open_usd else "")
         else:
             dollars = f"${counts.usd:,.2f}" + (f" + {counts.unpriced:,} unpriced" if counts.unpriced else "")
         lane = " · batch lane" if self.batch else ""

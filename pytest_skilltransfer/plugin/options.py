@@ -373,8 +373,9 @@ def _max_cost(reader: _Reader) -> float | None:
         number = float(str(value).strip().removeprefix("$"))
     except ValueError:
         raise pytest.UsageError(f"{where}: expected dollars such as 2.50, got {value!r}") from None
-    if not number > 0:
-        raise pytest.UsageError(f"{where}: the budget must be above 0 dollars, got {value!r}")
+    if not 0 < number < float("inf"):
+        raise pytest.UsageError(f"{where}: the budget must be a finite number of dollars above 0, got {value!r} "
+                                "(for no budget, leave the option out or give it 'off')")
     return number
 
 

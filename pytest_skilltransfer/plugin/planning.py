@@ -15,7 +15,7 @@ import pytest
 
 from ..engine.protocol import SeedSession
 from ..models.base import Model, ModelCallError, Reply, Request
-from ..planning.plan import Planner, Unit, lane_prices, units_usd
+from ..planning.plan import Planner, Unit, breakdown, configured_prices, lane_prices, units_usd
 from .runner import Runner, concurrency, needs_recording
 
 
@@ -26,6 +26,7 @@ class ItemPlan:
     nodeid: str
     units: list[Unit]
     needs_cassette: bool
+    pair: str = ""  # "source->target" (model ids)
     replayed: int = 0
     miss_phase: str | None = None  # None: everything replayed (or no cassette needed)
     error: str = ""
@@ -97,7 +98,8 @@ def build_plans(runner: Runner, items: list[pytest.Item], spec_of: Callable[[pyt
     for seed, rows in _planned(runner, items, spec_of):
         # one phase after another: the plan counts the calls that replay before the first miss
         session = SeedSession(seed, runner.settings.protocol, concurrency=concurrency, concurrent_phases=False)
-        seed_plans = [(ItemPlan(item.nodeid, units, needs_recording(models)), models, spec)
+        seed_plans = [(ItemPlan(item.nodeid, units, needs_recording(models),
+                                f"{models[0].model_id}->{models[1].model_id}"), models, spec)
                       for item, spec, units, models in rows]
         if any(plan.needs_cassette for plan, _, _ in seed_plans):
             _replay(runner, seed.name, session, seed_plans)
@@ -162,10 +164,39 @@ def _table(rows: list[tuple[str, ...]], rule_before_last: bool = False) -> list[
 def lane_lines(units: list[Unit]) -> list[str]:
     """The planned run priced in every lane: at most, expected, and expected without cache reads."""
     rows = [("lane (whole run)", "$ ≤", "$ expected", "$ expected, no cache reads")]
+    mine = configured_prices(units)
+    rows.append(("as configured (each model in its lane)", _money(mine["bound"]), _money(mine["expected"]), ""))
     for lane, figures in lane_prices(units).items():
         label = "flex (where offered)" if lane == "flex" else lane
         rows.append((label, *(_money(figures[k]) for k in ("bound", "expected", "expected-no-cache"))))
     return _table(rows)
+
+
+def breakdown_lines(plans: list[ItemPlan]) -> list[str]:
+    """Where the money goes, each model in its lane: `$ expected (≤ bound)` by pair, phase, role and model."""
+    tables = breakdown([(plan.pair, plan.units) for plan in plans])
+    lines = ["where the money goes ($ expected, ≤ bound; shared phases once, on the first item using them):"]
+    for title, key in (("pair", "by_pair"), ("phase", "by_phase"), ("role", "by_role"), ("model (lane)", "by_model")):
+        cells = [f"{name} {_money(row['expected_usd'])} (≤ {_money(row['bound_usd'])})"
+                 for name, row in tables[key].items()]
+        lines.append(f"  by {title}: " + ", ".join(cells))
+    return lines
+
+
+def plan_json(plans: list[ItemPlan], price_date: str) -> dict[str, Any]:
+    """The plan as JSON (`--plan --skilltransfer-json PATH`): items, the total, the lanes and the breakdown."""
+    unique = list({u.key: u for plan in plans for u in plan.units}.values())
+
+    def figures(units: list[Unit]) -> dict[str, Any]:
+        return {"calls": sum(u.calls for u in units), "input_tokens": _sum(units, "input_tokens"),
+                "output_tokens": _sum(units, "output_tokens"), "bound_usd": _usd(units),
+                "expected_usd": _usd(units, "expected")}
+
+    return {"prices_effective": price_date,
+            "items": [{"item": plan.nodeid, "pair": plan.pair, **figures(plan.units), "replayed": plan.replayed,
+                       "miss_phase": plan.miss_phase} for plan in plans],
+            "total": figures(unique), "lanes": {"as_configured": configured_prices(unique), **lane_prices(unique)},
+            "breakdown": breakdown([(plan.pair, plan.units) for plan in plans])}
 
 
 PORTABLE_PHASES = ("optimize-portable", "portable")
@@ -212,6 +243,8 @@ def plan_lines(plans: list[ItemPlan], price_date: str) -> list[str]:
         *_table(rows, rule_before_last=True),
         *priced,
         *validation_lines(unique),
+        "",
+        *breakdown_lines(plans),
         "",
         *lane_lines(unique),
         "",

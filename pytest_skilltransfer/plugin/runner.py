@@ -121,6 +121,8 @@ class Runner:
                  validate_on: tuple[str, ...] = (), tolerance: float = 0.0) -> TransferResult:
         """Run (or reuse) the protocol for one seed and pair, inside the seed's cassette when needed;
         `validate_on`: the validation set of models (see `engine.validation`)."""
+        if self.budget is not None and self.budget.refusal:
+            raise ModelError(self.budget.refusal)  # an unpriced model under --max-cost: nothing is sent
         session = self.session(path)
         names = [source, target] + ([optimizer] if optimizer else []) + list(validate_on)
         models = [self.model(name) for name in names]

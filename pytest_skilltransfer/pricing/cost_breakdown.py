@@ -2,8 +2,9 @@
 against direct optimization on the target (the saving this product exists to show).
 
 A pure function of the per-item records of a JSON report (each result's `cost.phases` rows carry the
-model, role, lane and dollars), so merged shards give the same figures as one run. Phases that items
-share (a target's baseline, a source's optimization, a seed's judge calibration) are counted once.
+model, role, lane and dollars), so merged shards give the same figures as one run. Each result's
+rows are its bill (every answer paid once, by the first result that used it: `ledger.bill`), so the
+run's figures are their sums; what reused answers would have cost again is summed apart.
 A figure is None when a model in it has no price.
 """
 
@@ -12,19 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 PHASE_ORDER = ("judge-calibration", "baseline", "optimize-source", "transferred", "optimize-direct", "direct")
-
-
-def _phase_key(result: dict[str, Any], phase: str) -> tuple[str, ...]:
-    seed, source, target, optimizer = result["seed"], result["source"], result["target"], result.get("optimizer") or ""
-    own_optimizer = optimizer if optimizer != source else ""  # an explicit --optimizer also optimizes direct runs
-    return {
-        "judge-calibration": (seed, phase),
-        "baseline": (seed, phase, target),
-        "optimize-source": (seed, phase, source, optimizer),
-        "transferred": (seed, phase, source, optimizer, target),
-        "optimize-direct": (seed, phase, target, own_optimizer),
-        "direct": (seed, phase, target, own_optimizer),
-    }.get(phase, (seed, phase, source, target))
 
 
 def _add(totals: dict[str, float | None], key: str, usd: float | None) -> None:
@@ -37,18 +25,19 @@ def _rounded(totals: dict[str, float | None]) -> dict[str, float | None]:
 
 
 def breakdown(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Dollars by phase, role and lane (shared phases once), and the optimization comparison."""
-    seen: set[tuple[str, ...]] = set()
+    """Dollars paid in all (`total_usd`) and by phase, role and lane, what reused answers would have
+    cost again (`reused_usd`, with their `reused_calls`), and the optimization comparison."""
     phases: dict[str, float | None] = {}
     roles: dict[str, float | None] = {}
     lanes: dict[str, float | None] = {}
+    totals: dict[str, float | None] = {}
+    reused_calls = 0
     for result in results:
         for phase, rows in (result.get("cost") or {}).get("phases", {}).items():
-            key = _phase_key(result, phase)
-            if key in seen:
-                continue
-            seen.add(key)
             for row in rows:
+                _add(totals, "total", row["usd"])
+                _add(totals, "reused", row.get("reused_usd", 0.0))
+                reused_calls += row.get("cached", 0)
                 _add(phases, phase, row["usd"])
                 _add(roles, row["role"], row["usd"])
                 _add(lanes, row.get("lane", "standard"), row["usd"])
@@ -56,7 +45,9 @@ def breakdown(results: list[dict[str, Any]]) -> dict[str, Any]:
     source, direct = ordered.get("optimize-source"), ordered.get("optimize-direct")
     ratio = (round(direct / source, 4) if source and direct is not None and "optimize-direct" in ordered
              else None)
-    return {"by_phase": _rounded(ordered), "by_role": _rounded(dict(sorted(roles.items()))),
+    rounded = _rounded({"total": totals.get("total", 0.0), "reused": totals.get("reused", 0.0)})
+    return {"total_usd": rounded["total"], "reused_usd": rounded["reused"], "reused_calls": reused_calls,
+            "by_phase": _rounded(ordered), "by_role": _rounded(dict(sorted(roles.items()))),
             "by_lane": _rounded(dict(sorted(lanes.items()))),
             "optimization": {"source_usd": None if source is None else round(source, 6),
                              "direct_usd": None if direct is None else round(direct, 6),
@@ -68,9 +59,12 @@ def _money(value: float | None) -> str:
 
 
 def breakdown_lines(costs: dict[str, Any]) -> list[str]:
-    """Three lines for the terminal, Markdown and `merge` (none when the run cost nothing: free models)."""
+    """The bill's lines for the terminal, Markdown and `merge` (none when the run cost nothing: free models)."""
     if all(usd == 0.0 for usd in costs["by_phase"].values()):
         return []
-    return [f"cost by {what} (shared phases once): "
-            + ", ".join(f"{name} {_money(usd)}" for name, usd in costs[key].items())
-            for what, key in (("phase", "by_phase"), ("role", "by_role"), ("lane", "by_lane"))]
+    reused = costs.get("reused_calls", 0)
+    head = [f"cost: {_money(costs.get('total_usd'))} paid, each answer once"
+            + (f"; {reused} use(s) of answers already paid reused at no cost (worth {_money(costs.get('reused_usd'))})"
+               if reused else "")]
+    return head + [f"cost by {what}: " + ", ".join(f"{name} {_money(usd)}" for name, usd in costs[key].items())
+                   for what, key in (("phase", "by_phase"), ("role", "by_role"), ("lane", "by_lane"))]

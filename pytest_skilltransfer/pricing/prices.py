@@ -12,8 +12,10 @@ offered in has no price (None). `mark_lane` records the lane a model's calls go 
 run, so its spending and reports are priced there.
 
 Lookup order: pyproject overrides (`configure_prices`), exact ids in the table, globs in the table
-(`sim-*`), then models served from a loopback base URL (free). Unknown models have no price (None),
-which reports show as such rather than as zero.
+(`sim-*`), then models declared free (`mark_free`: `free = true` in the models table, or the built-in
+local llama-server models). Unknown models have no price (None), which reports show as such rather
+than as zero, and which `--max-cost` refuses: a loopback base URL is not a price (a local gateway or
+proxy in front of a paid API looks exactly like a local model).
 """
 
 from __future__ import annotations
@@ -130,7 +132,7 @@ def shipped_table() -> PriceTable:
 
 _lock = threading.Lock()
 _overrides: dict[str, Rates] = {}
-_local: set[str] = set()
+_free: set[str] = set()
 _lanes: dict[str, str] = {}  # model id -> the lane its calls go through in this run (default standard)
 
 
@@ -142,10 +144,11 @@ def configure_prices(table: dict[str, Any]) -> None:
         _overrides.update(parsed)
 
 
-def mark_local(model_id: str) -> None:
-    """Record that `model_id` is served on this machine (free unless priced explicitly)."""
+def mark_free(model_id: str) -> None:
+    """Record that `model_id` costs nothing (declared `free = true`, or a built-in local model) unless
+    priced explicitly."""
     with _lock:
-        _local.add(model_id)
+        _free.add(model_id)
 
 
 def mark_lane(model_id: str, lane: str) -> None:
@@ -175,9 +178,9 @@ def _lookup(table: dict[str, Rates], model_id: str) -> Rates | None:
 def rates_of(model_id: str, lane: str = "standard") -> Rates | None:
     """Every rate of a model in a lane, or None if unknown (or the lane is not offered for it)."""
     with _lock:
-        overrides, local = dict(_overrides), model_id in _local
+        overrides, free = dict(_overrides), model_id in _free
     found = _lookup(overrides, model_id) or _lookup(shipped_table().models, model_id)
-    if found is None and local:
+    if found is None and free:
         found = Rates(0.0, 0.0)
     if found is None or lane == "standard":
         return found
@@ -199,6 +202,11 @@ def price_of(model_id: str) -> Price | None:
     """(input, output) dollars per million tokens, or None if unknown."""
     rates = rates_of(model_id)
     return None if rates is None else rates.pair
+
+
+def price_line(model_id: str) -> str:
+    """The pyproject.toml line that prices `model_id`."""
+    return f'[tool.skilltransfer.prices] "{model_id}" = {{ input = <$/Mtok>, output = <$/Mtok> }}'
 
 
 def worst_case_usd(model_id: str, input_tokens: int, output_tokens: int, lane: str | None = None) -> float | None:

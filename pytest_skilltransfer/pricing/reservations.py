@@ -4,6 +4,7 @@ API (also used by other callers that spend money, such as batch submissions):
 
     ledger = ReservationLedger(path, limit_usd)
     token = ledger.reserve(model_id, worst_case_usd)   # raises BudgetExceeded when it does not fit
+    tokens = ledger.reserve_step([(model_id, worst_case_usd), ...])  # a batch step: all or none, or None: later
     ...send the call...
     ledger.settle(token, actual_usd)                   # or ledger.release(token) when nothing was charged
 
@@ -151,6 +152,43 @@ class ReservationLedger:
                 state = self.state()
                 raise BudgetExceeded(self.refusal(model_id, worst_usd, state), model_id, worst_usd)
             time.sleep(WAIT_POLL_S)
+
+    def reserve_step(self, worst: list[tuple[str, float]]) -> list[int] | None:
+        """Reserve the worst cases of a whole step at once (all or none; never waits): their tokens, or
+        None while calls in flight may still free enough (try again after they settle); raises
+        BudgetExceeded when the step cannot fit even once nothing is in flight."""
+        amounts = [(model_id, _nano_up(usd)) for model_id, usd in worst]
+        step = sum(a for _, a in amounts)
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                total, waiting = self._committed()
+                if total + step <= self.limit:
+                    now, pid = time.time(), os.getpid()
+                    tokens = [int(self._db.execute(
+                        "INSERT INTO reservations (pid, model, reserved, created) VALUES (?, ?, ?, ?)",
+                        (pid, model_id, amount, now)).lastrowid) for model_id, amount in amounts]
+                    self._db.execute("COMMIT")
+                    return tokens
+                could_fit = total - waiting + step <= self.limit
+                if not could_fit:
+                    self._db.executemany("INSERT INTO refusals (model, reserved) VALUES (?, ?)", amounts)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        if could_fit:
+            return None
+        state = self.state()
+        models = sorted({m for m, _ in worst})
+        raise BudgetExceeded(
+            f"--max-cost {self.limit_usd:g}: a step of {len(worst)} request(s) to {', '.join(models)} was not sent: "
+            f"as a whole it may cost up to ${step / NANO:.6f}, and ${state.settled_usd:.6f} is spent and "
+            f"${state.open_usd:.6f} reserved for calls in flight, so it does not fit in the budget of "
+            f"${self.limit_usd:g} (the batch lane sends a step whole, never a trickle of single requests). What "
+            "was recorded is kept in the cassettes; to record the rest, run again with --record-mode=new_episodes "
+            "--snapshot-update (recorded calls replay for free) and a budget for what is left.",
+            models[0] if models else "", step / NANO)
 
     def settle(self, token: int, actual_usd: float, flag: str = "") -> None:
         """Charge what the call really cost (never more than its reservation is counted above it)."""

@@ -348,12 +348,15 @@ def unfinished_answers(result: dict[str, Any]) -> str | None:
 
 
 def price_difference(results: list[dict[str, Any]]) -> str | None:
-    """What optimizing on the source cost against optimizing directly on the target, summed over results."""
+    """What optimizing on the source cost against optimizing directly on the target, summed over results
+    (an optimization several results share, e.g. one source for two targets, counted once)."""
     rows = [r for r in results if r["cost"]["optimize_direct_usd"] is not None]
     if not rows or any(r["cost"]["optimize_source_usd"] is None for r in rows):
         return None
-    source = sum(r["cost"]["optimize_source_usd"] for r in rows)
-    direct = sum(r["cost"]["optimize_direct_usd"] for r in rows)
+    sources = {(r["seed"], r["source"], r.get("optimizer")): r["cost"]["optimize_source_usd"] for r in rows}
+    directs = {(r["seed"], r["target"], r.get("optimizer") if r.get("optimizer") != r["source"] else None):
+               r["cost"]["optimize_direct_usd"] for r in rows}
+    source, direct = sum(sources.values()), sum(directs.values())
     ratio = f" ({direct / source:.1f}x)" if source > 0 else ""
     return f"optimization cost: on source ${source:.4f} vs direct on target ${direct:.4f}{ratio}"
 

@@ -29,18 +29,20 @@ def _round(value: float | None) -> float | None:
 
 
 def cost_rows(costs: Costs) -> list[dict[str, Any]]:
-    """One row per (model, role): calls, cache hits, tokens (prompt-cache writes and reads are part of the
-    input tokens) and dollars (None when unpriced), with what prompt caching saved."""
+    """One row per (model, role): calls paid, uses reused (answers paid for once already: `cached`, and
+    what they would have cost again, `reused_usd`), tokens (prompt-cache writes and reads are part of
+    the input tokens) and dollars (None when unpriced), with what prompt caching saved."""
     rows = []
     for (model_id, role), tally in costs.items():
         usd = cost_usd(model_id, tally.usage)
         saved = cache_saving_usd(model_id, tally.usage)
+        reused = cost_usd(model_id, tally.reused)
         rows.append({
             "model": model_id, "role": role, "lane": lane_of(model_id), "calls": tally.calls, "cached": tally.cached,
             "input_tokens": tally.usage.input_tokens, "output_tokens": tally.usage.output_tokens,
             "cache_write_tokens": tally.usage.cache_write_tokens, "cache_read_tokens": tally.usage.cache_read_tokens,
             "usage_unreported": tally.usage.unreported,
-            "usd": _round_usd(usd), "cache_saved_usd": _round_usd(saved),
+            "usd": _round_usd(usd), "reused_usd": _round_usd(reused), "cache_saved_usd": _round_usd(saved),
         })
     return rows
 
@@ -61,6 +63,17 @@ def dollars(costs: Costs) -> float | None:
     total = 0.0
     for (model_id, _), tally in costs.items():
         usd = cost_usd(model_id, tally.usage)
+        if usd is None:
+            return None
+        total += usd
+    return total
+
+
+def reused_dollars(costs: Costs) -> float | None:
+    """What the reused answers of a cost table would have cost again; None when any model is unpriced."""
+    total = 0.0
+    for (model_id, _), tally in costs.items():
+        usd = cost_usd(model_id, tally.reused)
         if usd is None:
             return None
         total += usd
@@ -210,13 +223,18 @@ def _profile_scores(result: TransferResult) -> dict[str, Any]:
 
 
 def result_to_json(result: TransferResult, answer_chars: int = ANSWER_CHARS) -> dict[str, Any]:
-    """One result in the report shape; each answer's text is kept up to `answer_chars` characters."""
+    """One result in the report shape; each answer's text is kept up to `answer_chars` characters.
+
+    Its cost is its bill: each answer it used is charged once, and not at all when an earlier result
+    of the run paid for it (`TransferResult.billed_costs`); the optimizations' own figures
+    (`optimize_source_usd`, `optimize_direct_usd`) are what they cost, whoever paid."""
     phases = result.phase_costs()
+    billed = result.billed_costs()
     merged = total_costs(result)
     runs = result.runs
     transferred = _scores([run.transferred for run in runs], answer_chars)
     direct = _scores([run.direct for run in runs], answer_chars) if result.direct else None
-    phase_rows = {name: cost_rows(costs) for name, costs in phases.items()}
+    phase_rows = {name: cost_rows(costs) for name, costs in billed.items()}
     record = {
         "seed": result.seed,
         "source": result.source,
@@ -246,6 +264,8 @@ def result_to_json(result: TransferResult, answer_chars: int = ANSWER_CHARS) -> 
             "phases": phase_rows,
             "roles": role_costs(phase_rows, result.source),
             "total_usd": _round_usd(dollars(merged)),
+            "reused_usd": _round_usd(reused_dollars(merged)),
+            "reused_calls": sum(t.cached for t in merged.values()),
             "optimize_source_usd": _round_usd(dollars(phases["optimize-source"])),
             "optimize_direct_usd": _round_usd(dollars(phases["optimize-direct"])) if "optimize-direct" in phases else None,
             "calls": calls(merged),

@@ -95,17 +95,10 @@ def batch_client(lane: BatchLane, group: Group, client_class: tuple[str, str], b
         import httpx2
 
         def handle(request: Any) -> Any:
-            from ..spend_gate import reserve_request
-
             raw = request.read()
             item = Item(custom_id(group.base_url, request.url.path, raw), request.url.path, json.loads(raw))
-            reservation = reserve_request(raw, "batch")  # under --max-cost: the worst case at batch prices
-            try:
-                outcome = lane.answer(group, item)
-            except BaseException:
-                if reservation is not None:
-                    reservation.release()
-                raise
+            # under --max-cost the lane reserves the request's step as a whole, at batch prices
+            outcome, reservation = lane.answer(group, item, raw)
             if reservation is not None:
                 reservation.answered() if outcome.kind == "ok" else reservation.release()
             return httpx2.Response(outcome.status, content=outcome.body, headers={"content-type": "application/json"},

@@ -16,6 +16,13 @@ Pay once: before each create the manifest records the submission (`manifest`); a
 custom id is in a known batch re-adopts that batch; an uncertain submission (no batch id: the
 process died during create) is looked up at the provider first and abandoned only if absent.
 
+Under a budget (`--max-cost`) a step is reserved as a whole when it is flushed (`spend_gate.reserve_step`:
+every request's worst case at batch prices, all or none): a step that does not fit yet waits, parked, for
+the batches in flight to settle, and one that cannot fit at all fails whole, naming the budget; it is
+never trickled out as single requests (each batch is a provider round trip of minutes to hours). A
+request already in a batch (a resumed run adopts it) sends nothing; it reserves on its own, so its
+answer is charged when it arrives.
+
 `max_wait_s` bounds the wait: past it every waiting call fails with `BatchWaitExceeded`, the
 batches stay at the provider and in the manifest, and the same command later collects them.
 """
@@ -58,6 +65,7 @@ class BatchSettings:
     poll_s: float = 30.0  # between two status checks of one batch
     max_wait_s: float = 26 * 3600.0  # the run stops cleanly after waiting this long (batches expire at 24 h)
     max_attempts: int = 3  # submissions per request at most
+    every_model: bool = True  # False: only the models whose own lane is batch (`lane = "batch"`) use it
 
 
 @dataclass(frozen=True)
@@ -81,6 +89,8 @@ class Parked:
 
     group: Group
     item: Item
+    raw: bytes = b""  # the request body as the SDK built it (its worst case is reserved from it)
+    reservation: Any = None  # its budget reservation, once its step was reserved (`spend_gate.Reservation`)
     done: threading.Event = field(default_factory=threading.Event)
     outcome: Outcome | None = None
     error: BaseException | None = None
@@ -97,6 +107,7 @@ class InFlight:
     submission: str
     waiting: dict[str, list[Parked]] = field(default_factory=dict)
     next_poll: float = 0.0
+    since: float = field(default_factory=time.monotonic)  # when this process started waiting for it
     state: str = "submitted"
     done: int = 0
     total: int = 0
@@ -132,25 +143,35 @@ class BatchLane:
         self.requests_failed = 0  # given up, or stopped by the wait ceiling
         self.dollars = 0.0
         self._shown: tuple[Any, ...] = ()
+        self._turnarounds: list[float] = []  # seconds from create (or adoption) to results, per finished batch
 
     # -- the calling threads -------------------------------------------------------------------
 
-    def answer(self, group: Group, item: Item) -> Outcome:
-        """Park one request until its outcome is known; raises BatchLaneError or SendSynchronously."""
-        parked = Parked(group, item)
+    def answer(self, group: Group, item: Item, raw: bytes = b"") -> tuple[Outcome, Any]:
+        """Park one request until its outcome is known: (outcome, its budget reservation or None, for the
+        caller to settle); raises BatchLaneError or SendSynchronously (its reservation released)."""
+        parked = Parked(group, item, raw)
+        if self.manifest.known(group.name, item.custom_id) is not None:
+            from ..spend_gate import reserve_request
+
+            parked.reservation = reserve_request(raw, "batch")  # already in a batch: charged when it answers
         with self._cond:
             if self._stopped:
-                raise BatchWaitExceeded(self._stopped)
-            self._start_locked()
-            self.requests_total += 1
-            self._place_locked(parked)
-            self._last_park = time.monotonic()
-            self._cond.notify_all()
+                parked.error = BatchWaitExceeded(self._stopped)
+                parked.done.set()
+            else:
+                self._start_locked()
+                self.requests_total += 1
+                self._place_locked(parked)
+                self._last_park = time.monotonic()
+                self._cond.notify_all()
         parked.done.wait()
         if parked.error is not None:
+            if parked.reservation is not None:
+                parked.reservation.release()  # nothing of it was charged (or it is sent another way)
             raise parked.error
         assert parked.outcome is not None
-        return parked.outcome
+        return parked.outcome, parked.reservation
 
     def _place_locked(self, parked: Parked) -> None:
         """Queue a request for the next batch, or attach it to the batch that already holds it."""
@@ -245,7 +266,13 @@ class BatchLane:
         now = time.monotonic()
         flushes: list[tuple[Group, dict[str, list[Parked]]]] = []
         if self._queue and now - self._last_park >= self.settings.gather_s:
-            flushes, self._queue = list(self._queue.items()), {}
+            waiting: dict[Group, dict[str, list[Parked]]] = {}
+            for group, entries in self._queue.items():
+                if self._reserve_step_locked(group, entries):
+                    flushes.append((group, entries))
+                elif any(not p.done.is_set() for ps in entries.values() for p in ps):
+                    waiting[group] = entries  # does not fit yet: waits whole for the batches in flight
+            self._queue = waiting
         polls = [f for f in self._in_flight.values() if f.next_poll <= now]
         for flight in polls:
             flight.next_poll = now + self.settings.poll_s
@@ -253,6 +280,27 @@ class BatchLane:
         for name in lookups:
             self._next_lookup[name] = now + self.settings.poll_s
         return flushes, polls, lookups
+
+    def _reserve_step_locked(self, group: Group, entries: dict[str, list[Parked]]) -> bool:
+        """Reserve a step's requests as a whole (see module docstring): True when it can be sent (reserved,
+        or no budget); False when it waits, or failed whole because it can never fit."""
+        from ..spend_gate import Refused, reserve_step
+
+        new = [p for ps in entries.values() for p in ps if p.reservation is None and not p.done.is_set()]
+        if not new:
+            return True
+        try:
+            reservations = reserve_step([p.raw for p in new], "batch")
+        except Refused as refused:
+            for parked in [p for ps in entries.values() for p in ps if not p.done.is_set()]:
+                self._fail_locked(parked, refused)  # a BaseException: passes the SDK's retries, as the sync gate's
+            self.progress(f"{group.model_id}: {refused.error}")
+            return False
+        if reservations is None:
+            return False
+        for parked, reservation in zip(new, reservations):
+            parked.reservation = reservation
+        return True
 
     def _refused(self, group: Group, entries: dict[str, list[Parked]], exc: Exception) -> None:
         """The provider refused to create a batch: its calls fail (nothing was created, nothing paid)."""
@@ -302,6 +350,7 @@ class BatchLane:
             self._results[flight.batch_id] = outcomes
             self._in_flight.pop(flight.batch_id, None)
             self.batches_finished += 1
+            self._turnarounds.append(time.monotonic() - flight.since)
             note = outcomes.get("*")
             for cid, waiting in flight.waiting.items():
                 outcome = outcomes.get(cid) or note or Outcome("retry", why=f"no result in batch ({status.state})")
@@ -401,7 +450,18 @@ class BatchLane:
         failed = f", {self.requests_failed} failed" if self.requests_failed else ""
         self.progress(f"batches: {pending} pending, {self.batches_finished} finished; requests {self.requests_done}/"
                       f"{self.requests_total} done{failed}; ${self.dollars:.4f} so far at batch prices; "
-                      f"waited {_clock(waited)}")
+                      f"waited {_clock(waited)}{self._eta_locked()}")
+
+    def _eta_locked(self) -> str:
+        """`; batches take ~T, next answer in ~E`: the median observed turnaround, and what is left of it for
+        the oldest batch in flight (nothing before a batch has finished: no turnaround observed yet)."""
+        if not self._turnarounds or not self._in_flight:
+            return ""
+        ordered = sorted(self._turnarounds)
+        typical = ordered[len(ordered) // 2]
+        oldest = min(f.since for f in self._in_flight.values())
+        left = max(0.0, typical - (time.monotonic() - oldest))
+        return f"; batches take ~{_clock(typical)}, next answer in ~{_clock(left)}"
 
 
 def _refusal(exc: Exception) -> bool:

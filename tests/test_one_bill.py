@@ -1,0 +1,96 @@
+"""One bill: every dollar figure of a run is what the provider billed (its usage x price), each answer once.
+
+A project seed is recorded against loopback providers at $100/Mtok ($50/Mtok in the batch lane). The
+provider's bill is recomputed from what it really answered; the JSON report's total, the sum of its
+items, the terminal summary, the live progress line, the Markdown report and (with --max-cost) the budget
+ledger must all equal it. The fake's optimizer replies are no usable edit, so the transferred and direct
+phases send exactly the baseline's requests: served once, paid once, shown as reused.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from batch_provider import BatchProvider
+from fake_provider import anthropic_reply, openai_reply
+
+PROJECT_SEEDS = Path(__file__).resolve().parent.parent / "seeds"
+PRICE, BATCH_PRICE = 100.0, 50.0
+FAST_BATCH = ["--transfer-batch", "--transfer-batch-gather=0.3", "--transfer-batch-poll=0.05"]
+
+RUNS = {
+    # name: (wire, pairs, extra options)
+    "openai-sync": ("openai", ["--pair=a:b"], []),
+    "anthropic-sync": ("anthropic", ["--pair=a:b"], []),
+    "anthropic-batch": ("anthropic", ["--pair=a:b"], FAST_BATCH),
+    "openai-batch-budget": ("openai", ["--pair=a:b"], [*FAST_BATCH, "--max-cost=50"]),
+    "pairs-xdist-budget": ("openai", ["--pair=a:b", "--pair=c:b", "--pair=a:c"], ["-n", "2", "--max-cost=50"]),
+}
+
+
+def _tokens(provider: str, body: dict) -> int:
+    if provider == "openai":
+        usage = openai_reply(body)["usage"]
+        return usage["prompt_tokens"] + usage["completion_tokens"]
+    usage = anthropic_reply(body)["usage"]
+    return usage["input_tokens"] + usage["output_tokens"]
+
+
+def provider_bill(fake: BatchProvider) -> tuple[float, int]:
+    """(dollars, requests answered) as the provider bills them: every answered request, batch items at batch rates."""
+    usd, answered = 0.0, 0
+    for received in fake.received:
+        path = received["path"]
+        if path.endswith("/chat/completions") or path.endswith("/v1/messages"):
+            usd += _tokens("openai" if path.endswith("/chat/completions") else "anthropic", received["body"]) * PRICE
+            answered += 1
+    for batch in fake.created:
+        assert batch.outcomes.get("succeeded", 0) == len(batch.items)
+        usd += sum(_tokens(batch.provider, item["body"]) for item in batch.items) * BATCH_PRICE
+        answered += len(batch.items)
+    return usd / 1e6, answered
+
+
+@pytest.mark.parametrize("name", list(RUNS))
+def test_every_dollar_figure_is_the_providers_bill(pytester: pytest.Pytester, name: str) -> None:
+    wire, pairs, options = RUNS[name]
+    shutil.copytree(PROJECT_SEEDS / "changelog-writer", pytester.path / "seeds" / "changelog-writer",
+                    ignore=shutil.ignore_patterns("__snapshots__"))
+    pytester.makeini("[pytest]\n")
+    with BatchProvider() as fake:
+        fake.shuffle = False
+        url = fake.openai_url if wire == "openai" else fake.anthropic_url
+        pytester.makepyprojecttoml(f'''
+            [tool.skilltransfer.models]
+            a = "{wire}:fake-a@{url}"
+            b = "{wire}:fake-b@{url}"
+            c = "{wire}:fake-c@{url}"
+            [tool.skilltransfer.prices]
+            "fake-*" = {{ input = {PRICE}, output = {PRICE}, batch = {{ input = {BATCH_PRICE}, output = {BATCH_PRICE} }} }}
+        ''')
+        result = pytester.runpytest_subprocess(
+            "seeds", *pairs, "--record-mode=once", "--snapshot-update", "-p", "no:randomly", "--skilltransfer-json=r.json",
+            "--skilltransfer-md=r.md", "--skilltransfer-progress=60", *options)
+        billed, answered = provider_bill(fake)
+    report = json.loads((pytester.path / "r.json").read_text())
+    assert len(report["results"]) == len(pairs), result.stdout.str()
+    cost = report["summary"]["cost"]
+    print(f"{name}: provider billed ${billed:.4f} for {answered} answers; report ${cost['total_usd']:.4f}; "
+          f"reused {cost['reused_calls']} use(s) worth ${cost['reused_usd']:.4f}")
+
+    assert cost["total_usd"] == pytest.approx(billed, rel=0.01)
+    assert sum(r["cost"]["total_usd"] for r in report["results"]) == pytest.approx(cost["total_usd"], abs=1e-5)
+    assert sum(r["cost"]["calls"] for r in report["results"]) == answered  # each answer paid once, by one item
+    assert cost["reused_calls"] > 0 and cost["by_phase"]["transferred"] == 0.0  # the baseline's answers, reused
+    if "budget" in report:
+        assert report["budget"]["charged_usd"] == pytest.approx(billed, rel=0.01)
+        assert report["budget"]["live_calls"] == answered
+    out = result.stdout.str()
+    assert f"cost: ${cost['total_usd']:.4f} paid, each answer once" in out
+    assert f"cost: ${cost['total_usd']:.4f} paid, each answer once" in (pytester.path / "r.md").read_text()
+    progress = [float(m) for m in re.findall(r"skilltransfer: \d+/\d+ items · .* · \$([\d.,]+)", out)]
+    assert progress and progress[-1] == pytest.approx(billed, abs=0.006)  # the last progress line: the same bill
