@@ -1,10 +1,12 @@
 """Real-model evidence on `review-tagger`: SmolLM2-135M-Instruct behind llama.cpp.
 
-The seed's matrix items (`pairs` in its seed.toml) measure the transfer from `sim-small` to the real
+The seeds' matrix items (`pairs` in their seed.toml) measure the transfer from `sim-small` to the real
 model over both protocols, with a direct reference whose agent is the real model and whose optimizer
-is `sim-small` (`optimizer` in its seed.toml). This test adds, on the same recordings
-(`cassettes/review-tagger/`), an A/A check over the OpenAI protocol: the transferred skill scored a
-second time on the real model with other sample ids, which must show no effect.
+is `sim-small` (`optimizer` in their seed.toml). `review-tagger` sends each task alone, and shows no
+effect (an honest null); `review-tagger-context` sends the same tasks after one fixed worked example
+(its `context.jsonl`). These tests add, on the same recordings (`cassettes/<seed>/`), an A/A check over
+the OpenAI protocol: the transferred skill scored a second time on the real model with other sample
+ids, which must show no effect.
 """
 
 import pytest
@@ -12,5 +14,11 @@ import pytest
 
 @pytest.mark.skilltransfer(seed="review-tagger", source="sim-small", target="smollm2-135m")
 def test_aa_check_on_the_real_model(transfer_result, transfer_aa):
+    assert transfer_result.direct_optimization.optimizer_id == "sim-small"
+    assert transfer_aa.no_effect, transfer_aa.summary()
+
+
+@pytest.mark.skilltransfer(seed="review-tagger-context", source="sim-small", target="smollm2-135m")
+def test_aa_check_on_the_real_model_with_a_fixed_context(transfer_result, transfer_aa):
     assert transfer_result.direct_optimization.optimizer_id == "sim-small"
     assert transfer_aa.no_effect, transfer_aa.summary()

@@ -25,6 +25,7 @@ CONFIGURATIONS = {
     "project-seed-restarts": (("alert-intake",), ["--pair=small:large", "--restarts=2"]),
     "rubric-judge-calibration": (("change-review",), ["--pair=large:small", "--judge=judge", "--judge-samples=3", "--judge-min-accuracy=0",
                                                       "--limit-test=6", "--limit-holdout=4", "--limit-replay=4"]),
+    "fixed-context": (("context",), ["--pair=small:large", "--nights=1"]),
     "pairs-no-direct-xdist": (("alpha", "beta"), ["--pair=small:large", "--pair=large:small", "--no-direct",
                                                  "-n", "2"]),
 }
@@ -39,6 +40,11 @@ def _seeds(root: Path, names: tuple[str, ...]) -> None:
             (seed / "brain").mkdir()
             for i in range(4):
                 (seed / "brain" / f"ticket-{i}.md").write_text(f"# Ticket {i}\n\nRoute ticket {i} to team {i}.\n")
+        elif name == "context":  # a context far longer than the tasks: the bound holds only if it counts it
+            seed = make_seed(root, name)
+            turns = [{"role": "user", "content": "Route ticket 99 " + "with details " * 3000},
+                     {"role": "assistant", "content": "Team: billing\n" + "because of the invoice. " * 3000}]
+            (seed / "context.jsonl").write_text("".join(json.dumps(t) + "\n" for t in turns))
         else:
             make_seed(root, name)
 
@@ -95,3 +101,38 @@ def test_requests_and_dollars_never_exceed_the_plan(pytester: pytest.Pytester, n
         assert calls <= calls_bound
         assert usd <= usd_bound
     print("\n".join(lines))
+
+
+AA_TEST = '''
+import pytest
+
+@pytest.mark.skilltransfer(seed="seeds/alpha", source="small", target="large")
+def test_aa(transfer_result, transfer_aa):
+    pass
+'''
+
+
+def test_an_aa_check_is_counted_by_the_plan(pytester: pytest.Pytester) -> None:
+    """A hand-written test's A/A check scores the transferred skill again: the plan counts those calls too."""
+    with FakeProvider() as fake:
+        pytester.makeconftest(TOY_CONFTEST)
+        pytester.makeini("[pytest]\ntestpaths = seeds test_aa.py\n")
+        make_seed(pytester.path / "seeds", "alpha")
+        pytester.makepyfile(test_aa=AA_TEST)
+        pytester.makepyprojecttoml(f'''
+            [tool.skilltransfer.models]
+            small = "anthropic:fake-small@{fake.anthropic_url}"
+            large = "openai:fake-large@{fake.openai_url}"
+            [tool.skilltransfer.prices]
+            {PRICES}
+        ''')
+        planned = pytester.runpytest_subprocess("--plan", "--nights=1", "--pair=small:large")
+        assert planned.ret == 0, planned.stdout.str()
+        rows = {re.split(r"\s{2,}", line.strip())[0]: re.split(r"\s{2,}", line.strip())
+                for line in planned.stdout.lines if line.startswith(("seeds/", "test_aa.py", "total "))}
+        matrix = int(next(cells[1] for key, cells in rows.items() if key.startswith("seeds/")))
+        assert int(rows["test_aa.py::test_aa"][1]) == matrix + 4  # the second scoring of the 4 held-out tasks
+        total = int(next(cells[1] for key, cells in rows.items() if key.startswith("total ")))
+        run = pytester.runpytest_subprocess("--record-mode=once", "--snapshot-update", "--nights=1", "--pair=small:large")
+        run.assert_outcomes(passed=2)
+        assert 0 < len(fake.received) <= total

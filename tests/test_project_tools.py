@@ -12,6 +12,8 @@ from typing import Iterator
 import pytest
 
 from plugin_support import make_seed, project
+from pytest_skilltransfer.models import local
+from pytest_skilltransfer.commands.doctor import check_local
 from pytest_skilltransfer.reports.inventory import LOCK_FILE, apply_lock, pin, read_lock, rows
 from pytest_skilltransfer.engine.judges import RULE_OPS
 from pytest_skilltransfer.models.aliases import sdk_aliases
@@ -99,9 +101,35 @@ def test_doctor_names_each_problem_and_what_to_do(tmp_path: Path) -> None:
     assert "problem  model 'mystery': unknown model 'mystery'" in out
     assert "problem  ANTHROPIC_API_KEY is not set: replay (CI=true) works without it; to record haiku, sonnet" in out
     assert "problem  no seeds under seeds/: python -m pytest_skilltransfer init seeds/my-skill writes one" in out
-    ready = cli("doctor")  # this repository
-    assert ready.returncode == 0, ready.stdout
-    assert ready.stdout.splitlines()[-1] == "everything is ready"
+    ready = cli("doctor")  # this repository: its real-model seeds name the local model in their own pairs
+    if local.server_available():
+        assert ready.returncode == 0, ready.stdout
+        assert ready.stdout.splitlines()[-1] == "everything is ready"
+    else:
+        problems = [line for line in ready.stdout.splitlines() if line.startswith("problem")]
+        assert ready.returncode == 1 and len(problems) == 1, ready.stdout
+        assert problems[0].startswith("problem  smollm2-135m, smollm2-135m-anthropic is configured but its server "
+                                      "is not installed: replay (CI=true) works without it; to record, run "
+                                      "`python -m pytest_skilltransfer.local build` once")
+
+
+def test_doctor_reports_a_local_model_a_seed_names_whose_server_is_missing(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\nskilltransfer_pair = ["sim-small:sim-large"]\n')
+    seed = make_seed(tmp_path / "seeds", "real")
+    (seed / "seed.toml").write_text('pairs = ["sim-small:smollm2-135m-anthropic"]\n')
+    port = local.free_port()  # nothing listens there
+    monkeypatch.setenv(local.URL_ENV, f"http://127.0.0.1:{port}")
+    done = cli("doctor", cwd=tmp_path)
+    assert f"problem  {local.URL_ENV}=http://127.0.0.1:{port} does not answer /health (None): start that server, " \
+           "or unset the variable so --local-server=auto starts one" in done.stdout
+    monkeypatch.setattr(local, "server_available", lambda: False)
+    monkeypatch.delenv(local.URL_ENV)
+    lines: list[tuple[bool, str]] = []
+    check_local([resolve_model("smollm2-135m-anthropic")], lambda ok, text: lines.append((ok, text)))
+    assert lines == [(False, "smollm2-135m-anthropic is configured but its server is not installed: replay (CI=true) "
+                      "works without it; to record, run `python -m pytest_skilltransfer.local build` once (it compiles "
+                      f"llama.cpp: {local.build_estimate()})")]
 
 
 def test_doctor_reports_the_unpriced_models_a_pair_optimizer_or_judge_would_call(tmp_path: Path) -> None:

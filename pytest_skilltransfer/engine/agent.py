@@ -1,5 +1,8 @@
 """Run one task with one skill on one model: the skill is the system prompt, the task the user turn.
 
+A seed's fixed context (`context.jsonl`) comes first, unchanged: its user/assistant turns precede the
+task's user turn in every request of every arm, so they are part of each request's key.
+
 When the seed has a corpus the model is offered the `search` tool; the harness executes each call
 and returns its rows, until the model answers in text or the step limit is reached. A turn the provider
 pauses (`pause_turn`) is sent back as it is and continued, within the same step limit. Only calls made
@@ -14,7 +17,7 @@ from ..models.base import Message, Model, Request
 from ..models.stops import PAUSED
 from .judges import Attempt
 from .ledger import CallCache, Meter
-from .seeds import Task
+from .seeds import ContextTurn, Task
 from .tools import SEARCH_TOOL, Page, run_tool
 
 MAX_TOOL_STEPS = 6
@@ -30,12 +33,18 @@ class AgentContext:
     meter: Meter
     role: str
     corpus: tuple[Page, ...] | None = None
+    context: tuple[Message, ...] = ()  # the seed's fixed turns, before every task
+
+
+def context_messages(turns: tuple[ContextTurn, ...]) -> tuple[Message, ...]:
+    """A seed's context turns as conversation messages."""
+    return tuple(Message(role="user" if t.role == "user" else "assistant", content=t.content) for t in turns)
 
 
 def run_task(ctx: AgentContext, skill: str, task: Task, sample_id: int) -> Attempt:
     """Attempt a task, running the tool loop, and return what the judge needs."""
     tools = (SEARCH_TOOL,) if ctx.corpus is not None else ()
-    messages: list[Message] = [Message(role="user", content=task.text)]
+    messages: list[Message] = [*ctx.context, Message(role="user", content=task.text)]
     called: list[str] = []
     slugs: list[str] = []
     text, paused, stop_reason = "", "", ""

@@ -42,7 +42,7 @@ from ..models.base import Message, Model, Request
 from ..models.registry import resolve_model
 from ..models.stops import problem_counts
 from . import judges, ledger, phases, restarts
-from .agent import AgentContext, run_task
+from .agent import AgentContext, context_messages, run_task
 from .ledger import CallCache, Meter, Tally
 from .reflect import RETRY_NOTE, EditParseError, Observation, RejectedEdit, build_reflect_request, parse_edits
 from .rubric import Calibration, JudgeSetup, RubricJudge, calibrate, family_warning
@@ -422,7 +422,8 @@ class SeedSession:
         return self._evaluations.get(key, compute, own, _ranked_first(rank))[0]
 
     def _evaluate(self, model: Model, skill: str, split: str, meter: Meter, first_sample: int = 0) -> Evaluation:
-        ctx = AgentContext(model=model, cache=self.cache, meter=meter, role="agent", corpus=self.corpus)
+        ctx = AgentContext(model=model, cache=self.cache, meter=meter, role="agent", corpus=self.corpus,
+                           context=context_messages(self.seed.context))
         tasks = self.splits[split]
         jobs = [(task, first_sample + s) for task in tasks for s in range(self.config.samples)]
 

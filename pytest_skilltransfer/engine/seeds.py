@@ -7,6 +7,7 @@
                              expect, [split], [thresholds], [judge]
     <seed>/brain/            optional corpus for the `search` tool (Markdown pages, slug = path)
     <seed>/judge-calibration.jsonl  optional: answers with the verdict a person expects, for rubric judges
+    <seed>/context.jsonl     optional: fixed user/assistant turns placed before every task, in every arm
 
 Loading validates everything and reports every problem at once, each naming file and line (or byte
 offset, for a file that is not UTF-8). Inputs are bounded (`SeedLimits`, generous defaults the plugin
@@ -46,6 +47,7 @@ from .rubric import CalibrationItem
 from .seed_layout import (
     CALIBRATION_FILE,
     CONFIG_FILE,
+    CONTEXT_FILE,
     GATE_NAMES,
     LIMIT_OPTIONS,
     SKILL_FILE,
@@ -57,6 +59,8 @@ from .tools import corpus_pages, decode_utf8, is_inside
 from .validation import parse_models
 
 CHECK_FIELDS = ("op", "arg")
+CONTEXT_FIELDS = ("role", "content")
+CONTEXT_ROLES = ("user", "assistant")
 DEFAULT_CORPUS_DIR = "brain"
 
 
@@ -139,6 +143,15 @@ class Task:
 
 
 @dataclass(frozen=True)
+class ContextTurn:
+    """One turn of a seed's fixed context (`context.jsonl`): sent unchanged before every task, in every arm."""
+
+    role: str  # "user" | "assistant"
+    content: str
+    origin: str = ""
+
+
+@dataclass(frozen=True)
 class Thresholds:
     """Transfer gates for a seed. None means the gate is off."""
 
@@ -201,6 +214,7 @@ class Seed:
     judge: JudgeSettings = field(default_factory=JudgeSettings)
     calibration: tuple[CalibrationItem, ...] = ()
     expect: tuple[tuple[str, str], ...] = ()  # (pair `SRC->TGT` or `*`, declared outcome)
+    context: tuple[ContextTurn, ...] = ()  # fixed turns before every task (context.jsonl); never scored
 
     def expected_outcome(self, source: str, target: str) -> str | None:
         """The outcome this seed declares for a pair (`expect` in seed.toml), or None when it declares none."""
@@ -409,6 +423,53 @@ def read_tasks(path: Path, problems: list[SeedProblem], limits: SeedLimits | Non
         if judge is not None:
             tasks.append(Task(id=task_id, text=text, judge=judge, origin=where, cluster=cluster))
     return tasks
+
+
+def read_context(path: Path, problems: list[SeedProblem], limits: SeedLimits | None = None,
+                 folder: ConfinedFolder | None = None) -> list[ContextTurn]:
+    """Read `context.jsonl`: {"role": "user" | "assistant", "content": "..."} per line, alternating,
+    opening with a user turn and closing with an assistant turn (the task is the next user turn)."""
+    limits = limits or SeedLimits()
+    turns: list[ContextTurn] = []
+    for _, where, raw in json_lines(path, '{"role", "content"}', problems, folder):
+        unknown = sorted(set(raw) - set(CONTEXT_FIELDS))
+        missing = [k for k in CONTEXT_FIELDS if k not in raw]
+        if unknown or missing:
+            what = [f"missing field(s): {', '.join(missing)}"] if missing else []
+            what += [f"unknown field(s): {', '.join(unknown)}"] if unknown else []
+            problems.append(SeedProblem(where, "; ".join(what) + " (a context turn has only 'role' and 'content')"))
+            continue
+        role, content = raw["role"], raw["content"]
+        if role not in CONTEXT_ROLES:
+            problems.append(SeedProblem(where, f"'role' must be \"user\" or \"assistant\", got {json.dumps(role)}"))
+            continue
+        if not isinstance(content, str) or not content.strip():
+            problems.append(SeedProblem(where, "'content' must be a non-empty string"))
+            continue
+        over = _over(len(content.encode("utf-8")), limits, "task_bytes", "the turn's content")
+        if over:
+            problems.append(SeedProblem(where, over))
+            continue
+        expected = CONTEXT_ROLES[len(turns) % 2]
+        if role != expected:
+            problems.append(SeedProblem(where, f"a {role} turn where a {expected} turn belongs: the turns alternate, "
+                                               "starting with user (both wire protocols require it)"))
+            continue
+        turns.append(ContextTurn(role, content, where))
+    if turns and turns[-1].role != "assistant":
+        problems.append(SeedProblem(turns[-1].origin, "the context ends with a user turn: end it with the "
+                                    "assistant's answer, since the task itself is the next user turn"))
+    if not turns and not any(p.where.startswith(str(path)) for p in problems):
+        problems.append(SeedProblem(str(path), "holds no turns: remove the file, or add user/assistant turns"))
+    return turns
+
+
+def context_leaks(turns: list[ContextTurn], held_out: list[Task]) -> list[SeedProblem]:
+    """A held-out task's text inside a context turn: every arm (the optimizer's runs too) would see it."""
+    return [SeedProblem(turn.origin, f"the {turn.role} turn contains held-out task {task.id!r} ({task.origin}): the "
+                        "context is sent with every training task too, so it must not hold held-out data; "
+                        "use an example that is not a held-out task")
+            for turn in turns for task in held_out if task.text.strip() in turn.content]
 
 
 def _read_config(path: Path, problems: list[SeedProblem], folder: ConfinedFolder | None = None) -> dict[str, Any]:
@@ -653,6 +714,9 @@ def _load_folder(root: Path, limits: SeedLimits, folder: ConfinedFolder) -> Seed
                             f"{config_path} [judge]", problems)
     calibration_path = root / CALIBRATION_FILE
     calibration = read_calibration(calibration_path, problems, folder) if _present(calibration_path, folder) else []
+    context_path = root / CONTEXT_FILE
+    context = read_context(context_path, problems, limits, folder) if _present(context_path, folder) else []
+    problems += context_leaks(context, pools[TEST_FILE])
     corpus_dir = _corpus_dir(root, config, config_path, limits, problems, folder)
     train, val = split_train_val(root.name, pools[TRAIN_FILE], split) if not problems else ((), ())
     if not problems and (not train or not val):
@@ -678,6 +742,7 @@ def _load_folder(root: Path, limits: SeedLimits, folder: ConfinedFolder) -> Seed
         judge=judge,
         calibration=tuple(calibration),
         expect=expect,
+        context=tuple(context),
     )
 
 

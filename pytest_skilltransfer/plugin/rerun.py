@@ -33,4 +33,12 @@ def rerecord_command(item: "pytest.Item", spec: "TransferSpec") -> str:
             parts += [flag(config, option), ",".join(str(v) for v in value)]
         elif value not in (None, False):
             parts += [flag(config, option), str(value)]
+    if _uses_local_model(spec):  # brings the local server up and down, whatever the ini says
+        parts.append(f"{flag(config, 'local-server')}=auto")
     return shlex.join([*parts, f"{flag(config, 'record-mode')}=new_episodes", "--snapshot-update"])
+
+
+def _uses_local_model(spec: "TransferSpec") -> bool:
+    from ..models.aliases import local_aliases
+
+    return any(name in local_aliases() for name in (spec.source, spec.target, spec.optimizer) if name)

@@ -193,11 +193,15 @@ class Runner:
         local_names = [m.name for m in models if m.name in local_aliases()]
         rec = cassettes.active_recording()
         if (self.settings.local_server != "auto" or not local_names or local.env_base_url() or self._local_server
-                or rec is None or all(rec.replay_only(self.model(n).model_id) for n in local_names)
-                or not local.server_available()):
+                or rec is None or all(rec.replay_only(self.model(n).model_id) for n in local_names)):
             return False
+        if not local.server_available():
+            raise ModelError(local.not_installed_message(local_names))
         stack = ExitStack()
-        server = stack.enter_context(local.local_server(use_env=False))
+        try:
+            server = stack.enter_context(local.local_server(use_env=False))
+        except local.LocalSetupError as exc:
+            raise ModelError(f"--local-server=auto could not start the local model server: {exc}") from None
         self._local_server = stack
         os.environ[local.URL_ENV] = server.base_url
         self.progress(f"started the local model server at {server.base_url}")

@@ -31,12 +31,15 @@ class SimModel:
         if is_reflect_request(user):
             noise = Noise(request.key(self.model_id))
             return self._reply(request, reflect_reply(user, self.profile, noise))
-        return self._answer(request, user)
+        return self._answer(request)
 
-    def _answer(self, request: Request, task: str) -> Reply:
-        # Decisions are seeded by the skill, the task, the tools and the sample id (not by later turns),
-        # so the model keeps one plan across the turns of a tool loop.
-        opening = Request(system=request.system, messages=request.messages[:1], tools=request.tools,
+    def _answer(self, request: Request) -> Reply:
+        # The task is the last user turn: earlier turns (a seed's fixed context) are read as nothing.
+        # Decisions are seeded by the skill, the task, the tools and the sample id (not by other turns),
+        # so the model keeps one plan across the turns of a tool loop, with or without a context.
+        last = max((i for i, m in enumerate(request.messages) if m.role == "user"), default=0)
+        task = request.messages[last].content if request.messages else ""
+        opening = Request(system=request.system, messages=request.messages[last:last + 1], tools=request.tools,
                           max_tokens=request.max_tokens, sample_id=request.sample_id)
         noise = Noise(opening.key(self.model_id))
         view = read_task(task)
