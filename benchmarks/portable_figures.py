@@ -20,7 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_skilltransfer.engine.protocol import ProtocolConfig, SeedSession  # noqa: E402
+from pytest_skilltransfer.engine.protocol import SeedSession
+from pytest_skilltransfer.engine.results import ProtocolConfig  # noqa: E402
 from pytest_skilltransfer.engine.seeds import discover_seeds, load_seed  # noqa: E402
 from pytest_skilltransfer.evidence.stats import clustered_gain  # noqa: E402
 from pytest_skilltransfer.models.registry import resolve_model  # noqa: E402

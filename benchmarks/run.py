@@ -39,14 +39,15 @@ try:
     from pytest_skilltransfer.engine import phases  # noqa: E402
 except ImportError:  # an older checkout: no critical path to report
     phases = None  # type: ignore[assignment]
-from pytest_skilltransfer.cassettes import index as cassette_index, store  # noqa: E402
+from pytest_skilltransfer.cassettes import index as cassette_index  # noqa: E402
+from pytest_skilltransfer.cassettes import store
+from pytest_skilltransfer.engine.results import ProtocolConfig  # noqa: E402
 from pytest_skilltransfer.models.base import Message, Request  # noqa: E402
-from pytest_skilltransfer.models.registry import resolve_model
 from pytest_skilltransfer.models.limiter import LIMITERS  # noqa: E402
 from pytest_skilltransfer.models.providers import DEFAULT_CONCURRENCY, build_model, configure_aliases  # noqa: E402
+from pytest_skilltransfer.models.registry import resolve_model
 from pytest_skilltransfer.plugin.options import Settings  # noqa: E402
 from pytest_skilltransfer.plugin.runner import Runner  # noqa: E402
-from pytest_skilltransfer.engine.protocol import ProtocolConfig  # noqa: E402
 from pytest_skilltransfer.reports.result_json import result_to_json  # noqa: E402
 
 LATENCY_S = 0.3

@@ -4,12 +4,13 @@ import json
 from pathlib import Path
 
 import pytest
+from scripted_model import ScriptedModel
 
 from pytest_skilltransfer.engine.aa import aa_check
-from pytest_skilltransfer.models.registry import resolve_model
-from pytest_skilltransfer.engine.protocol import ProtocolConfig, SeedSession
+from pytest_skilltransfer.engine.protocol import SeedSession
+from pytest_skilltransfer.engine.results import ProtocolConfig
 from pytest_skilltransfer.engine.seeds import load_seed
-from scripted_model import ScriptedModel
+from pytest_skilltransfer.models.registry import resolve_model
 
 CHECKS = {"kind": "rule", "checks": [{"op": "contains", "arg": "Owner:"}]}
 

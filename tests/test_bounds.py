@@ -7,8 +7,8 @@ import time
 import pytest
 from plugin_support import project
 
+from pytest_skilltransfer.engine.results import ProtocolConfig
 from pytest_skilltransfer.guards.bounds import MAXIMA
-from pytest_skilltransfer.engine.protocol import ProtocolConfig
 
 HUGE = "1000000000"
 

@@ -330,7 +330,7 @@ def test_unreadable_cassette_file_is_an_error_not_an_overwrite(tmp_path: Path) -
 def test_tool_loop_through_the_agent_records_and_replays(tmp_path: Path) -> None:
     from pytest_skilltransfer.engine.agent import AgentContext, run_task
     from pytest_skilltransfer.engine.ledger import CallCache, Meter
-    from pytest_skilltransfer.engine.seeds import Task
+    from pytest_skilltransfer.engine.seed_data import Task
     from pytest_skilltransfer.engine.tools import Page
 
     corpus = (Page("topics/bridge-round", "Bridge round", "When to raise a bridge round."),)

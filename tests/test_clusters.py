@@ -10,7 +10,8 @@ import pytest
 
 from plugin_support import make_seed, project
 from pytest_skilltransfer.evidence import stats
-from pytest_skilltransfer.engine.seeds import SeedProblem, read_tasks
+from pytest_skilltransfer.engine.task_files import read_tasks
+from pytest_skilltransfer.engine.seed_data import SeedProblem
 
 RULE = {"kind": "rule", "checks": [{"op": "contains", "arg": "Owner:"}]}
 
@@ -203,7 +204,7 @@ def test_too_few_clusters_for_any_verdict_is_said_plainly(pytester: pytest.Pytes
 
 def test_a_declared_outcome_cannot_be_shown_by_too_few_clusters() -> None:
     from pytest_skilltransfer.plugin.gating import evaluate
-    from pytest_skilltransfer.engine.seeds import Thresholds
+    from pytest_skilltransfer.engine.seed_data import Thresholds
 
     gain = stats.clustered_gain([1.0] * 12, [[0.0] * 12], [f"c{i % 5}" for i in range(12)])
     result = {"source": "a", "target": "b", "gain": gain.as_dict(), "scores": {"transferred": {"tasks": []}}}

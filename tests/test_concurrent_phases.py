@@ -17,16 +17,17 @@ from plugin_support import make_seed
 
 from pytest_skilltransfer.engine import phases
 from pytest_skilltransfer.engine.ledger import CallCache, Meter
-from pytest_skilltransfer.models.base import ModelCallError, Message, Reply, Request
-from pytest_skilltransfer.models.registry import resolve_model
-from pytest_skilltransfer.models.limiter import LIMITERS
-from pytest_skilltransfer.models.providers import configure_aliases
-from pytest_skilltransfer.plugin.options import Settings
-from pytest_skilltransfer.plugin.runner import Runner
-from pytest_skilltransfer.engine.protocol import ProtocolConfig, SeedSession
-from pytest_skilltransfer.reports.result_json import result_to_json
+from pytest_skilltransfer.engine.protocol import SeedSession
+from pytest_skilltransfer.engine.results import ProtocolConfig
 from pytest_skilltransfer.engine.seeds import load_seed
 from pytest_skilltransfer.engine.slots import PrioritySlots
+from pytest_skilltransfer.models.base import Message, ModelCallError, Reply, Request
+from pytest_skilltransfer.models.limiter import LIMITERS
+from pytest_skilltransfer.models.providers import configure_aliases
+from pytest_skilltransfer.models.registry import resolve_model
+from pytest_skilltransfer.plugin.options import Settings
+from pytest_skilltransfer.plugin.runner import Runner
+from pytest_skilltransfer.reports.result_json import result_to_json
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -7,7 +7,7 @@ import pytest
 from plugin_support import project
 from pytest_skilltransfer.plugin.options import Settings
 from pytest_skilltransfer.plugin.spellings import ini_name
-from pytest_skilltransfer.engine.seeds import Thresholds
+from pytest_skilltransfer.engine.seed_data import Thresholds
 
 
 def test_help_lists_the_group_with_ini_keys(pytester: pytest.Pytester) -> None:

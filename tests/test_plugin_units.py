@@ -7,7 +7,7 @@ from typing import Any
 from pytest_skilltransfer.evidence import stats
 from pytest_skilltransfer.plugin import gating, snapshots
 from pytest_skilltransfer.reports import markdown_report
-from pytest_skilltransfer.engine.seeds import Thresholds
+from pytest_skilltransfer.engine.seed_data import Thresholds
 
 
 def _estimate(mean: float, n: int = 4) -> dict[str, Any]:

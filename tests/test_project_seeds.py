@@ -8,14 +8,16 @@ import pytest
 
 from pytest_skilltransfer.engine import judges
 from pytest_skilltransfer.engine.agent import AgentContext, run_task
-from pytest_skilltransfer.guards.edits import render_skill, split_skill
 from pytest_skilltransfer.engine.judges import RULE_OPS
 from pytest_skilltransfer.engine.ledger import CallCache, Meter
-from pytest_skilltransfer.models.registry import resolve_model
-from pytest_skilltransfer.engine.protocol import ProtocolConfig, SeedSession, seed_judge
+from pytest_skilltransfer.engine.protocol import SeedSession, seed_judge
+from pytest_skilltransfer.engine.results import ProtocolConfig
 from pytest_skilltransfer.engine.rubric import RubricJudge
-from pytest_skilltransfer.engine.seeds import Seed, discover_seeds, load_seed
+from pytest_skilltransfer.engine.seeds import discover_seeds, load_seed
+from pytest_skilltransfer.engine.seed_data import Seed
 from pytest_skilltransfer.engine.tools import load_corpus, search
+from pytest_skilltransfer.guards.edits import render_skill, split_skill
+from pytest_skilltransfer.models.registry import resolve_model
 
 SEEDS_DIR = Path(__file__).resolve().parent.parent / "seeds"
 SEED_PATHS = discover_seeds(SEEDS_DIR)

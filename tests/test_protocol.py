@@ -5,11 +5,12 @@ import re
 from pathlib import Path
 
 import pytest
-
-from pytest_skilltransfer.models.base import ModelCallError, Reply
-from pytest_skilltransfer.engine.protocol import ProtocolConfig, SeedSession, capped
-from pytest_skilltransfer.engine.seeds import load_seed
 from scripted_model import ScriptedModel, edits
+
+from pytest_skilltransfer.engine.protocol import SeedSession, capped
+from pytest_skilltransfer.engine.results import ProtocolConfig
+from pytest_skilltransfer.engine.seeds import load_seed
+from pytest_skilltransfer.models.base import ModelCallError
 
 CHECKS = {"kind": "rule", "checks": [{"op": "contains", "arg": "Owner:"}, {"op": "max_chars", "arg": 60}]}
 

@@ -12,7 +12,7 @@ import pytest
 
 from pytest_skilltransfer.evidence import stats
 from pytest_skilltransfer.plugin.gating import evaluate
-from pytest_skilltransfer.engine.seeds import Thresholds
+from pytest_skilltransfer.engine.seed_data import Thresholds
 
 SEEDS = Path(__file__).resolve().parent.parent / "seeds"
 

@@ -4,20 +4,29 @@ import json
 from pathlib import Path
 
 import pytest
+from scripted_model import ScriptedModel
 
-from pytest_skilltransfer.reports.judge_report import adverse, uncertain_count
 from pytest_skilltransfer.engine.judges import Attempt, NoJudgeModel, RubricVerdict, score
 from pytest_skilltransfer.engine.ledger import CallCache, Meter
+from pytest_skilltransfer.engine.protocol import CalibrationFailed, NoJudgeConfigured, SeedSession
+from pytest_skilltransfer.engine.results import ProtocolConfig
+from pytest_skilltransfer.engine.rubric import (
+    VERDICT_TOOL,
+    CalibrationItem,
+    JudgeSetup,
+    RubricJudge,
+    calibrate,
+    family_warning,
+    judge_request,
+    majority,
+    parse_verdict,
+)
+from pytest_skilltransfer.engine.seeds import load_seed
+from pytest_skilltransfer.engine.seed_data import SeedError
 from pytest_skilltransfer.models.base import Reply, Request, ToolCall
 from pytest_skilltransfer.models.registry import resolve_model
 from pytest_skilltransfer.models.sim.judge import read
-from pytest_skilltransfer.engine.protocol import CalibrationFailed, NoJudgeConfigured, ProtocolConfig, SeedSession
-from pytest_skilltransfer.engine.rubric import (
-    VERDICT_TOOL, CalibrationItem, JudgeSetup, RubricJudge, calibrate, family_warning, judge_request, majority,
-    parse_verdict,
-)
-from pytest_skilltransfer.engine.seeds import SeedError, load_seed
-from scripted_model import ScriptedModel
+from pytest_skilltransfer.reports.judge_report import adverse, uncertain_count
 
 CAUSE = 'Names the root cause of the incident (a "Root cause" line counts).'
 RUBRIC = {"kind": "rule", "checks": [{"op": "no_refusal"}, {"op": "rubric", "arg": CAUSE}]}
@@ -270,9 +279,9 @@ class SplitJudge:
 
 
 def test_a_gate_that_passes_only_on_unstable_verdicts_is_inconclusive(tmp_path):
+    from pytest_skilltransfer.engine.seed_data import Thresholds
     from pytest_skilltransfer.plugin import gating
     from pytest_skilltransfer.reports.result_json import result_to_json
-    from pytest_skilltransfer.engine.seeds import Thresholds
 
     seed = load_seed(write_seed(tmp_path / "owners", judge={"kind": "rule", "checks": [
         {"op": "rubric", "arg": 'Names an owner (an "Owner" line counts).'}]}, held_out=12))

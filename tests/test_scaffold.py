@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from pytest_skilltransfer.commands.scaffold import InitError, init_seed
-from pytest_skilltransfer.engine.seeds import SeedError, load_seed
+from pytest_skilltransfer.engine.seeds import load_seed
+from pytest_skilltransfer.engine.seed_data import SeedError
 
 PAIR = ("--source", "sim-small", "--target", "sim-large")
 

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 import statistics
 from pathlib import Path
 
 import pytest
-
 from plugin_support import project
-from pytest_skilltransfer.models.registry import resolve_model
-from pytest_skilltransfer.engine.protocol import ProtocolConfig, SeedSession
+
+from pytest_skilltransfer.engine.protocol import SeedSession
+from pytest_skilltransfer.engine.results import ProtocolConfig
 from pytest_skilltransfer.engine.scoring import DEFAULT, GBRAIN, scoring_profile
 from pytest_skilltransfer.engine.seeds import discover_seeds, load_seed
-
-import os
+from pytest_skilltransfer.models.registry import resolve_model
 
 GBRAIN_MIRROR = Path(os.environ.get("SKILLTRANSFER_GBRAIN_MIRROR")
                      or Path(__file__).resolve().parents[2] / "shared" / "external" / "gbrain-skillopt-v1")

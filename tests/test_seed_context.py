@@ -11,10 +11,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from pytest_skilltransfer.engine.protocol import SeedSession
+from pytest_skilltransfer.engine.results import ProtocolConfig
+from pytest_skilltransfer.engine.seeds import load_seed
+from pytest_skilltransfer.engine.seed_data import SeedError
 from pytest_skilltransfer.models.base import Message, Reply, Request, Usage
 from pytest_skilltransfer.models.sim import SimModel
-from pytest_skilltransfer.engine.protocol import ProtocolConfig, SeedSession
-from pytest_skilltransfer.engine.seeds import SeedError, load_seed
 
 CHECKS = {"kind": "rule", "checks": [{"op": "contains", "arg": "Owner:"}]}
 EXAMPLE = [{"role": "user", "content": "Route ticket 99: the printer is on fire."},

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from pytest_skilltransfer.engine.seeds import SeedError, SeedLimits, load_seed
+from pytest_skilltransfer.engine.seeds import load_seed
+from pytest_skilltransfer.engine.seed_data import SeedError, SeedLimits
 from pytest_skilltransfer.engine.tools import CorpusError, load_corpus
 
 RULE = {"kind": "rule", "checks": [{"op": "contains", "arg": "X"}]}

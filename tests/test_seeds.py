@@ -5,9 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilltransfer.engine.seeds import (
-    SeedError, SplitSettings, Task, discover_seeds, load_seed, split_train_val,
-)
+from pytest_skilltransfer.engine.seeds import discover_seeds, load_seed
+from pytest_skilltransfer.engine.seed_data import SeedError, SplitSettings, Task, split_train_val
 from pytest_skilltransfer.engine.judges import Judge, Check
 
 GBRAIN = Path(__file__).resolve().parents[2] / "shared" / "external" / "gbrain-skillopt-v1"
@@ -151,7 +150,7 @@ def test_seed_pairs_parse_and_bad_ones_are_named(tmp_path):
 
 
 def test_a_regex_javascript_rejects_loads_with_a_portability_warning_naming_file_and_line(tmp_path):
-    from pytest_skilltransfer.engine.seeds import SeedPortabilityWarning
+    from pytest_skilltransfer.engine.seed_data import SeedPortabilityWarning
 
     seed = tmp_path / "portable"
     seed.mkdir()

@@ -17,7 +17,7 @@ from pytest_skilltransfer.models.base import Message, ModelError, Request
 from pytest_skilltransfer.models.registry import resolve_model
 from pytest_skilltransfer.models.sim import SimModel
 from pytest_skilltransfer.engine.reflect import Observation, RejectedEdit, build_reflect_request, parse_edits
-from pytest_skilltransfer.engine.seeds import Task
+from pytest_skilltransfer.engine.seed_data import Task
 from pytest_skilltransfer.engine.tools import SEARCH_TOOL, Page
 
 SAMPLES = 20

@@ -19,7 +19,7 @@ from pytest_skilltransfer.engine.ledger import CallCache, Meter
 from pytest_skilltransfer.models.base import Message, Request
 from pytest_skilltransfer.models.registry import resolve_model
 from pytest_skilltransfer.models.sim import PROFILES, SimModel
-from pytest_skilltransfer.engine.seeds import Task
+from pytest_skilltransfer.engine.seed_data import Task
 
 SAMPLES = 12
 TASKS = [

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 from pytest_skilltransfer.engine import judges
+from pytest_skilltransfer.engine.protocol import SeedSession
+from pytest_skilltransfer.engine.results import ProtocolConfig
+from pytest_skilltransfer.engine.seeds import load_seed
 from pytest_skilltransfer.guards import timed_regex
 from pytest_skilltransfer.models.registry import resolve_model
 from pytest_skilltransfer.models.sim.regex_template import template_for
-from pytest_skilltransfer.engine.protocol import ProtocolConfig, SeedSession
-from pytest_skilltransfer.engine.seeds import load_seed
 
 # `re` backtracks for hours on this one (the optimizer used to hang on it); the `regex` library returns at once.
 HANGS_RE = r"^(\w+\s?)+[^\w\s]{2}Q$"

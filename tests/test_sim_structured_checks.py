@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilltransfer.models.registry import resolve_model
-from pytest_skilltransfer.engine.protocol import ProtocolConfig, SeedSession
+from pytest_skilltransfer.engine.protocol import SeedSession
+from pytest_skilltransfer.engine.results import ProtocolConfig
 from pytest_skilltransfer.engine.seeds import load_seed
+from pytest_skilltransfer.models.registry import resolve_model
 
 CHECKS = {"kind": "rule", "checks": [{"op": "regex", "arg": '\\{\\s*"impact"\\s*:'}, {"op": "contains", "arg": '"root_cause"'}]}
 INCIDENTS = ["the checkout outage after the cache flush", "the login errors during the certificate renewal",

@@ -14,7 +14,7 @@ except ImportError:  # scipy is a dev extra
 
 from pytest_skilltransfer.evidence import stats
 from pytest_skilltransfer.plugin import gating
-from pytest_skilltransfer.engine.seeds import Thresholds
+from pytest_skilltransfer.engine.seed_data import Thresholds
 
 PROBABILITIES = (0.1, 0.3, 0.5, 0.7, 0.9)
 TASK_COUNTS = (3, 6, 20, 50)

@@ -14,7 +14,7 @@ from pytest_skilltransfer.engine.ledger import CallCache, Meter
 from pytest_skilltransfer.models.base import Message, Request
 from pytest_skilltransfer.models.providers import build_model
 from pytest_skilltransfer.models.stops import problem_counts, stop_kind
-from pytest_skilltransfer.engine.seeds import Task
+from pytest_skilltransfer.engine.seed_data import Task
 
 EXPECTED = {  # shape -> (anthropic stop_reason, openai stop_reason, kind)
     "max_tokens": ("max_tokens", "length", "truncated"),

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from pytest_skilltransfer.commands import scaffold
-from pytest_skilltransfer.engine.seeds import SeedProblem, read_tasks
+from pytest_skilltransfer.engine.task_files import read_tasks
+from pytest_skilltransfer.engine.seed_data import SeedProblem
 
 jsonschema = pytest.importorskip("jsonschema")
 

@@ -4,9 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilltransfer.models.registry import resolve_model
-from pytest_skilltransfer.engine.protocol import ProtocolConfig, SeedSession
+from pytest_skilltransfer.engine.protocol import SeedSession
+from pytest_skilltransfer.engine.results import ProtocolConfig
 from pytest_skilltransfer.engine.seeds import discover_seeds, load_seed
+from pytest_skilltransfer.models.registry import resolve_model
 
 ROOT = Path(__file__).resolve().parents[1]
 GBRAIN = ROOT.parent / "shared" / "external" / "gbrain-skillopt-v1"

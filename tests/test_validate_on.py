@@ -7,10 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
+from scripted_model import ScriptedModel, edits
 
-from pytest_skilltransfer.engine.protocol import ProtocolConfig, SeedSession
+from pytest_skilltransfer.engine.protocol import SeedSession
+from pytest_skilltransfer.engine.results import ProtocolConfig
 from pytest_skilltransfer.engine.scoring import scoring_profile
-from pytest_skilltransfer.engine.seeds import SeedError, load_seed
+from pytest_skilltransfer.engine.seeds import load_seed
+from pytest_skilltransfer.engine.seed_data import SeedError
 from pytest_skilltransfer.engine.validation import ValidationScore, decide, parse_models
 from pytest_skilltransfer.evidence.portability import (
     LESS_PORTABLE,
@@ -21,7 +24,6 @@ from pytest_skilltransfer.evidence.portability import (
     portability_word,
 )
 from pytest_skilltransfer.reports.result_json import result_to_json
-from scripted_model import ScriptedModel, edits
 
 CHECKS = {"kind": "rule", "checks": [{"op": "contains", "arg": "Owner:"}, {"op": "max_chars", "arg": 60}]}
 PROFILE = scoring_profile("default")

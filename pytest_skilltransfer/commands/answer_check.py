@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 from ..engine.judges import RUBRIC_OP, Attempt, PatternTimeout, check_passes, describe_check
-from ..engine.seeds import SeedError, load_seed
+from ..engine.seeds import load_seed
+from ..engine.seed_data import SeedError
 
 
 def main(argv: list[str]) -> int:

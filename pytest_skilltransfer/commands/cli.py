@@ -31,7 +31,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..engine.seeds import Seed, SeedError, discover_seeds, load_seed
+from ..engine.seeds import discover_seeds, load_seed
+from ..engine.seed_data import Seed, SeedError
 from ..guards.redaction import redact_text
 from ..guards.terminal import safe
 

@@ -37,7 +37,7 @@ def _names(value: Any) -> list[str]:
 
 def configured_pairs(tool: dict[str, Any]) -> list[tuple[str, str]]:
     """The ini matrix: source x target plus pairs, from [tool.pytest.ini_options]."""
-    from ..engine.seeds import split_pair
+    from ..engine.seed_data import split_pair
 
     ini = tool.get("pytest", {}).get("ini_options", {})
     sources, targets = _names(ini.get("skilltransfer_source")), _names(ini.get("skilltransfer_target"))
@@ -48,7 +48,8 @@ def configured_pairs(tool: dict[str, Any]) -> list[tuple[str, str]]:
 
 def seed_pairs(seeds_root: Path) -> dict[str, list[tuple[str, str]]]:
     """Each seed's own `pairs` (seed.toml) and the optimizer it names, as (model, model) pairs, by seed name."""
-    from ..engine.seeds import discover_seeds, split_pair
+    from ..engine.seeds import discover_seeds
+    from ..engine.seed_data import split_pair
 
     found: dict[str, list[tuple[str, str]]] = {}
     for seed in discover_seeds(seeds_root):

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.judges import rule_ops
-from ..engine.seeds import CONFIG_FILE, SKILL_FILE, TEST_FILE, TRAIN_FILE, SeedError, load_seed, repository_root
+from ..engine.seeds import CONFIG_FILE, SKILL_FILE, TEST_FILE, TRAIN_FILE, load_seed, repository_root
+from ..engine.seed_data import SeedError
 
 SKILL = """\
 ---

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from ..evidence.stats import Gain, paired_gain
 from ..models.base import Model
-from .protocol import Evaluation, SeedSession
+from .protocol import SeedSession
+from .results import Evaluation
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from ..models.base import Message, Model, Request
 from ..models.stops import PAUSED
 from .judges import Attempt
 from .ledger import CallCache, Meter
-from .seeds import ContextTurn, Task
+from .seed_data import ContextTurn, Task
 from .tools import SEARCH_TOOL, Page, run_tool
 
 MAX_TOOL_STEPS = 6

@@ -10,7 +10,7 @@ share the session's call cache: a request already answered is never sent again.
 
 from __future__ import annotations
 
-from .seeds import Seed, SplitSettings, Task, split_train_val
+from .seed_data import Seed, SplitSettings, Task, split_train_val
 
 SAMPLE_STRIDE = 1000
 

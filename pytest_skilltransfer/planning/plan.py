@@ -39,13 +39,20 @@ from dataclasses import asdict, dataclass
 
 from ..engine.agent import ATTEMPT_MAX_TOKENS, MAX_TOOL_STEPS
 from ..engine.judges import has_rubric
-from ..engine.protocol import ProtocolConfig, capped
-from ..engine.reflect import (EXCERPT_CHARS, MAX_FAILURES_SHOWN, MAX_SUCCESSES_SHOWN, REFLECT_MAX_TOKENS, REFLECT_SYSTEM,
-                              RETRY_NOTE)
+from ..engine.protocol import capped
+from ..engine.reflect import (
+    EXCERPT_CHARS,
+    MAX_FAILURES_SHOWN,
+    MAX_SUCCESSES_SHOWN,
+    REFLECT_MAX_TOKENS,
+    REFLECT_SYSTEM,
+    RETRY_NOTE,
+)
 from ..engine.restarts import split_seed, train_val
+from ..engine.results import ProtocolConfig
 from ..engine.rubric import JUDGE_MAX_TOKENS, JUDGE_SYSTEM, REASON_CHARS, VERDICT_SCHEMA
 from ..engine.rubric import RETRY_NOTE as JUDGE_RETRY_NOTE
-from ..engine.seeds import Seed, Task
+from ..engine.seed_data import Seed, Task
 from ..engine.tools import MAX_RESULTS, SEARCH_TOOL
 from ..models.anthropic_wire import cache_min_tokens, caches_prefix
 from ..models.base import Usage

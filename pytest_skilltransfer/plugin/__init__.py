@@ -47,7 +47,16 @@ import pytest
 from ..engine.seed_layout import is_collectable_seed, is_seed_file
 from ..guards.terminal import safe
 from .aa_fixture import transfer_aa  # noqa: F401  (a fixture: pytest finds it in this module)
-from .collect import MARKER, SeedDirectory, SeedModule, TransferSpec, marker_spec, pair_id, seed_optimizer, seed_validation
+from .collect import (
+    MARKER,
+    SeedDirectory,
+    SeedModule,
+    TransferSpec,
+    marker_spec,
+    pair_id,
+    seed_optimizer,
+    seed_validation,
+)
 from .engagement import engaged
 from .options import Pair, Settings, add_options, apply_project_tables, plan_requested, read_settings
 from .reporting import TransferReporting, is_worker
@@ -69,7 +78,7 @@ from .state import (
 if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
 
-    from ..engine.protocol import TransferResult
+    from ..engine.results import TransferResult
 
 # -- options and configuration -------------------------------------------------------------------
 
@@ -422,8 +431,8 @@ def _refuse_unpriced_items(config: pytest.Config, items: list[pytest.Item]) -> N
     runner = config.stash.get(RUNNER, None)
     if runner is None or runner.budget is None:
         return
+    from ..engine.seed_data import SeedError
     from ..models.base import ModelError
-    from ..engine.seeds import SeedError
 
     models = []
     for item in items:
@@ -521,7 +530,7 @@ def transfer_pair(request: pytest.FixtureRequest) -> Pair:
 def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapshot: "SnapshotAssertion") -> "TransferResult":
     """Run the skill-transfer protocol for this test's seed and pair; the plugin gates it after the test."""
     from ..engine.protocol import CalibrationFailed, NoJudgeConfigured
-    from ..engine.seeds import SeedError
+    from ..engine.seed_data import SeedError
     from ..models.base import ModelCallError, ModelError
     from ..reports.result_json import result_to_json
     from .snapshots import TransferSnapshotExtension

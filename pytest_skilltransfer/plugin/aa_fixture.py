@@ -14,7 +14,7 @@ import pytest
 
 if TYPE_CHECKING:
     from ..engine.aa import AACheck
-    from ..engine.protocol import TransferResult
+    from ..engine.results import TransferResult
 
 
 @pytest.fixture

@@ -115,7 +115,7 @@ class SeedModule(pytest.Module):
         return module
 
     def collect(self) -> Iterator[pytest.Item]:  # type: ignore[override]
-        from ..engine.seeds import SeedError
+        from ..engine.seed_data import SeedError
         from ..models.base import ModelError
         from .state import runner_of, settings_of  # the plugin owns per-config state
 
@@ -217,7 +217,7 @@ def marker_spec(item: pytest.Item, seeds_dirs: tuple[Path, ...], pair: Pair | No
 
 def seed_optimizer(spec: TransferSpec, runner: Any) -> TransferSpec:
     """The seed's `optimizer` (seed.toml) when neither the marker nor the command line / ini names one."""
-    from ..engine.seeds import SeedError
+    from ..engine.seed_data import SeedError
 
     if spec.optimizer is not None:
         return spec
@@ -231,7 +231,7 @@ def seed_optimizer(spec: TransferSpec, runner: Any) -> TransferSpec:
 def seed_validation(spec: TransferSpec, runner: Any) -> TransferSpec:
     """The validation set of models and its tolerance: command line > the seed's validate_on > ini (`off`
     clears), the tolerance from the command line / ini, else the seed's, else 0."""
-    from ..engine.seeds import SeedError
+    from ..engine.seed_data import SeedError
 
     settings = runner.settings
     try:

@@ -47,7 +47,7 @@ def units_of(seed: Any, limit_test: int) -> tuple[int, str]:
 def undecidable_items(runner: Any, items: list[pytest.Item], spec_of: Callable[[pytest.Item], Any]) -> list[Undecidable]:
     """The run's family (one hypothesis per seed, pair and optimizer, as the summary counts them) and, of its
     items, those that no outcome lets pass Holm in it, each with its first node id."""
-    from ..engine.seeds import SeedError
+    from ..engine.seed_data import SeedError
     from ..evidence.decidability import smallest_p, unreachable
 
     family: dict[tuple[str, str, str, str], tuple[str, int, str]] = {}

@@ -43,7 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..engine.seeds import Thresholds
+from ..engine.seed_data import Thresholds
 from ..evidence import stats
 from ..reports.report import CLAIM_GATES, too_few_clusters, units_text, verdict_label  # noqa: F401  (verdict_label: the plugin labels its records)
 

@@ -31,8 +31,8 @@ from .spellings import _add, dest, flag, ini_name
 from .values import OFF_WORDS, Pair, _bool, _fraction, _int, _path, _seconds, _threshold, parse_pair, split_names
 
 if TYPE_CHECKING:  # the engine is imported when a run has seeds or shows --help, not by every pytest run
-    from ..engine.protocol import ProtocolConfig
-    from ..engine.seeds import JudgeSettings, SeedLimits, Thresholds
+    from ..engine.results import ProtocolConfig
+    from ..engine.seed_data import JudgeSettings, SeedLimits, Thresholds
     from ..models.sdk_common import CallPolicy
 
 INT_SETTINGS = {  # option -> (ProtocolConfig field, smallest allowed value, help); maxima in `bounds.MAXIMA`
@@ -160,7 +160,7 @@ def add_options(parser: Any) -> None:
 def _defaults(kind: str) -> Any:
     """The engine's defaults, imported when they are needed (a run with seeds, or --help)."""
     if kind == "protocol":
-        from ..engine.protocol import ProtocolConfig
+        from ..engine.results import ProtocolConfig
 
         return ProtocolConfig()
     if kind == "calls":
@@ -168,11 +168,11 @@ def _defaults(kind: str) -> Any:
 
         return CallPolicy()
     if kind == "limits":
-        from ..engine.seeds import SeedLimits
+        from ..engine.seed_data import SeedLimits
 
         return SeedLimits()
     if kind == "judge":
-        from ..engine.seeds import JudgeSettings
+        from ..engine.seed_data import JudgeSettings
 
         return JudgeSettings()
     from ..engine.rubric import DEFAULT_MIN_ACCURACY
@@ -226,7 +226,7 @@ class Settings:
     def judge(self, seed: JudgeSettings) -> JudgeSettings:
         """ini < seed.toml [judge] < command line, then the defaults (1 sample, min accuracy 0.8)."""
         from ..engine.rubric import DEFAULT_MIN_ACCURACY
-        from ..engine.seeds import JudgeSettings
+        from ..engine.seed_data import JudgeSettings
 
         values = {k: v for layer in (self.ini_judge, seed, self.cli_judge) for k, v in layer.__dict__.items()
                   if v is not None}
@@ -238,7 +238,7 @@ class Settings:
         The defaults are the regression gate's tolerance (`DEFAULT_REGRESSION_TOLERANCE`) and the harm
         gate's (`DEFAULT_HARM_TOLERANCE`); every other gate is off until set.
         """
-        from ..engine.seeds import Thresholds
+        from ..engine.seed_data import Thresholds
         from .gating import DEFAULT_HARM_TOLERANCE, DEFAULT_REGRESSION_TOLERANCE
 
         values = {"regression_tolerance": DEFAULT_REGRESSION_TOLERANCE, "harm_tolerance": DEFAULT_HARM_TOLERANCE,
@@ -311,7 +311,7 @@ def _validate_on(value: Any, where: str) -> tuple[str, ...]:
 
 def _judge_layers(reader: _Reader) -> tuple[JudgeSettings, JudgeSettings]:
     """(ini, command line) judge settings, each validated where it came from."""
-    from ..engine.seeds import JudgeSettings
+    from ..engine.seed_data import JudgeSettings
 
     layers = []
     for read, where in ((reader.ini, ini_name), (reader.cli, reader.flag)):
@@ -437,7 +437,7 @@ def _call_policy(reader: _Reader) -> CallPolicy:
 
 
 def _seed_limits(reader: _Reader) -> SeedLimits:
-    from ..engine.seeds import SeedLimits
+    from ..engine.seed_data import SeedLimits
 
     limits: dict[str, int] = {}
     for name, option in LIMIT_OPTIONS.items():
@@ -449,7 +449,7 @@ def _seed_limits(reader: _Reader) -> SeedLimits:
 
 def read_settings(config: pytest.Config) -> Settings:
     """Parse and validate every skilltransfer option; raise pytest.UsageError naming the bad one."""
-    from ..engine.protocol import ProtocolConfig
+    from ..engine.results import ProtocolConfig
     from ..engine.scoring import PROFILES
     from .gating import CORRECTIONS
 

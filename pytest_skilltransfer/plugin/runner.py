@@ -18,9 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..engine.protocol import SeedSession, TransferResult
+from ..engine.protocol import SeedSession
+from ..engine.results import TransferResult
 from ..engine.rubric import JudgeSetup
-from ..engine.seeds import Seed, SeedError, load_seed
+from ..engine.seeds import load_seed
+from ..engine.seed_data import Seed, SeedError
 from ..models.base import Model, ModelCallError, ModelError
 from ..models.registry import resolve_model
 from .options import Settings

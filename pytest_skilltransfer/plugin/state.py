@@ -14,8 +14,8 @@ from .options import Settings
 if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
 
-    from ..engine.protocol import TransferResult
-    from ..engine.seeds import Seed
+    from ..engine.results import TransferResult
+    from ..engine.seed_data import Seed
     from .collect import TransferSpec
     from .runner import Runner
 

@@ -26,7 +26,7 @@ def split_names(values: list[str] | None) -> list[str]:
 
 def parse_pair(text: str, where: str) -> Pair:
     """`SRC->TGT`, or `SRC:TGT` when neither name holds a colon (`anthropic:<id>` names need `->`)."""
-    from ..engine.seeds import split_pair
+    from ..engine.seed_data import split_pair
 
     pair = split_pair(text)
     if pair is None:

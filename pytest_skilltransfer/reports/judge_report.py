@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..engine.judges import RubricVerdict
-from ..engine.protocol import Evaluation, TransferResult
+from ..engine.results import Evaluation, TransferResult
 
 HELD_OUT = ("baseline", "transferred", "direct")
 

@@ -12,7 +12,7 @@ from dataclasses import asdict
 from typing import Any, Iterable
 
 from ..engine.ledger import evidence_digest
-from ..engine.protocol import Costs, Evaluation, Night, Optimization, TaskResult, TransferResult, total_costs
+from ..engine.results import Costs, Evaluation, Night, Optimization, TaskResult, TransferResult, total_costs
 from ..evidence.stats import clustered_score, mean, outcome
 from ..evidence.summary import summarize
 from ..pricing.prices import cache_saving_usd, cost_usd, lane_of
