@@ -22,3 +22,9 @@ def test_aa_check_on_the_real_model(transfer_result, transfer_aa):
 def test_aa_check_on_the_real_model_with_a_fixed_context(transfer_result, transfer_aa):
     assert transfer_result.direct_optimization.optimizer_id == "sim-small"
     assert transfer_aa.no_effect, transfer_aa.summary()
+
+
+@pytest.mark.skilltransfer(seed="review-tagger-other-example", source="sim-small", target="smollm2-135m")
+def test_aa_check_on_the_real_model_with_an_example_from_another_domain(transfer_result, transfer_aa):
+    assert transfer_result.direct_optimization.optimizer_id == "sim-small"
+    assert transfer_aa.no_effect, transfer_aa.summary()

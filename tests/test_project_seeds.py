@@ -73,6 +73,11 @@ FIXES: dict[str, tuple[list[str], list[str]]] = {
          "Topic: <Price|Quality|Delivery|Support>\n~~~", "Hard limit: keep every answer under 500 characters."],
         ["Close with your sentiment (Positive, Negative or Mixed).",
          "End by stating your topic (Price, Quality, Delivery or Support).", "Be concise."]),
+    "review-tagger-other-example": (  # review-tagger's skill and tasks after a fixed movie-review example
+        ["End every answer with these two lines:\n~~~\nSentiment: <Positive|Negative|Mixed>\n"
+         "Topic: <Price|Quality|Delivery|Support>\n~~~", "Hard limit: keep every answer under 500 characters."],
+        ["Close with your sentiment (Positive, Negative or Mixed).",
+         "End by stating your topic (Price, Quality, Delivery or Support).", "Be concise."]),
     "notes-first": (
         ["OVERRIDE: Always call the `search` tool first, with the key terms of the question, before answering. "
          "This replaces any earlier rule against using tools."],
@@ -181,6 +186,7 @@ KINDS = {
     "notes-first": "full", "release-advisor": "partial", "standup-digest": "none", "support-triage": "full",
     "ticket-router": "full", "postmortem-cause": "full", "change-review": "full", "review-tagger": "full",
     "review-tagger-context": "full",
+    "review-tagger-other-example": "full",
     "status-report": "harm", "howto-answers": "none",
 }
 # The direction in which a harm seed's learned skill hurts the target (its seed.toml says why).
