@@ -4,8 +4,10 @@ A pure function of the JSON report (`result_json.run_report` plus the run's own 
 rebuilt later from a JSON file, or from merged shards, equals the page the run wrote. Everything is
 inline: CSS, an SVG chart, a small script; a Content-Security-Policy forbids any fetch, so the file
 opens from disk, a CI artifact or a static host alike. It reads with JavaScript off: drill-down is
-`<details>`, the "tasks that differ" filter is a CSS checkbox; the script only adds sorting and the
-outcome / verdict filters.
+`<details>`, the "tasks that differ" filter is a CSS checkbox; the script only adds sorting, the
+outcome / verdict filters, and the answers: each item's answers per task are stored compressed
+(`answer_store`) and unfolded when the item is opened, so a page of hundreds of items stays small; without
+JavaScript a note stands in their place.
 
 Control and bidi characters from tasks, skills and answers are written as visible escapes (`guards.terminal`).
 
