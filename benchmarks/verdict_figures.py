@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_skilltransfer.evidence import gain_tests, stats  # noqa: E402
+from pytest_skilltransfer.evidence import power, stats  # noqa: E402
 
 MARGINALS = [round(0.1 * k, 1) for k in range(1, 10)]
 CORRELATIONS = [round(0.1 * k, 1) for k in range(10)]
@@ -89,7 +89,7 @@ def old_tasks_to_pass(min_gain: float, true_gain: float) -> int:
     for n in range(1, 5000):
         needed = next((k for k in range(n + 1)
                        if 2 * stats.interval_of_sum((n + k) / 2, n)[0] - 1 >= min_gain), None)
-        if needed is not None and gain_tests._binomial_upper_tail(n, true_gain, needed) >= 0.8:
+        if needed is not None and power._binomial_upper_tail(n, true_gain, needed) >= 0.8:
             return n
     return -1
 

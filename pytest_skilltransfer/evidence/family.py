@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .gain_tests import Gain, clustered_gain, gain_interval
+from .gain_tests import gain_interval
+from .gains import Gain, clustered_gain
 from .score_intervals import EPSILON, FAIL, LEVEL, PASS
 
 

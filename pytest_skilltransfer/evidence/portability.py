@@ -25,7 +25,7 @@ from statistics import mean
 from typing import Any
 
 from .family import holm
-from .gain_tests import Gain, clustered_gain
+from .gains import Gain, clustered_gain
 from .score_intervals import EPSILON, LEVEL, outcome
 
 MORE_PORTABLE, NO_DIFFERENCE, LESS_PORTABLE = "more portable", "no difference shown", "less portable"

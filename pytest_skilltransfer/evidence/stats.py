@@ -30,85 +30,30 @@ of samples or tasks:
 Everything here is exact arithmetic with `math` (regularized incomplete beta by continued fraction,
 bisection); nothing is random.
 
-The code is in `score_intervals`, `gain_tests` and `family`; this module re-exports their public names so
-callers import the statistics from one place.
+The code is in `score_intervals`, `gain_tests` (intervals and p-values of a paired gain), `power`, `gains` (the Gain
+a report shows) and `family` (Holm, regression); this module re-exports their public names so callers import the
+statistics from one place.
 """
 
-from .family import (  # noqa: F401 (re-exported)
-    Regression,
-    holm,
-    regression,
+from .score_intervals import (  # noqa: F401 (re-exported)
+    CLUSTER_UNIT, EPSILON, Estimate, FAIL, GAIN_METHOD, GAIN_METHOD_LARGE, HURTS, INCONCLUSIVE, LEVEL, MAX_TASKS,
+    NO_EFFECT, N_EXACT, PASS, POWER, RESTART_GAIN_METHOD, SCORE_METHOD, TASK_UNIT, TRANSFERS, beta_cdf,
+    beta_quantile, decide, interval_of_sum, mean, outcome, score,
 )
 from .gain_tests import (  # noqa: F401 (re-exported)
-    GAIN_SPAN,
-    SCORE_SPAN,
-    Gain,
-    Ratio,
-    bounds,
-    cluster_count,
-    cluster_keys,
-    cluster_means,
-    clustered_gain,
-    clustered_score,
-    design_effect,
-    detection_power,
-    difference_interval,
-    difference_interval_of_mean,
-    efficiency_ratio,
-    first_bounds_of,
-    gain_bounds,
-    gain_bounds_of,
-    gain_decision,
-    gain_interval,
-    gain_method,
-    gain_p_value,
-    gain_tasks_to_decide,
-    is_clustered,
-    mean_gain_interval,
-    minimal_detectable_gain,
-    minimal_detectable_net_gain,
-    mixed_detection_power,
-    paired_gain,
-    part_level,
-    restart_gain,
-    restart_interval,
-    restart_margins,
-    restart_count_of,
-    restart_p_value,
-    restart_score,
-    restart_span,
-    score_bounds,
-    tasks_for_gain,
-    tasks_to_decide,
-    tasks_to_pass,
-    these_bounds_of,
-    undecidable_units,
-    units_needed,
+    GAIN_SPAN, SCORE_SPAN, cluster_count, cluster_keys, cluster_means, clustered_score, design_effect,
+    difference_interval, difference_interval_of_mean, first_bounds_of, gain_bounds, gain_bounds_of, gain_decision,
+    gain_interval, gain_method, gain_p_value, is_clustered, mean_gain_interval, part_level, restart_count_of,
+    restart_interval, restart_margins, restart_p_value, restart_score, restart_span, score_bounds, these_bounds_of,
+    undecidable_units, units_needed,
 )
-from .score_intervals import (  # noqa: F401 (re-exported)
-    CLUSTER_UNIT,
-    EPSILON,
-    FAIL,
-    GAIN_METHOD,
-    GAIN_METHOD_LARGE,
-    HURTS,
-    INCONCLUSIVE,
-    LEVEL,
-    MAX_TASKS,
-    N_EXACT,
-    NO_EFFECT,
-    PASS,
-    POWER,
-    RESTART_GAIN_METHOD,
-    SCORE_METHOD,
-    TASK_UNIT,
-    TRANSFERS,
-    Estimate,
-    beta_cdf,
-    beta_quantile,
-    decide,
-    interval_of_sum,
-    mean,
-    outcome,
-    score,
+from .power import (  # noqa: F401 (re-exported)
+    bounds, detection_power, gain_tasks_to_decide, minimal_detectable_gain, minimal_detectable_net_gain,
+    mixed_detection_power, tasks_for_gain, tasks_to_decide, tasks_to_pass,
+)
+from .gains import (  # noqa: F401 (re-exported)
+    Gain, Ratio, clustered_gain, efficiency_ratio, paired_gain, restart_gain,
+)
+from .family import (  # noqa: F401 (re-exported)
+    Regression, holm, regression, seeds_needed,
 )

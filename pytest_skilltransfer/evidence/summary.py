@@ -21,9 +21,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..pricing.cost_breakdown import breakdown
+from .decidability import unreachable
 from .family import seeds_needed  # noqa: F401 (re-exported: the summary's minimum of seeds)
 from .frontier import frontier
-from .decidability import unreachable
 from .stats import HURTS, LEVEL, NO_EFFECT, TRANSFERS, holm, mean, mean_gain_interval, restart_count_of
 
 CORRECTION = "holm"
