@@ -153,6 +153,12 @@ def test_opening_an_item_shows_its_answers_from_the_compressed_store(pages: dict
             assert " ".join(answer.split())[:60] in " ".join(shown.split())
             assert item.locator(".answer-store[data-z]").count() == 0
             assert "Answers folded away" not in item.inner_text()
+            other = next(r for r in report["results"] if r["seed"] == "release-advisor")
+            words = " ".join(other["scores"]["baseline"]["tasks"][0]["samples"][0]["answer"].split())[:30]
+            page.locator("#search").fill(words)  # answers of items not yet opened: the search unfolds them
+            found = page.locator(f"#{html_report.anchor(other)}")
+            page.wait_for_function("id => document.getElementById(id).open", arg=html_report.anchor(other))
+            assert found.locator("details[data-task]:visible").count() >= 1
         else:
             assert drill.count() == 0
             assert "Answers folded away" in item.locator(".answer-store").inner_text()

@@ -115,10 +115,12 @@ SCRIPT = """
         y=b.cells[i].getAttribute('data-v')||b.cells[i].textContent;var nx=parseFloat(x),ny=parseFloat(y);
         var c=(!isNaN(nx)&&!isNaN(ny))?nx-ny:x.localeCompare(y);return asc?c:-c;});
       th.setAttribute('data-asc',asc?'1':'0');rows.forEach(function(r){body.appendChild(r);});});});
-  function unfold(store){if(!store.unfolding){var bin=atob(store.getAttribute('data-z')),bytes=new Uint8Array(bin.length);
+  function unfold(store){if(!store.unfolding){store.unfolding=Promise.resolve().then(function(){
+      var bin=atob(store.getAttribute('data-z')),bytes=new Uint8Array(bin.length);
       for(var i=0;i<bin.length;i++){bytes[i]=bin.charCodeAt(i);}
-      var stream=new Blob([bytes]).stream().pipeThrough(new DecompressionStream('deflate'));
-      store.unfolding=new Response(stream).text().then(function(text){store.innerHTML=text;store.removeAttribute('data-z');});}
+      return new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('deflate'))).text();
+    }).then(function(text){store.innerHTML=text;store.removeAttribute('data-z');},function(){
+      store.insertAdjacentText('beforeend',' (This browser could not unfold them: it lacks DecompressionStream.)');});}
     return store.unfolding;}
   function unfoldItem(d){var store=d.querySelector('.answer-store[data-z]');return store?unfold(store):Promise.resolve();}
   document.querySelectorAll('details.item').forEach(function(d){
