@@ -41,3 +41,11 @@ def test_a_damaged_compressed_report_is_a_clear_error(tmp_path: Path, capsys: py
     assert html([str(damaged), "-o", str(tmp_path / "p.html")]) == 2
     err = capsys.readouterr().err
     assert f"error: {damaged}: not a JSON report (damaged gzip data:" in err
+
+
+def test_merge_reads_and_writes_compressed_reports(tmp_path: Path) -> None:
+    from pytest_skilltransfer.commands.merge import main as merge
+
+    write(tmp_path / "shard.json.gz", json.dumps(REPORT))
+    assert merge([str(tmp_path / "shard.json.gz"), "--json", str(tmp_path / "merged.json.gz")]) == 0
+    assert json.loads(read_text(tmp_path / "merged.json.gz"))["results"] == []
