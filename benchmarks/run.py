@@ -49,6 +49,7 @@ from pytest_skilltransfer.models.registry import resolve_model
 from pytest_skilltransfer.plugin.options import Settings  # noqa: E402
 from pytest_skilltransfer.plugin.runner import Runner  # noqa: E402
 from pytest_skilltransfer.reports.result_json import result_to_json  # noqa: E402
+from report_size import report_size  # noqa: E402
 
 LATENCY_S = 0.3
 REPLAY_CALLS = 30
@@ -872,7 +873,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run, figures not comparable)")
     parser.add_argument("--only", action="append", metavar="SECTION",
                         help="run only these sections (recording, recording rate, replay, replay floor, cassette open, "
-                             "collection, main job, duplicates, foreign project); "
+                             "collection, main job, duplicates, foreign project, report size); "
                              "cassette open needs replay")
     args = parser.parse_args()
     for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
@@ -897,6 +898,7 @@ def main() -> None:
             ("main job", lambda: main_job_cpu(work, 2 if args.quick else 3)),
             ("duplicates", lambda: duplicates(work)),
             ("foreign project", lambda: foreign_project(work, 3 if args.quick else 11)),
+            ("report size", lambda: report_size(work, 20 if args.quick else 200)),
         ]
         for name, section in sections:
             if args.only and name not in args.only:

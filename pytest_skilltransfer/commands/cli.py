@@ -34,6 +34,7 @@ from typing import Any
 from ..engine.seeds import discover_seeds, load_seed
 from ..engine.seed_data import Seed, SeedError
 from ..guards.redaction import redact_text
+from ..guards.report_files import read_text
 from ..guards.terminal import safe
 
 PYTEST_EXIT = {0: 0, 1: 1, 2: 2, 3: 3, 4: 2, 5: 2}  # pytest's ExitCode -> ours
@@ -160,7 +161,7 @@ def run(argv: list[str]) -> int:
             code = int(pytest.main(pytest_args))
         if args.json and code in (0, 1):
             path = Path(json_option) if json_option else report
-            print(json.dumps(json.loads(path.read_text(encoding="utf-8")), indent=2))
+            print(json.dumps(json.loads(read_text(path)), indent=2))
     return PYTEST_EXIT.get(code, 3)
 
 

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..guards.report_files import read_text
 from ..plugin.reporting import write
 from ..reports import html_report
 
@@ -20,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-o", "--output", type=Path, metavar="PAGE.html", required=True)
     args = parser.parse_args(argv)
     try:
-        report = json.loads(args.report.read_text(encoding="utf-8"))
+        report = json.loads(read_text(args.report))
     except OSError as exc:
         print(f"error: {args.report}: cannot read it ({exc.strerror})", file=sys.stderr)
         return 2

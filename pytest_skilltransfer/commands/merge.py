@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..guards.report_files import read_text
 from ..guards.terminal import safe
 
 SHARD_FIELD = "shard"
@@ -30,7 +31,7 @@ class MergeError(Exception):
 def load(path: Path) -> dict[str, Any]:
     """One shard's JSON report; a missing or damaged file names itself."""
     try:
-        report = json.loads(path.read_text(encoding="utf-8"))
+        report = json.loads(read_text(path))
     except OSError as exc:
         raise MergeError(f"{path}: cannot read it ({exc.strerror})") from None
     except ValueError as exc:

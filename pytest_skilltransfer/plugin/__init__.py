@@ -418,7 +418,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         _mark_model_kinds(item, spec)
         if grouped:
             item.add_marker(pytest.mark.xdist_group(spec.seed_path.name))
-    if settings_of(config).only_seeds:
+    if SETTINGS in config.stash and settings_of(config).only_seeds:  # an engaged run (a foreign one stays inert)
         from .seed_filter import keep_only_seeds
 
         keep_only_seeds(config, items, settings_of(config).only_seeds, lambda item: item.stash.get(SPEC, None))
@@ -487,9 +487,9 @@ def pytest_collection_modifyitems_order_by_seed(items: list[pytest.Item]) -> Non
 def pytest_collection_modifyitems_decidability(config: pytest.Config, items: list[pytest.Item]) -> None:
     """After deselection: each item of the run that can never be a finding after Holm says so, once. (pytest
     registers a plugin's hook functions only under names that start with `pytest_`, whatever their specname.)"""
-    from .decidable import warn_undecidable
-
     if any(SPEC in item.stash for item in items) and not settings_of(config).plan:  # --plan prints it in the plan
+        from .decidable import warn_undecidable
+
         warn_undecidable(runner_of(config), items, lambda item: item.stash.get(SPEC, None))
 
 

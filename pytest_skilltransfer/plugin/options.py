@@ -108,7 +108,8 @@ def add_options(parser: Any) -> None:
          "unproven claim is not a pass), xfail, or pass (with a warning)", metavar="ACTION")
     _add(group, parser, "transfer-correction", "gate intervals corrected for the number of transfer items: none "
          "(default) or bonferroni (the run summary always reports Holm)", metavar="METHOD")
-    _add(group, parser, "skilltransfer-json", "write the JSON report (the CLI's --json shape) to PATH", metavar="PATH")
+    _add(group, parser, "skilltransfer-json", "write the JSON report (the CLI's --json shape) to PATH; "
+         "gzip-compressed when PATH ends in .gz", metavar="PATH")
     _add(group, parser, "skilltransfer-md", "write a Markdown report with charts (for CI job summaries) to PATH",
          metavar="PATH")
     _add(group, parser, "skilltransfer-html", "write one self-contained HTML page (per-item drill-down, task x arm "

@@ -164,7 +164,11 @@ def item_counts(results: list[dict[str, Any]], errors: dict[str, dict[str, Any]]
 def write(path: Path, text: str, append: bool = False) -> None:
     """Write a report (or append to one, e.g. $GITHUB_STEP_SUMMARY); key-shaped strings are redacted first."""
     from ..guards.redaction import redact_text
+    from ..guards.report_files import compressed, encode
 
     path.parent.mkdir(parents=True, exist_ok=True)
+    if compressed(path) and not append:  # REPORT.json.gz: gzip-compressed
+        path.write_bytes(encode(path, redact_text(text)))
+        return
     with path.open("a" if append else "w", encoding="utf-8") as handle:
         handle.write(redact_text(text))

@@ -4,8 +4,10 @@ A pure function of the JSON report (`result_json.run_report` plus the run's own 
 rebuilt later from a JSON file, or from merged shards, equals the page the run wrote. Everything is
 inline: CSS, an SVG chart, a small script; a Content-Security-Policy forbids any fetch, so the file
 opens from disk, a CI artifact or a static host alike. It reads with JavaScript off: drill-down is
-`<details>`, the "tasks that differ" filter is a CSS checkbox; the script only adds sorting and the
-outcome / verdict filters.
+`<details>`, the "tasks that differ" filter is a CSS checkbox; the script only adds sorting, the
+outcome / verdict filters, and the answers: each item's answers per task are stored compressed
+(`answer_store`) and unfolded when the item is opened, so a page of hundreds of items stays small; without
+JavaScript a note stands in their place.
 
 Control and bidi characters from tasks, skills and answers are written as visible escapes (`guards.terminal`).
 
@@ -25,10 +27,12 @@ against the base.
 
 from __future__ import annotations
 
+import base64
 import difflib
 import hashlib
 import html
 import re
+import zlib
 from typing import Any, Iterable
 
 from ..evidence.frontier import comparison_lines, frontier_rows, frontier_title
@@ -59,6 +63,9 @@ CHART_WIDTH = 420  # px of the -1 .. +1 axis
 ROW_HEIGHT = 18
 LABEL_WIDTH = 330
 FOLD_CHARS = 1200  # longer answers are folded
+FOLDED_NOTE = ("Answers folded away: each task's answers, stop reasons and missed checks are stored compressed in "
+               "this page and appear here when the item is opened with JavaScript on. Without JavaScript, the task x "
+               "arm matrix above gives each task's result and the JSON report keeps the answers.")
 
 CSS = """
 :root{--ok:#1a7f37;--bad:#cf222e;--mid:#9a6700;--muted:#57606a;--line:#d0d7de;--bg:#f6f8fa}
@@ -108,21 +115,31 @@ SCRIPT = """
         y=b.cells[i].getAttribute('data-v')||b.cells[i].textContent;var nx=parseFloat(x),ny=parseFloat(y);
         var c=(!isNaN(nx)&&!isNaN(ny))?nx-ny:x.localeCompare(y);return asc?c:-c;});
       th.setAttribute('data-asc',asc?'1':'0');rows.forEach(function(r){body.appendChild(r);});});});
-  var box=document.getElementById('search'),note=document.getElementById('search-note');
-  function has(el,q){return el.textContent.toLowerCase().indexOf(q)>=0;}
+  function unfold(store){if(!store.unfolding){store.unfolding=Promise.resolve().then(function(){
+      var bin=atob(store.getAttribute('data-z')),bytes=new Uint8Array(bin.length);
+      for(var i=0;i<bin.length;i++){bytes[i]=bin.charCodeAt(i);}
+      return new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('deflate'))).text();
+    }).then(function(text){store.innerHTML=text;store.removeAttribute('data-z');},function(){
+      store.insertAdjacentText('beforeend',' (This browser could not unfold them: it lacks DecompressionStream.)');});}
+    return store.unfolding;}
+  function unfoldItem(d){var store=d.querySelector('.answer-store[data-z]');return store?unfold(store):Promise.resolve();}
+  document.querySelectorAll('details.item').forEach(function(d){
+    d.addEventListener('toggle',function(){if(d.open){unfoldItem(d);}});if(d.open){unfoldItem(d);}});
+  var box=document.getElementById('search'),note=document.getElementById('search-note'),everything=null;
+  function has(el,q){return !!el&&el.textContent.toLowerCase().indexOf(q)>=0;}
   function search(){var q=box.value.trim().toLowerCase(),items=0,tasks=0,shown={};
     document.querySelectorAll('details.item').forEach(function(d){
-      var label=!q||has(d.querySelector('summary'),q),any=false;
-      var hits={};
-      d.querySelectorAll('details[data-task]').forEach(function(t){
-        var hit=!!q&&has(t,q);any=any||hit;if(hit){tasks++;}hits[t.getAttribute('data-task')]=hit;
-        t.style.display=(!q||label||hit)?'':'none';});
-      d.querySelectorAll('tr[data-task]').forEach(function(r){
-        r.style.display=(!q||label||hits[r.getAttribute('data-task')])?'':'none';});
+      var label=!q||has(d.querySelector('summary'),q),any=false,drills={};
+      d.querySelectorAll('details[data-task]').forEach(function(t){drills[t.getAttribute('data-task')]=t;});
+      d.querySelectorAll('tr[data-task]').forEach(function(r){var id=r.getAttribute('data-task'),t=drills[id];
+        var hit=!!q&&(has(r.cells[0],q)||has(t,q));any=any||hit;if(hit){tasks++;}
+        r.style.display=(!q||label||hit)?'':'none';if(t){t.style.display=r.style.display;}});
       var show=label||any;d.style.display=show?'':'none';if(show){items++;shown[d.id]=1;}
       if(q&&any&&!label){d.open=true;}});
     document.querySelectorAll('tr.item-row').forEach(function(r){r.style.display=(!q||shown[r.getAttribute('data-item')])?'':'none';});
-    note.textContent=q?(items+' item(s) shown, '+tasks+' task(s) match'):'';}
+    note.textContent=q?(items+' item(s) shown, '+tasks+' task(s) match'):'';
+    if(q&&!everything){everything=Promise.all(Array.prototype.map.call(document.querySelectorAll('details.item'),unfoldItem))
+      .then(search);}}
   if(box){box.addEventListener('input',search);}
   document.body.classList.add('js');
 })();
@@ -508,7 +525,23 @@ def task_matrix(result: dict[str, Any]) -> str:
     return (f'<input type="checkbox" id="{box}" class="differs-box"> <label for="{box}">only the {differ} task(s) '
             f'whose result differs between arms</label>'
             '<table class="matrix"><tr><th>task</th>' + "".join(f"<th>{a}</th>" for a in ARMS) + "</tr>"
-            + "".join(rows) + "</table><h3>Answers per task</h3>" + "".join(drill))
+            + "".join(rows) + "</table><h3>Answers per task</h3>" + answer_store("".join(drill)))
+
+
+def answer_store(fragment: str) -> str:
+    """An item's answers per task, stored compressed (zlib, base64) in the page and unfolded by the script
+    when the item is opened; without JavaScript a note says where they went. Deterministic, so merged
+    shards and a page rebuilt from the JSON report stay byte-equal."""
+    packed = base64.b64encode(zlib.compress(fragment.encode("utf-8"), 9)).decode("ascii")
+    return f'<div class="answer-store" data-z="{packed}"><p class="muted">{FOLDED_NOTE}</p></div>'
+
+
+def unfold(store: str) -> str:
+    """The HTML an answer store holds (what the page's script shows): `answer_store`'s inverse."""
+    packed = re.search(r'data-z="([A-Za-z0-9+/=]*)"', store)
+    if packed is None:
+        raise ValueError("no answer store in this HTML")
+    return zlib.decompress(base64.b64decode(packed.group(1))).decode("utf-8")
 
 
 def skill_diff(result: dict[str, Any]) -> str:
