@@ -4,7 +4,9 @@ The seeds' matrix items (`pairs` in their seed.toml) measure the transfer from `
 model over both protocols, with a direct reference whose agent is the real model and whose optimizer
 is `sim-small` (`optimizer` in their seed.toml). `review-tagger` sends each task alone, and shows no
 effect (an honest null); `review-tagger-context` sends the same tasks after one fixed worked example
-(its `context.jsonl`). These tests add, on the same recordings (`cassettes/<seed>/`), an A/A check over
+(its `context.jsonl`), also a null; `review-tagger-other-example` sends them after one fixed movie-review
+example that shows the answer's shape but not the dashboard's values, and there the learned skill helps
+(+0.62 [+0.39, +0.81] on both protocols). These tests add, on the same recordings (`cassettes/<seed>/`), an A/A check over
 the OpenAI protocol: the transferred skill scored a second time on the real model with other sample
 ids, which must show no effect.
 """
@@ -28,3 +30,15 @@ def test_aa_check_on_the_real_model_with_a_fixed_context(transfer_result, transf
 def test_aa_check_on_the_real_model_with_an_example_from_another_domain(transfer_result, transfer_aa):
     assert transfer_result.direct_optimization.optimizer_id == "sim-small"
     assert transfer_aa.no_effect, transfer_aa.summary()
+
+
+# The gate: the learned skill's gain on the real model clears +0.2 with its exact 95% interval, per protocol.
+@pytest.mark.skilltransfer(seed="review-tagger-other-example", source="sim-small", target="smollm2-135m", min_gain=0.2)
+def test_the_learned_skill_helps_the_real_model_over_the_openai_protocol(transfer_result):
+    assert transfer_result.transferred.hard.mean > transfer_result.baseline.hard.mean
+
+
+@pytest.mark.skilltransfer(seed="review-tagger-other-example", source="sim-small", target="smollm2-135m-anthropic",
+                           min_gain=0.2)
+def test_the_learned_skill_helps_the_real_model_over_the_anthropic_protocol(transfer_result):
+    assert transfer_result.transferred.hard.mean > transfer_result.baseline.hard.mean
