@@ -36,7 +36,7 @@ def _mb(size: int) -> str:
 def report_size(work: Path, copies: int = 200) -> list[Row]:
     """Rows for benchmarks/run.py: page and JSON sizes of `copies` seeds x 2 pairs, before and after."""
     from pytest_skilltransfer.guards.report_files import read_text
-    from pytest_skilltransfer.reports.html_report import unfold
+    from pytest_skilltransfer.reports.html_item import unfold
 
     project = work / f"report-size-{copies}"
     for n in range(copies):

@@ -18,7 +18,7 @@ import pytest
 from browser_support import launched_browser, open_page
 
 from pytest_skilltransfer.commands.merge import main as merge
-from pytest_skilltransfer.reports import html_report
+from pytest_skilltransfer.reports import html_item, html_parts, html_report
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = "docs-style or release-advisor or change-review"
@@ -121,12 +121,12 @@ def test_the_javascript_filters_show_only_the_chosen_outcome(pages: dict[str, An
 def test_an_items_section_shows_answers_checks_the_skill_diff_and_the_nights(pages: dict[str, Any]) -> None:
     report = json.loads(pages["json"].read_text())
     result = next(r for r in report["results"] if r["seed"] == "docs-style")
-    text = html_report.item_section(result)
+    text = html_item.item_section(result)
     sample = result["scores"]["baseline"]["tasks"][0]["samples"][0]
-    answers = html_report.unfold(text)  # the answers per task are stored compressed in the page
-    assert html_report.esc(sample["answer"][:40]) in answers and html_report.esc(sample["answer"][:40]) not in text
+    answers = html_item.unfold(text)  # the answers per task are stored compressed in the page
+    assert html_parts.esc(sample["answer"][:40]) in answers and html_parts.esc(sample["answer"][:40]) not in text
     for check in sample["failed"]:
-        assert html_report.esc(check) in answers
+        assert html_parts.esc(check) in answers
     assert "SKILL.md (learned)" in text and '<span class="add">+' in text
     assert "night 1:" in text
 
@@ -140,10 +140,10 @@ def test_opening_an_item_shows_its_answers_from_the_compressed_store(pages: dict
     result = next(r for r in report["results"] if r["seed"] == "docs-style")
     task = result["scores"]["baseline"]["tasks"][0]
     answer = task["samples"][0]["answer"]
-    assert html_report.esc(answer[:60]) not in pages["whole"].read_text()
+    assert html_parts.esc(answer[:60]) not in pages["whole"].read_text()
     context, page, requests = open_page(browser, pages["whole"], javascript)
     try:
-        item = page.locator(f"#{html_report.anchor(result)}")
+        item = page.locator(f"#{html_parts.anchor(result)}")
         item.locator("> summary").click()
         assert item.locator("table.matrix").is_visible()
         drill = item.locator(f'details[data-task="{task["task_id"]}"]')
@@ -156,8 +156,8 @@ def test_opening_an_item_shows_its_answers_from_the_compressed_store(pages: dict
             other = next(r for r in report["results"] if r["seed"] == "release-advisor")
             words = " ".join(other["scores"]["baseline"]["tasks"][0]["samples"][0]["answer"].split())[:30]
             page.locator("#search").fill(words)  # answers of items not yet opened: the search unfolds them
-            found = page.locator(f"#{html_report.anchor(other)}")
-            page.wait_for_function("id => document.getElementById(id).open", arg=html_report.anchor(other))
+            found = page.locator(f"#{html_parts.anchor(other)}")
+            page.wait_for_function("id => document.getElementById(id).open", arg=html_parts.anchor(other))
             assert found.locator("details[data-task]:visible").count() >= 1
         else:
             assert drill.count() == 0
@@ -169,9 +169,9 @@ def test_opening_an_item_shows_its_answers_from_the_compressed_store(pages: dict
 
 def test_an_answer_store_unfolds_to_what_was_stored() -> None:
     fragment = '<details data-task="t-1"><summary>t-1</summary><pre>r\u00e9sum\u00e9 &amp; \\x1b</pre></details>' * 50
-    store = html_report.answer_store(fragment)
-    assert html_report.unfold(store) == fragment and len(store) < len(fragment) / 4
-    assert html_report.answer_store(fragment) == store  # deterministic: merged shards give the same page
+    store = html_item.answer_store(fragment)
+    assert html_item.unfold(store) == fragment and len(store) < len(fragment) / 4
+    assert html_item.answer_store(fragment) == store  # deterministic: merged shards give the same page
 
 
 def test_failed_and_hurting_items_are_listed_first_with_their_reason(pages: dict[str, Any]) -> None:

@@ -27,185 +27,48 @@ against the base.
 
 from __future__ import annotations
 
-import base64
-import difflib
-import hashlib
-import html
-import re
-import zlib
 from typing import Any, Iterable
 
 from ..evidence.frontier import comparison_lines, frontier_rows, frontier_title
 from ..evidence.summary import summarize
-from ..guards.terminal import safe
 from ..pricing.cost_breakdown import breakdown_lines
+from .html_item import item_section
+from .html_parts import (
+    CSP,
+    CSS,
+    OUTCOMES,
+    SCRIPT,
+    _changed,
+    _chip,
+    _label,
+    _outcome_class,
+    _table,
+    _test_name,
+    _verdict,
+    _verdict_chip,
+    anchor,
+    esc,
+    holm_outcome_of,
+    outcome_of,
+    reason,
+)
 from .report import (
     clusters_text,
-    design_effect_text,
-    failure_reason,
     gain_text,
-    gate_reason,
     mdg_text,
-    night_verdict,
     p_text,
     pair_lines,
     summary_line,
-    these_text,
-    units_text,
     usd_text,
-    verdict_text,
 )
-from .why import changed, check_arms, holm_outcomes, is_hand_written, run_checks, why
+from .why import holm_outcomes, is_hand_written, run_checks, why
 
-ARMS = ("baseline", "transferred", "direct")
-OUTCOMES = ("hurts", "transfers", "no effect shown")
 CHART_WIDTH = 420  # px of the -1 .. +1 axis
 ROW_HEIGHT = 18
 LABEL_WIDTH = 330
-FOLD_CHARS = 1200  # longer answers are folded
-FOLDED_NOTE = ("Answers folded away: each task's answers, stop reasons and missed checks are stored compressed in "
-               "this page and appear here when the item is opened with JavaScript on. Without JavaScript, the task x "
-               "arm matrix above gives each task's result and the JSON report keeps the answers.")
 
-CSS = """
-:root{--ok:#1a7f37;--bad:#cf222e;--mid:#9a6700;--muted:#57606a;--line:#d0d7de;--bg:#f6f8fa}
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1180px;padding:12px 20px;color:#1f2328}
-h1{font-size:20px;margin:8px 0}h2{font-size:16px;margin:18px 0 6px;border-bottom:1px solid var(--line)}
-h3{font-size:14px;margin:12px 0 4px}
-code,pre{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace}
-pre{background:var(--bg);padding:6px 8px;overflow:auto;white-space:pre-wrap;margin:4px 0}
-table{border-collapse:collapse;margin:4px 0}td,th{border:1px solid var(--line);padding:2px 6px;text-align:left;vertical-align:top}
-th{background:var(--bg)}td.num{text-align:right;font-variant-numeric:tabular-nums}
-.chip{display:inline-block;padding:0 6px;border-radius:9px;font-size:12px;border:1px solid var(--line);white-space:nowrap}
-.o-transfers,.v-pass,.t-pass{background:#dafbe1;color:var(--ok)}.o-hurts,.v-fail,.t-fail{background:#ffebe9;color:var(--bad)}
-.o-none,.v-inconclusive{background:#fff8c5;color:var(--mid)}.v-no-gate,.v-unchanged-vs-snapshot,.hand{background:#eaeef2;color:var(--muted)}.v-errored{background:#ffebe9;color:var(--bad)}
-.counts>span{margin-right:10px}caption{text-align:left}.muted{color:var(--muted)}.cluster{color:var(--muted);font-size:12px}
-details{border:1px solid var(--line);border-radius:6px;margin:6px 0;padding:2px 8px}
-details>summary{cursor:pointer;padding:2px 0}details[open]>summary{border-bottom:1px solid var(--line);margin-bottom:4px}
-details details{border:0;border-left:3px solid var(--line);border-radius:0;margin:2px 0}
-.answers{display:grid;grid-template-columns:repeat(3,minmax(0,1fr));gap:6px}
-.answers>div{min-width:0}
-.diff .add{background:#dafbe1}.diff .del{background:#ffebe9}.diff .hunk{color:var(--muted)}
-.matrix td.t-pass,.matrix td.t-fail{text-align:center}
-.differs-box:checked~table.matrix tr.same{display:none}
-.why{list-style:none;padding:0}.why>li{border-left:4px solid var(--bad);padding:4px 10px;margin:6px 0;background:#fff}
-.why>li.w-inconclusive,.why>li.w-changed{border-left-color:var(--mid)}
-.why ul{margin:2px 0 2px 18px;padding:0}.why p{margin:3px 0}.why .line{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace;background:var(--bg)}
-td.worse{color:var(--bad);font-weight:600}td.better{color:var(--ok)}
-.js-only{display:none}body.js .js-only{display:block}
-#search{width:340px;padding:3px 6px;font:inherit}
-nav a{margin-right:10px}
-svg text{font:11px system-ui,sans-serif}
-"""
 
-SCRIPT = """
-(function(){
-  var filters=document.querySelectorAll('[data-filter]');
-  filters.forEach(function(b){b.addEventListener('click',function(){
-    var f=b.getAttribute('data-filter');
-    document.querySelectorAll('details.item').forEach(function(d){
-      d.style.display=(f==='all'||d.getAttribute('data-outcome')===f||d.getAttribute('data-verdict')===f)?'':'none';});
-    document.querySelectorAll('tr.item-row').forEach(function(r){
-      r.style.display=(f==='all'||r.getAttribute('data-outcome')===f||r.getAttribute('data-verdict')===f)?'':'none';});
-  });});
-  document.querySelectorAll('table.sortable th').forEach(function(th,i){th.style.cursor='pointer';
-    th.addEventListener('click',function(){var body=th.closest('table').tBodies[0];
-      var rows=Array.prototype.slice.call(body.rows);var asc=th.getAttribute('data-asc')!=='1';
-      rows.sort(function(a,b){var x=a.cells[i].getAttribute('data-v')||a.cells[i].textContent,
-        y=b.cells[i].getAttribute('data-v')||b.cells[i].textContent;var nx=parseFloat(x),ny=parseFloat(y);
-        var c=(!isNaN(nx)&&!isNaN(ny))?nx-ny:x.localeCompare(y);return asc?c:-c;});
-      th.setAttribute('data-asc',asc?'1':'0');rows.forEach(function(r){body.appendChild(r);});});});
-  function unfold(store){if(!store.unfolding){store.unfolding=Promise.resolve().then(function(){
-      var bin=atob(store.getAttribute('data-z')),bytes=new Uint8Array(bin.length);
-      for(var i=0;i<bin.length;i++){bytes[i]=bin.charCodeAt(i);}
-      return new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('deflate'))).text();
-    }).then(function(text){store.innerHTML=text;store.removeAttribute('data-z');},function(){
-      store.insertAdjacentText('beforeend',' (This browser could not unfold them: it lacks DecompressionStream.)');});}
-    return store.unfolding;}
-  function unfoldItem(d){var store=d.querySelector('.answer-store[data-z]');return store?unfold(store):Promise.resolve();}
-  document.querySelectorAll('details.item').forEach(function(d){
-    d.addEventListener('toggle',function(){if(d.open){unfoldItem(d);}});if(d.open){unfoldItem(d);}});
-  var box=document.getElementById('search'),note=document.getElementById('search-note'),everything=null;
-  function has(el,q){return !!el&&el.textContent.toLowerCase().indexOf(q)>=0;}
-  function search(){var q=box.value.trim().toLowerCase(),items=0,tasks=0,shown={};
-    document.querySelectorAll('details.item').forEach(function(d){
-      var label=!q||has(d.querySelector('summary'),q),any=false,drills={};
-      d.querySelectorAll('details[data-task]').forEach(function(t){drills[t.getAttribute('data-task')]=t;});
-      d.querySelectorAll('tr[data-task]').forEach(function(r){var id=r.getAttribute('data-task'),t=drills[id];
-        var hit=!!q&&(has(r.cells[0],q)||has(t,q));any=any||hit;if(hit){tasks++;}
-        r.style.display=(!q||label||hit)?'':'none';if(t){t.style.display=r.style.display;}});
-      var show=label||any;d.style.display=show?'':'none';if(show){items++;shown[d.id]=1;}
-      if(q&&any&&!label){d.open=true;}});
-    document.querySelectorAll('tr.item-row').forEach(function(r){r.style.display=(!q||shown[r.getAttribute('data-item')])?'':'none';});
-    note.textContent=q?(items+' item(s) shown, '+tasks+' task(s) match'):'';
-    if(q&&!everything){everything=Promise.all(Array.prototype.map.call(document.querySelectorAll('details.item'),unfoldItem))
-      .then(search);}}
-  if(box){box.addEventListener('input',search);}
-  document.body.classList.add('js');
-})();
-"""
-
-CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 RUN_CHECKS = 10  # the run's most missed checks shown on the page
-
-
-def esc(text: Any) -> str:
-    """Text for HTML (quotes included, so it is safe in attributes too), control and bidi characters written
-    as visible escapes (`\\x1b`, `\\u202e`, as the terminal shows them), never raw."""
-    return html.escape(safe(str(text)), quote=True)
-
-
-def outcome_of(result: dict[str, Any]) -> str:
-    """The measured outcome of the paired gain: transfers, hurts, or no effect shown."""
-    if result.get("outcome"):
-        return str(result["outcome"])
-    gain = result["gain"]
-    if gain["ci_low"] > 0:
-        return "transfers"
-    return "hurts" if gain["ci_high"] < 0 else "no effect shown"
-
-
-def holm_outcome_of(result: dict[str, Any], holm: dict[tuple[str, str, str], str]) -> str:
-    """The item's outcome after Holm's correction over the run's (seed, pair) items: what every count on the
-    page counts (an item absent from the summary keeps its own outcome)."""
-    return holm.get((result["seed"], result["source"], result["target"]), outcome_of(result))
-
-
-def _outcome_class(outcome: str) -> str:
-    return {"transfers": "o-transfers", "hurts": "o-hurts"}.get(outcome, "o-none")
-
-
-def _verdict(result: dict[str, Any]) -> str:
-    verdict = verdict_text(result)
-    return "no gate" if verdict in ("-", "") else verdict
-
-
-def _chip(text: str, css: str) -> str:
-    return f'<span class="chip {css}">{esc(text)}</span>'
-
-
-def _verdict_chip(verdict: str) -> str:
-    return _chip(verdict, "v-" + verdict.replace(" ", "-"))
-
-
-def anchor(result: dict[str, Any]) -> str:
-    """A stable, readable element id for an item: seed and pair, and a digest of the node id (two tests may
-    share a seed and pair)."""
-    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", f"{result['seed']}--{result['source']}--{result['target']}").strip("-")
-    return f"{slug}-{hashlib.sha1(str(result.get('item', '')).encode()).hexdigest()[:6]}"
-
-
-def _test_name(result: dict[str, Any]) -> str:
-    return str(result.get("item", "")).split("::")[-1]
-
-
-def _label(result: dict[str, Any]) -> str:
-    label = f"{result['seed']}  {result['source']} -> {result['target']}"
-    return f"{label}  (hand-written test {_test_name(result)})" if is_hand_written(result) else label
-
-
-def _changed(result: dict[str, Any]) -> bool:
-    return changed(result)
 
 
 def attention_first(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -306,18 +169,6 @@ def needs_a_look(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in results if _verdict(r) in ("fail", "inconclusive") or outcome_of(r) == "hurts" or _changed(r)]
 
 
-def reason(result: dict[str, Any]) -> str:
-    """The gate's one-line reason: why it did not pass, or, for a passing item that hurts or changed, what its
-    first gate found."""
-    if _verdict(result) not in ("pass", "no gate", "unchanged vs snapshot"):
-        return failure_reason(result)
-    gates = (result.get("gate") or {}).get("gates", [])
-    compare = result.get("compare") or {}
-    if _changed(result) and compare.get("message"):
-        return str(compare["message"])
-    return gate_reason(gates[0]) if gates else f"gain {gain_text(result)}"
-
-
 def _why_item(result: dict[str, Any], holm: dict[tuple[str, str, str], str]) -> str:
     """One entry of "Needs a look": the item, its reason, the checks newly missed with their task counts and the
     learned lines they point at, and the commands."""
@@ -397,26 +248,6 @@ def _search() -> str:
             '<span id="search-note" class="muted"></span></p>')
 
 
-def check_table(rows: list[dict[str, Any]]) -> str:
-    """Checks x arms: each check's missed tasks per arm and the change transferred - baseline, worst first."""
-    if not rows:
-        return "<p>No check was missed in any arm.</p>"
-    body = []
-    for row in rows:
-        change = row["change"]
-        css = "worse" if change > 0 else "better" if change < 0 else ""
-        direct = "-" if row["direct"] is None else str(row["direct"])
-        body.append(f'<tr><td><code>{esc(row["check"])}</code></td><td class="num">{row["baseline"]}</td>'
-                    f'<td class="num">{row["transferred"]}</td><td class="num">{direct}</td>'
-                    f'<td class="num {css}">{change:+d}</td><td class="num">{row["newly_missed"]}</td>'
-                    f'<td class="num">{row["fixed"]}</td></tr>')
-    tasks = rows[0]["tasks"]
-    return (f'<table class="checks"><caption class="muted">held-out tasks (of {tasks}) on which a check was missed, '
-            'per arm; change = transferred - baseline (more misses is worse)</caption><tr><th>check</th>'
-            '<th>baseline</th><th>transferred</th><th>direct</th><th>change</th><th>newly missed</th><th>fixed</th>'
-            "</tr>" + "".join(body) + "</table>")
-
-
 def run_check_table(rows: list[dict[str, Any]]) -> str:
     """The checks missed most with the learned skill across the run's (seed, pair) items."""
     rows = [r for r in rows if r["transferred"] or r["baseline"]][:RUN_CHECKS]
@@ -432,234 +263,6 @@ def run_check_table(rows: list[dict[str, Any]]) -> str:
             f"<th>transferred</th><th>direct</th><th>change</th></tr>{body}</table>")
 
 
-def _gates(result: dict[str, Any]) -> str:
-    gates = (result.get("gate") or {}).get("gates", [])
-    if not gates:
-        return "<p>No gate: this item makes no claim; its outcome above is what was measured.</p>"
-    rows = "".join(f'<tr><td>{esc(g.get("gate", ""))}</td><td>{_chip(g.get("verdict", ""), "v-" + str(g.get("verdict", "")))}</td>'
-                   f'<td>{esc(g.get("message", ""))}</td></tr>' for g in gates)
-    return f"<table><tr><th>gate</th><th>verdict</th><th>message</th></tr>{rows}</table>"
-
-
-def _scores(result: dict[str, Any]) -> str:
-    rows = []
-    for arm in ARMS:
-        ev = result["scores"].get(arm)
-        if ev is None:
-            rows.append(f"<tr><td>{arm}</td><td colspan=3>-</td></tr>")
-            continue
-        hard = ev["hard"]
-        rows.append(f'<tr><td>{arm}</td><td class="num">{hard["mean"]:.3f}</td>'
-                    f'<td class="num">[{hard["ci_low"]:.3f}, {hard["ci_high"]:.3f}]</td>'
-                    f'<td class="num">{ev["soft"]["mean"]:.3f}</td></tr>')
-    gain = result["gain"]
-    return ("<table><tr><th>on the target</th><th>hard</th><th>95% CI</th><th>soft</th></tr>" + "".join(rows)
-            + f'</table><p>gain {esc(gain_text(result))} over {esc(units_text(gain) + design_effect_text(gain))}, '
-              f'p = {p_text(gain["p_value"])}, '
-              f'minimal detectable gain {mdg_text(result)}; {gain.get("improved", "?")} improved, '
-              f'{gain.get("worsened", "?")} worsened, {gain.get("tied", "?")} tied</p>')
-
-
-def _tasks_by_arm(result: dict[str, Any]) -> tuple[list[str], dict[str, dict[str, dict[str, Any]]]]:
-    by_arm: dict[str, dict[str, dict[str, Any]]] = {}
-    order: list[str] = []
-    for arm in ARMS:
-        ev = result["scores"].get(arm)
-        for task in (ev or {}).get("tasks", []):
-            by_arm.setdefault(task["task_id"], {})[arm] = task
-            if task["task_id"] not in order:
-                order.append(task["task_id"])
-    return order, by_arm
-
-
-def _cell(task: dict[str, Any] | None) -> str:
-    if task is None:
-        return "<td>-</td>"
-    css = "t-pass" if task["hard"] >= 1 else "t-fail" if task["hard"] <= 0 else "t-mid"
-    mark = "pass" if task["hard"] >= 1 else "fail" if task["hard"] <= 0 else f"{task['hard']:.2f}"
-    return f'<td class="{css}" title="soft {task["soft"]:.2f}">{mark} <span class="muted">{task["soft"]:.2f}</span></td>'
-
-
-def _answer_block(arm: str, task: dict[str, Any] | None) -> str:
-    if task is None:
-        return f"<div><b>{arm}</b><p class=muted>not scored</p></div>"
-    parts = [f"<div><b>{arm}</b> {_cell(task).replace('<td', '<span').replace('</td>', '</span>')}"]
-    for sample in task.get("samples", []):
-        answer = sample.get("answer")
-        missed = ", ".join(sample.get("failed", [])) or "none"
-        stop = sample.get("stop_reason") or ""
-        parts.append(f'<p class="muted">sample {esc(sample.get("sample_id", ""))}: stop {esc(stop)}; missed: '
-                     f'<code>{esc(missed)}</code></p>')
-        if answer is not None:
-            long = len(answer) > FOLD_CHARS
-            body = f"<pre>{esc(answer)}</pre>"
-            parts.append(f"<details><summary>answer ({len(answer)} chars)</summary>{body}</details>" if long else body)
-        for vote in sample.get("rubric", []) or []:
-            parts.append(f'<p class="muted">rubric: {esc(_vote_text(vote))}</p>')
-    return "".join(parts) + "</div>"
-
-
-def _vote_text(vote: dict[str, Any]) -> str:
-    verdict = vote.get("verdict", vote.get("passed", ""))
-    return f"{vote.get('criterion', vote.get('check', ''))}: {verdict} {vote.get('reason', '')}".strip()
-
-
-def task_matrix(result: dict[str, Any]) -> str:
-    """Held-out task x arm, pass/fail and soft score, a CSS-only filter for tasks whose result differs,
-    and per task the answers side by side with the checks each missed."""
-    order, by_arm = _tasks_by_arm(result)
-    box = f"{anchor(result)}-tasks"
-    rows, drill = [], []
-    for task_id in order:
-        arms = by_arm[task_id]
-        hards = {arms[a]["hard"] for a in ARMS if a in arms}
-        css = "differs" if len(hards) > 1 else "same"
-        cluster = next((arms[a]["cluster"] for a in ARMS if a in arms and "cluster" in arms[a]), None)
-        cluster_note = "" if cluster is None else f' <span class="cluster">{esc(cluster)}</span>'
-        rows.append(f'<tr class="{css}" data-task="{esc(task_id)}"><td><a href="#{box}-{esc(task_id)}">{esc(task_id)}</a>'
-                    f'{cluster_note}</td>' + "".join(_cell(arms.get(a)) for a in ARMS) + "</tr>")
-        drill.append(f'<details id="{box}-{esc(task_id)}" data-task="{esc(task_id)}"><summary>{esc(task_id)}'
-                     f'{" (differs)" if css == "differs" else ""}</summary><div class="answers">'
-                     + "".join(_answer_block(a, arms.get(a)) for a in ARMS) + "</div></details>")
-    differ = sum(1 for row in rows if row.startswith('<tr class="differs" '))
-    return (f'<input type="checkbox" id="{box}" class="differs-box"> <label for="{box}">only the {differ} task(s) '
-            f'whose result differs between arms</label>'
-            '<table class="matrix"><tr><th>task</th>' + "".join(f"<th>{a}</th>" for a in ARMS) + "</tr>"
-            + "".join(rows) + "</table><h3>Answers per task</h3>" + answer_store("".join(drill)))
-
-
-def answer_store(fragment: str) -> str:
-    """An item's answers per task, stored compressed (zlib, base64) in the page and unfolded by the script
-    when the item is opened; without JavaScript a note says where they went. Deterministic, so merged
-    shards and a page rebuilt from the JSON report stay byte-equal."""
-    packed = base64.b64encode(zlib.compress(fragment.encode("utf-8"), 9)).decode("ascii")
-    return f'<div class="answer-store" data-z="{packed}"><p class="muted">{FOLDED_NOTE}</p></div>'
-
-
-def unfold(store: str) -> str:
-    """The HTML an answer store holds (what the page's script shows): `answer_store`'s inverse."""
-    packed = re.search(r'data-z="([A-Za-z0-9+/=]*)"', store)
-    if packed is None:
-        raise ValueError("no answer store in this HTML")
-    return zlib.decompress(base64.b64decode(packed.group(1))).decode("utf-8")
-
-
-def skill_diff(result: dict[str, Any]) -> str:
-    """The learned skill as a unified diff against the seed's skill (the whole skill when the seed's is absent)."""
-    learned = result.get("learned_skill", "")
-    seed = result.get("seed_skill")
-    if seed is None:
-        return f"<pre>{esc(learned)}</pre>"
-    lines = list(difflib.unified_diff(seed.splitlines(), learned.splitlines(), "SKILL.md (seed)", "SKILL.md (learned)",
-                                      lineterm="", n=2))
-    if not lines:
-        return "<p>The learned skill equals the seed's skill (no edit was accepted).</p>"
-    css = {"+": "add", "-": "del", "@": "hunk"}
-    body = "\n".join(f'<span class="{css.get(line[:1], "")}">{esc(line)}</span>' for line in lines)
-    return f'<pre class="diff">{body}</pre>'
-
-
-def _nights(optimization: dict[str, Any] | None, label: str) -> str:
-    if not optimization:
-        return ""
-    items = []
-    for night in optimization.get("nights", []):
-        after = "-" if night.get("val_after") is None else f"{night['val_after']:.3f}"
-        edits = "".join(f"<li>{esc(e.get('op', ''))}: {esc(' '.join(str(e.get('content', '')).split())[:300])}</li>"
-                        for e in night.get("applied", []))
-        unmatched = "".join(f"<li class=muted>not applied ({esc(e.get('reason', ''))}): "
-                            f"{esc(' '.join(str(e.get('content', '')).split())[:200])}</li>"
-                            for e in night.get("unmatched", []))
-        note = f" ({esc(night['note'])})" if night.get("note") else ""
-        note += "".join(f", {esc(v['model'])} {v['before']:.3f} -&gt; {'-' if v['after'] is None else format(v['after'], '.3f')}"
-                        for v in night.get("validation", []))
-        note += f" (blocked by {esc(', '.join(night['blocked_by']))})" if night.get("blocked_by") and not night["accepted"] else ""
-        items.append(f"<li>night {night['night']}: val {night['val_before']:.3f} -&gt; {after}, "
-                     f"<b>{esc(night_verdict(night))}</b>{note}<ul>{edits}{unmatched}</ul></li>")
-    return (f"<h3>{esc(label)}: agent {esc(optimization.get('agent', ''))}, optimizer "
-            f"{esc(optimization.get('optimizer', ''))}</h3><ul>{''.join(items)}</ul>")
-
-
-def _costs(result: dict[str, Any]) -> str:
-    rows = []
-    for phase, phase_rows in result["cost"].get("phases", {}).items():
-        for row in phase_rows:
-            rows.append(f'<tr><td>{esc(phase)}</td><td>{esc(row["role"])}</td><td>{esc(row["model"])}</td>'
-                        f'<td>{esc(row.get("lane", ""))}</td><td class="num">{row["calls"]}</td>'
-                        f'<td class="num">{row["input_tokens"]}</td><td class="num">{row["output_tokens"]}</td>'
-                        f'<td class="num">{esc(usd_text(row.get("usd")))}</td></tr>')
-    if not rows:
-        return ""
-    return ("<table><tr><th>phase</th><th>role</th><th>model</th><th>lane</th><th>calls</th><th>input tok.</th>"
-            "<th>output tok.</th><th>$</th></tr>" + "".join(rows) + "</table>")
-
-
-def _restarts(result: dict[str, Any]) -> str:
-    runs = result.get("restarts")
-    if not runs:
-        return ""
-    rows = "".join(f'<tr><td>{r["restart"]}</td><td>{r["split_seed"]}</td><td class="num">{r["transferred"]:.3f}</td>'
-                   f'<td class="num">{"-" if r["direct"] is None else format(r["direct"], ".3f")}</td>'
-                   f'<td class="num">{r["gain"]:+.3f}</td></tr>' for r in runs)
-    these = these_text(result)
-    caption = (f'<caption class="muted">over the population of optimizations {esc(gain_text(result))}; these '
-               f'{len(runs)} skills {esc(these)} (exact over tasks; harm, min_gain and regression also fail on it '
-               "and on restart 1 alone)</caption>" if these else "")
-    return ("<h3>Restarts</h3><table>" + caption + "<tr><th>restart</th><th>split seed</th><th>transferred</th>"
-            f"<th>direct</th><th>gain</th></tr>{rows}</table>")
-
-
-def _portable(result: dict[str, Any]) -> str:
-    """With --validate-on: the family of three comparisons, the extra cost and the portable skill's nights."""
-    portable = result.get("portable")
-    if not portable:
-        return ""
-    from .portable import extra_cost_text
-
-    rows = "".join(f'<tr><td>{esc(c["label"])}</td><td class="num">{c["mean"]:+.3f}</td>'
-                   f'<td class="num">[{c["ci_low"]:+.3f}, {c["ci_high"]:+.3f}]</td><td class="num">{c["level"]:.4f}</td>'
-                   f'<td class="num">{c["p_value"]:.3g}</td><td class="num">{c["p_holm"]:.3g}</td>'
-                   f'<td>{esc(c["outcome"])}</td></tr>' for c in portable["family"]["comparisons"])
-    per_model = ", ".join(f"{m['model']} {m['calls']} calls ${usd_text(m['usd'])}" for m in portable["extra_cost"]["per_model"])
-    word = portable["outcome"]
-    css = {"more portable": "o-transfers", "less portable": "o-hurts"}.get(word, "o-none")
-    return (f"<h3>Portable skill (validated on {esc(', '.join(portable['validate_on']))}, tolerance "
-            f"{portable['tolerance']:g})</h3><p>{_chip(word, css)} on {esc(result['target'])}: single-model "
-            f"{result['transferred']:.2f}, multi-model {portable['transferred']['hard']['mean']:.2f}, baseline "
-            f"{result['baseline_target']:.2f}; extra cost {esc(extra_cost_text(portable['extra_cost']))} "
-            f"({esc(per_model)})</p><table><tr><th>comparison</th><th>gain</th><th>interval</th><th>level</th>"
-            f"<th>p</th><th>p (Holm)</th><th>outcome</th></tr>{rows}</table>"
-            f"{_nights(portable.get('optimization'), 'Against the validation set, on the source')}")
-
-
-def _compare(result: dict[str, Any]) -> str:
-    compare = result.get("compare")
-    if not compare:
-        return ""
-    before = "-" if compare.get("before") is None else f"{compare['before']:.2f}"
-    return (f"<h3>Against {esc(compare.get('ref', 'the base'))}</h3><p>transferred {before} -&gt; "
-            f"{compare['after']:.2f}: <b>{esc(compare.get('verdict', ''))}</b> {esc(compare.get('message', ''))}</p>")
-
-
-def item_section(result: dict[str, Any], holm: dict[tuple[str, str, str], str] | None = None) -> str:
-    """One folded section with everything about an item."""
-    outcome, verdict = holm_outcome_of(result, holm or {}), _verdict(result)
-    from .rerun import rerun_commands
-
-    rerun = "".join(f"<p>{esc(what)}: <code>{esc(command)}</code></p>" for what, command in rerun_commands(result))
-    hand = _chip("hand-written test", "hand") + " " if is_hand_written(result) else ""
-    return (f'<details class="item" id="{anchor(result)}" data-outcome="{esc(outcome)}" data-verdict="{esc(verdict)}">'
-            f'<summary>{hand}<b>{esc(_label(result))}</b> {_chip(outcome, _outcome_class(outcome))} '
-            f'{_verdict_chip(verdict)} gain {esc(gain_text(result))}</summary>'
-            f"{rerun}<h3>Gates</h3>{_gates(result)}<h3>Scores</h3>{_scores(result)}{_compare(result)}"
-            f"<h3>Checks x arms</h3>{check_table(result.get('checks') or check_arms(result))}"
-            f"<h3>Tasks</h3>{task_matrix(result)}"
-            f"<h3>Learned skill (diff against the seed's)</h3>{skill_diff(result)}"
-            f"<h3>Nights</h3>{_nights(result['optimization'].get('source'), 'On the source')}"
-            f"{_nights(result['optimization'].get('direct'), 'Direct, on the target')}"
-            f"{_restarts(result)}{_portable(result)}<h3>Cost</h3>{_costs(result)}</details>")
-
-
 def _errors(errors: list[dict[str, Any]]) -> str:
     if not errors:
         return ""
@@ -667,12 +270,6 @@ def _errors(errors: list[dict[str, Any]]) -> str:
                    f"{esc(e.get('target', ''))}, at {esc(e.get('when', ''))}): {esc(e.get('reason', ''))}</li>"
                    for e in errors)
     return f"<h2>Errored items ({len(errors)})</h2><ul>{rows}</ul>"
-
-
-def _table(rows: list[tuple[str, ...]]) -> str:
-    head, *body = rows
-    return ("<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>"
-            + "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in body) + "</table>")
 
 
 def spend_section(report: dict[str, Any], summary: dict[str, Any]) -> str:

@@ -1,0 +1,256 @@
+"""One item's folded section of the HTML page: its gates, scores, checks x arms, the task x arm matrix, the answers
+(kept compressed in the page and unfolded when the item is opened), the learned skill's diff, the nights,
+restarts, the portable skill and the cost."""
+
+from __future__ import annotations
+
+import base64
+import difflib
+import re
+import zlib
+from typing import Any
+
+from .html_parts import (
+    ARMS,
+    FOLD_CHARS,
+    FOLDED_NOTE,
+    _chip,
+    _label,
+    _outcome_class,
+    _verdict,
+    _verdict_chip,
+    anchor,
+    check_table,
+    esc,
+    holm_outcome_of,
+)
+from .report import design_effect_text, gain_text, mdg_text, night_verdict, p_text, these_text, units_text, usd_text
+from .why import check_arms, is_hand_written
+
+
+def _gates(result: dict[str, Any]) -> str:
+    gates = (result.get("gate") or {}).get("gates", [])
+    if not gates:
+        return "<p>No gate: this item makes no claim; its outcome above is what was measured.</p>"
+    rows = "".join(f'<tr><td>{esc(g.get("gate", ""))}</td><td>{_chip(g.get("verdict", ""), "v-" + str(g.get("verdict", "")))}</td>'
+                   f'<td>{esc(g.get("message", ""))}</td></tr>' for g in gates)
+    return f"<table><tr><th>gate</th><th>verdict</th><th>message</th></tr>{rows}</table>"
+
+
+def _scores(result: dict[str, Any]) -> str:
+    rows = []
+    for arm in ARMS:
+        ev = result["scores"].get(arm)
+        if ev is None:
+            rows.append(f"<tr><td>{arm}</td><td colspan=3>-</td></tr>")
+            continue
+        hard = ev["hard"]
+        rows.append(f'<tr><td>{arm}</td><td class="num">{hard["mean"]:.3f}</td>'
+                    f'<td class="num">[{hard["ci_low"]:.3f}, {hard["ci_high"]:.3f}]</td>'
+                    f'<td class="num">{ev["soft"]["mean"]:.3f}</td></tr>')
+    gain = result["gain"]
+    return ("<table><tr><th>on the target</th><th>hard</th><th>95% CI</th><th>soft</th></tr>" + "".join(rows)
+            + f'</table><p>gain {esc(gain_text(result))} over {esc(units_text(gain) + design_effect_text(gain))}, '
+              f'p = {p_text(gain["p_value"])}, '
+              f'minimal detectable gain {mdg_text(result)}; {gain.get("improved", "?")} improved, '
+              f'{gain.get("worsened", "?")} worsened, {gain.get("tied", "?")} tied</p>')
+
+
+def _tasks_by_arm(result: dict[str, Any]) -> tuple[list[str], dict[str, dict[str, dict[str, Any]]]]:
+    by_arm: dict[str, dict[str, dict[str, Any]]] = {}
+    order: list[str] = []
+    for arm in ARMS:
+        ev = result["scores"].get(arm)
+        for task in (ev or {}).get("tasks", []):
+            by_arm.setdefault(task["task_id"], {})[arm] = task
+            if task["task_id"] not in order:
+                order.append(task["task_id"])
+    return order, by_arm
+
+
+def _cell(task: dict[str, Any] | None) -> str:
+    if task is None:
+        return "<td>-</td>"
+    css = "t-pass" if task["hard"] >= 1 else "t-fail" if task["hard"] <= 0 else "t-mid"
+    mark = "pass" if task["hard"] >= 1 else "fail" if task["hard"] <= 0 else f"{task['hard']:.2f}"
+    return f'<td class="{css}" title="soft {task["soft"]:.2f}">{mark} <span class="muted">{task["soft"]:.2f}</span></td>'
+
+
+def _answer_block(arm: str, task: dict[str, Any] | None) -> str:
+    if task is None:
+        return f"<div><b>{arm}</b><p class=muted>not scored</p></div>"
+    parts = [f"<div><b>{arm}</b> {_cell(task).replace('<td', '<span').replace('</td>', '</span>')}"]
+    for sample in task.get("samples", []):
+        answer = sample.get("answer")
+        missed = ", ".join(sample.get("failed", [])) or "none"
+        stop = sample.get("stop_reason") or ""
+        parts.append(f'<p class="muted">sample {esc(sample.get("sample_id", ""))}: stop {esc(stop)}; missed: '
+                     f'<code>{esc(missed)}</code></p>')
+        if answer is not None:
+            long = len(answer) > FOLD_CHARS
+            body = f"<pre>{esc(answer)}</pre>"
+            parts.append(f"<details><summary>answer ({len(answer)} chars)</summary>{body}</details>" if long else body)
+        for vote in sample.get("rubric", []) or []:
+            parts.append(f'<p class="muted">rubric: {esc(_vote_text(vote))}</p>')
+    return "".join(parts) + "</div>"
+
+
+def _vote_text(vote: dict[str, Any]) -> str:
+    verdict = vote.get("verdict", vote.get("passed", ""))
+    return f"{vote.get('criterion', vote.get('check', ''))}: {verdict} {vote.get('reason', '')}".strip()
+
+
+def task_matrix(result: dict[str, Any]) -> str:
+    """Held-out task x arm, pass/fail and soft score, a CSS-only filter for tasks whose result differs,
+    and per task the answers side by side with the checks each missed."""
+    order, by_arm = _tasks_by_arm(result)
+    box = f"{anchor(result)}-tasks"
+    rows, drill = [], []
+    for task_id in order:
+        arms = by_arm[task_id]
+        hards = {arms[a]["hard"] for a in ARMS if a in arms}
+        css = "differs" if len(hards) > 1 else "same"
+        cluster = next((arms[a]["cluster"] for a in ARMS if a in arms and "cluster" in arms[a]), None)
+        cluster_note = "" if cluster is None else f' <span class="cluster">{esc(cluster)}</span>'
+        rows.append(f'<tr class="{css}" data-task="{esc(task_id)}"><td><a href="#{box}-{esc(task_id)}">{esc(task_id)}</a>'
+                    f'{cluster_note}</td>' + "".join(_cell(arms.get(a)) for a in ARMS) + "</tr>")
+        drill.append(f'<details id="{box}-{esc(task_id)}" data-task="{esc(task_id)}"><summary>{esc(task_id)}'
+                     f'{" (differs)" if css == "differs" else ""}</summary><div class="answers">'
+                     + "".join(_answer_block(a, arms.get(a)) for a in ARMS) + "</div></details>")
+    differ = sum(1 for row in rows if row.startswith('<tr class="differs" '))
+    return (f'<input type="checkbox" id="{box}" class="differs-box"> <label for="{box}">only the {differ} task(s) '
+            f'whose result differs between arms</label>'
+            '<table class="matrix"><tr><th>task</th>' + "".join(f"<th>{a}</th>" for a in ARMS) + "</tr>"
+            + "".join(rows) + "</table><h3>Answers per task</h3>" + answer_store("".join(drill)))
+
+
+def answer_store(fragment: str) -> str:
+    """An item's answers per task, stored compressed (zlib, base64) in the page and unfolded by the script
+    when the item is opened; without JavaScript a note says where they went. Deterministic, so merged
+    shards and a page rebuilt from the JSON report stay byte-equal."""
+    packed = base64.b64encode(zlib.compress(fragment.encode("utf-8"), 9)).decode("ascii")
+    return f'<div class="answer-store" data-z="{packed}"><p class="muted">{FOLDED_NOTE}</p></div>'
+
+
+def unfold(store: str) -> str:
+    """The HTML an answer store holds (what the page's script shows): `answer_store`'s inverse."""
+    packed = re.search(r'data-z="([A-Za-z0-9+/=]*)"', store)
+    if packed is None:
+        raise ValueError("no answer store in this HTML")
+    return zlib.decompress(base64.b64decode(packed.group(1))).decode("utf-8")
+
+
+def skill_diff(result: dict[str, Any]) -> str:
+    """The learned skill as a unified diff against the seed's skill (the whole skill when the seed's is absent)."""
+    learned = result.get("learned_skill", "")
+    seed = result.get("seed_skill")
+    if seed is None:
+        return f"<pre>{esc(learned)}</pre>"
+    lines = list(difflib.unified_diff(seed.splitlines(), learned.splitlines(), "SKILL.md (seed)", "SKILL.md (learned)",
+                                      lineterm="", n=2))
+    if not lines:
+        return "<p>The learned skill equals the seed's skill (no edit was accepted).</p>"
+    css = {"+": "add", "-": "del", "@": "hunk"}
+    body = "\n".join(f'<span class="{css.get(line[:1], "")}">{esc(line)}</span>' for line in lines)
+    return f'<pre class="diff">{body}</pre>'
+
+
+def _nights(optimization: dict[str, Any] | None, label: str) -> str:
+    if not optimization:
+        return ""
+    items = []
+    for night in optimization.get("nights", []):
+        after = "-" if night.get("val_after") is None else f"{night['val_after']:.3f}"
+        edits = "".join(f"<li>{esc(e.get('op', ''))}: {esc(' '.join(str(e.get('content', '')).split())[:300])}</li>"
+                        for e in night.get("applied", []))
+        unmatched = "".join(f"<li class=muted>not applied ({esc(e.get('reason', ''))}): "
+                            f"{esc(' '.join(str(e.get('content', '')).split())[:200])}</li>"
+                            for e in night.get("unmatched", []))
+        note = f" ({esc(night['note'])})" if night.get("note") else ""
+        note += "".join(f", {esc(v['model'])} {v['before']:.3f} -&gt; {'-' if v['after'] is None else format(v['after'], '.3f')}"
+                        for v in night.get("validation", []))
+        note += f" (blocked by {esc(', '.join(night['blocked_by']))})" if night.get("blocked_by") and not night["accepted"] else ""
+        items.append(f"<li>night {night['night']}: val {night['val_before']:.3f} -&gt; {after}, "
+                     f"<b>{esc(night_verdict(night))}</b>{note}<ul>{edits}{unmatched}</ul></li>")
+    return (f"<h3>{esc(label)}: agent {esc(optimization.get('agent', ''))}, optimizer "
+            f"{esc(optimization.get('optimizer', ''))}</h3><ul>{''.join(items)}</ul>")
+
+
+def _costs(result: dict[str, Any]) -> str:
+    rows = []
+    for phase, phase_rows in result["cost"].get("phases", {}).items():
+        for row in phase_rows:
+            rows.append(f'<tr><td>{esc(phase)}</td><td>{esc(row["role"])}</td><td>{esc(row["model"])}</td>'
+                        f'<td>{esc(row.get("lane", ""))}</td><td class="num">{row["calls"]}</td>'
+                        f'<td class="num">{row["input_tokens"]}</td><td class="num">{row["output_tokens"]}</td>'
+                        f'<td class="num">{esc(usd_text(row.get("usd")))}</td></tr>')
+    if not rows:
+        return ""
+    return ("<table><tr><th>phase</th><th>role</th><th>model</th><th>lane</th><th>calls</th><th>input tok.</th>"
+            "<th>output tok.</th><th>$</th></tr>" + "".join(rows) + "</table>")
+
+
+def _restarts(result: dict[str, Any]) -> str:
+    runs = result.get("restarts")
+    if not runs:
+        return ""
+    rows = "".join(f'<tr><td>{r["restart"]}</td><td>{r["split_seed"]}</td><td class="num">{r["transferred"]:.3f}</td>'
+                   f'<td class="num">{"-" if r["direct"] is None else format(r["direct"], ".3f")}</td>'
+                   f'<td class="num">{r["gain"]:+.3f}</td></tr>' for r in runs)
+    these = these_text(result)
+    caption = (f'<caption class="muted">over the population of optimizations {esc(gain_text(result))}; these '
+               f'{len(runs)} skills {esc(these)} (exact over tasks; harm, min_gain and regression also fail on it '
+               "and on restart 1 alone)</caption>" if these else "")
+    return ("<h3>Restarts</h3><table>" + caption + "<tr><th>restart</th><th>split seed</th><th>transferred</th>"
+            f"<th>direct</th><th>gain</th></tr>{rows}</table>")
+
+
+def _portable(result: dict[str, Any]) -> str:
+    """With --validate-on: the family of three comparisons, the extra cost and the portable skill's nights."""
+    portable = result.get("portable")
+    if not portable:
+        return ""
+    from .portable import extra_cost_text
+
+    rows = "".join(f'<tr><td>{esc(c["label"])}</td><td class="num">{c["mean"]:+.3f}</td>'
+                   f'<td class="num">[{c["ci_low"]:+.3f}, {c["ci_high"]:+.3f}]</td><td class="num">{c["level"]:.4f}</td>'
+                   f'<td class="num">{c["p_value"]:.3g}</td><td class="num">{c["p_holm"]:.3g}</td>'
+                   f'<td>{esc(c["outcome"])}</td></tr>' for c in portable["family"]["comparisons"])
+    per_model = ", ".join(f"{m['model']} {m['calls']} calls ${usd_text(m['usd'])}" for m in portable["extra_cost"]["per_model"])
+    word = portable["outcome"]
+    css = {"more portable": "o-transfers", "less portable": "o-hurts"}.get(word, "o-none")
+    return (f"<h3>Portable skill (validated on {esc(', '.join(portable['validate_on']))}, tolerance "
+            f"{portable['tolerance']:g})</h3><p>{_chip(word, css)} on {esc(result['target'])}: single-model "
+            f"{result['transferred']:.2f}, multi-model {portable['transferred']['hard']['mean']:.2f}, baseline "
+            f"{result['baseline_target']:.2f}; extra cost {esc(extra_cost_text(portable['extra_cost']))} "
+            f"({esc(per_model)})</p><table><tr><th>comparison</th><th>gain</th><th>interval</th><th>level</th>"
+            f"<th>p</th><th>p (Holm)</th><th>outcome</th></tr>{rows}</table>"
+            f"{_nights(portable.get('optimization'), 'Against the validation set, on the source')}")
+
+
+def _compare(result: dict[str, Any]) -> str:
+    compare = result.get("compare")
+    if not compare:
+        return ""
+    before = "-" if compare.get("before") is None else f"{compare['before']:.2f}"
+    return (f"<h3>Against {esc(compare.get('ref', 'the base'))}</h3><p>transferred {before} -&gt; "
+            f"{compare['after']:.2f}: <b>{esc(compare.get('verdict', ''))}</b> {esc(compare.get('message', ''))}</p>")
+
+
+def item_section(result: dict[str, Any], holm: dict[tuple[str, str, str], str] | None = None) -> str:
+    """One folded section with everything about an item."""
+    outcome, verdict = holm_outcome_of(result, holm or {}), _verdict(result)
+    from .rerun import rerun_commands
+
+    rerun = "".join(f"<p>{esc(what)}: <code>{esc(command)}</code></p>" for what, command in rerun_commands(result))
+    hand = _chip("hand-written test", "hand") + " " if is_hand_written(result) else ""
+    return (f'<details class="item" id="{anchor(result)}" data-outcome="{esc(outcome)}" data-verdict="{esc(verdict)}">'
+            f'<summary>{hand}<b>{esc(_label(result))}</b> {_chip(outcome, _outcome_class(outcome))} '
+            f'{_verdict_chip(verdict)} gain {esc(gain_text(result))}</summary>'
+            f"{rerun}<h3>Gates</h3>{_gates(result)}<h3>Scores</h3>{_scores(result)}{_compare(result)}"
+            f"<h3>Checks x arms</h3>{check_table(result.get('checks') or check_arms(result))}"
+            f"<h3>Tasks</h3>{task_matrix(result)}"
+            f"<h3>Learned skill (diff against the seed's)</h3>{skill_diff(result)}"
+            f"<h3>Nights</h3>{_nights(result['optimization'].get('source'), 'On the source')}"
+            f"{_nights(result['optimization'].get('direct'), 'Direct, on the target')}"
+            f"{_restarts(result)}{_portable(result)}<h3>Cost</h3>{_costs(result)}</details>")
