@@ -64,3 +64,19 @@ def test_the_run_counts_each_seed_and_pair_once() -> None:
     rows = {r["check"]: r for r in run_checks([matrix, hand, other])}
     assert rows["min_chars=300"] == {"check": "min_chars=300", "items": 2, "tasks": 6, "baseline": 0,
                                      "transferred": 4, "direct": 0, "change": 4}
+
+
+def test_a_plan_only_report_shows_the_plan_with_its_breakdown() -> None:
+    """`--plan --skilltransfer-json/--skilltransfer-html`: no item ran, the page shows what the run would cost."""
+    from pytest_skilltransfer.reports import html_report
+
+    plan = {"prices_effective": "2026-12-01", "total": {"calls": 182, "bound_usd": 4.84, "expected_usd": 1.2},
+            "lanes": {"batch": {"bound": 2.42, "expected": 0.6}},
+            "breakdown": {"by_phase": {"direct": {"bound_usd": 2.0, "expected_usd": 0.5, "calls": 48}}},
+            "items": [{"item": "seeds/a/SKILL.md::transfer[x->y]", "calls": 182, "bound_usd": 4.84}]}
+    page = html_report.render({"results": [], "plan": plan})
+    section = page.split("<h2>Plan</h2>", 1)[1]
+    assert "No transfer item produced a result" not in page
+    for text in ("<td>4.84</td>", "<h3>by phase</h3>", "<td>direct</td>", "<td>batch</td>", "<td>2.42</td>",
+                 "seeds/a/SKILL.md::transfer[x-&gt;y]"):
+        assert text in section, text

@@ -306,16 +306,30 @@ def frontier_section(summary: dict[str, Any]) -> str:
                    f"<pre>{esc(chr(10).join(comparison_lines(b)))}</pre>" for b in blocks)
 
 
+def _plan_rows(rows: list[dict[str, Any]]) -> str:
+    keys = list(dict.fromkeys(k for row in rows if isinstance(row, dict) for k in row))
+    return _table([tuple(keys), *(tuple(str(row.get(k, "")) for k in keys) for row in rows if isinstance(row, dict))])
+
+
 def plan_section(report: dict[str, Any]) -> str:
-    """A plan carried by the report (what the run could cost at most), as its fields."""
+    """The plan the report carries (`--plan --skilltransfer-json`): the total, the lanes, where the money goes
+    (by pair, phase, role and model) and each item; older reports' plain rows as a table."""
     plan = report.get("plan")
     if not plan:
         return ""
-    rows = plan if isinstance(plan, list) else [plan]
-    keys = list(dict.fromkeys(k for row in rows if isinstance(row, dict) for k in row))
-    if not keys:
-        return f"<pre>{esc(plan)}</pre>"
-    return _table([tuple(keys), *(tuple(str(row.get(k, "")) for k in keys) for row in rows if isinstance(row, dict))])
+    if not isinstance(plan, dict) or "total" not in plan:
+        rows = plan if isinstance(plan, list) else [plan]
+        return _plan_rows(rows) if any(isinstance(row, dict) for row in rows) else f"<pre>{esc(plan)}</pre>"
+    parts = [f"<p>prices of {esc(plan.get('prices_effective', '?'))}; expected and upper bound in dollars</p>",
+             "<h3>Total</h3>", _plan_rows([plan["total"]])]
+    if plan.get("lanes"):
+        parts += ["<h3>By lane</h3>", _plan_rows([{"lane": lane, **figures} for lane, figures in plan["lanes"].items()])]
+    for name, table in (plan.get("breakdown") or {}).items():
+        parts += [f"<h3>{esc(name.replace('_', ' '))}</h3>",
+                  _plan_rows([{name.removeprefix('by_'): key, **figures} for key, figures in table.items()])]
+    if plan.get("items"):
+        parts += ["<h3>Items</h3>", _plan_rows(plan["items"])]
+    return "".join(parts)
 
 
 def render(report: dict[str, Any]) -> str:
@@ -346,6 +360,9 @@ def render(report: dict[str, Any]) -> str:
         body += ["<h2>Spend</h2>", spend] if spend else []
         body += ["<h2>Plan</h2>", plan] if plan else []
         body += ["<h2>Per item</h2>", *(item_section(r, holm) for r in results)]
+    elif report.get("plan"):
+        body += ["<h2>Plan</h2>", '<p class="muted">no model was called: what the run would send and cost</p>',
+                 plan_section(report)]
     else:
         body.append("<p>No transfer item produced a result.</p>")
     body.append(_errors(errors))
