@@ -365,10 +365,7 @@ def _seed_cassette_class() -> type:
             loaded = self.store.open(lambda entry: (plain_key(entry), model_of_plain(entry), from_plain(entry)))
             self.rejected = loaded.rejected
             models = set()
-            for stored in loaded.stored:
-                self._add_loaded(stored.slot.key, stored)
-                models.add(stored.slot.model)
-            for key, model, interaction in loaded.entries:
+            for key, model, interaction in loaded.interactions():
                 self._add_loaded(key, interaction)
                 models.add(model)
             self.sdk_verified = dict(loaded.sdk)

@@ -56,11 +56,8 @@ class ReplayTable:
         self._plays: Counter[int] = Counter()
         self._lock = threading.Lock()
         models = set()
-        for stored in loaded.stored:
-            self._add(stored.slot.key, stored)
-            models.add(stored.slot.model)
-        for key, model, entry in loaded.entries:
-            self._add(key, entry)
+        for key, model, interaction in loaded.interactions():
+            self._add(key, interaction)
             models.add(model)
         self.loaded_models = frozenset(models)
 

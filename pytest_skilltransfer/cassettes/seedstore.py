@@ -16,7 +16,7 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 Convert = Callable[[dict[str, Any]], Any]
 
@@ -62,6 +62,13 @@ class Loaded:
     files: list[ModelFile] = field(default_factory=list)  # held open until `close_files`
     stale_indexes: dict[Path, str] = field(default_factory=dict)  # index path -> the current index text
     sdk: dict[str, str] = field(default_factory=dict)  # model -> SDK fingerprint its current index vouches for
+
+    def interactions(self) -> Iterator[tuple[Any, str, Any]]:
+        """(request key, model, interaction) of every usable interaction: the stored ones, then those read in
+        full (their `convert` made each a (key, model, value) triple)."""
+        for stored in self.stored:
+            yield stored.slot.key, stored.slot.model, stored
+        yield from self.entries
 
     def close_files(self) -> None:
         for file in self.files:
