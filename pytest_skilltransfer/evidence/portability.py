@@ -26,7 +26,7 @@ from typing import Any
 
 from .family import holm
 from .gains import Gain, clustered_gain
-from .score_intervals import EPSILON, LEVEL, outcome
+from .score_intervals import HURTS, LEVEL, TRANSFERS, outcome
 
 MORE_PORTABLE, NO_DIFFERENCE, LESS_PORTABLE = "more portable", "no difference shown", "less portable"
 COMPARISONS = ("single", "multi", "multi_vs_single")
@@ -72,12 +72,9 @@ class Portability:
 
 
 def portability_word(low: float, high: float) -> str:
-    """`more portable` when the portable - single interval is wholly above 0, `less portable` wholly below."""
-    if low > EPSILON:
-        return MORE_PORTABLE
-    if high < -EPSILON:
-        return LESS_PORTABLE
-    return NO_DIFFERENCE
+    """`more portable` when the portable - single interval is wholly above 0, `less portable` wholly below:
+    the item's outcome rule (`score_intervals.outcome`) in the comparison's words."""
+    return {TRANSFERS: MORE_PORTABLE, HURTS: LESS_PORTABLE}.get(outcome(low, high), NO_DIFFERENCE)
 
 
 def holm_levels(p_values: list[float], level: float = LEVEL) -> list[float]:
