@@ -73,6 +73,7 @@ from .state import (
     ItemRun,
     runner_of,
     settings_of,
+    spec_of,
 )
 
 if TYPE_CHECKING:
@@ -214,7 +215,7 @@ def _engage(config: pytest.Config) -> None:
         config.pluginmanager.register(BudgetPlugin(runner.budget), "skilltransfer-budget")
     from . import live_progress
 
-    live_progress.register(config, settings, runner, lambda item: item.stash.get(SPEC, None))
+    live_progress.register(config, settings, runner, spec_of)
     if settings.plan:
         config.option.disable_unused_snapshots = True  # no item runs, so no snapshot is "unused"
         config.pluginmanager.register(PlanMode(), "skilltransfer-plan")
@@ -334,7 +335,6 @@ class PlanMode:
         from .planning import build_plans, plan_json, plan_lines
 
         runner = runner_of(session.config)
-        spec_of = lambda item: item.stash.get(SPEC, None)  # noqa: E731
         plans = build_plans(runner, session.items, spec_of)
         reporting = session.config.pluginmanager.getplugin("skilltransfer-reporting")
         if reporting is not None:  # `--skilltransfer-json` writes the plan
@@ -421,7 +421,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if SETTINGS in config.stash and settings_of(config).only_seeds:  # an engaged run (a foreign one stays inert)
         from .seed_filter import keep_only_seeds
 
-        keep_only_seeds(config, items, settings_of(config).only_seeds, lambda item: item.stash.get(SPEC, None))
+        keep_only_seeds(config, items, settings_of(config).only_seeds, spec_of)
     _refuse_unpriced_items(config, items)
 
 
@@ -436,7 +436,7 @@ def _refuse_unpriced_items(config: pytest.Config, items: list[pytest.Item]) -> N
 
     models = []
     for item in items:
-        spec = item.stash.get(SPEC, None)
+        spec = spec_of(item)
         if spec is None:
             continue
         models += [runner.model(name) for name in (spec.source, spec.target, spec.optimizer, *spec.validate_on) if name]
@@ -477,7 +477,7 @@ def pytest_collection_modifyitems_order_by_seed(items: list[pytest.Item]) -> Non
     first: dict[Any, int] = {}
     keys = []
     for index, item in enumerate(items):
-        spec = item.stash.get(SPEC, None)
+        spec = spec_of(item)
         group = runner_of(item.config).key(spec.seed_path) if spec is not None else index
         keys.append(first.setdefault(group, index))
     items[:] = [item for _, _, item in sorted(zip(keys, range(len(items)), items), key=lambda t: t[:2])]
@@ -490,7 +490,7 @@ def pytest_collection_modifyitems_decidability(config: pytest.Config, items: lis
     if any(SPEC in item.stash for item in items) and not settings_of(config).plan:  # --plan prints it in the plan
         from .decidable import warn_undecidable
 
-        warn_undecidable(runner_of(config), items, lambda item: item.stash.get(SPEC, None))
+        warn_undecidable(runner_of(config), items, spec_of)
 
 
 @pytest.hookimpl(tryfirst=True)

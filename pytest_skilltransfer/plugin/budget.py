@@ -26,7 +26,6 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
-import pytest
 
 from ..models import spend_gate
 from ..pricing.reservations import BudgetExceeded, LedgerState, ReservationLedger

@@ -52,3 +52,8 @@ def runner_of(config: pytest.Config) -> "Runner":
     if RUNNER not in config.stash:
         config.stash[ENGAGE](config)
     return config.stash[RUNNER]
+
+
+def spec_of(item: pytest.Item) -> "TransferSpec | None":
+    """The transfer spec of an item, or None for any other test."""
+    return item.stash.get(SPEC, None)
