@@ -52,6 +52,7 @@ from .results import (
     SampleResult,
     TaskResult,
     TransferResult,
+    paired_gain,
 )
 from .rubric import Calibration, JudgeSetup, RubricJudge, calibrate, family_warning
 from .scoring import ScoringProfile, scoring_profile
@@ -316,27 +317,33 @@ class SeedSession:
             first = BASELINE_PHASE + 1 + RESTART_PHASES * (restart - 1)
             chains.append(lambda r=restart, f=first: self._learn_and_transfer(source, target, source_optimizer, r,
                                                                              (number, f)))
-            if self.config.direct:
+            if self.config.direct and not self.config.direct_on_demand:
                 chains.append(lambda r=restart, f=first: self._direct(target, direct_optimizer, r, (number, f + 2)))
             if validators:
                 chains.append(lambda r=restart, f=first: self._learn_portable(source, target, source_optimizer,
                                                                              validators, tolerance, r, (number, f + 4)))
         self.phase = "baseline"
         self.progress(f"{self.seed.name}: baseline on {target.model_id}")  # first, whatever finishes first
-        try:
-            done = phases.run_chains(chains, self.concurrent_phases, f"{self.seed.name}-phase")
-        except phases.ChainFailed as failed:
-            self.phase = failed.phase
-            raise failed.error from failed.error.__cause__
+        done = self._run_chains(chains)
+        directs: list[object] = []
+        if self.config.direct and self.config.direct_on_demand:
+            transfers = [done[1 + i * (1 + bool(validators))] for i in range(self.config.restarts)]
+            if self.direct_needed(done[0], [transferred for _, transferred in transfers]):  # type: ignore[misc]
+                directs = self._run_chains([
+                    lambda r=restart: self._direct(target, direct_optimizer, r,
+                                                   (number, BASELINE_PHASE + 3 + RESTART_PHASES * (r - 1)))
+                    for restart in range(1, self.config.restarts + 1)])
         self.phase = ""
         settled = self._settle_costs(number)
         baseline = settled(done[0])
         runs: list[RestartRun] = []
         portable: list[PortableRun] = []
         results = iter(done[1:])
+        on_demand = iter(directs)
         for restart in range(1, self.config.restarts + 1):
             learned, transferred = next(results)
-            direct_opt, direct = next(results) if self.config.direct else (None, None)
+            direct_opt, direct = (next(on_demand, (None, None)) if self.config.direct_on_demand
+                                  else next(results) if self.config.direct else (None, None))
             runs.append(RestartRun(restart, restarts.split_seed(self.seed, restart), settled(learned),
                                    settled(transferred), settled(direct_opt), settled(direct)))
             if validators:
@@ -358,8 +365,24 @@ class SeedSession:
             more_runs=tuple(runs[1:]),
             judge=judge,
             portable=tuple(portable),
+            direct_skipped=self.config.direct_on_demand and not directs,
         )
         return replace(result, bill=ledger.bill(result.phase_costs(), self._paid))
+
+    def _run_chains(self, chains: list[Callable[[], object]]) -> list[object]:
+        """Run phase chains (concurrently unless the session says otherwise); a failure names its phase."""
+        try:
+            return phases.run_chains(chains, self.concurrent_phases, f"{self.seed.name}-phase")
+        except phases.ChainFailed as failed:
+            self.phase = failed.phase
+            raise failed.error from failed.error.__cause__
+
+    def direct_needed(self, baseline: Evaluation, transferred: list[Evaluation]) -> bool:
+        """With the direct reference on demand: whether it can change what a reader concludes. It cannot
+        when the transferred skill already shows a gain on the target (the whole 95% interval above 0);
+        otherwise it tells whether the target could learn at all (no gain to transfer, or a skill that
+        does not travel)."""
+        return not paired_gain(baseline, transferred).low > 0
 
     def _baseline(self, target: Model, rank: tuple[int, ...]) -> Evaluation:
         phases.enter_phase("baseline")

@@ -26,7 +26,9 @@ uncached input token). So calls, tokens and dollars are upper bounds.
 
 Expected figures assume what typically happens: a corpus seed's attempt takes `EXPECTED_STEPS` calls,
 no reply needs a retry, replies are `EXPECTED_REPLY` of their `max_tokens`, a prompt has a token per
-`CHARS_PER_TOKEN` characters, and when the model caches prompts (an Anthropic prefix marked by the
+`CHARS_PER_TOKEN` characters, a learned skill is the seed's skill plus, per night, `EXPECTED_NIGHTS_ACCEPTED`
+of its edit budget in rules of `EXPECTED_RULE_TOKENS` (the simulator's runs of the project seeds add 0-135
+tokens over two nights), and when the model caches prompts (an Anthropic prefix marked by the
 wire, with `--prompt-cache` on; an OpenAI prefix of at least `OPENAI_CACHE_MIN_TOKENS`) the first call
 of an evaluation writes its shared prefix and every later call reads it.
 """
@@ -35,7 +37,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from ..engine.agent import ATTEMPT_MAX_TOKENS, MAX_TOOL_STEPS
 from ..engine.judges import has_rubric
@@ -67,6 +69,8 @@ MESSAGE_OVERHEAD = 8
 TOOL_PROMPT = 512
 EXPECTED_STEPS = 2
 EXPECTED_REPLY = {"agent": 0.4, "optimizer": 0.5, "judge": 0.25}
+EXPECTED_RULE_TOKENS = 50  # a learned rule: the optimizer is asked for short, general rules
+EXPECTED_NIGHTS_ACCEPTED = 0.5  # the strict val gate keeps about half the nights' edits
 OPENAI_CACHE_MIN_TOKENS = 1024
 
 
@@ -154,6 +158,7 @@ class Unit:
     key: tuple[str, ...]
     phase: str
     shares: tuple[Share, ...]
+    on_demand: bool = False  # runs only when the run's outcome asks for it: in the bound, not in `expected`
 
     @property
     def calls(self) -> int:
@@ -200,8 +205,9 @@ class Planner:
         self.context_expected = sum(_chars_tokens(len(t.content)) for t in seed.context)
         growth = 2 * model_text(REFLECT_MAX_TOKENS) + 64
         nights = config.nights
+        expected_growth = math.ceil(EXPECTED_NIGHTS_ACCEPTED * config.edit_budget * EXPECTED_RULE_TOKENS)
         self.learned_skill = Skill(self.seed_skill.bound + nights * growth,
-                                   self.seed_skill.expected + nights * expected_reply("optimizer", REFLECT_MAX_TOKENS))
+                                   self.seed_skill.expected + nights * expected_growth)
 
     def splits(self, restart: int) -> tuple[tuple[Task, ...], tuple[Task, ...]]:
         """Restart `restart`'s (train, val), capped as the protocol caps them."""
@@ -322,9 +328,10 @@ class Planner:
                      self.evaluation(target, self.test, self.learned_skill)),
             ]
             if self.config.direct:
-                units += [self.optimization(target, target_optimizer, "optimize-direct", restart),
+                optimized = self.optimization(target, target_optimizer, "optimize-direct", restart)
+                units += [replace(optimized, on_demand=self.config.direct_on_demand),
                           Unit((name, "direct", target, target_optimizer, str(restart)), "direct",
-                               self.evaluation(target, self.test, self.learned_skill))]
+                               self.evaluation(target, self.test, self.learned_skill), self.config.direct_on_demand)]
             if validators:
                 units += [self.optimization(source, source_optimizer, "optimize-portable", restart, validators),
                           Unit((name, "portable", source, source_optimizer, target, str(restart), *validators),
@@ -348,15 +355,24 @@ def unit_usd(unit: Unit, lane: str | None = None) -> float | None:
     return _sum([share.bound_usd(lane) for share in unit.shares])
 
 
+def counted(unit: Unit, kind: str) -> bool:
+    """Whether a unit counts in figures of `kind`: an on-demand unit is in the bound and `on-demand`, and
+    out of the expected figures; `on-demand` counts only those units."""
+    if kind == "on-demand":
+        return unit.on_demand
+    return kind == "bound" or not unit.on_demand
+
+
 def units_usd(units: list[Unit], kind: str = "bound", lane: str | None = None) -> float | None:
-    """Dollars of several units: `bound`, `expected` (with cache reads) or `expected-no-cache`."""
+    """Dollars of several units: `bound`, `expected` (with cache reads), `expected-no-cache`, or `on-demand`
+    (the expected dollars of the on-demand units, should every one of them run)."""
     values: list[float | None] = []
-    for unit in units:
+    for unit in (u for u in units if counted(u, kind)):
         for share in unit.shares:
             if kind == "expected-no-cache":
                 values.append(share.expected_usd(lane, cache_reads=False))
             else:
-                values.append(share_usd(share, kind, lane))
+                values.append(share_usd(share, "expected" if kind == "on-demand" else kind, lane))
     return _sum(values)
 
 
@@ -399,7 +415,7 @@ def breakdown(items: list[tuple[str, list[Unit]]], lane: str | None = None) -> d
                     row = tables[table].setdefault(name, {"bound_usd": 0.0, "expected_usd": 0.0, "calls": 0})
                     row["calls"] = (row["calls"] or 0) + share.calls
                     for kind in ("bound", "expected"):
-                        usd, key = share_usd(share, kind, lane), f"{kind}_usd"
+                        usd, key = share_usd(share, kind, lane) if counted(unit, kind) else 0.0, f"{kind}_usd"
                         row[key] = None if usd is None or row[key] is None else row[key] + usd
     return {name: {k: {f: (round(v, 6) if isinstance(v, float) else v) for f, v in row.items()}
                    for k, row in table.items()} for name, table in tables.items()}
@@ -408,4 +424,5 @@ def breakdown(items: list[tuple[str, list[Unit]]], lane: str | None = None) -> d
 def configured_prices(units: list[Unit]) -> dict[str, float | None]:
     """Dollars at most and expected with each model in the lane it runs in (its own `lane`, `--transfer-batch`,
     a flex service tier), as the run will pay them."""
-    return {kind: _sum([share_usd(s, kind) for u in units for s in u.shares]) for kind in ("bound", "expected")}
+    return {kind: _sum([share_usd(s, kind) for u in units if counted(u, kind) for s in u.shares])
+            for kind in ("bound", "expected")}

@@ -94,6 +94,9 @@ def add_options(parser: Any) -> None:
          metavar="PROFILE")
     _add(group, parser, "no-direct", "skip the direct optimization on the target (no efficiency)",
          action="store_true", default=None)
+    _add(group, parser, "direct-on-demand", "run the direct reference (optimize and score on the target) only "
+         "where it can change the reading: when the transferred skill shows no gain on the target "
+         "(docs/protocol.md)", action="store_true", default=None)
     _add(group, parser, "only-seed", "keep only the items of this seed: its matrix items and the hand-written "
          "tests naming it (so a re-record covers the seed completely); repeat or comma-separate for several",
          "args", action="append", metavar="SEED")
@@ -469,6 +472,8 @@ def read_settings(config: pytest.Config) -> Settings:
         protocol["samples"] = PROFILES[protocol["scoring"]].samples  # gbrain: the median of 3
     no_direct, where = reader.get("no-direct")
     protocol["direct"] = not _bool(no_direct, where) if no_direct is not None else True
+    on_demand, where = reader.get("direct-on-demand")
+    protocol["direct_on_demand"] = _bool(on_demand, where) if on_demand is not None else False
     layers: dict[str, dict[str, float | None]] = {"ini": {}, "cli": {}}
     for option, name in THRESHOLD_OPTIONS.items():
         for layer, value, where in (("ini", reader.ini(option), ini_name(option)), ("cli", reader.cli(option), reader.flag(option))):

@@ -192,7 +192,10 @@ def plan_json(plans: list[ItemPlan], price_date: str) -> dict[str, Any]:
                 "output_tokens": _sum(units, "output_tokens"), "bound_usd": _usd(units),
                 "expected_usd": _usd(units, "expected")}
 
+    on_demand = [u for u in unique if u.on_demand]
     return {"prices_effective": price_date,
+            "on_demand": {"calls": sum(u.calls for u in on_demand), "bound_usd": _usd(on_demand),
+                          "expected_usd_if_all_run": _usd(on_demand, "on-demand")},
             "items": [{"item": plan.nodeid, "pair": plan.pair, **figures(plan.units), "replayed": plan.replayed,
                        "miss_phase": plan.miss_phase} for plan in plans],
             "total": figures(unique), "lanes": {"as_configured": configured_prices(unique), **lane_prices(unique)},
@@ -235,12 +238,17 @@ def plan_lines(plans: list[ItemPlan], price_date: str) -> list[str]:
     rows.append(("total (shared phases once)", str(sum(u.calls for u in unique)), str(_sum(unique, "input_tokens")),
                  str(_sum(unique, "output_tokens")), _money(_usd(unique)), _money(_usd(unique, "expected")),
                  f"{recorded} call(s) recorded; to record: ≤ ${_money(_usd(pending))}"))
+    on_demand = [u for u in unique if u.on_demand]
+    if on_demand:
+        rows.append(("direct references on demand (if all run)", str(sum(u.calls for u in on_demand)),
+                     str(_sum(on_demand, "input_tokens")), str(_sum(on_demand, "output_tokens")),
+                     "in total", _money(_usd(on_demand, "on-demand")), "expected only where a transfer shows no gain"))
     unpriced = sorted({s.model_id for plan in plans for u in plan.units for s in u.shares if s.usd is None})
     priced = ([f"$ n/a: no price for {', '.join(unpriced)}; add it to pyproject.toml as [tool.skilltransfer.prices] "
                f'"{unpriced[0]}" = {{ input = USD_PER_MTOK, output = USD_PER_MTOK }}'] if unpriced else [])
     return [
         f"skill-transfer plan: no model was called; upper bounds at prices.toml of {price_date}",
-        *_table(rows, rule_before_last=True),
+        *_table(rows, rule_before_last=not on_demand),
         *priced,
         *validation_lines(unique),
         "",

@@ -241,6 +241,7 @@ def result_to_json(result: TransferResult, answer_chars: int = ANSWER_CHARS) -> 
         "target": result.target,
         "baseline_target": _round(result.baseline.hard.mean),
         "direct_target": None if direct is None else _round(direct["hard"]["mean"]),
+        "direct_skipped": result.direct_skipped,
         "transferred": _round(transferred["hard"]["mean"]),
         "transfer_gain": _round(result.gain.mean),
         "learned_skill_tail": result.learned.learned_skill[-TAIL_CHARS:],
