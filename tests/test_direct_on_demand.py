@@ -5,11 +5,10 @@ import json
 from pathlib import Path
 
 import pytest
-from scripted_model import ScriptedModel, edits
+from scripted_model import ScriptedModel, edits, router_seed
 
 from pytest_skilltransfer.engine.protocol import SeedSession
 from pytest_skilltransfer.engine.results import ProtocolConfig
-from pytest_skilltransfer.engine.seeds import load_seed
 from pytest_skilltransfer.planning.plan import Planner, units_usd
 from pytest_skilltransfer.reports.report import seed_line
 from pytest_skilltransfer.reports.result_json import result_to_json
@@ -19,13 +18,7 @@ CHECKS = {"kind": "rule", "checks": [{"op": "contains", "arg": "Owner:"}]}
 
 @pytest.fixture
 def seed(tmp_path: Path):
-    root = tmp_path / "router"
-    root.mkdir()
-    (root / "SKILL.md").write_text("# Router\nRoute the ticket.\n")
-    line = lambda i, p: json.dumps({"task_id": f"{p}-{i:02d}", "task": f"Route ticket {i}", "judge": CHECKS})
-    (root / "benchmark.jsonl").write_text("\n".join(line(i, "bm") for i in range(12)))
-    (root / "held-out.jsonl").write_text("\n".join(line(i, "hd") for i in range(8)))
-    return load_seed(root)
+    return router_seed(tmp_path / "router", CHECKS, held_out=8)
 
 
 def owner_rule(skill: str, task: str, sample: int) -> str:

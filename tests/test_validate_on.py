@@ -3,11 +3,10 @@ family of three comparisons, with scripted models."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from scripted_model import ScriptedModel, edits
+from scripted_model import ScriptedModel, edits, router_seed
 
 from pytest_skilltransfer.engine.protocol import SeedSession
 from pytest_skilltransfer.engine.results import ProtocolConfig
@@ -31,13 +30,7 @@ PROFILE = scoring_profile("default")
 
 @pytest.fixture
 def seed(tmp_path: Path):
-    root = tmp_path / "router"
-    root.mkdir()
-    (root / "SKILL.md").write_text("# Router\nRoute the ticket.\n")
-    line = lambda i, p: json.dumps({"task_id": f"{p}-{i:02d}", "task": f"Route {p} ticket {i}", "judge": CHECKS})
-    (root / "benchmark.jsonl").write_text("\n".join(line(i, "bm") for i in range(12)))
-    (root / "held-out.jsonl").write_text("\n".join(line(i, "hd") for i in range(12)))
-    return load_seed(root)
+    return router_seed(tmp_path / "router", CHECKS, held_out=12, task="Route {split} ticket {i}")
 
 
 def owner_rule_helps(skill: str, task: str, sample: int) -> str:
