@@ -40,7 +40,7 @@ def test_a_seed_recorded_after_others_costs_what_the_calibrated_plan_expected(py
             [tool.skilltransfer.prices]
             {PRICES}
         ''')
-        options = ["--pair=small:large", "--nights=1", "-p", "no:randomly"]
+        options = ["--pair=small:large", "-p", "no:randomly"]  # the default protocol
         assumed = _item_rows(pytester.runpytest_subprocess("--plan", *options).stdout.lines)
         first = pytester.runpytest_subprocess("--record-mode=once", "--snapshot-update", *options)
         assert first.ret == 0, first.stdout.str()
