@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-from pathlib import Path
 
 import pytest
 from fake_provider import FakeProvider
-from plugin_support import TOY_CONFTEST, make_seed
+from plugin_support import copy_project_seed, loopback_project, make_seed
 
 from pytest_skilltransfer.models.base import Usage
 from pytest_skilltransfer.planning.plan import Calibration
 
-PROJECT_SEEDS = Path(__file__).resolve().parent.parent / "seeds"
 PRICES = '"fake-*" = { input = 1.0, output = 5.0 }'
 
 
@@ -30,16 +27,8 @@ def test_a_seed_recorded_after_others_costs_what_the_calibrated_plan_expected(py
                                                                               second: str) -> None:
     """Calibrated on a toy seed, then a seed like it (`beta`) and a project seed of 24 held-out tasks."""
     with FakeProvider() as fake:
-        pytester.makeconftest(TOY_CONFTEST)
-        pytester.makeini("[pytest]\n")
+        loopback_project(pytester, fake, PRICES)
         make_seed(pytester.path / "seeds", "alpha", tasks=12)
-        pytester.makepyprojecttoml(f'''
-            [tool.skilltransfer.models]
-            small = "anthropic:fake-small@{fake.anthropic_url}"
-            large = "openai:fake-large@{fake.openai_url}"
-            [tool.skilltransfer.prices]
-            {PRICES}
-        ''')
         options = ["--pair=small:large", "-p", "no:randomly"]  # the default protocol
         assumed = _item_rows(pytester.runpytest_subprocess("--plan", *options).stdout.lines)
         first = pytester.runpytest_subprocess("--record-mode=once", "--snapshot-update", *options)
@@ -48,8 +37,7 @@ def test_a_seed_recorded_after_others_costs_what_the_calibrated_plan_expected(py
         if second == "beta":
             make_seed(pytester.path / "seeds", "beta", tasks=12)
         else:
-            shutil.copytree(PROJECT_SEEDS / second, pytester.path / "seeds" / second,
-                            ignore=shutil.ignore_patterns("__snapshots__"))
+            copy_project_seed(pytester.path / "seeds", second)
         planned = pytester.runpytest_subprocess("--plan", "--skilltransfer-json=plan.json", *options)
         assert planned.ret == 0, planned.stdout.str()
         planned.stdout.fnmatch_lines(["expected figures calibrated from 1 recorded item*",
