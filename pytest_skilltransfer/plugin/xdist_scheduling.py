@@ -13,6 +13,14 @@ worker whose collection it receives. This is xdist's own `LoadGroupScheduling` p
 `LoadScopeScheduling` with another scope function); items outside any seed are their own scope,
 distributed as with `--dist load`. A worker that cannot share the folder (a remote `--tx`) leaves
 no map, and the scheduler then groups auto-collected items by their file node (the seed).
+
+A worker starts on seeds as soon as its own collection is in: xdist's scope scheduling waits for
+every worker's collection before it hands out the first scope, and the workers come up one after
+another (xdist starts them in turn, each paying pytest's start-up and a collection), so the first
+one used to sit idle until the last had collected. A worker whose collection arrives later gets
+the seeds still waiting, once its collection is checked against the first one (a different
+collection fails the run with xdist's own report of the difference, and that worker gets no items).
+Which worker runs which seed never changes a result.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from xdist.report import report_collection_diff
 from xdist.scheduler.loadscope import LoadScopeScheduling
 
 from .collect import ITEM_PREFIX
@@ -55,10 +64,36 @@ class SeedScheduling(LoadScopeScheduling):
         self._scopes_dir = scopes_dir
         self._scopes: dict[str, str] = {}
 
+    @property
+    def collection_is_completed(self) -> bool:
+        """True once one worker's collection is in: scheduling starts with the workers that are ready."""
+        return bool(self.registered_collections)
+
     def add_node_collection(self, node: Any, collection: Any) -> None:
         if self._scopes_dir and not self._scopes:
             self._scopes = read_scopes(self._scopes_dir, node.gateway.id)
         super().add_node_collection(node, collection)
+        if node not in self.registered_collections:  # a later worker whose collection differs: xdist skips it
+            self._refuse(node, collection)
+
+    def _refuse(self, node: Any, collection: Any) -> None:
+        """Fail the run with xdist's report of the difference; the worker gets no items."""
+        first = next(iter(self.registered_collections))
+        message = report_collection_diff(self.collection, list(collection), first.gateway.id, node.gateway.id)
+        self.config.hook.pytest_collectreport(
+            report=pytest.CollectReport(nodeid=node.gateway.id, outcome="failed", longrepr=message, result=[]))
+        node.shutdown()
+
+    def schedule(self) -> None:
+        """xdist's scope scheduling over the workers whose collection is in (called again as each
+        later worker's collection arrives); the others wait for theirs."""
+        waiting = {node: work for node, work in self.assigned_work.items() if node not in self.registered_collections}
+        for node in waiting:
+            del self.assigned_work[node]
+        try:
+            super().schedule()
+        finally:
+            self.assigned_work.update(waiting)
 
     def _split_scope(self, nodeid: str) -> str:
         scope = self._scopes.get(nodeid)
