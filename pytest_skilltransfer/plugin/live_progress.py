@@ -261,7 +261,6 @@ def register(config: pytest.Config, settings: Any, runner: Any, spec_of: Callabl
     from ..cassettes import default_record_mode
     from . import batch
     from .options import _Reader
-    from .planning import recording_bound
 
     value, _ = _Reader(config).get("skilltransfer-progress")
     every = interval(value)
@@ -271,6 +270,8 @@ def register(config: pytest.Config, settings: Any, runner: Any, spec_of: Callabl
     batch_lane = batch.read(config) is not None
     if (mode == "none" and not batch_lane) or settings.plan or config.option.collectonly:
         return  # replay only, a plan or a collection: nothing is recorded, nothing to watch
+    from .planning import recording_bound  # (the planner: only a run that records shows progress)
+
     progress = LiveProgress(config, every, mode != "none", batch_lane, runner.budget,
                             lambda items: recording_bound(runner, items, spec_of))
     config.pluginmanager.register(progress, "skilltransfer-progress")

@@ -18,17 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..engine.protocol import SeedSession
-from ..engine.results import TransferResult
-from ..engine.rubric import JudgeSetup
-from ..engine.seeds import load_seed
-from ..engine.seed_data import Seed, SeedError
 from ..models.base import Model, ModelCallError, ModelError
-from ..models.registry import resolve_model
 from .options import Settings
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the engine is imported where a seed is first used: an xdist controller runs none
     from ..engine.aa import AACheck
+    from ..engine.protocol import SeedSession
+    from ..engine.results import TransferResult
+    from ..engine.rubric import JudgeSetup
+    from ..engine.seed_data import Seed, SeedError
     from .budget import Budget
 
 Progress = Callable[[str], None]
@@ -77,6 +75,9 @@ class Runner:
 
     def seed(self, path: Path) -> Seed:
         """Load a seed once; raises the engine's SeedError (every problem, file:line) each time it is asked."""
+        from ..engine.seed_data import SeedError
+        from ..engine.seeds import load_seed
+
         key = self.key(path)
         if key not in self._seeds:
             try:
@@ -95,6 +96,8 @@ class Runner:
     def model(self, name: str) -> Model:
         """Resolve a model name once per process (raises ModelError listing the known names)."""
         if name not in self._models:
+            from ..models.registry import resolve_model
+
             self._models[name] = resolve_model(name)
         return self._models[name]
 
@@ -131,11 +134,15 @@ class Runner:
             if chosen.model == seed.judge.model:
                 raise ModelError(f"{seed.path / 'seed.toml'} [judge] model: {exc}") from None
             raise
+        from ..engine.rubric import JudgeSetup
+
         return JudgeSetup(model, chosen.samples or 1, chosen.min_accuracy or 0.0)
 
     def session(self, path: Path) -> SeedSession:
         key = self.key(path)
         if key not in self._sessions:
+            from ..engine.protocol import SeedSession
+
             seed = self.seed(key)
             self._sessions[key] = SeedSession(seed, self.settings.protocol, self.progress, concurrency,
                                               judge=self.judge(seed), concurrent_phases=self.concurrent_phases)
