@@ -31,11 +31,12 @@ def test_the_harmed_target_listed_keeps_the_harmful_edit_out(pytester: pytest.Py
     assert "## Portable skills (--validate-on)" in markdown and "| more portable |" in markdown
     result.stdout.fnmatch_lines([
         "*validated on toy-contrary: night 1: val 0.25 -> 1.00, toy-contrary 1.00 -> *, 1 edit(s) rejected "
-        "(blocked by toy-contrary)",
+        "(blocked by toy-contrary (max_chars 1.00 -> 0.00))",
         PORTABLE_HEADING,
         "seed*pair*validated on*base*single*multi*single - base*multi - base*multi - single*p (Holm)*extra cost*outcome",
         "alpha*toy-small -> toy-contrary*toy-contrary*1.00*0.00*1.00*-1.00 *+0.00 *+1.00 [[]+0.*more portable",
-        "alpha (toy-small -> toy-contrary): edits blocked: night 1 by toy-contrary; night 2 by toy-contrary",
+        "alpha (toy-small -> toy-contrary): edits blocked: night 1 by toy-contrary (max_chars 1.00 -> 0.00); "
+        "night 2 by toy-contrary (max_chars 1.00 -> 0.00)",
     ])
     (portable,) = _portable(pytester)
     assert portable["outcome"] == "more portable" and portable["validate_on"] == ["toy-contrary"]

@@ -13,7 +13,7 @@ from pytest_skilltransfer.engine.results import ProtocolConfig
 from pytest_skilltransfer.engine.scoring import scoring_profile
 from pytest_skilltransfer.engine.seeds import load_seed
 from pytest_skilltransfer.engine.seed_data import SeedError
-from pytest_skilltransfer.engine.validation import ValidationScore, decide, parse_models
+from pytest_skilltransfer.engine.validation import CheckRate, ValidationScore, check_pass_rates, decide, parse_models
 from pytest_skilltransfer.evidence.portability import (
     LESS_PORTABLE,
     MORE_PORTABLE,
@@ -104,7 +104,8 @@ def test_the_portable_arm_keeps_only_edits_no_listed_model_pays_for(seed):
     assert "OWNER-LINE" in result.learned.learned_skill and result.transferred.hard.mean == 0.0
     first, second = result.portable[0].learned.nights
     assert not first.accepted and first.blocked_by == ("big",)
-    assert first.validation == (ValidationScore("big", 0.25, 0.0),)
+    assert first.validation == (ValidationScore("big", 0.25, 0.0, (CheckRate("contains", 0.0, 0.0),
+                                                                    CheckRate("max_chars", 1.0, 0.0))),)
     assert second.accepted and second.blocked_by == () and second.validation[0].after == 1.0
     portable = result.portable[0].learned.learned_skill
     assert "OWNER-SHORT" in portable and "OWNER-LINE" not in portable
@@ -151,7 +152,11 @@ def test_json_reports_the_nights_family_and_extra_cost(seed):
     assert portable["validate_on"] == ["big"] and portable["tolerance"] == 0.0
     assert portable["outcome"] == MORE_PORTABLE
     night = portable["optimization"]["nights"][0]
-    assert night["validation"] == [{"model": "big", "before": 0.25, "after": 0.0}] and night["blocked_by"] == ["big"]
+    assert night["validation"] == [{"model": "big", "before": 0.25, "after": 0.0,
+                                    "checks": [{"check": "contains", "before": 0.0, "after": 0.0},
+                                               {"check": "max_chars", "before": 1.0, "after": 0.0}],
+                                    "dropped_checks": ["max_chars"]}]
+    assert night["blocked_by"] == ["big"]
     names = [c["name"] for c in portable["family"]["comparisons"]]
     assert names == ["single", "multi", "multi_vs_single"]
     # the extra cost is exactly the two portable phases' calls, per model
