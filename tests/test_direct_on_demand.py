@@ -86,3 +86,34 @@ def test_the_option_through_pytest(pytester: pytest.Pytester) -> None:
     assert plain.ret == 0
     (record,) = json.loads((pytester.path / "r.json").read_text())["results"]
     assert record["direct_skipped"] is False and record["direct_target"] is not None, "off by default"
+
+
+def test_on_demand_in_the_batch_lane_replays_offline_with_the_same_results(pytester: pytest.Pytester) -> None:
+    """The direct reference is asked for after the transferred skill is scored, in its own batches; the
+    cassettes then replay the run exactly, with the network gone."""
+    from batch_provider import BatchProvider
+    from plugin_support import project
+
+    def results(name: str) -> list[dict]:
+        report = json.loads((pytester.path / name).read_text())["results"]
+        return [{k: r[k] for k in ("seed", "target", "transferred", "direct_target", "direct_skipped", "gain")}
+                for r in report]
+
+    with BatchProvider() as fake:
+        project(pytester, ini="skilltransfer_pair = small:large large:small\nskilltransfer_nights = 1\n")
+        pytester.makepyprojecttoml(f'''
+            [tool.skilltransfer.models]
+            small = "anthropic:fake-small@{fake.anthropic_url}"
+            large = "openai:fake-large@{fake.openai_url}"
+        ''')
+        options = ("--transfer-direct-on-demand", "--transfer-inconclusive=pass", "-p", "no:randomly")
+        batch = pytester.runpytest_subprocess("--record-mode=once", "--transfer-batch", "--transfer-batch-gather=0.3",
+                                              "--transfer-batch-poll=0.05", "--snapshot-update",
+                                              "--skilltransfer-json=batch.json", *options)
+        assert batch.ret == 0, batch.stdout.str()
+        assert fake.served_sync == 0 and not fake.paid_twice()
+        fake.stop()
+        replay = pytester.runpytest_subprocess("--record-mode=none", "--skilltransfer-json=replay.json", *options)
+        assert replay.ret == 0, replay.stdout.str()
+    assert results("replay.json") == results("batch.json")
+    assert all(r["direct_skipped"] == (r["direct_target"] is None) for r in results("batch.json"))

@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from pathlib import Path
 
 import pytest
 from fake_provider import FakeProvider
-from plugin_support import TOY_CONFTEST, make_seed, project
+from plugin_support import copy_project_seed, loopback_project, make_seed, project
 
 PORTABLE_HEADING = "portable skills (--validate-on)*"
 
@@ -97,7 +96,6 @@ def test_bad_values_are_usage_errors_naming_the_option(pytester: pytest.Pytester
 
 # -- against a loopback provider -------------------------------------------------------------------------
 
-PROJECT_SEEDS = Path(__file__).resolve().parent.parent / "seeds"
 PRICES = '"fake-*" = { input = 1.0, output = 5.0, cache_write = 1.25, cache_read = 0.1 }\n"toy-*" = { input = 0.5, output = 1.0 }'
 
 
@@ -118,18 +116,8 @@ def test_the_plan_bounds_and_prices_the_listed_models_and_replay_is_offline(pyte
     options = ["--pair=small:large", "--optimizer=toy-opt", "--validate-on=listed", "--nights=2",
                "--limit-test=6", "-p", "no:randomly"]
     with FakeProvider() as fake:
-        pytester.makeconftest(TOY_CONFTEST)
-        pytester.makeini("[pytest]\n")
-        shutil.copytree(PROJECT_SEEDS / "ticket-router", pytester.path / "seeds" / "ticket-router",
-                        ignore=shutil.ignore_patterns("__snapshots__"))
-        pytester.makepyprojecttoml(f'''
-            [tool.skilltransfer.models]
-            small = "anthropic:fake-small@{fake.anthropic_url}"
-            large = "openai:fake-large@{fake.openai_url}"
-            listed = "openai:fake-listed@{fake.openai_url}"
-            [tool.skilltransfer.prices]
-            {PRICES}
-        ''')
+        loopback_project(pytester, fake, PRICES, listed="fake-listed")
+        copy_project_seed(pytester.path / "seeds", "ticket-router")
         planned = pytester.runpytest_subprocess("--plan", *options)
         assert planned.ret == 0, planned.stdout.str()
         bound = _validation_rows(planned.stdout.lines)

@@ -15,7 +15,7 @@ import pytest
 
 from ..engine.protocol import SeedSession
 from ..models.base import Model, ModelCallError, Reply, Request
-from ..planning.plan import Planner, Unit, breakdown, configured_prices, lane_prices, units_usd
+from ..planning.plan import Calibration, Planner, Unit, breakdown, calibrated, configured_prices, lane_prices, units_usd
 from .runner import Runner, concurrency, needs_recording
 
 
@@ -92,8 +92,10 @@ def _planned(runner: Runner, items: list[pytest.Item], spec_of: Callable[[pytest
         yield seed, rows
 
 
-def build_plans(runner: Runner, items: list[pytest.Item], spec_of: Callable[[pytest.Item], Any]) -> list[ItemPlan]:
-    """Bounds and replay findings for every transfer item, seeds in collection order."""
+def build_plans(runner: Runner, items: list[pytest.Item], spec_of: Callable[[pytest.Item], Any],
+                calibration: Calibration | None = None) -> list[ItemPlan]:
+    """Bounds and replay findings for every transfer item, seeds in collection order. The calls that replay
+    are observed into `calibration`, and the expected figures then come from what they showed."""
     plans: list[ItemPlan] = []
     for seed, rows in _planned(runner, items, spec_of):
         # one phase after another: the plan counts the calls that replay before the first miss
@@ -102,8 +104,11 @@ def build_plans(runner: Runner, items: list[pytest.Item], spec_of: Callable[[pyt
                                 f"{models[0].model_id}->{models[1].model_id}"), models, spec)
                       for item, spec, units, models in rows]
         if any(plan.needs_cassette for plan, _, _ in seed_plans):
-            _replay(runner, seed.name, session, seed_plans)
+            _replay(runner, seed.name, session, seed_plans, calibration)
         plans += [plan for plan, _, _ in seed_plans]
+    if calibration is not None and calibration.describe():
+        for plan in plans:
+            plan.units = calibrated(plan.units, calibration)
     return plans
 
 
@@ -125,7 +130,8 @@ def recording_bound(runner: Runner, items: list[pytest.Item], spec_of: Callable[
     return count, sum(s.calls for u in units.values() for s in u.shares if s.model_id in provider_ids)
 
 
-def _replay(runner: Runner, seed: str, session: SeedSession, seed_plans: list[tuple[ItemPlan, list[Model], Any]]) -> None:
+def _replay(runner: Runner, seed: str, session: SeedSession, seed_plans: list[tuple[ItemPlan, list[Model], Any]],
+            calibration: Calibration | None) -> None:
     from ..cassettes import recording
 
     counter = [0]
@@ -135,11 +141,14 @@ def _replay(runner: Runner, seed: str, session: SeedSession, seed_plans: list[tu
             before = counter[0]
             fixed = 3 if spec.optimizer else 2
             try:
-                session.transfer(wrapped[0], wrapped[1], wrapped[2] if spec.optimizer else None,
-                                 tuple(wrapped[fixed:]), spec.validate_tolerance)
+                result = session.transfer(wrapped[0], wrapped[1], wrapped[2] if spec.optimizer else None,
+                                          tuple(wrapped[fixed:]), spec.validate_tolerance)
             except ModelCallError as exc:
                 plan.miss_phase = session.phase or "?"
                 plan.error = str(exc).splitlines()[0]
+            else:
+                if calibration is not None and result.bill is not None:
+                    calibration.observe(plan.units, result.bill)
             plan.replayed = counter[0] - before
 
 
@@ -183,7 +192,7 @@ def breakdown_lines(plans: list[ItemPlan]) -> list[str]:
     return lines
 
 
-def plan_json(plans: list[ItemPlan], price_date: str) -> dict[str, Any]:
+def plan_json(plans: list[ItemPlan], price_date: str, calibration: Calibration | None = None) -> dict[str, Any]:
     """The plan as JSON (`--plan --skilltransfer-json PATH`): items, the total, the lanes and the breakdown."""
     unique = list({u.key: u for plan in plans for u in plan.units}.values())
 
@@ -194,6 +203,7 @@ def plan_json(plans: list[ItemPlan], price_date: str) -> dict[str, Any]:
 
     on_demand = [u for u in unique if u.on_demand]
     return {"prices_effective": price_date,
+            "calibration": calibration.as_dict() if calibration is not None else {},
             "on_demand": {"calls": sum(u.calls for u in on_demand), "bound_usd": _usd(on_demand),
                           "expected_usd_if_all_run": _usd(on_demand, "on-demand")},
             "items": [{"item": plan.nodeid, "pair": plan.pair, **figures(plan.units), "replayed": plan.replayed,
@@ -224,7 +234,17 @@ def validation_lines(units: list[Unit]) -> list[str]:
     return ["", *_table(rows)]
 
 
-def plan_lines(plans: list[ItemPlan], price_date: str) -> list[str]:
+def calibration_lines(calibration: Calibration | None) -> list[str]:
+    """What the expected figures took from the recorded calls, if anything."""
+    lines = calibration.describe() if calibration is not None else []
+    if not lines:
+        return []
+    return ["", f"expected figures calibrated from {calibration.items} recorded item(s): what they paid against "
+                "what the plan expected of them, applied to the same phase, model and role (bounds unchanged):",
+            *(f"  {line}" for line in lines)]
+
+
+def plan_lines(plans: list[ItemPlan], price_date: str, calibration: Calibration | None = None) -> list[str]:
     """The table the plan option prints."""
     header = ("item", "calls ≤", "input tok ≤", "output tok ≤", "$ ≤", "$ expected", "cassettes")
     rows = [header]
@@ -251,6 +271,7 @@ def plan_lines(plans: list[ItemPlan], price_date: str) -> list[str]:
         *_table(rows, rule_before_last=not on_demand),
         *priced,
         *validation_lines(unique),
+        *calibration_lines(calibration),
         "",
         *breakdown_lines(plans),
         "",
