@@ -28,7 +28,9 @@ Expected figures assume what typically happens: a corpus seed's attempt takes `E
 no reply needs a retry, replies are `EXPECTED_REPLY` of their `max_tokens`, a prompt has a token per
 `CHARS_PER_TOKEN` characters, a learned skill is the seed's skill plus, per night, `EXPECTED_NIGHTS_ACCEPTED`
 of its edit budget in rules of `EXPECTED_RULE_TOKENS` (the simulator's runs of the project seeds add 0-135
-tokens over two nights), and when the model caches prompts (an Anthropic prefix marked by the
+tokens over two nights) — so with probability (1 - `EXPECTED_NIGHTS_ACCEPTED`) ** nights an optimization
+keeps nothing, and the test of its skill on the target equals the baseline's and is answered from the run's
+cache (`learned_test`) — and when the model caches prompts (an Anthropic prefix marked by the
 wire, with `--prompt-cache` on; an OpenAI prefix of at least `OPENAI_CACHE_MIN_TOKENS`) the first call
 of an evaluation writes its shared prefix and every later call reads it.
 """
@@ -132,6 +134,11 @@ class Share:
         fields = ("calls", "input_tokens", "output_tokens", "expected_calls", "expected_input", "expected_output",
                   "expected_cache_write", "expected_cache_read")
         return Share(self.model_id, self.role, *(getattr(self, f) * n for f in fields))
+
+    def expected_times(self, factor: float) -> "Share":
+        """The same bounds, with the expected figures scaled by `factor` (a probability)."""
+        return replace(self, **{f: round(getattr(self, f) * factor) for f in (
+            "expected_calls", "expected_input", "expected_output", "expected_cache_write", "expected_cache_read")})
 
     def bound_usd(self, lane: str | None = None) -> float | None:
         """Dollars at most (every prompt token at the highest prompt rate)."""
@@ -245,6 +252,12 @@ class Planner:
                     1, expected_input, expected_reply("judge", JUDGE_MAX_TOKENS))
         return one.times(votes)
 
+    def learned_test(self, model_id: str) -> tuple[Share, ...]:
+        """The test split on `model_id` with a learned skill: bounded in full, expected only when the
+        optimization kept an edit (a skill equal to the seed's asks what the baseline asked)."""
+        kept = 1 - (1 - EXPECTED_NIGHTS_ACCEPTED) ** self.config.nights
+        return tuple(s.expected_times(kept) for s in self.evaluation(model_id, self.test, self.learned_skill))
+
     def evaluation(self, model_id: str, tasks: tuple[Task, ...], skill: Skill) -> tuple[Share, ...]:
         """An evaluation of a split: every task, sample and tool step, and the judge's votes."""
         samples = self.config.samples
@@ -326,17 +339,17 @@ class Planner:
             units += [
                 self.optimization(source, source_optimizer, "optimize-source", restart),
                 Unit((name, "transferred", source, source_optimizer, target, str(restart)), "transferred",
-                     self.evaluation(target, self.test, self.learned_skill)),
+                     self.learned_test(target)),
             ]
             if self.config.direct:
                 optimized = self.optimization(target, target_optimizer, "optimize-direct", restart)
                 units += [replace(optimized, on_demand=self.config.direct_on_demand),
                           Unit((name, "direct", target, target_optimizer, str(restart)), "direct",
-                               self.evaluation(target, self.test, self.learned_skill), self.config.direct_on_demand)]
+                               self.learned_test(target), self.config.direct_on_demand)]
             if validators:
                 units += [self.optimization(source, source_optimizer, "optimize-portable", restart, validators),
                           Unit((name, "portable", source, source_optimizer, target, str(restart), *validators),
-                               "portable", self.evaluation(target, self.test, self.learned_skill))]
+                               "portable", self.learned_test(target))]
         return units
 
 
@@ -486,7 +499,8 @@ def breakdown(items: list[tuple[str, list[Unit]]], lane: str | None = None) -> d
                         usd, key = share_usd(share, kind, lane) if counted(unit, kind) else 0.0, f"{kind}_usd"
                         row[key] = None if usd is None or row[key] is None else row[key] + usd
     return {name: {k: {f: (round(v, 6) if isinstance(v, float) else v) for f, v in row.items()}
-                   for k, row in table.items()} for name, table in tables.items()}
+                   for k, row in (sorted(table.items()) if name != "by_phase" else table.items())}
+            for name, table in tables.items()}
 
 
 def configured_prices(units: list[Unit]) -> dict[str, float | None]:
