@@ -32,7 +32,8 @@ COPIES = 3
 
 
 def plan(folder: Path, *options: str) -> str:
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "seeds", "--plan", "--transfer-batch", "-q",
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "seeds", "--plan",
+               "--transfer-batch", "-q",
                *(f"--pair={pair}" for pair in PAIRS), *options]
     return subprocess.run(command, cwd=folder, capture_output=True, text=True, check=False).stdout
 

@@ -9,7 +9,8 @@ from scripted_model import ScriptedModel, edits, router_seed
 
 from pytest_skilltransfer.engine.protocol import SeedSession
 from pytest_skilltransfer.engine.results import ProtocolConfig
-from pytest_skilltransfer.planning.plan import Planner, units_usd
+from pytest_skilltransfer.planning.money import units_usd
+from pytest_skilltransfer.planning.plan import Planner
 from pytest_skilltransfer.reports.report import seed_line
 from pytest_skilltransfer.reports.result_json import result_to_json
 

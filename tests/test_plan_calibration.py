@@ -12,7 +12,7 @@ from fake_provider import FakeProvider
 from plugin_support import copy_project_seed, loopback_project, make_seed
 
 from pytest_skilltransfer.models.base import Usage
-from pytest_skilltransfer.planning.plan import Calibration
+from pytest_skilltransfer.planning.calibration import Calibration
 
 PRICES = '"fake-*" = { input = 1.0, output = 5.0 }'
 
@@ -62,7 +62,8 @@ def test_a_seed_recorded_after_others_costs_what_the_calibrated_plan_expected(py
 
 def test_a_key_no_recorded_item_showed_keeps_the_assumptions() -> None:
     from pytest_skilltransfer.engine.ledger import Tally
-    from pytest_skilltransfer.planning.plan import Share, Unit, calibrated
+    from pytest_skilltransfer.planning.calibration import calibrated
+    from pytest_skilltransfer.planning.plan import Share, Unit
 
     seen = Unit(("s", "baseline", "m"), "baseline", (Share("m", "agent", 10, 1000, 500, 10, 400, 200),))
     other = Unit(("s", "direct", "m"), "direct", (Share("m", "agent", 10, 1000, 500, 10, 400, 200),))

@@ -59,7 +59,7 @@ from .scoring import ScoringProfile, scoring_profile
 from .seed_data import Seed, Task
 from .slots import ModelSlots
 from .tools import load_corpus
-from .validation import DEFAULT_TOLERANCE, ValidationScore, decide
+from .validation import DEFAULT_TOLERANCE, ValidationScore, blocked_text, check_pass_rates, check_rates, decide
 
 Progress = Callable[[str], None]
 Concurrency = Callable[[Model], int]
@@ -228,7 +228,7 @@ class SeedSession:
                                 note, checks, decision.blocked_by))
             verb = "accepted" if accepted else "rejected"
             others = "".join(f", {v.model_id} {v.before:.2f} -> {v.after:.2f}" for v in checks if v.after is not None)
-            blocked = f" (blocked by {', '.join(decision.blocked_by)})" if decision.blocked_by and not accepted else ""
+            blocked = f" (blocked by {blocked_text(checks, tolerance)})" if decision.blocked_by and not accepted else ""
             self.progress(f"{label}: night {number}: val {val.gate_score:.2f} -> {candidate.gate_score:.2f}{others}, "
                           f"{len(outcome.applied)} edit(s) {verb}{blocked}")
             if accepted:
@@ -246,11 +246,13 @@ class SeedSession:
         validation split only (held-out tasks never reach a listed model)."""
         if val_split.partition("@")[0] != "val":
             raise ValueError(f"listed models are scored on a validation split only, not {val_split!r}")
+        checks = [[(c.op, c.label()) for c in task.judge.checks] for task in self.splits[val_split]]
         scores = []
         for model in validators:
-            before = self.evaluate(model, skill, val_split, meter).gate_score
-            after = self.evaluate(model, candidate, val_split, meter).gate_score
-            scores.append(ValidationScore(model.model_id, before, after))
+            before = self.evaluate(model, skill, val_split, meter)
+            after = self.evaluate(model, candidate, val_split, meter)
+            rates = check_rates(check_pass_rates(checks, _failures(before)), check_pass_rates(checks, _failures(after)))
+            scores.append(ValidationScore(model.model_id, before.gate_score, after.gate_score, rates))
         return tuple(scores)
 
     def _reflect(self, optimizer: Model, request: Request, meter: Meter) -> tuple[list[Edit], str]:
@@ -453,6 +455,11 @@ def seed_judge(seed: Seed) -> JudgeSetup | None:
     defaults = JudgeSetup(model=resolve_model(settings.model))
     return JudgeSetup(defaults.model, settings.samples or defaults.samples,
                       defaults.min_accuracy if settings.min_accuracy is None else settings.min_accuracy)
+
+
+def _failures(evaluation: Evaluation) -> list[list[tuple[str, ...]]]:
+    """Per task, per sample: the checks the sample failed."""
+    return [[s.failed for s in t.samples] for t in evaluation.tasks]
 
 
 def _pattern_origins(tasks: tuple[Task, ...], pattern: str) -> list[str]:

@@ -28,7 +28,9 @@ Expected figures assume what typically happens: a corpus seed's attempt takes `E
 no reply needs a retry, replies are `EXPECTED_REPLY` of their `max_tokens`, a prompt has a token per
 `CHARS_PER_TOKEN` characters, a learned skill is the seed's skill plus, per night, `EXPECTED_NIGHTS_ACCEPTED`
 of its edit budget in rules of `EXPECTED_RULE_TOKENS` (the simulator's runs of the project seeds add 0-135
-tokens over two nights), and when the model caches prompts (an Anthropic prefix marked by the
+tokens over two nights) — so with probability (1 - `EXPECTED_NIGHTS_ACCEPTED`) ** nights an optimization
+keeps nothing, and the test of its skill on the target equals the baseline's and is answered from the run's
+cache (`learned_test`) — and when the model caches prompts (an Anthropic prefix marked by the
 wire, with `--prompt-cache` on; an OpenAI prefix of at least `OPENAI_CACHE_MIN_TOKENS`) the first call
 of an evaluation writes its shared prefix and every later call reads it.
 """
@@ -37,8 +39,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from dataclasses import asdict, dataclass, replace
 
 from ..engine.agent import ATTEMPT_MAX_TOKENS, MAX_TOOL_STEPS
 from ..engine.judges import has_rubric
@@ -59,7 +60,7 @@ from ..engine.seed_data import Seed, Task
 from ..engine.tools import MAX_RESULTS, SEARCH_TOOL
 from ..models.anthropic_wire import cache_min_tokens, caches_prefix
 from ..models.base import Usage
-from ..pricing.prices import LANES, cost_usd, lane_of, rates_of
+from ..pricing.prices import cost_usd, lane_of, rates_of
 
 CHARS_PER_TOKEN = 4
 TOOL_RESULT_CHARS = MAX_RESULTS * 320  # a search result at its largest: rows of slug, title and a 200-character snippet
@@ -132,6 +133,11 @@ class Share:
         fields = ("calls", "input_tokens", "output_tokens", "expected_calls", "expected_input", "expected_output",
                   "expected_cache_write", "expected_cache_read")
         return Share(self.model_id, self.role, *(getattr(self, f) * n for f in fields))
+
+    def expected_times(self, factor: float) -> "Share":
+        """The same bounds, with the expected figures scaled by `factor` (a probability)."""
+        return replace(self, **{f: round(getattr(self, f) * factor) for f in (
+            "expected_calls", "expected_input", "expected_output", "expected_cache_write", "expected_cache_read")})
 
     def bound_usd(self, lane: str | None = None) -> float | None:
         """Dollars at most (every prompt token at the highest prompt rate)."""
@@ -245,6 +251,12 @@ class Planner:
                     1, expected_input, expected_reply("judge", JUDGE_MAX_TOKENS))
         return one.times(votes)
 
+    def learned_test(self, model_id: str) -> tuple[Share, ...]:
+        """The test split on `model_id` with a learned skill: bounded in full, expected only when the
+        optimization kept an edit (a skill equal to the seed's asks what the baseline asked)."""
+        kept = 1 - (1 - EXPECTED_NIGHTS_ACCEPTED) ** self.config.nights
+        return tuple(s.expected_times(kept) for s in self.evaluation(model_id, self.test, self.learned_skill))
+
     def evaluation(self, model_id: str, tasks: tuple[Task, ...], skill: Skill) -> tuple[Share, ...]:
         """An evaluation of a split: every task, sample and tool step, and the judge's votes."""
         samples = self.config.samples
@@ -326,17 +338,17 @@ class Planner:
             units += [
                 self.optimization(source, source_optimizer, "optimize-source", restart),
                 Unit((name, "transferred", source, source_optimizer, target, str(restart)), "transferred",
-                     self.evaluation(target, self.test, self.learned_skill)),
+                     self.learned_test(target)),
             ]
             if self.config.direct:
                 optimized = self.optimization(target, target_optimizer, "optimize-direct", restart)
                 units += [replace(optimized, on_demand=self.config.direct_on_demand),
                           Unit((name, "direct", target, target_optimizer, str(restart)), "direct",
-                               self.evaluation(target, self.test, self.learned_skill), self.config.direct_on_demand)]
+                               self.learned_test(target), self.config.direct_on_demand)]
             if validators:
                 units += [self.optimization(source, source_optimizer, "optimize-portable", restart, validators),
                           Unit((name, "portable", source, source_optimizer, target, str(restart), *validators),
-                               "portable", self.evaluation(target, self.test, self.learned_skill))]
+                               "portable", self.learned_test(target))]
         return units
 
 
@@ -345,152 +357,3 @@ class Planner:
         with new sample ids (its first scoring is the item's own `transferred` unit)."""
         return Unit((self.seed.name, "aa-check", source, source_optimizer, target), "aa-check",
                     self.evaluation(target, self.test, self.learned_skill))
-
-
-@dataclass
-class Calibration:
-    """What recorded items paid against what the plan expected of them, in tokens, per phase, model and role:
-    reply lengths, prompt tokenization, retries, early stops and the nights that kept no edit (a transferred
-    skill equal to the baseline's is answered from the run's cache and paid nothing) all show in it."""
-
-    tokens: dict[tuple[str, str, str], list[float]] = field(default_factory=dict)  # expected in, paid in, out, out
-    items: int = 0
-    seen: set[tuple[str, ...]] = field(default_factory=set)
-
-    def observe(self, units: list[Unit], bill: dict[str, dict[tuple[str, str], Any]]) -> None:
-        """One fully recorded item: its units (each counted once over the items) and its bill (phase ->
-        (model, role) -> tally with the paid `usage`)."""
-        self.items += 1
-        for unit in units:
-            if unit.key not in self.seen:
-                self.seen.add(unit.key)
-                for share in unit.shares:
-                    row = self.tokens.setdefault((unit.phase, share.model_id, share.role), [0.0] * 4)
-                    row[0] += share.expected_input
-                    row[2] += share.expected_output
-        for phase, costs in bill.items():
-            for (model_id, role), tally in costs.items():
-                row = self.tokens.setdefault((phase, model_id, role), [0.0] * 4)
-                row[1] += tally.usage.input_tokens
-                row[3] += tally.usage.output_tokens
-
-    def ratios(self, phase: str, model_id: str, role: str) -> tuple[float, float] | None:
-        """(paid / expected) for prompt and reply tokens; None when no recorded item showed this key."""
-        row = self.tokens.get((phase, model_id, role))
-        if row is None or row[0] <= 0 or row[2] <= 0:
-            return None
-        return row[1] / row[0], row[3] / row[2]
-
-    def describe(self) -> list[str]:
-        """A line per phase, model and role calibrated."""
-        lines = []
-        for phase, model_id, role in sorted(self.tokens):
-            found = self.ratios(phase, model_id, role)
-            if found is not None:
-                lines.append(f"{phase} {model_id} {role}: paid {found[0]:.2f}x the expected prompt tokens, "
-                             f"{found[1]:.2f}x the expected reply tokens")
-        return lines
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"items": self.items, "ratios": {
-            " ".join(key): {"prompt": round(found[0], 4), "reply": round(found[1], 4)}
-            for key in sorted(self.tokens) if (found := self.ratios(*key)) is not None}}
-
-
-def calibrated(units: list[Unit], calibration: Calibration) -> list[Unit]:
-    """The units with their expected figures scaled by what recorded items of the same phase, model and role
-    paid against their own expected figures (bounds unchanged; keys no recorded item showed keep the
-    assumptions)."""
-    def share_of(phase: str, share: Share) -> Share:
-        found = calibration.ratios(phase, share.model_id, share.role)
-        if found is None:
-            return share
-        prompt, reply = found
-        return replace(share, expected_input=round(share.expected_input * prompt),
-                       expected_output=round(share.expected_output * reply),
-                       expected_cache_write=round(share.expected_cache_write * prompt),
-                       expected_cache_read=round(share.expected_cache_read * prompt))
-
-    return [replace(unit, shares=tuple(share_of(unit.phase, s) for s in unit.shares)) for unit in units]
-
-
-def _sum(values: list[float | None]) -> float | None:
-    return None if any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
-
-
-def unit_usd(unit: Unit, lane: str | None = None) -> float | None:
-    """Dollars at most for a unit; None when a model in it has no price (in that lane)."""
-    return _sum([share.bound_usd(lane) for share in unit.shares])
-
-
-def counted(unit: Unit, kind: str) -> bool:
-    """Whether a unit counts in figures of `kind`: an on-demand unit is in the bound and `on-demand`, and
-    out of the expected figures; `on-demand` counts only those units."""
-    if kind == "on-demand":
-        return unit.on_demand
-    return kind == "bound" or not unit.on_demand
-
-
-def units_usd(units: list[Unit], kind: str = "bound", lane: str | None = None) -> float | None:
-    """Dollars of several units: `bound`, `expected` (with cache reads), `expected-no-cache`, or `on-demand`
-    (the expected dollars of the on-demand units, should every one of them run)."""
-    values: list[float | None] = []
-    for unit in (u for u in units if counted(u, kind)):
-        for share in unit.shares:
-            if kind == "expected-no-cache":
-                values.append(share.expected_usd(lane, cache_reads=False))
-            else:
-                values.append(share_usd(share, "expected" if kind == "on-demand" else kind, lane))
-    return _sum(values)
-
-
-def lane_prices(units: list[Unit]) -> dict[str, dict[str, float | None]]:
-    """Per lane (standard, flex, batch): dollars at most, expected, and expected without cache reads.
-    Flex prices the models it is offered for at flex rates and the others at standard; batch is None
-    when some model of the units is not offered there, and expects no cache reads: the requests of one
-    batch do not read each other's prompt-cache writes."""
-    def kind_in(lane: str, kind: str) -> str:
-        return "expected-no-cache" if lane == "batch" and kind == "expected" else kind
-
-    return {lane: {kind: units_usd(units, kind_in(lane, kind), lane) for kind in ("bound", "expected", "expected-no-cache")}
-            for lane in LANES}
-
-
-def share_usd(share: Share, kind: str, lane: str | None = None) -> float | None:
-    """One share's dollars in `lane` (None: the lane its model runs in): `bound` or `expected`; the batch
-    lane expects no prompt-cache reads (the requests of one batch do not read each other's writes)."""
-    if kind == "bound":
-        return share.bound_usd(lane)
-    return share.expected_usd(lane, cache_reads=priced_lane(share.model_id, lane) != "batch")
-
-
-def breakdown(items: list[tuple[str, list[Unit]]], lane: str | None = None) -> dict[str, dict[str, dict[str, float | None]]]:
-    """Where the money goes: dollars at most and expected by pair, phase, role and model, each unit once
-    (a unit several items share is put on the first item's pair, as the run's bill charges it).
-    `items`: (pair label, its units) in run order; `lane` None prices each model in its own lane."""
-    seen: set[tuple[str, ...]] = set()
-    tables: dict[str, dict[str, dict[str, float | None]]] = {"by_pair": {}, "by_phase": {}, "by_role": {},
-                                                             "by_model": {}}
-    for pair, units in items:
-        for unit in units:
-            if unit.key in seen:
-                continue
-            seen.add(unit.key)
-            for share in unit.shares:
-                model = f"{share.model_id} ({priced_lane(share.model_id, lane)})"
-                for table, name in (("by_pair", pair), ("by_phase", unit.phase), ("by_role", share.role),
-                                    ("by_model", model)):
-                    row = tables[table].setdefault(name, {"bound_usd": 0.0, "expected_usd": 0.0, "calls": 0})
-                    row["calls"] = (row["calls"] or 0) + share.calls
-                    for kind in ("bound", "expected"):
-                        usd, key = share_usd(share, kind, lane) if counted(unit, kind) else 0.0, f"{kind}_usd"
-                        row[key] = None if usd is None or row[key] is None else row[key] + usd
-    return {name: {k: {f: (round(v, 6) if isinstance(v, float) else v) for f, v in row.items()}
-                   for k, row in table.items()} for name, table in tables.items()}
-
-
-def configured_prices(units: list[Unit]) -> dict[str, float | None]:
-    """Dollars at most and expected with each model in the lane it runs in (its own `lane`, `--transfer-batch`,
-    a flex service tier), as the run will pay them."""
-    return {kind: _sum([share_usd(s, kind) for u in units if counted(u, kind) for s in u.shares])
-            for kind in ("bound", "expected")}

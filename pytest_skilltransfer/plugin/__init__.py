@@ -332,7 +332,7 @@ class PlanMode:
         from ..pricing.prices import shipped_table
         from .decidable import plan_lines as decidability_lines
         from .decidable import undecidable_items
-        from ..planning.plan import Calibration
+        from ..planning.calibration import Calibration
         from .planning import build_plans, plan_json, plan_lines
 
         runner = runner_of(session.config)

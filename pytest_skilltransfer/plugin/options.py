@@ -71,12 +71,12 @@ def add_options(parser: Any) -> None:
          action="append", metavar="SRC:TGT")
     _add(group, parser, "optimizer", "model that proposes edits (default: the agent model itself)", metavar="MODEL")
     _add(group, parser, "validate-on", "a validation set of models: each night's candidate edit is also scored on "
-         "their validation split and kept only when the source strictly improves and none of them drops beyond "
-         "--transfer-validate-tolerance; the item then reports the skill optimized so beside today's (a seed's "
+         "their validation split and kept only when the source strictly improves and none of them drops, in its gate "
+         "score or in its pass rate on any kind of check, beyond --transfer-validate-tolerance; the item then reports the skill optimized so beside today's (a seed's "
          "validate_on overrides the ini; the command line overrides both); comma-separate or repeat",
          "args", action="append", metavar="MODEL[,MODEL...]")
-    _add(group, parser, "validate-tolerance", "how far a listed model's validation score may drop under an accepted "
-         "edit (default 0: not at all)", metavar="X")
+    _add(group, parser, "validate-tolerance", "how far a listed model's validation score, and its pass rate on each "
+         "kind of check, may drop under an accepted edit (default 0: not at all)", metavar="X")
     _add(group, parser, "judge", "judge model for rubric checks (a seed's [judge] model overrides the ini; the "
          "command line overrides both)", metavar="MODEL")
     _add(group, parser, "judge-samples", f"judge calls per rubric check, majority vote (default 1, at most {MAXIMA['judge_samples']})", metavar="N")

@@ -1,6 +1,7 @@
 """`--plan`: print what the collected items can cost at most and what the cassettes already hold, then stop.
 
-Bounds come from `pytest_skilltransfer.planning.plan`. Which calls are already recorded is found by
+Bounds come from `pytest_skilltransfer.planning.plan`, dollars from `planning.money`, and the expected figures
+are calibrated by `planning.calibration` from the items that replay whole. Which calls are already recorded is found by
 replaying: each seed with a provider model is run against its cassettes with recording off and the
 network blocked (`record mode none`), counting the calls that replay until the first miss; nothing
 is sent to a provider. In-process models (the simulator) need no cassette and cost nothing.
@@ -15,7 +16,9 @@ import pytest
 
 from ..engine.protocol import SeedSession
 from ..models.base import Model, ModelCallError, Reply, Request
-from ..planning.plan import Calibration, Planner, Unit, breakdown, calibrated, configured_prices, lane_prices, units_usd
+from ..planning.calibration import Calibration, calibrated
+from ..planning.money import breakdown, configured_prices, lane_prices, units_usd
+from ..planning.plan import Planner, Unit
 from .runner import Runner, concurrency, needs_recording
 
 
