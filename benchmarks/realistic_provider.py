@@ -16,7 +16,8 @@ simulated model named for the requested model answers it. So:
 - a search tool offered gets a tool call first, as the simulated model decides.
 
 Its replies depend only on the request body (the simulator reads nothing else: no seed, no checks,
-no answers). Every answer, errors aside, leaves `delay` seconds after its request arrived, however
+no answers), and the request it reads is the whole body: the package's wire rebuilds the body received
+from it, or the server fails the call. Every answer, errors aside, leaves `delay` seconds after its request arrived, however
 long it took to make (as in the easy fake): the latency is fixed, so the critical path times the
 latency is a floor.
 
@@ -40,6 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import fake_provider  # noqa: E402
 
+from pytest_skilltransfer.models import anthropic_wire, openai_wire  # noqa: E402
+from pytest_skilltransfer.models.aliases import Target  # noqa: E402
 from pytest_skilltransfer.models.base import Message, Reply, Request, ResponseSchema, ToolCall, ToolSpec  # noqa: E402
 from pytest_skilltransfer.models.sim.model import SimModel  # noqa: E402
 from pytest_skilltransfer.models.sim.optimizer import is_reflect_request  # noqa: E402
@@ -104,6 +107,13 @@ def openai_request(body: dict[str, Any]) -> Request:
                    sample_id=int(body.get("seed") or 0))
 
 
+def rebuilt_body(anthropic: bool, model: str, request: Request) -> dict[str, Any]:
+    """The body the package's wire builds for `request` (a loopback model: no prompt-cache mark, `max_tokens`):
+    equal to the body received when the request was read back whole."""
+    wire = anthropic_wire if anthropic else openai_wire
+    return wire.request_params(Target("anthropic" if anthropic else "openai", model, "http://127.0.0.1"), request)
+
+
 def anthropic_body(reply: Reply, model: str, tag: str) -> dict[str, Any]:
     """A Messages API response holding `reply`."""
     content: list[dict[str, Any]] = [{"type": "text", "text": reply.text}] if reply.text else []
@@ -149,6 +159,8 @@ class Answers:
         if sim is None:
             raise KeyError(f"no simulated profile for model {model!r}; known: {', '.join(self.models)}")
         request = anthropic_request(body) if anthropic else openai_request(body)
+        if rebuilt_body(anthropic, model, request) != body:
+            raise ValueError(f"the request read back does not rebuild the body sent: {json.dumps(body)[:300]}")
         reply = sim.complete(request)
         tag = fake_provider.digest(body)
         return anthropic_body(reply, model, tag) if anthropic else openai_body(reply, model, tag)
@@ -174,7 +186,10 @@ class _Handler(fake_provider._Handler):
     def do_POST(self) -> None:  # noqa: N802 - http.server naming
         server = self.server.fake  # type: ignore[attr-defined]
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-        reply = server.answers.reply(self.path, body)  # made while the latency runs, outside any lock
+        try:
+            reply = server.answers.reply(self.path, body)  # made while the latency runs, outside any lock
+        except (KeyError, ValueError) as exc:  # a request this server cannot read whole: a loud 400
+            return self._send(400, {"type": "error", "error": {"type": "invalid_request_error", "message": str(exc)}})
         if reply is None:
             return self._send(404, {"error": {"message": f"no route {self.path}"}})
         with server._lock:

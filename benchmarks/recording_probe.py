@@ -12,7 +12,9 @@ its marks beside the process's launch and exit and the loopback server's request
 - per item, `pytest_runtest_protocol` (setup, call, teardown: the transfer, its gates and, for a
   seed's last item, saving its cassette) from start to end, with the engine's path clocks before and
   after (`phases.calls_on_path`, `phases.rounds_on_path`: the items of one process run one after
-  another in one context, so an item's critical path is what its run added to them).
+  another in one context, so an item's critical path is what its run added to them), and how long
+  its setup (the transfer: the plugin runs it in the item's fixture), call (gates, snapshot) and
+  teardown (a seed's cassette saved after its last item) took.
 
 The marks are written as JSON to `SKILLTRANSFER_BENCH_PROBE` when pytest unconfigures.
 """
@@ -22,8 +24,9 @@ from __future__ import annotations
 import json
 import os
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Generator
+from typing import Any, Generator, Iterator
 
 import pytest
 
@@ -45,17 +48,47 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         _marks["warmed"] = time.monotonic()
 
 
+_phase: dict[str, float] = {}
+
+
+@contextmanager
+def _timed(when: str) -> Iterator[None]:
+    """Note how long the item's `when` phase (setup, call, teardown) took."""
+    start = time.monotonic()
+    yield
+    _phase[when] = time.monotonic() - start
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, Any, Any]:
+    with _timed("setup"):
+        yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
+    with _timed("call"):
+        yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, Any, Any]:
+    with _timed("teardown"):
+        yield
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, Any, Any]:
     from pytest_skilltransfer.engine import phases
 
     before = (phases.calls_on_path(), phases.rounds_on_path())
+    _phase.clear()
     start = time.monotonic()
     yield
     end = time.monotonic()
     after = (phases.calls_on_path(), phases.rounds_on_path())
     _marks["items"].append({"nodeid": item.nodeid, "start": start, "end": end,
-                            "calls_on_path": after[0] - before[0], "rounds_on_path": after[1] - before[1]})
+                            "calls_on_path": after[0] - before[0], "rounds_on_path": after[1] - before[1], **_phase})
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -65,11 +65,16 @@ class ProviderProcess:
         self._process = subprocess.Popen([sys.executable, str(BENCH / "realistic_provider.py"), str(delay), answers],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
         self.port = int(self._process.stdout.readline())  # type: ignore[union-attr]
+        self.anthropic_url, self.openai_url = f"http://127.0.0.1:{self.port}", f"http://127.0.0.1:{self.port}/v1"
 
     def seen(self) -> list[tuple[float, str, str, int]]:
         self._process.stdin.write("\n")  # type: ignore[union-attr]
         self._process.stdin.flush()  # type: ignore[union-attr]
         return [tuple(r) for r in json.loads(self._process.stdout.readline())]  # type: ignore[union-attr, misc]
+
+    def requests_per_model(self) -> Counter:
+        """Requests received per model since the last call (as `run.FakeProcess` counts them)."""
+        return Counter(request[1] for request in self.seen())
 
     def __enter__(self) -> "ProviderProcess":
         return self
@@ -88,6 +93,9 @@ class Item:
     path: float
     throughput: float
     rounds: float
+    setup: float  # the transfer (the plugin runs it in the item's fixture)
+    call: float  # gates, snapshot
+    teardown: float  # a seed's cassette saved after its last item
 
     @property
     def floor(self) -> float:
@@ -128,9 +136,14 @@ class Job:
         return sum(item.calls for item in self.items)
 
 
-def _project(work: Path, port: int) -> Path:
+def all_seeds() -> tuple[str, ...]:
+    """Every seed folder of the project."""
+    return tuple(sorted(p.parent.name for p in (ROOT / "seeds").glob("*/seed.toml")))
+
+
+def _project(work: Path, port: int, seeds: tuple[str, ...]) -> Path:
     project = work
-    for seed in SEEDS:
+    for seed in seeds:
         shutil.copytree(ROOT / "seeds" / seed, project / "seeds" / seed, ignore=shutil.ignore_patterns("__snapshots__"))
     (project / "pytest.ini").write_text("[pytest]\ntestpaths = seeds\n")
     (project / "pyproject.toml").write_text(
@@ -159,9 +172,10 @@ def _nights(report: Path) -> Counter:
     return counts
 
 
-def run_job(work: Path, provider: ProviderProcess, cap: int, warm: bool, latency: float) -> Job:
-    """One recording of the project by `pytest`, timed by the probe; the server's log gives each item's calls."""
-    project = _project(work, provider.port)
+def run_job(work: Path, provider: ProviderProcess, cap: int, warm: bool, latency: float,
+            seeds: tuple[str, ...] = SEEDS) -> Job:
+    """One recording of `seeds` by `pytest`, timed by the probe; the server's log gives each item's calls."""
+    project = _project(work, provider.port, seeds)
     probe_file = work / "probe.json"
     env = {k: v for k, v in os.environ.items() if k not in ENV_DROPPED}
     env.update({"PYTHONPATH": os.pathsep.join(filter(None, [str(BENCH), env.get("PYTHONPATH", "")])),
@@ -186,7 +200,8 @@ def run_job(work: Path, provider: ProviderProcess, cap: int, warm: bool, latency
         path = mark["calls_on_path"] * latency
         whole = max([path, mark["rounds_on_path"] * latency] + [math.ceil(n / cap) * latency for n in per_model.values()])
         items.append(Item(mark["end"] - mark["start"], len(mine), path,
-                          max(per_model.values(), default=0) * latency / cap, whole))
+                          max(per_model.values(), default=0) * latency / cap, whole,
+                          mark.get("setup", 0.0), mark.get("call", 0.0), mark.get("teardown", 0.0)))
     warm_s = marks["warmed"] - marks["collected"] if warm else 0.0
     agents = [r for r in requests if r[2] == "agent" and r[0] >= marks.get("warmed", marks["collected"])]
     return Job(exit_ - launch, marks["sessionstart"] - launch, marks["collected"] - marks["sessionstart"], warm_s,
@@ -203,7 +218,7 @@ def _range(values: list[float]) -> str:
 
 
 def user_recording(work: Path, answers: tuple[str, ...] = ("easy", "realistic"), caps: tuple[int, ...] = (8, 64),
-                   repeats: int = 3, latency: float = LATENCY_S) -> list[Row]:
+                   repeats: int = 3, latency: float = LATENCY_S, seeds: tuple[str, ...] = SEEDS) -> list[Row]:
     """Two rows (per item, whole job) per answer kind and cap; cold and warm runs alternate, `repeats` each."""
     rows: list[Row] = []
     for kind in answers:
@@ -213,24 +228,28 @@ def user_recording(work: Path, answers: tuple[str, ...] = ("easy", "realistic"),
                 for n in range(repeats):
                     for warm in (False, True):
                         folder = work / f"user-{kind}-{cap}-{'warm' if warm else 'cold'}-{n}"
-                        runs[warm].append(run_job(folder, provider, cap, warm, latency))
-                rows += _rows(kind, cap, latency, runs[False], runs[True])
+                        runs[warm].append(run_job(folder, provider, cap, warm, latency, seeds))
+                rows += _rows(kind, cap, latency, runs[False], runs[True], seeds)
     return rows
 
 
-def _rows(kind: str, cap: int, latency: float, cold_runs: list[Job], warm_runs: list[Job]) -> list[Row]:
+def _rows(kind: str, cap: int, latency: float, cold_runs: list[Job], warm_runs: list[Job],
+          seeds: tuple[str, ...]) -> list[Row]:
     per_item = lambda job: job.item_wall / job.floor  # noqa: E731
     cold, warm = _median(cold_runs, per_item), _median(warm_runs, per_item)
     of = f"median of {len(cold_runs)}, " if len(cold_runs) > 1 else ""
     chars = sorted(cold.agent_chars)
     chars_text = f"agent answers {chars[len(chars) // 2]} characters (median; {chars[0]}-{chars[-1]})" if chars else ""
     nights = cold.nights
-    label = (f"recording as a user runs it, {kind} answers: {len(SEEDS)} seeds x {len(PAIRS)} pairs, "
+    label = (f"recording as a user runs it, {kind} answers: {len(seeds)} seeds x {len(PAIRS)} pairs, "
              f"{cold.calls} calls at {latency * 1000:.0f} ms, cap {cap}/model")
     item_row = (f"{label}, per item",
                 f"items {cold.item_wall:.2f} s vs floor {cold.floor:.2f} s (critical path {cold.total('path'):.1f} s = "
                 f"{cold.total('path') / latency:.0f} calls, busiest model {cold.total('throughput'):.2f} s; whole rounds "
-                f"{cold.total('rounds'):.2f} s); SDKs imported at start-up: items {warm.item_wall:.2f} s; {of}ranges "
+                f"{cold.total('rounds'):.2f} s); items: transfers {cold.total('setup'):.2f} s (the first "
+                f"{cold.items[0].setup:.2f} s vs its floor {cold.items[0].floor:.2f} s), call (gates) "
+                f"{cold.total('call'):.2f} s, teardowns {cold.total('teardown'):.2f} s (cassettes saved); SDKs imported "
+                f"at start-up: items {warm.item_wall:.2f} s (the first transfer {warm.items[0].setup:.2f} s); {of}ranges "
                 f"{_range([per_item(j) for j in cold_runs])} and {_range([per_item(j) for j in warm_runs])}; "
                 f"{cold.optimizer_calls} optimizer calls, nights: {nights['tried']} tried a candidate, "
                 f"{nights['accepted']} accepted, {nights['no edit']} without one; {chars_text}",
@@ -253,10 +272,13 @@ def main() -> None:
     parser.add_argument("--caps", default="8,64", help="calls per model, comma-separated (default 8,64)")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each variant (default 3)")
     parser.add_argument("--latency", type=float, default=LATENCY_S, help="seconds each answer takes (default 0.3)")
+    parser.add_argument("--seeds", default=",".join(SEEDS),
+                        help=f"project seeds, comma-separated, or 'all' (default {','.join(SEEDS)})")
     args = parser.parse_args()
+    seeds = all_seeds() if args.seeds == "all" else tuple(args.seeds.split(","))
     with tempfile.TemporaryDirectory(prefix="skilltransfer-user-rec-") as tmp:
         rows = user_recording(Path(tmp), tuple(args.answers or ("easy", "realistic")),
-                              tuple(int(c) for c in args.caps.split(",")), args.repeats, args.latency)
+                              tuple(int(c) for c in args.caps.split(",")), args.repeats, args.latency, seeds)
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
     for row in rows:
         print("  ".join(row))
