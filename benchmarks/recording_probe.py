@@ -13,7 +13,7 @@ its marks beside the process's launch and exit and the loopback server's request
   seed's last item, saving its cassette) from start to end, with the engine's path clocks before and
   after (`phases.calls_on_path`, `phases.rounds_on_path`: the items of one process run one after
   another in one context, so an item's critical path is what its run added to them), and how long
-  its setup (the transfer: the plugin runs it in the item's fixture), call (gates, snapshot) and
+  its setup (the transfer: the plugin runs it in the item's fixture), call (the plugin's gates and snapshot) and
   teardown (a seed's cassette saved after its last item) took.
 
 The marks are written as JSON to `SKILLTRANSFER_BENCH_PROBE` when pytest unconfigures.
@@ -65,7 +65,7 @@ def pytest_runtest_setup(item: pytest.Item) -> Generator[None, Any, Any]:
         yield
 
 
-@pytest.hookimpl(hookwrapper=True)
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)  # outermost: the plugin's gates run in its own wrapper
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
     with _timed("call"):
         yield

@@ -3,7 +3,9 @@
     .venv/bin/python benchmarks/run.py            # everything, a few minutes on 2 cores
     .venv/bin/python benchmarks/run.py --quick    # smaller sizes, for a smoke run
 
-Every provider call goes to the loopback fake in `tests/fake_provider.py`; nothing leaves the machine.
+Every provider call goes to a loopback server: the easy fake in `tests/fake_provider.py`, or the realistic
+provider in `benchmarks/realistic_provider.py` (working-length answers and edits that apply); nothing
+leaves the machine.
 See benchmarks/README.md for what each figure means and the figures measured.
 """
 

@@ -41,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,8 +138,14 @@ class Job:
 
 
 def all_seeds() -> tuple[str, ...]:
-    """Every seed folder of the project."""
-    return tuple(sorted(p.parent.name for p in (ROOT / "seeds").glob("*/seed.toml")))
+    """Every seed of the project whose calls all go to the server: not those whose seed.toml names a judge or
+    an optimizer (in-process simulated models answer at once, but the path clock counts their calls too)."""
+    chosen = []
+    for path in sorted((ROOT / "seeds").glob("*/seed.toml")):
+        table = tomllib.loads(path.read_text())
+        if not table.get("optimizer") and not (table.get("judge") or {}).get("model"):
+            chosen.append(path.parent.name)
+    return tuple(chosen)
 
 
 def _project(work: Path, port: int, seeds: tuple[str, ...]) -> Path:
@@ -247,7 +254,7 @@ def _rows(kind: str, cap: int, latency: float, cold_runs: list[Job], warm_runs: 
                 f"items {cold.item_wall:.2f} s vs floor {cold.floor:.2f} s (critical path {cold.total('path'):.1f} s = "
                 f"{cold.total('path') / latency:.0f} calls, busiest model {cold.total('throughput'):.2f} s; whole rounds "
                 f"{cold.total('rounds'):.2f} s); items: transfers {cold.total('setup'):.2f} s (the first "
-                f"{cold.items[0].setup:.2f} s vs its floor {cold.items[0].floor:.2f} s), call (gates) "
+                f"{cold.items[0].setup:.2f} s vs its floor {cold.items[0].floor:.2f} s), call (gates, snapshot) "
                 f"{cold.total('call'):.2f} s, teardowns {cold.total('teardown'):.2f} s (cassettes saved); SDKs imported "
                 f"at start-up: items {warm.item_wall:.2f} s (the first transfer {warm.items[0].setup:.2f} s); {of}ranges "
                 f"{_range([per_item(j) for j in cold_runs])} and {_range([per_item(j) for j in warm_runs])}; "
@@ -273,7 +280,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="runs of each variant (default 3)")
     parser.add_argument("--latency", type=float, default=LATENCY_S, help="seconds each answer takes (default 0.3)")
     parser.add_argument("--seeds", default=",".join(SEEDS),
-                        help=f"project seeds, comma-separated, or 'all' (default {','.join(SEEDS)})")
+                        help=f"project seeds, comma-separated, or 'all' (every seed whose calls all go to the server; "
+                             f"default {','.join(SEEDS)})")
     args = parser.parse_args()
     seeds = all_seeds() if args.seeds == "all" else tuple(args.seeds.split(","))
     with tempfile.TemporaryDirectory(prefix="skilltransfer-user-rec-") as tmp:
