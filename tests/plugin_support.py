@@ -11,7 +11,9 @@ and `toy-a -> toy-contrary` loses 1.0 (the learned skill hurts it).
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -90,3 +92,27 @@ def project(pytester: pytest.Pytester, ini: str = "", seeds: tuple[str, ...] = (
 
 def outcomes(result: pytest.RunResult) -> dict[str, int]:
     return result.parseoutcomes()
+
+
+PROJECT_SEEDS = Path(__file__).resolve().parent.parent / "seeds"
+
+
+def copy_project_seed(root: Path, name: str) -> Path:
+    """This repository's seed `name` copied under `root` (without its snapshots)."""
+    return Path(shutil.copytree(PROJECT_SEEDS / name, root / name, ignore=shutil.ignore_patterns("__snapshots__")))
+
+
+def loopback_project(pytester: pytest.Pytester, fake: Any, prices: str, **openai_models: str) -> None:
+    """A project of toy models plus `small` (Anthropic wire, fake-small) and `large` (OpenAI wire, fake-large)
+    served by the loopback `fake`, more OpenAI-wire models by name -> model id, and a prices table."""
+    pytester.makeconftest(TOY_CONFTEST)
+    pytester.makeini("[pytest]\n")
+    extra = "\n".join(f'{name} = "openai:{model}@{fake.openai_url}"' for name, model in openai_models.items())
+    pytester.makepyprojecttoml(f'''
+        [tool.skilltransfer.models]
+        small = "anthropic:fake-small@{fake.anthropic_url}"
+        large = "openai:fake-large@{fake.openai_url}"
+        {extra}
+        [tool.skilltransfer.prices]
+        {prices}
+    ''')

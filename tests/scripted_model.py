@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
+from pytest_skilltransfer.engine.seed_data import Seed
+from pytest_skilltransfer.engine.seeds import load_seed
 from pytest_skilltransfer.models.base import Reply, Request, Usage
 
 Answer = Callable[[str, str, int], str]  # (skill, task text, sample id) -> answer
@@ -39,3 +42,15 @@ class ScriptedModel:
 
 def edits(*contents: str) -> str:
     return json.dumps([{"op": "add", "content": c} for c in contents])
+
+
+def router_seed(root: Path, checks: dict, train: int = 12, held_out: int = 6,
+                skill: str = "# Router\nRoute the ticket.\n", task: str = "Route ticket {i}") -> Seed:
+    """A seed folder `root` of routing tasks judged by `checks`: `train` benchmark and `held_out` tasks
+    (`task` formats `{i}` and `{split}`, bm or hd), loaded."""
+    root.mkdir()
+    (root / "SKILL.md").write_text(skill)
+    line = lambda i, p: json.dumps({"task_id": f"{p}-{i:02d}", "task": task.format(i=i, split=p), "judge": checks})
+    (root / "benchmark.jsonl").write_text("\n".join(line(i, "bm") for i in range(train)))
+    (root / "held-out.jsonl").write_text("\n".join(line(i, "hd") for i in range(held_out)))
+    return load_seed(root)

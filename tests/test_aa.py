@@ -1,15 +1,13 @@
 """The A/A check: one skill scored twice with different sample ids; no effect may be reported."""
 
-import json
 from pathlib import Path
 
 import pytest
-from scripted_model import ScriptedModel
+from scripted_model import ScriptedModel, router_seed
 
 from pytest_skilltransfer.engine.aa import aa_check
 from pytest_skilltransfer.engine.protocol import SeedSession
 from pytest_skilltransfer.engine.results import ProtocolConfig
-from pytest_skilltransfer.engine.seeds import load_seed
 from pytest_skilltransfer.models.registry import resolve_model
 
 CHECKS = {"kind": "rule", "checks": [{"op": "contains", "arg": "Owner:"}]}
@@ -17,13 +15,8 @@ CHECKS = {"kind": "rule", "checks": [{"op": "contains", "arg": "Owner:"}]}
 
 @pytest.fixture
 def seed(tmp_path: Path):
-    root = tmp_path / "router"
-    root.mkdir()
-    (root / "SKILL.md").write_text("# Router\nRoute the ticket and name its owner.\n")
-    line = lambda i, p: json.dumps({"task_id": f"{p}-{i:02d}", "task": f"Route ticket {i}", "judge": CHECKS})
-    (root / "benchmark.jsonl").write_text("\n".join(line(i, "bm") for i in range(6)))
-    (root / "held-out.jsonl").write_text("\n".join(line(i, "hd") for i in range(24)))
-    return load_seed(root)
+    return router_seed(tmp_path / "router", CHECKS, train=6, held_out=24,
+                       skill="# Router\nRoute the ticket and name its owner.\n")
 
 
 def test_a_deterministic_model_answers_identically_and_shows_no_effect(seed):

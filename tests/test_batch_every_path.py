@@ -119,3 +119,29 @@ def test_the_pending_option_and_the_wait_are_checked(pytester: pytest.Pytester) 
     assert "at most 7d" in huge.stderr.str()
     timeout = pytester.runpytest("--transfer-batch", "--provider-timeout=1e308")
     assert "--provider-timeout: must be at most 604800 seconds" in timeout.stderr.str()
+
+
+def test_a_mixed_lane_run_after_a_killed_batch_run_collects_for_the_models_that_left_the_lane_too(
+        pytester: pytest.Pytester) -> None:
+    """After a killed `--transfer-batch` run, the next run sends only `small` through the batch lane (its own
+    `lane = "batch"`) and `large` synchronously: `large`'s requests that the earlier batches hold are still
+    collected from them, not paid for again."""
+    with BatchProvider() as fake:
+        _setup(pytester, fake)
+        _kill_with_batches_in_flight(pytester, fake)
+        batched = _batched(fake)
+        pytester.makepyprojecttoml(f'''
+            [tool.skilltransfer.models]
+            small = {{ provider = "anthropic", model = "fake-small", base_url = "{fake.anthropic_url}", lane = "batch" }}
+            large = {{ provider = "openai", model = "fake-large", base_url = "{fake.openai_url}", lane = "standard" }}
+        ''')
+        fake.hold_from = None
+        rerun = _run(pytester, *BASE, "--transfer-batch-gather=0.3", "--skilltransfer-json=r.json")
+        assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+        sent = _sent_sync(fake)
+        assert sent, "the standard-lane model sent its new requests synchronously"
+        assert not batched & set(sent), "a request sitting in an uncollected batch was sent synchronously"
+        assert not fake.paid_twice()
+        fake.stop()
+        replay = pytester.runpytest_subprocess("--record-mode=none", "-p", "no:randomly")
+        replay.assert_outcomes(passed=1)

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 from fake_provider import FakeProvider
-from plugin_support import TOY_CONFTEST, make_seed
+from plugin_support import PROJECT_SEEDS, TOY_CONFTEST, copy_project_seed, loopback_project, make_seed
 
-PROJECT_SEEDS = Path(__file__).resolve().parent.parent / "seeds"
 PRICES = '"fake-*" = { input = 1.0, output = 5.0, cache_write = 1.25, cache_read = 0.1 }'
 
 CONFIGURATIONS = {
@@ -34,7 +32,7 @@ CONFIGURATIONS = {
 def _seeds(root: Path, names: tuple[str, ...]) -> None:
     for name in names:
         if (PROJECT_SEEDS / name).is_dir():
-            shutil.copytree(PROJECT_SEEDS / name, root / name, ignore=shutil.ignore_patterns("__snapshots__"))
+            copy_project_seed(root, name)
         elif name == "corpus":
             seed = make_seed(root, name, tasks=3)
             (seed / "brain").mkdir()
@@ -66,17 +64,8 @@ def test_requests_and_dollars_never_exceed_the_plan(pytester: pytest.Pytester, n
     seeds, options = CONFIGURATIONS[name]
     with FakeProvider() as fake:
         fake.prompt_cache = True
-        pytester.makeconftest(TOY_CONFTEST)
-        pytester.makeini("[pytest]\n")
+        loopback_project(pytester, fake, PRICES, judge="fake-judge")
         _seeds(pytester.path / "seeds", seeds)
-        pytester.makepyprojecttoml(f'''
-            [tool.skilltransfer.models]
-            small = "anthropic:fake-small@{fake.anthropic_url}"
-            large = "openai:fake-large@{fake.openai_url}"
-            judge = "openai:fake-judge@{fake.openai_url}"
-            [tool.skilltransfer.prices]
-            {PRICES}
-        ''')
         planned = pytester.runpytest_subprocess("--plan", *options)
         assert planned.ret == 0, planned.stdout.str()
         assert fake.received == []

@@ -190,7 +190,9 @@ def test_the_harm_gate_turns_off_from_the_command_line_or_seed_toml(pytester: py
     result.stdout.fnmatch_lines(["*harmful*-1.00 ?-1.00, -0.*?*hurts*no gate*"])
 
 
-def test_a_declared_harm_passes_and_a_changed_outcome_fails(pytester: pytest.Pytester) -> None:
+def test_a_declared_harm_passes_and_a_changed_outcome_fails(pytester: pytest.Pytester,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "400")  # the short summary line is cut at the terminal's width
     project(pytester, ini="skilltransfer_source = toy-a\nskilltransfer_target = toy-contrary toy-b\n", seeds=())
     make_seed(pytester.path / "seeds", "harmful", tasks=12, expect="hurts")
     result = pytester.runpytest_subprocess("--snapshot-update")

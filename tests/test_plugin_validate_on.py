@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from pathlib import Path
 
 import pytest
 from fake_provider import FakeProvider
-from plugin_support import TOY_CONFTEST, make_seed, project
+from plugin_support import copy_project_seed, loopback_project, make_seed, project
 
 PORTABLE_HEADING = "portable skills (--validate-on)*"
 
@@ -31,11 +30,12 @@ def test_the_harmed_target_listed_keeps_the_harmful_edit_out(pytester: pytest.Py
     assert "## Portable skills (--validate-on)" in markdown and "| more portable |" in markdown
     result.stdout.fnmatch_lines([
         "*validated on toy-contrary: night 1: val 0.25 -> 1.00, toy-contrary 1.00 -> *, 1 edit(s) rejected "
-        "(blocked by toy-contrary)",
+        "(blocked by toy-contrary (max_chars 1.00 -> 0.00))",
         PORTABLE_HEADING,
         "seed*pair*validated on*base*single*multi*single - base*multi - base*multi - single*p (Holm)*extra cost*outcome",
         "alpha*toy-small -> toy-contrary*toy-contrary*1.00*0.00*1.00*-1.00 *+0.00 *+1.00 [[]+0.*more portable",
-        "alpha (toy-small -> toy-contrary): edits blocked: night 1 by toy-contrary; night 2 by toy-contrary",
+        "alpha (toy-small -> toy-contrary): edits blocked: night 1 by toy-contrary (max_chars 1.00 -> 0.00); "
+        "night 2 by toy-contrary (max_chars 1.00 -> 0.00)",
     ])
     (portable,) = _portable(pytester)
     assert portable["outcome"] == "more portable" and portable["validate_on"] == ["toy-contrary"]
@@ -45,6 +45,11 @@ def test_the_harmed_target_listed_keeps_the_harmful_edit_out(pytester: pytest.Py
     properties = dict(junit_properties(report))
     assert properties["skilltransfer_portable_outcome"] == "more portable"
     assert properties["skilltransfer_validate_on"] == "toy-contrary" and properties["skilltransfer_portable"] == 1.0
+    from pytest_skilltransfer.reports.html_item import item_section
+
+    night = report["portable"]["optimization"]["nights"][0]
+    assert night["validation"][0]["dropped_checks"] == ["max_chars"]
+    assert "(blocked by toy-contrary (max_chars 1.00 -&gt; 0.00))" in item_section(report)
 
 
 def test_without_the_option_nothing_changes(pytester: pytest.Pytester) -> None:
@@ -91,7 +96,6 @@ def test_bad_values_are_usage_errors_naming_the_option(pytester: pytest.Pytester
 
 # -- against a loopback provider -------------------------------------------------------------------------
 
-PROJECT_SEEDS = Path(__file__).resolve().parent.parent / "seeds"
 PRICES = '"fake-*" = { input = 1.0, output = 5.0, cache_write = 1.25, cache_read = 0.1 }\n"toy-*" = { input = 0.5, output = 1.0 }'
 
 
@@ -112,18 +116,8 @@ def test_the_plan_bounds_and_prices_the_listed_models_and_replay_is_offline(pyte
     options = ["--pair=small:large", "--optimizer=toy-opt", "--validate-on=listed", "--nights=2",
                "--limit-test=6", "-p", "no:randomly"]
     with FakeProvider() as fake:
-        pytester.makeconftest(TOY_CONFTEST)
-        pytester.makeini("[pytest]\n")
-        shutil.copytree(PROJECT_SEEDS / "ticket-router", pytester.path / "seeds" / "ticket-router",
-                        ignore=shutil.ignore_patterns("__snapshots__"))
-        pytester.makepyprojecttoml(f'''
-            [tool.skilltransfer.models]
-            small = "anthropic:fake-small@{fake.anthropic_url}"
-            large = "openai:fake-large@{fake.openai_url}"
-            listed = "openai:fake-listed@{fake.openai_url}"
-            [tool.skilltransfer.prices]
-            {PRICES}
-        ''')
+        loopback_project(pytester, fake, PRICES, listed="fake-listed")
+        copy_project_seed(pytester.path / "seeds", "ticket-router")
         planned = pytester.runpytest_subprocess("--plan", *options)
         assert planned.ret == 0, planned.stdout.str()
         bound = _validation_rows(planned.stdout.lines)
@@ -203,3 +197,25 @@ def test_the_batch_lane_records_the_listed_models_as_a_synchronous_run_does(pyte
     for key in ("family", "learned_skill", "optimization", "outcome", "transferred"):
         assert batch_arm[key] == sync_arm[key], key
     assert batch_arm["extra_cost"]["calls"] == sync_arm["extra_cost"]["calls"] > 0
+
+
+def test_status_report_small_to_large_validated_on_large_is_not_hurt_offline(pytester: pytest.Pytester,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The issue's command on the project seed, in CI mode (the simulator is in-process: no cassette, no
+    request leaves): the comparison row shows the multi-model skill not hurting sim-large."""
+    monkeypatch.setenv("CI", "true")
+    pytester.makeini("[pytest]\n")
+    copy_project_seed(pytester.path / "seeds", "status-report")
+    result = pytester.runpytest("seeds/status-report", "--pair=sim-small:sim-large", "--validate-on=sim-large",
+                                "--skilltransfer-json=r.json", "--no-snapshots", "-p", "no:randomly")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines([
+        PORTABLE_HEADING,
+        "status-report*sim-small -> sim-large*sim-large*0.88*0.29*0.88*-0.58 *+0.00 [[]-0.14, +0.14]*+0.58 *more portable",
+        "status-report (sim-small -> sim-large): edits blocked: night 1 by sim-large (section_present 1.00 -> 0.50); "
+        "night 2 by sim-large (section_present 1.00 -> 0.83)",
+    ])
+    (portable,) = _portable(pytester)
+    multi = next(c for c in portable["family"]["comparisons"] if c["name"] == "multi")
+    assert multi["ci_low"] < 0 < multi["ci_high"] and multi["outcome"] != "hurts"
+    assert not (pytester.path / "seeds" / "status-report" / "cassettes").exists()

@@ -1,15 +1,13 @@
 """The protocol with a scripted model: gate, rejected-edit memory, early stop, caching, samples, stats."""
 
-import json
 import re
 from pathlib import Path
 
 import pytest
-from scripted_model import ScriptedModel, edits
+from scripted_model import ScriptedModel, edits, router_seed
 
 from pytest_skilltransfer.engine.protocol import SeedSession, capped
 from pytest_skilltransfer.engine.results import ProtocolConfig
-from pytest_skilltransfer.engine.seeds import load_seed
 from pytest_skilltransfer.models.base import ModelCallError
 
 CHECKS = {"kind": "rule", "checks": [{"op": "contains", "arg": "Owner:"}, {"op": "max_chars", "arg": 60}]}
@@ -17,13 +15,7 @@ CHECKS = {"kind": "rule", "checks": [{"op": "contains", "arg": "Owner:"}, {"op":
 
 @pytest.fixture
 def seed(tmp_path: Path):
-    root = tmp_path / "router"
-    root.mkdir()
-    (root / "SKILL.md").write_text("# Router\nRoute the ticket.\n")
-    line = lambda i, p: json.dumps({"task_id": f"{p}-{i:02d}", "task": f"Route ticket {i}", "judge": CHECKS})
-    (root / "benchmark.jsonl").write_text("\n".join(line(i, "bm") for i in range(12)))
-    (root / "held-out.jsonl").write_text("\n".join(line(i, "hd") for i in range(6)))
-    return load_seed(root)
+    return router_seed(tmp_path / "router", CHECKS)
 
 
 def obeys_owner_rule(skill: str, task: str, sample: int) -> str:

@@ -7,14 +7,22 @@ import json
 from pathlib import Path
 
 import pytest
-from scripted_model import ScriptedModel, edits
+from scripted_model import ScriptedModel, edits, router_seed
 
 from pytest_skilltransfer.engine.protocol import SeedSession
 from pytest_skilltransfer.engine.results import ProtocolConfig
 from pytest_skilltransfer.engine.scoring import scoring_profile
 from pytest_skilltransfer.engine.seeds import load_seed
 from pytest_skilltransfer.engine.seed_data import SeedError
-from pytest_skilltransfer.engine.validation import ValidationScore, decide, parse_models
+from pytest_skilltransfer.engine.validation import (
+    CheckRate,
+    ValidationScore,
+    blocked_text,
+    check_pass_rates,
+    check_rates,
+    decide,
+    parse_models,
+)
 from pytest_skilltransfer.evidence.portability import (
     LESS_PORTABLE,
     MORE_PORTABLE,
@@ -31,13 +39,7 @@ PROFILE = scoring_profile("default")
 
 @pytest.fixture
 def seed(tmp_path: Path):
-    root = tmp_path / "router"
-    root.mkdir()
-    (root / "SKILL.md").write_text("# Router\nRoute the ticket.\n")
-    line = lambda i, p: json.dumps({"task_id": f"{p}-{i:02d}", "task": f"Route {p} ticket {i}", "judge": CHECKS})
-    (root / "benchmark.jsonl").write_text("\n".join(line(i, "bm") for i in range(12)))
-    (root / "held-out.jsonl").write_text("\n".join(line(i, "hd") for i in range(12)))
-    return load_seed(root)
+    return router_seed(tmp_path / "router", CHECKS, held_out=12, task="Route {split} ticket {i}")
 
 
 def owner_rule_helps(skill: str, task: str, sample: int) -> str:
@@ -89,6 +91,31 @@ def test_the_source_must_still_improve_strictly():
     assert not strict.accepted
 
 
+def test_a_listed_model_whose_gate_score_rises_while_a_kind_of_check_drops_blocks_the_edit():
+    # a composite can pay for a lost requirement with a gained one: the length kept, the owner line lost
+    traded = ValidationScore("big", 0.25, 0.625, (CheckRate("contains", 1.0, 0.5), CheckRate("max_chars", 0.0, 1.0)))
+    assert traded.drop() < 0 and traded.dropped_checks() == (CheckRate("contains", 1.0, 0.5),)
+    decision = decide(PROFILE, 0.25, 0.75, (traded,))
+    assert not decision.accepted and decision.source_improved and decision.blocked_by == ("big",)
+    assert decide(PROFILE, 0.25, 0.75, (traded,), tolerance=0.5).accepted  # the tolerance holds per kind too
+    assert decide(PROFILE, 0.25, 0.75, (traded,), tolerance=0.49).blocked_by == ("big",)
+    assert blocked_text((traded,)) == "big (contains 1.00 -> 0.50)"
+    assert blocked_text((ValidationScore("big", 0.5, 0.25),)) == "big (gate score 0.50 -> 0.25)"
+
+
+def test_a_kind_of_check_pools_its_args_samples_and_tasks():
+    section = lambda name: ("section_present", f"section_present={name}")  # noqa: E731
+    checks = [[section("A"), section("B"), ("max_chars", "max_chars=9")], [section("A")], [("contains", "contains=x")]]
+    failed = [[("section_present=B",), ()],  # task 1: half its sections in sample 0, all in sample 1: 0.75
+              [("section_present=A (timed out after 1 s)",)],  # a timed-out check fails: 0
+              [()]]
+    assert check_pass_rates(checks, failed) == {"section_present": 0.375, "max_chars": 1.0, "contains": 1.0}
+    # a trade between two args of one kind (one banned phrase written instead of another) is no drop of the kind
+    before = check_pass_rates([[section("A"), section("B")]], [[("section_present=B",)]])
+    after = check_pass_rates([[section("A"), section("B")]], [[("section_present=A",)]])
+    assert check_rates(before, after) == (CheckRate("section_present", 0.5, 0.5),)
+
+
 def test_model_lists_parse_from_commas_and_lists():
     assert parse_models("big, mid,big", "x") == ("big", "mid")
     assert parse_models(["big", "mid, small"], "x") == ("big", "mid", "small")
@@ -111,7 +138,8 @@ def test_the_portable_arm_keeps_only_edits_no_listed_model_pays_for(seed):
     assert "OWNER-LINE" in result.learned.learned_skill and result.transferred.hard.mean == 0.0
     first, second = result.portable[0].learned.nights
     assert not first.accepted and first.blocked_by == ("big",)
-    assert first.validation == (ValidationScore("big", 0.25, 0.0),)
+    assert first.validation == (ValidationScore("big", 0.25, 0.0, (CheckRate("contains", 0.0, 0.0),
+                                                                    CheckRate("max_chars", 1.0, 0.0))),)
     assert second.accepted and second.blocked_by == () and second.validation[0].after == 1.0
     portable = result.portable[0].learned.learned_skill
     assert "OWNER-SHORT" in portable and "OWNER-LINE" not in portable
@@ -122,6 +150,66 @@ def test_the_portable_arm_keeps_only_edits_no_listed_model_pays_for(seed):
     assert family is not None and family.word == MORE_PORTABLE
     assert family["multi_vs_single"].gain.mean == 1.0 and family["multi"].outcome == "transfers"
     assert set(result.phase_costs()) >= {"optimize-portable", "portable"}
+
+
+def limit_keeps_owner(skill: str, task: str, sample: int) -> str:
+    """The source: a LIMIT rule makes it write a short answer that keeps the Owner line."""
+    text = f"Routed: {task[-2:]}. Owner: @infra"
+    return text if "LIMIT" in skill else text + " " + "x" * 80
+
+
+def limit_drops_owner(skill: str, task: str, sample: int) -> str:
+    """A larger model: under the LIMIT rule it keeps the limit and, on every other task, drops the Owner line."""
+    if "LIMIT" in skill and int(task[-2:]) % 2:
+        return f"Routed: {task[-2:]}."
+    return limit_keeps_owner(skill, task, sample)
+
+
+def test_an_edit_that_trades_a_requirement_for_another_on_a_listed_model_is_blocked(tmp_path):
+    # training and validation tasks check the Owner line and a length; the held-out ones the Owner line only
+    checks = {"kind": "rule", "checks": [{"op": "contains", "arg": "Owner:"}, {"op": "max_chars", "arg": 60}]}
+    seed = router_seed(tmp_path / "trade", checks, held_out=12, task="Route {split} ticket {i:02d}")
+    held_out = {"kind": "rule", "checks": [{"op": "contains", "arg": "Owner:"}]}
+    (seed.path / "held-out.jsonl").write_text("\n".join(
+        json.dumps({"task_id": f"hd-{i:02d}", "task": f"Route hd ticket {i:02d}", "judge": held_out}) for i in range(12)))
+    seed = load_seed(seed.path)
+    source = ScriptedModel("src", limit_keeps_owner, [edits("LIMIT: at most 60 characters.")])
+    big = ScriptedModel("big", limit_drops_owner)
+    progress: list[str] = []
+    run = SeedSession(seed, ProtocolConfig(limit_replay=0, limit_holdout=0, direct=False, nights=1),
+                      progress=progress.append, concurrent_phases=False)
+    result = run.transfer(source, big, None, (big,))
+    (night,) = result.portable[0].learned.nights
+    (score,) = night.validation
+    assert score.after > score.before, "the composite gate score rises: the trade pays for itself there"
+    val = run.splits["val"]
+    kept = 1 - sum(int(t.text[-2:]) % 2 for t in val) / len(val)
+    assert 0 < kept < 1 and score.dropped_checks() == (CheckRate("contains", 1.0, kept),)
+    assert not night.accepted and night.blocked_by == ("big",)
+    assert any(f"(blocked by big (contains 1.00 -> {kept:.2f}))" in line for line in progress)
+    # what the composite hid is what the held-out tasks check
+    assert result.baseline.hard.mean == 1.0 and result.transferred.hard.mean == 0.5
+    assert result.portable[0].transferred.hard.mean == 1.0
+    assert result.portability is not None and result.portability.word == MORE_PORTABLE
+
+
+def test_status_report_on_the_simulator_multi_model_skill_does_not_hurt_the_large_model():
+    """The harm seed small -> large: the size limits sim-small learns keep sim-large's composite validation
+    score up while it drops sections; blocked per kind of check, the multi-model skill leaves sim-large whole."""
+    from pytest_skilltransfer.models.registry import resolve_model
+
+    seed = load_seed(Path(__file__).resolve().parents[1] / "seeds" / "status-report")
+    small, large = resolve_model("sim-small"), resolve_model("sim-large")
+    result = SeedSession(seed, ProtocolConfig(), concurrent_phases=False).transfer(small, large, None, (large,))
+    family = result.portability
+    assert family is not None
+    assert family["single"].outcome == "hurts"
+    assert family["multi"].gain.low < 0 < family["multi"].gain.high, "the multi-model skill must not hurt sim-large"
+    assert family.word == MORE_PORTABLE
+    nights = result.portable[0].learned.nights
+    assert [n.blocked_by for n in nights] == [("sim-large",)] * 2
+    assert all([c.check for c in n.validation[0].dropped_checks()] == ["section_present"] for n in nights)
+    assert nights[1].validation[0].drop() < 0, "night 2's gate score rises on sim-large: only the kind shows the harm"
 
 
 def test_listed_models_never_see_held_out_or_training_tasks(seed):
@@ -158,7 +246,11 @@ def test_json_reports_the_nights_family_and_extra_cost(seed):
     assert portable["validate_on"] == ["big"] and portable["tolerance"] == 0.0
     assert portable["outcome"] == MORE_PORTABLE
     night = portable["optimization"]["nights"][0]
-    assert night["validation"] == [{"model": "big", "before": 0.25, "after": 0.0}] and night["blocked_by"] == ["big"]
+    assert night["validation"] == [{"model": "big", "before": 0.25, "after": 0.0,
+                                    "checks": [{"check": "contains", "before": 0.0, "after": 0.0},
+                                               {"check": "max_chars", "before": 1.0, "after": 0.0}],
+                                    "dropped_checks": ["max_chars"]}]
+    assert night["blocked_by"] == ["big"]
     names = [c["name"] for c in portable["family"]["comparisons"]]
     assert names == ["single", "multi", "multi_vs_single"]
     # the extra cost is exactly the two portable phases' calls, per model

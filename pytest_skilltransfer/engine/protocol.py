@@ -52,13 +52,14 @@ from .results import (
     SampleResult,
     TaskResult,
     TransferResult,
+    paired_gain,
 )
 from .rubric import Calibration, JudgeSetup, RubricJudge, calibrate, family_warning
 from .scoring import ScoringProfile, scoring_profile
 from .seed_data import Seed, Task
 from .slots import ModelSlots
 from .tools import load_corpus
-from .validation import DEFAULT_TOLERANCE, ValidationScore, decide
+from .validation import DEFAULT_TOLERANCE, ValidationScore, blocked_text, check_pass_rates, check_rates, decide
 
 Progress = Callable[[str], None]
 Concurrency = Callable[[Model], int]
@@ -227,7 +228,7 @@ class SeedSession:
                                 note, checks, decision.blocked_by))
             verb = "accepted" if accepted else "rejected"
             others = "".join(f", {v.model_id} {v.before:.2f} -> {v.after:.2f}" for v in checks if v.after is not None)
-            blocked = f" (blocked by {', '.join(decision.blocked_by)})" if decision.blocked_by and not accepted else ""
+            blocked = f" (blocked by {blocked_text(checks, tolerance)})" if decision.blocked_by and not accepted else ""
             self.progress(f"{label}: night {number}: val {val.gate_score:.2f} -> {candidate.gate_score:.2f}{others}, "
                           f"{len(outcome.applied)} edit(s) {verb}{blocked}")
             if accepted:
@@ -245,11 +246,13 @@ class SeedSession:
         validation split only (held-out tasks never reach a listed model)."""
         if val_split.partition("@")[0] != "val":
             raise ValueError(f"listed models are scored on a validation split only, not {val_split!r}")
+        checks = [[(c.op, c.label()) for c in task.judge.checks] for task in self.splits[val_split]]
         scores = []
         for model in validators:
-            before = self.evaluate(model, skill, val_split, meter).gate_score
-            after = self.evaluate(model, candidate, val_split, meter).gate_score
-            scores.append(ValidationScore(model.model_id, before, after))
+            before = self.evaluate(model, skill, val_split, meter)
+            after = self.evaluate(model, candidate, val_split, meter)
+            rates = check_rates(check_pass_rates(checks, _failures(before)), check_pass_rates(checks, _failures(after)))
+            scores.append(ValidationScore(model.model_id, before.gate_score, after.gate_score, rates))
         return tuple(scores)
 
     def _reflect(self, optimizer: Model, request: Request, meter: Meter) -> tuple[list[Edit], str]:
@@ -316,27 +319,33 @@ class SeedSession:
             first = BASELINE_PHASE + 1 + RESTART_PHASES * (restart - 1)
             chains.append(lambda r=restart, f=first: self._learn_and_transfer(source, target, source_optimizer, r,
                                                                              (number, f)))
-            if self.config.direct:
+            if self.config.direct and not self.config.direct_on_demand:
                 chains.append(lambda r=restart, f=first: self._direct(target, direct_optimizer, r, (number, f + 2)))
             if validators:
                 chains.append(lambda r=restart, f=first: self._learn_portable(source, target, source_optimizer,
                                                                              validators, tolerance, r, (number, f + 4)))
         self.phase = "baseline"
         self.progress(f"{self.seed.name}: baseline on {target.model_id}")  # first, whatever finishes first
-        try:
-            done = phases.run_chains(chains, self.concurrent_phases, f"{self.seed.name}-phase")
-        except phases.ChainFailed as failed:
-            self.phase = failed.phase
-            raise failed.error from failed.error.__cause__
+        done = self._run_chains(chains)
+        directs: list[object] = []
+        if self.config.direct and self.config.direct_on_demand:
+            transfers = [done[1 + i * (1 + bool(validators))] for i in range(self.config.restarts)]
+            if self.direct_needed(done[0], [transferred for _, transferred in transfers]):  # type: ignore[misc]
+                directs = self._run_chains([
+                    lambda r=restart: self._direct(target, direct_optimizer, r,
+                                                   (number, BASELINE_PHASE + 3 + RESTART_PHASES * (r - 1)))
+                    for restart in range(1, self.config.restarts + 1)])
         self.phase = ""
         settled = self._settle_costs(number)
         baseline = settled(done[0])
         runs: list[RestartRun] = []
         portable: list[PortableRun] = []
         results = iter(done[1:])
+        on_demand = iter(directs)
         for restart in range(1, self.config.restarts + 1):
             learned, transferred = next(results)
-            direct_opt, direct = next(results) if self.config.direct else (None, None)
+            direct_opt, direct = (next(on_demand, (None, None)) if self.config.direct_on_demand
+                                  else next(results) if self.config.direct else (None, None))
             runs.append(RestartRun(restart, restarts.split_seed(self.seed, restart), settled(learned),
                                    settled(transferred), settled(direct_opt), settled(direct)))
             if validators:
@@ -358,8 +367,24 @@ class SeedSession:
             more_runs=tuple(runs[1:]),
             judge=judge,
             portable=tuple(portable),
+            direct_skipped=self.config.direct_on_demand and not directs,
         )
         return replace(result, bill=ledger.bill(result.phase_costs(), self._paid))
+
+    def _run_chains(self, chains: list[Callable[[], object]]) -> list[object]:
+        """Run phase chains (concurrently unless the session says otherwise); a failure names its phase."""
+        try:
+            return phases.run_chains(chains, self.concurrent_phases, f"{self.seed.name}-phase")
+        except phases.ChainFailed as failed:
+            self.phase = failed.phase
+            raise failed.error from failed.error.__cause__
+
+    def direct_needed(self, baseline: Evaluation, transferred: list[Evaluation]) -> bool:
+        """With the direct reference on demand: whether it can change what a reader concludes. It cannot
+        when the transferred skill already shows a gain on the target (the whole 95% interval above 0);
+        otherwise it tells whether the target could learn at all (no gain to transfer, or a skill that
+        does not travel)."""
+        return not paired_gain(baseline, transferred).low > 0
 
     def _baseline(self, target: Model, rank: tuple[int, ...]) -> Evaluation:
         phases.enter_phase("baseline")
@@ -430,6 +455,11 @@ def seed_judge(seed: Seed) -> JudgeSetup | None:
     defaults = JudgeSetup(model=resolve_model(settings.model))
     return JudgeSetup(defaults.model, settings.samples or defaults.samples,
                       defaults.min_accuracy if settings.min_accuracy is None else settings.min_accuracy)
+
+
+def _failures(evaluation: Evaluation) -> list[list[tuple[str, ...]]]:
+    """Per task, per sample: the checks the sample failed."""
+    return [[s.failed for s in t.samples] for t in evaluation.tasks]
 
 
 def _pattern_origins(tasks: tuple[Task, ...], pattern: str) -> list[str]:

@@ -35,6 +35,7 @@ class ProtocolConfig:
     gate_weight: float = 0.5
     workers: int = 1
     restarts: int = 1  # independent optimizations per (agent, optimizer); see `restarts`
+    direct_on_demand: bool = False  # the direct reference only when the transferred skill shows no gain
     min_delta: float | None = None  # the val gate keeps edits beating the current score by more than this
     #                                 (None: the scoring profile's, 0 by default)
     scoring: str = "default"  # a scoring profile (pytest_skilltransfer.engine.scoring): "default" or "gbrain"
@@ -188,6 +189,12 @@ def _clusters(evaluation: Evaluation) -> list[str | None]:
     return [t.cluster for t in evaluation.tasks]
 
 
+def paired_gain(before: Evaluation, after: list[Evaluation]) -> Gain:
+    """The paired gain of `after` (one evaluation per restart) over `before` (hard), with clusters of tasks
+    as the units when the seed names any."""
+    return clustered_gain(_hard(before), [_hard(a) for a in after], _clusters(before))
+
+
 @dataclass(frozen=True)
 class TransferResult:
     """Everything one seed x (source, target) run produced; `learned` ... `direct` are restart 1's."""
@@ -207,6 +214,7 @@ class TransferResult:
     more_runs: tuple[RestartRun, ...] = ()  # restarts 2..R
     bill: dict[str, Costs] | None = None  # what this result paid per phase (`ledger.bill`); None: `phase_costs`
     portable: tuple[PortableRun, ...] = ()  # with a validation set: every restart's portable skill
+    direct_skipped: bool = False  # the direct reference was on demand and could not change the reading
 
     @property
     def runs(self) -> tuple[RestartRun, ...]:
@@ -218,8 +226,7 @@ class TransferResult:
     def gain(self) -> Gain:
         """Paired gain transferred - baseline (hard), over every restart, with clusters of tasks as the
         units when the seed names any (computed once)."""
-        return clustered_gain(_hard(self.baseline), [_hard(run.transferred) for run in self.runs],
-                              _clusters(self.baseline))
+        return paired_gain(self.baseline, [run.transferred for run in self.runs])
 
     @cached_property
     def portability(self) -> Portability | None:

@@ -103,25 +103,28 @@ class ProviderModel:
     def max_concurrency(self) -> int:
         """How many calls to this model may be in flight at once (configured, or the default; in batch
         mode every call of a step, since they wait for one batch rather than hold a connection)."""
-        lane = self._batches()
-        if lane is not None and lane.settings.submit:
+        lane, collect_only = self._batches()
+        if lane is not None and not collect_only:
             return BATCH_CONCURRENCY
         return LIMITERS.maximum(self.model_id, DEFAULT_CONCURRENCY, self.server_slots)
 
-    def _batches(self) -> Any:
-        """The batch lane, when it is on and this model can use it (not the local llama server) and goes
-        there (its own `lane = "batch"`, or `--transfer-batch` unless its own lane is another); its calls
-        are then priced in the batch lane (not when it only collects batches of earlier runs)."""
+    def _batches(self) -> tuple[Any, bool]:
+        """(the batch lane, whether this model only collects from it), or (None, False) when the lane is off
+        or the model cannot use it (the local llama server). A model goes to the lane with its own
+        `lane = "batch"`, or under `--transfer-batch` unless its own lane is another; its calls are then
+        priced in the batch lane. Any other model only collects: a request a batch of an earlier run holds
+        is collected from it rather than paid for again, at that model's own prices."""
         lane = active_lane()
-        if lane is None or self.server_slots is not None or self.target.lane in ("standard", "flex"):
-            return None
-        if self.target.lane != "batch" and not lane.settings.every_model:
-            return None
-        if lane.settings.submit:
-            from ..pricing.prices import mark_lane
+        if lane is None or self.server_slots is not None:
+            return None, False
+        goes = self.target.lane not in ("standard", "flex") and (self.target.lane == "batch"
+                                                                 or lane.settings.every_model)
+        if not (goes and lane.settings.submit):
+            return lane, True
+        from ..pricing.prices import mark_lane
 
-            mark_lane(self.model_id, "batch")
-        return lane
+        mark_lane(self.model_id, "batch")
+        return lane, False
 
     def __repr__(self) -> str:
         return strip_userinfo(f"ProviderModel({self.name!r} -> {self.target})")
@@ -143,7 +146,7 @@ class ProviderModel:
         answered one is settled to its usage here.
         """
         wire = _wire(self.target.provider)
-        lane = self._batches()
+        lane, collect_only = self._batches()
         replayed = self._replay_without_sdk(wire, request)
         if replayed is not None:
             return replayed
@@ -158,7 +161,7 @@ class ProviderModel:
             try:
                 http, live = None, False
                 if lane is not None and settings is not None and not settings.replay:
-                    http = self._through_batch(lane, wire, settings.api_key, request)
+                    http = self._through_batch(lane, wire, settings.api_key, request, collect_only)
                     live = http is not None and BATCH_ANSWER in http.extensions
                 if http is None:  # a synchronous call (after the lane: bounded by its own deadline)
                     with call_deadline(call_policy()) if batched else nullcontext(), \
@@ -206,10 +209,11 @@ class ProviderModel:
                                excerpt(body if isinstance(body, (bytes, str)) else json.dumps(body)))
         return redact_reply(wire.parse_reply(answer, self.model_id))
 
-    def _through_batch(self, lane: Any, wire: ModuleType, api_key: str, request: Request) -> Any:
-        """The call through the batch lane; None when it is to be sent synchronously (fallback `sync`)."""
+    def _through_batch(self, lane: Any, wire: ModuleType, api_key: str, request: Request, collect_only: bool) -> Any:
+        """The call through the batch lane; None when it is to be sent synchronously (fallback `sync`, or
+        a model that only collects and a request no batch holds)."""
         group = group_for(self.target.provider, self.target.base_url, self.model_id, api_key)
-        client = batch_client(lane, group, wire.CLIENT_CLASS, self.target.base_url)
+        client = batch_client(lane, group, wire.CLIENT_CLASS, self.target.base_url, collect_only)
         try:
             return wire.send(client, self.target, request)
         except Exception as err:  # noqa: BLE001 - the lane's own errors travel inside the SDK's

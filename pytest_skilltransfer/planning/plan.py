@@ -26,7 +26,11 @@ uncached input token). So calls, tokens and dollars are upper bounds.
 
 Expected figures assume what typically happens: a corpus seed's attempt takes `EXPECTED_STEPS` calls,
 no reply needs a retry, replies are `EXPECTED_REPLY` of their `max_tokens`, a prompt has a token per
-`CHARS_PER_TOKEN` characters, and when the model caches prompts (an Anthropic prefix marked by the
+`CHARS_PER_TOKEN` characters, a learned skill is the seed's skill plus, per night, `EXPECTED_NIGHTS_ACCEPTED`
+of its edit budget in rules of `EXPECTED_RULE_TOKENS` (the simulator's runs of the project seeds add 0-135
+tokens over two nights) — so with probability (1 - `EXPECTED_NIGHTS_ACCEPTED`) ** nights an optimization
+keeps nothing, and the test of its skill on the target equals the baseline's and is answered from the run's
+cache (`learned_test`) — and when the model caches prompts (an Anthropic prefix marked by the
 wire, with `--prompt-cache` on; an OpenAI prefix of at least `OPENAI_CACHE_MIN_TOKENS`) the first call
 of an evaluation writes its shared prefix and every later call reads it.
 """
@@ -35,7 +39,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from ..engine.agent import ATTEMPT_MAX_TOKENS, MAX_TOOL_STEPS
 from ..engine.judges import has_rubric
@@ -56,7 +60,7 @@ from ..engine.seed_data import Seed, Task
 from ..engine.tools import MAX_RESULTS, SEARCH_TOOL
 from ..models.anthropic_wire import cache_min_tokens, caches_prefix
 from ..models.base import Usage
-from ..pricing.prices import LANES, cost_usd, lane_of, rates_of
+from ..pricing.prices import cost_usd, lane_of, rates_of
 
 CHARS_PER_TOKEN = 4
 TOOL_RESULT_CHARS = MAX_RESULTS * 320  # a search result at its largest: rows of slug, title and a 200-character snippet
@@ -67,6 +71,8 @@ MESSAGE_OVERHEAD = 8
 TOOL_PROMPT = 512
 EXPECTED_STEPS = 2
 EXPECTED_REPLY = {"agent": 0.4, "optimizer": 0.5, "judge": 0.25}
+EXPECTED_RULE_TOKENS = 50  # a learned rule: the optimizer is asked for short, general rules
+EXPECTED_NIGHTS_ACCEPTED = 0.5  # the strict val gate keeps about half the nights' edits
 OPENAI_CACHE_MIN_TOKENS = 1024
 
 
@@ -128,6 +134,11 @@ class Share:
                   "expected_cache_write", "expected_cache_read")
         return Share(self.model_id, self.role, *(getattr(self, f) * n for f in fields))
 
+    def expected_times(self, factor: float) -> "Share":
+        """The same bounds, with the expected figures scaled by `factor` (a probability)."""
+        return replace(self, **{f: round(getattr(self, f) * factor) for f in (
+            "expected_calls", "expected_input", "expected_output", "expected_cache_write", "expected_cache_read")})
+
     def bound_usd(self, lane: str | None = None) -> float | None:
         """Dollars at most (every prompt token at the highest prompt rate)."""
         rates = rates_of(self.model_id, priced_lane(self.model_id, lane))
@@ -154,6 +165,7 @@ class Unit:
     key: tuple[str, ...]
     phase: str
     shares: tuple[Share, ...]
+    on_demand: bool = False  # runs only when the run's outcome asks for it: in the bound, not in `expected`
 
     @property
     def calls(self) -> int:
@@ -200,8 +212,9 @@ class Planner:
         self.context_expected = sum(_chars_tokens(len(t.content)) for t in seed.context)
         growth = 2 * model_text(REFLECT_MAX_TOKENS) + 64
         nights = config.nights
+        expected_growth = math.ceil(EXPECTED_NIGHTS_ACCEPTED * config.edit_budget * EXPECTED_RULE_TOKENS)
         self.learned_skill = Skill(self.seed_skill.bound + nights * growth,
-                                   self.seed_skill.expected + nights * expected_reply("optimizer", REFLECT_MAX_TOKENS))
+                                   self.seed_skill.expected + nights * expected_growth)
 
     def splits(self, restart: int) -> tuple[tuple[Task, ...], tuple[Task, ...]]:
         """Restart `restart`'s (train, val), capped as the protocol caps them."""
@@ -237,6 +250,12 @@ class Planner:
         one = Share(self.judge[0], "judge", JUDGE_CALLS, first + retry, JUDGE_CALLS * JUDGE_MAX_TOKENS,
                     1, expected_input, expected_reply("judge", JUDGE_MAX_TOKENS))
         return one.times(votes)
+
+    def learned_test(self, model_id: str) -> tuple[Share, ...]:
+        """The test split on `model_id` with a learned skill: bounded in full, expected only when the
+        optimization kept an edit (a skill equal to the seed's asks what the baseline asked)."""
+        kept = 1 - (1 - EXPECTED_NIGHTS_ACCEPTED) ** self.config.nights
+        return tuple(s.expected_times(kept) for s in self.evaluation(model_id, self.test, self.learned_skill))
 
     def evaluation(self, model_id: str, tasks: tuple[Task, ...], skill: Skill) -> tuple[Share, ...]:
         """An evaluation of a split: every task, sample and tool step, and the judge's votes."""
@@ -319,16 +338,17 @@ class Planner:
             units += [
                 self.optimization(source, source_optimizer, "optimize-source", restart),
                 Unit((name, "transferred", source, source_optimizer, target, str(restart)), "transferred",
-                     self.evaluation(target, self.test, self.learned_skill)),
+                     self.learned_test(target)),
             ]
             if self.config.direct:
-                units += [self.optimization(target, target_optimizer, "optimize-direct", restart),
+                optimized = self.optimization(target, target_optimizer, "optimize-direct", restart)
+                units += [replace(optimized, on_demand=self.config.direct_on_demand),
                           Unit((name, "direct", target, target_optimizer, str(restart)), "direct",
-                               self.evaluation(target, self.test, self.learned_skill))]
+                               self.learned_test(target), self.config.direct_on_demand)]
             if validators:
                 units += [self.optimization(source, source_optimizer, "optimize-portable", restart, validators),
                           Unit((name, "portable", source, source_optimizer, target, str(restart), *validators),
-                               "portable", self.evaluation(target, self.test, self.learned_skill))]
+                               "portable", self.learned_test(target))]
         return units
 
 
@@ -337,75 +357,3 @@ class Planner:
         with new sample ids (its first scoring is the item's own `transferred` unit)."""
         return Unit((self.seed.name, "aa-check", source, source_optimizer, target), "aa-check",
                     self.evaluation(target, self.test, self.learned_skill))
-
-
-def _sum(values: list[float | None]) -> float | None:
-    return None if any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
-
-
-def unit_usd(unit: Unit, lane: str | None = None) -> float | None:
-    """Dollars at most for a unit; None when a model in it has no price (in that lane)."""
-    return _sum([share.bound_usd(lane) for share in unit.shares])
-
-
-def units_usd(units: list[Unit], kind: str = "bound", lane: str | None = None) -> float | None:
-    """Dollars of several units: `bound`, `expected` (with cache reads) or `expected-no-cache`."""
-    values: list[float | None] = []
-    for unit in units:
-        for share in unit.shares:
-            if kind == "expected-no-cache":
-                values.append(share.expected_usd(lane, cache_reads=False))
-            else:
-                values.append(share_usd(share, kind, lane))
-    return _sum(values)
-
-
-def lane_prices(units: list[Unit]) -> dict[str, dict[str, float | None]]:
-    """Per lane (standard, flex, batch): dollars at most, expected, and expected without cache reads.
-    Flex prices the models it is offered for at flex rates and the others at standard; batch is None
-    when some model of the units is not offered there, and expects no cache reads: the requests of one
-    batch do not read each other's prompt-cache writes."""
-    def kind_in(lane: str, kind: str) -> str:
-        return "expected-no-cache" if lane == "batch" and kind == "expected" else kind
-
-    return {lane: {kind: units_usd(units, kind_in(lane, kind), lane) for kind in ("bound", "expected", "expected-no-cache")}
-            for lane in LANES}
-
-
-def share_usd(share: Share, kind: str, lane: str | None = None) -> float | None:
-    """One share's dollars in `lane` (None: the lane its model runs in): `bound` or `expected`; the batch
-    lane expects no prompt-cache reads (the requests of one batch do not read each other's writes)."""
-    if kind == "bound":
-        return share.bound_usd(lane)
-    return share.expected_usd(lane, cache_reads=priced_lane(share.model_id, lane) != "batch")
-
-
-def breakdown(items: list[tuple[str, list[Unit]]], lane: str | None = None) -> dict[str, dict[str, dict[str, float | None]]]:
-    """Where the money goes: dollars at most and expected by pair, phase, role and model, each unit once
-    (a unit several items share is put on the first item's pair, as the run's bill charges it).
-    `items`: (pair label, its units) in run order; `lane` None prices each model in its own lane."""
-    seen: set[tuple[str, ...]] = set()
-    tables: dict[str, dict[str, dict[str, float | None]]] = {"by_pair": {}, "by_phase": {}, "by_role": {},
-                                                             "by_model": {}}
-    for pair, units in items:
-        for unit in units:
-            if unit.key in seen:
-                continue
-            seen.add(unit.key)
-            for share in unit.shares:
-                model = f"{share.model_id} ({priced_lane(share.model_id, lane)})"
-                for table, name in (("by_pair", pair), ("by_phase", unit.phase), ("by_role", share.role),
-                                    ("by_model", model)):
-                    row = tables[table].setdefault(name, {"bound_usd": 0.0, "expected_usd": 0.0, "calls": 0})
-                    row["calls"] = (row["calls"] or 0) + share.calls
-                    for kind in ("bound", "expected"):
-                        usd, key = share_usd(share, kind, lane), f"{kind}_usd"
-                        row[key] = None if usd is None or row[key] is None else row[key] + usd
-    return {name: {k: {f: (round(v, 6) if isinstance(v, float) else v) for f, v in row.items()}
-                   for k, row in table.items()} for name, table in tables.items()}
-
-
-def configured_prices(units: list[Unit]) -> dict[str, float | None]:
-    """Dollars at most and expected with each model in the lane it runs in (its own `lane`, `--transfer-batch`,
-    a flex service tier), as the run will pay them."""
-    return {kind: _sum([share_usd(s, kind) for u in units for s in u.shares]) for kind in ("bound", "expected")}

@@ -332,18 +332,20 @@ class PlanMode:
         from ..pricing.prices import shipped_table
         from .decidable import plan_lines as decidability_lines
         from .decidable import undecidable_items
+        from ..planning.calibration import Calibration
         from .planning import build_plans, plan_json, plan_lines
 
         runner = runner_of(session.config)
-        plans = build_plans(runner, session.items, spec_of)
+        calibration = Calibration()
+        plans = build_plans(runner, session.items, spec_of, calibration)
         reporting = session.config.pluginmanager.getplugin("skilltransfer-reporting")
         if reporting is not None:  # `--skilltransfer-json` writes the plan
-            plan = plan_json(plans, shipped_table().effective)
+            plan = plan_json(plans, shipped_table().effective, calibration)
             reporting.run_fields.append(lambda: {"plan": plan})
         reporter = session.config.pluginmanager.getplugin("terminalreporter")
         if reporter is not None:
             reporter.write_sep("=", "skill transfer plan")
-            for line in plan_lines(plans, shipped_table().effective) + decidability_lines(
+            for line in plan_lines(plans, shipped_table().effective, calibration) + decidability_lines(
                     undecidable_items(runner, session.items, spec_of)):
                 reporter.write_line(safe(line))
         return True

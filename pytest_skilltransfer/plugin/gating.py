@@ -176,7 +176,9 @@ def _interval_gate(name: str, label: str, estimate: float, n: int, threshold: fl
 
 def _efficiency_gate(result: dict[str, Any], threshold: float) -> Gate | str:
     if result["direct_target"] is None:
-        return "min_efficiency gate skipped: efficiency is undefined (no direct run (--no-direct))"
+        why = ("the direct reference ran on demand and the transferred skill shows a gain"
+               if result.get("direct_skipped") else "--no-direct")
+        return f"min_efficiency gate skipped: efficiency is undefined (no direct run ({why}))"
     estimate = result.get("efficiency_ci")
     if estimate is None:
         headroom = result.get("headroom") or {}

@@ -71,12 +71,12 @@ def add_options(parser: Any) -> None:
          action="append", metavar="SRC:TGT")
     _add(group, parser, "optimizer", "model that proposes edits (default: the agent model itself)", metavar="MODEL")
     _add(group, parser, "validate-on", "a validation set of models: each night's candidate edit is also scored on "
-         "their validation split and kept only when the source strictly improves and none of them drops beyond "
-         "--transfer-validate-tolerance; the item then reports the skill optimized so beside today's (a seed's "
+         "their validation split and kept only when the source strictly improves and none of them drops, in its gate "
+         "score or in its pass rate on any kind of check, beyond --transfer-validate-tolerance; the item then reports the skill optimized so beside today's (a seed's "
          "validate_on overrides the ini; the command line overrides both); comma-separate or repeat",
          "args", action="append", metavar="MODEL[,MODEL...]")
-    _add(group, parser, "validate-tolerance", "how far a listed model's validation score may drop under an accepted "
-         "edit (default 0: not at all)", metavar="X")
+    _add(group, parser, "validate-tolerance", "how far a listed model's validation score, and its pass rate on each "
+         "kind of check, may drop under an accepted edit (default 0: not at all)", metavar="X")
     _add(group, parser, "judge", "judge model for rubric checks (a seed's [judge] model overrides the ini; the "
          "command line overrides both)", metavar="MODEL")
     _add(group, parser, "judge-samples", f"judge calls per rubric check, majority vote (default 1, at most {MAXIMA['judge_samples']})", metavar="N")
@@ -94,6 +94,9 @@ def add_options(parser: Any) -> None:
          metavar="PROFILE")
     _add(group, parser, "no-direct", "skip the direct optimization on the target (no efficiency)",
          action="store_true", default=None)
+    _add(group, parser, "direct-on-demand", "run the direct reference (optimize and score on the target) only "
+         "where it can change the reading: when the transferred skill shows no gain on the target "
+         "(docs/protocol.md)", action="store_true", default=None)
     _add(group, parser, "only-seed", "keep only the items of this seed: its matrix items and the hand-written "
          "tests naming it (so a re-record covers the seed completely); repeat or comma-separate for several",
          "args", action="append", metavar="SEED")
@@ -469,6 +472,8 @@ def read_settings(config: pytest.Config) -> Settings:
         protocol["samples"] = PROFILES[protocol["scoring"]].samples  # gbrain: the median of 3
     no_direct, where = reader.get("no-direct")
     protocol["direct"] = not _bool(no_direct, where) if no_direct is not None else True
+    on_demand, where = reader.get("direct-on-demand")
+    protocol["direct_on_demand"] = _bool(on_demand, where) if on_demand is not None else False
     layers: dict[str, dict[str, float | None]] = {"ini": {}, "cli": {}}
     for option, name in THRESHOLD_OPTIONS.items():
         for layer, value, where in (("ini", reader.ini(option), ini_name(option)), ("cli", reader.cli(option), reader.flag(option))):

@@ -1,6 +1,7 @@
 """`--plan`: print what the collected items can cost at most and what the cassettes already hold, then stop.
 
-Bounds come from `pytest_skilltransfer.planning.plan`. Which calls are already recorded is found by
+Bounds come from `pytest_skilltransfer.planning.plan`, dollars from `planning.money`, and the expected figures
+are calibrated by `planning.calibration` from the items that replay whole. Which calls are already recorded is found by
 replaying: each seed with a provider model is run against its cassettes with recording off and the
 network blocked (`record mode none`), counting the calls that replay until the first miss; nothing
 is sent to a provider. In-process models (the simulator) need no cassette and cost nothing.
@@ -15,7 +16,9 @@ import pytest
 
 from ..engine.protocol import SeedSession
 from ..models.base import Model, ModelCallError, Reply, Request
-from ..planning.plan import Planner, Unit, breakdown, configured_prices, lane_prices, units_usd
+from ..planning.calibration import Calibration, calibrated
+from ..planning.money import breakdown, configured_prices, lane_prices, units_usd
+from ..planning.plan import Planner, Unit
 from .runner import Runner, concurrency, needs_recording
 
 
@@ -92,8 +95,10 @@ def _planned(runner: Runner, items: list[pytest.Item], spec_of: Callable[[pytest
         yield seed, rows
 
 
-def build_plans(runner: Runner, items: list[pytest.Item], spec_of: Callable[[pytest.Item], Any]) -> list[ItemPlan]:
-    """Bounds and replay findings for every transfer item, seeds in collection order."""
+def build_plans(runner: Runner, items: list[pytest.Item], spec_of: Callable[[pytest.Item], Any],
+                calibration: Calibration | None = None) -> list[ItemPlan]:
+    """Bounds and replay findings for every transfer item, seeds in collection order. The calls that replay
+    are observed into `calibration`, and the expected figures then come from what they showed."""
     plans: list[ItemPlan] = []
     for seed, rows in _planned(runner, items, spec_of):
         # one phase after another: the plan counts the calls that replay before the first miss
@@ -102,8 +107,11 @@ def build_plans(runner: Runner, items: list[pytest.Item], spec_of: Callable[[pyt
                                 f"{models[0].model_id}->{models[1].model_id}"), models, spec)
                       for item, spec, units, models in rows]
         if any(plan.needs_cassette for plan, _, _ in seed_plans):
-            _replay(runner, seed.name, session, seed_plans)
+            _replay(runner, seed.name, session, seed_plans, calibration)
         plans += [plan for plan, _, _ in seed_plans]
+    if calibration is not None and calibration.describe():
+        for plan in plans:
+            plan.units = calibrated(plan.units, calibration)
     return plans
 
 
@@ -125,7 +133,8 @@ def recording_bound(runner: Runner, items: list[pytest.Item], spec_of: Callable[
     return count, sum(s.calls for u in units.values() for s in u.shares if s.model_id in provider_ids)
 
 
-def _replay(runner: Runner, seed: str, session: SeedSession, seed_plans: list[tuple[ItemPlan, list[Model], Any]]) -> None:
+def _replay(runner: Runner, seed: str, session: SeedSession, seed_plans: list[tuple[ItemPlan, list[Model], Any]],
+            calibration: Calibration | None) -> None:
     from ..cassettes import recording
 
     counter = [0]
@@ -135,11 +144,14 @@ def _replay(runner: Runner, seed: str, session: SeedSession, seed_plans: list[tu
             before = counter[0]
             fixed = 3 if spec.optimizer else 2
             try:
-                session.transfer(wrapped[0], wrapped[1], wrapped[2] if spec.optimizer else None,
-                                 tuple(wrapped[fixed:]), spec.validate_tolerance)
+                result = session.transfer(wrapped[0], wrapped[1], wrapped[2] if spec.optimizer else None,
+                                          tuple(wrapped[fixed:]), spec.validate_tolerance)
             except ModelCallError as exc:
                 plan.miss_phase = session.phase or "?"
                 plan.error = str(exc).splitlines()[0]
+            else:
+                if calibration is not None and result.bill is not None:
+                    calibration.observe(plan.units, result.bill)
             plan.replayed = counter[0] - before
 
 
@@ -183,7 +195,7 @@ def breakdown_lines(plans: list[ItemPlan]) -> list[str]:
     return lines
 
 
-def plan_json(plans: list[ItemPlan], price_date: str) -> dict[str, Any]:
+def plan_json(plans: list[ItemPlan], price_date: str, calibration: Calibration | None = None) -> dict[str, Any]:
     """The plan as JSON (`--plan --skilltransfer-json PATH`): items, the total, the lanes and the breakdown."""
     unique = list({u.key: u for plan in plans for u in plan.units}.values())
 
@@ -192,7 +204,11 @@ def plan_json(plans: list[ItemPlan], price_date: str) -> dict[str, Any]:
                 "output_tokens": _sum(units, "output_tokens"), "bound_usd": _usd(units),
                 "expected_usd": _usd(units, "expected")}
 
+    on_demand = [u for u in unique if u.on_demand]
     return {"prices_effective": price_date,
+            "calibration": calibration.as_dict() if calibration is not None else {},
+            "on_demand": {"calls": sum(u.calls for u in on_demand), "bound_usd": _usd(on_demand),
+                          "expected_usd_if_all_run": _usd(on_demand, "on-demand")},
             "items": [{"item": plan.nodeid, "pair": plan.pair, **figures(plan.units), "replayed": plan.replayed,
                        "miss_phase": plan.miss_phase} for plan in plans],
             "total": figures(unique), "lanes": {"as_configured": configured_prices(unique), **lane_prices(unique)},
@@ -221,7 +237,17 @@ def validation_lines(units: list[Unit]) -> list[str]:
     return ["", *_table(rows)]
 
 
-def plan_lines(plans: list[ItemPlan], price_date: str) -> list[str]:
+def calibration_lines(calibration: Calibration | None) -> list[str]:
+    """What the expected figures took from the recorded calls, if anything."""
+    lines = calibration.describe() if calibration is not None else []
+    if not lines:
+        return []
+    return ["", f"expected figures calibrated from {calibration.items} recorded item(s): what they paid against "
+                "what the plan expected of them, applied to the same phase, model and role (bounds unchanged):",
+            *(f"  {line}" for line in lines)]
+
+
+def plan_lines(plans: list[ItemPlan], price_date: str, calibration: Calibration | None = None) -> list[str]:
     """The table the plan option prints."""
     header = ("item", "calls ≤", "input tok ≤", "output tok ≤", "$ ≤", "$ expected", "cassettes")
     rows = [header]
@@ -235,14 +261,20 @@ def plan_lines(plans: list[ItemPlan], price_date: str) -> list[str]:
     rows.append(("total (shared phases once)", str(sum(u.calls for u in unique)), str(_sum(unique, "input_tokens")),
                  str(_sum(unique, "output_tokens")), _money(_usd(unique)), _money(_usd(unique, "expected")),
                  f"{recorded} call(s) recorded; to record: ≤ ${_money(_usd(pending))}"))
+    on_demand = [u for u in unique if u.on_demand]
+    if on_demand:
+        rows.append(("direct references on demand (if all run)", str(sum(u.calls for u in on_demand)),
+                     str(_sum(on_demand, "input_tokens")), str(_sum(on_demand, "output_tokens")),
+                     "in total", _money(_usd(on_demand, "on-demand")), "expected only where a transfer shows no gain"))
     unpriced = sorted({s.model_id for plan in plans for u in plan.units for s in u.shares if s.usd is None})
     priced = ([f"$ n/a: no price for {', '.join(unpriced)}; add it to pyproject.toml as [tool.skilltransfer.prices] "
                f'"{unpriced[0]}" = {{ input = USD_PER_MTOK, output = USD_PER_MTOK }}'] if unpriced else [])
     return [
         f"skill-transfer plan: no model was called; upper bounds at prices.toml of {price_date}",
-        *_table(rows, rule_before_last=True),
+        *_table(rows, rule_before_last=not on_demand),
         *priced,
         *validation_lines(unique),
+        *calibration_lines(calibration),
         "",
         *breakdown_lines(plans),
         "",

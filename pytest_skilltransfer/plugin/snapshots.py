@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 PER_TASK_LINE = re.compile(r"^- transferred per task: `([^`]*)`$", re.M)
 SETTINGS_LINE = re.compile(r"^- protocol settings: `([^`]*)`$", re.M)
 SETTINGS = ("nights", "edit_budget", "limit_replay", "limit_holdout", "limit_test", "samples", "restarts", "scoring",
-            "min_delta", "direct", "gate_weight")  # ProtocolConfig fields that shape a result (not `workers`)
+            "min_delta", "direct", "direct_on_demand", "gate_weight")  # ProtocolConfig fields that shape a result (not `workers`)
 SCORE_ROW = re.compile(r"^\| (baseline|transferred|direct) \| ([0-9.]+|-) \|", re.M)
 FENCE = "````"
 SKILL_HEADING = "## Learned skill\n\n" + FENCE + "markdown\n"
@@ -141,6 +141,8 @@ def settings_of(result: dict[str, Any]) -> dict[str, str]:
     """The protocol settings that shaped a result, as text: the protocol's, the optimizer, the prompt cache."""
     config = result.get("config") or {}
     values = {name: config[name] for name in SETTINGS if name in config}
+    if not values.get("direct_on_demand"):
+        values.pop("direct_on_demand", None)  # off: the settings line as before the setting existed
     source = (result.get("optimization") or {}).get("source") or {}
     values["optimizer"] = source.get("optimizer") or result.get("optimizer")
     values["prompt_cache"] = result.get("prompt_cache")

@@ -25,6 +25,7 @@ from .html_parts import (
     holm_outcome_of,
 )
 from .report import design_effect_text, gain_text, mdg_text, night_verdict, p_text, these_text, units_text, usd_text
+from .portable import blocked_by_text
 from .why import check_arms, is_hand_written
 
 
@@ -169,7 +170,7 @@ def _nights(optimization: dict[str, Any] | None, label: str) -> str:
         note = f" ({esc(night['note'])})" if night.get("note") else ""
         note += "".join(f", {esc(v['model'])} {v['before']:.3f} -&gt; {'-' if v['after'] is None else format(v['after'], '.3f')}"
                         for v in night.get("validation", []))
-        note += f" (blocked by {esc(', '.join(night['blocked_by']))})" if night.get("blocked_by") and not night["accepted"] else ""
+        note += f" (blocked by {esc(blocked_by_text(night))})" if night.get("blocked_by") and not night["accepted"] else ""
         items.append(f"<li>night {night['night']}: val {night['val_before']:.3f} -&gt; {after}, "
                      f"<b>{esc(night_verdict(night))}</b>{note}<ul>{edits}{unmatched}</ul></li>")
     return (f"<h3>{esc(label)}: agent {esc(optimization.get('agent', ''))}, optimizer "

@@ -217,7 +217,9 @@ def _items_table(results: list[dict[str, Any]], holm: dict[tuple[str, str, str],
         clusters = f'<td class="num">{esc(clusters_text(r) or "-")}</td>' if clustered else ""
         test = f"<td><code>{esc(_test_name(r))}</code></td>" if hand else ""
         outcome, verdict = holm_outcome_of(r, holm), _verdict(r)
-        direct = "-" if r.get("direct_target") is None else f"{r['direct_target']:.2f}"
+        direct = (f"{r['direct_target']:.2f}" if r.get("direct_target") is not None
+                  else '<span title="direct reference on demand: the transferred skill shows a gain">not needed</span>'
+                  if r.get("direct_skipped") else "-")
         rows.append(
             f'<tr class="{"hand-row" if hand else "item-row"}" data-item="{anchor(r)}" data-outcome="{esc(outcome)}" '
             f'data-verdict="{esc(verdict)}">'

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..engine.validation import CheckRate, ValidationScore, blocked_text
+
 HEADING = ("portable skills (--validate-on): single- and multi-model skill on the target, each item's 3 "
            "comparisons one exact paired family, Holm-adjusted p, intervals at the Holm step's level")
 COLUMNS = ("seed", "pair", "validated on", "base", "single", "multi", "single - base", "multi - base",
@@ -48,12 +50,24 @@ def portable_lines(results: list[dict[str, Any]]) -> list[str]:
     return [HEADING, text[0], "  ".join("-" * w for w in widths), *text[1:], *blocked_lines(items)]
 
 
+def blocked_by_text(night: dict[str, Any]) -> str:
+    """The models that blocked a night's edits (its JSON form), each with the kinds of check whose pass rate
+    dropped beyond the tolerance, as the nights' log says it: `big (contains 1.00 -> 0.50)`."""
+    blocked = set(night.get("blocked_by", []))
+    scores = [ValidationScore(v["model"], v["before"], v["after"],
+                              tuple(CheckRate(c["check"], c["before"], c["after"]) for c in v.get("checks", [])
+                                    if c["check"] in v.get("dropped_checks", [])))
+              for v in night.get("validation", []) if v["model"] in blocked]
+    known = {s.model_id for s in scores}
+    return ", ".join([blocked_text(scores)] * bool(scores) + [m for m in night.get("blocked_by", []) if m not in known])
+
+
 def blocked_lines(results: list[dict[str, Any]]) -> list[str]:
     """Per item: how many nights the listed models blocked, and by whom."""
     lines = []
     for result in results:
         nights = (result["portable"].get("optimization") or {}).get("nights") or []
-        blocked = [f"night {n['night']} by {', '.join(n['blocked_by'])}" for n in nights
+        blocked = [f"night {n['night']} by {blocked_by_text(n)}" for n in nights
                    if not n["accepted"] and n.get("blocked_by")]
         if blocked:
             lines.append(f"{result['seed']} ({result['source']} -> {result['target']}): edits blocked: "

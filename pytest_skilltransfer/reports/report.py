@@ -205,7 +205,8 @@ def usd_text(value: float | None) -> str:
 
 def seed_line(result: dict[str, Any]) -> str:
     """One line per seed, as the upstream CLI prints it, plus the interval."""
-    direct = f" direct={_score(result['direct_target'])}" if result["direct_target"] is not None else ""
+    direct = (f" direct={_score(result['direct_target'])}" if result["direct_target"] is not None
+              else " direct=not needed" if result.get("direct_skipped") else "")
     return (f"  {result['seed']:<24} baseline={_score(result['baseline_target'])} "
             f"transferred={_score(result['transferred'])}{direct}  (gain {gain_text(result)}, "
             f"p={p_text(result['gain'].get('p_value'))}, mdg {mdg_text(result)}"

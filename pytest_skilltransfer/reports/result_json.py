@@ -13,6 +13,7 @@ from typing import Any, Iterable
 
 from ..engine.ledger import evidence_digest
 from ..engine.results import Costs, Evaluation, Night, Optimization, TaskResult, TransferResult, total_costs
+from ..engine.validation import DEFAULT_TOLERANCE, ValidationScore
 from ..evidence.stats import clustered_score, mean, outcome
 from ..evidence.summary import summarize
 from ..pricing.prices import cache_saving_usd, cost_usd, lane_of
@@ -196,9 +197,8 @@ def _restarts(result: TransferResult) -> list[dict[str, Any]] | None:
     } for run, gain in zip(runs, result.gain.restart_gains)]
 
 
-def _night(night: Night) -> dict[str, Any]:
-    listed = {"validation": [{"model": v.model_id, "before": _round(v.before), "after": _round(v.after)}
-                             for v in night.validation],
+def _night(night: Night, tolerance: float = DEFAULT_TOLERANCE) -> dict[str, Any]:
+    listed = {"validation": [_validation(v, tolerance) for v in night.validation],
               "blocked_by": list(night.blocked_by)} if night.validation else {}
     return {
         "night": night.number, "val_before": _round(night.val_before), "val_after": _round(night.val_after),
@@ -207,11 +207,18 @@ def _night(night: Night) -> dict[str, Any]:
     }
 
 
+def _validation(score: ValidationScore, tolerance: float) -> dict[str, Any]:
+    """A listed model's validation gate score, each kind of check's pass rate, and the kinds that dropped."""
+    return {"model": score.model_id, "before": _round(score.before), "after": _round(score.after),
+            "checks": [{"check": c.check, "before": _round(c.before), "after": _round(c.after)} for c in score.checks],
+            "dropped_checks": [c.check for c in score.dropped_checks(tolerance)]}
+
+
 def _optimization(opt: Optimization | None) -> dict[str, Any] | None:
     if opt is None:
         return None
     return {"agent": opt.agent_id, "optimizer": opt.optimizer_id, "learned_skill": opt.learned_skill,
-            "nights": [_night(n) for n in opt.nights]}
+            "nights": [_night(n, opt.tolerance) for n in opt.nights]}
 
 
 def _profile_scores(result: TransferResult) -> dict[str, Any]:
@@ -241,6 +248,7 @@ def result_to_json(result: TransferResult, answer_chars: int = ANSWER_CHARS) -> 
         "target": result.target,
         "baseline_target": _round(result.baseline.hard.mean),
         "direct_target": None if direct is None else _round(direct["hard"]["mean"]),
+        "direct_skipped": result.direct_skipped,
         "transferred": _round(transferred["hard"]["mean"]),
         "transfer_gain": _round(result.gain.mean),
         "learned_skill_tail": result.learned.learned_skill[-TAIL_CHARS:],
@@ -300,7 +308,7 @@ def _portable(result: TransferResult, phases: dict[str, Costs], answer_chars: in
         "learned_skill": first.learned.learned_skill,
         "optimization": _optimization(first.learned),
         "restarts": [{"restart": p.restart, "transferred": round(p.transferred.hard.mean, 4),
-                      "learned_skill": p.learned.learned_skill, "nights": [_night(n) for n in p.learned.nights]}
+                      "learned_skill": p.learned.learned_skill, "nights": [_night(n, p.learned.tolerance) for n in p.learned.nights]}
                      for p in result.portable] if len(result.portable) > 1 else None,
         "extra_cost": {"usd": _round_usd(dollars(extra)), "calls": calls(extra), "tokens": tokens(extra),
                        "per_model": _per_model(extra)},

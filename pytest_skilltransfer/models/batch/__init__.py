@@ -85,8 +85,10 @@ def _default(provider: str) -> str:
     return endpoint_for(provider, None)
 
 
-def batch_client(lane: BatchLane, group: Group, client_class: tuple[str, str], base_url: str | None) -> Any:
-    """An SDK client whose transport parks each request in the lane (one per group, cached)."""
+def batch_client(lane: BatchLane, group: Group, client_class: tuple[str, str], base_url: str | None,
+                 collect_only: bool = False) -> Any:
+    """An SDK client whose transport parks each request in the lane (one per group, cached); `collect_only`:
+    only requests a batch of an earlier run holds are parked (see `BatchLane.answer`)."""
     from ..sdk_common import cached_client, call_policy, make_client
 
     policy = call_policy()
@@ -98,7 +100,7 @@ def batch_client(lane: BatchLane, group: Group, client_class: tuple[str, str], b
             raw = request.read()
             item = Item(custom_id(group.base_url, request.url.path, raw), request.url.path, json.loads(raw))
             # under --max-cost the lane reserves the request's step as a whole, at batch prices
-            outcome, reservation = lane.answer(group, item, raw)
+            outcome, reservation = lane.answer(group, item, raw, collect_only)
             if reservation is not None:
                 reservation.answered() if outcome.kind == "ok" else reservation.release()
             return httpx2.Response(outcome.status, content=outcome.body, headers={"content-type": "application/json"},
@@ -107,4 +109,4 @@ def batch_client(lane: BatchLane, group: Group, client_class: tuple[str, str], b
         return make_client(client_class, group.api_key, base_url, 0, policy.timeout_s, policy,
                            transport=httpx2.MockTransport(handle))
 
-    return cached_client(("batch-lane", id(lane), group, policy), build)
+    return cached_client(("batch-lane", id(lane), group, policy, collect_only), build)

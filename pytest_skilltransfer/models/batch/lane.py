@@ -108,6 +108,7 @@ class Parked:
     error: BaseException | None = None
     failures: int = 0
     reasons: list[str] = field(default_factory=list)
+    collect_only: bool = False  # its model does not go to the batch lane: only collected from a batch
 
 
 @dataclass
@@ -162,13 +163,17 @@ class BatchLane:
 
     # -- the calling threads -------------------------------------------------------------------
 
-    def answer(self, group: Group, item: Item, raw: bytes = b"") -> tuple[Outcome, Any]:
+    def answer(self, group: Group, item: Item, raw: bytes = b"", collect_only: bool = False) -> tuple[Outcome, Any]:
         """Park one request until its outcome is known: (outcome, its budget reservation or None, for the
-        caller to settle); raises BatchLaneError or SendSynchronously (its reservation released)."""
+        caller to settle); raises BatchLaneError or SendSynchronously (its reservation released).
+        `collect_only`: the request's model does not go to the batch lane (its own lane is another, or
+        this lane only collects): it is collected from a batch of an earlier run that holds it, never
+        put in a new one."""
+        collect_only = collect_only or not self.settings.submit
         known = self.manifest.known(group.name, item.custom_id)
-        if not self.settings.submit and known is None:
-            raise SendSynchronously()  # collect only: not in any batch, so an ordinary call
-        parked = Parked(group, item, raw)
+        if collect_only and known is None:
+            raise SendSynchronously()  # not in any batch, so an ordinary call
+        parked = Parked(group, item, raw, collect_only=collect_only)
         if known is not None:
             from ..spend_gate import reserve_request
 
@@ -219,7 +224,7 @@ class BatchLane:
 
     def _requeue_locked(self, parked: Parked) -> None:
         """Into the next batch; collect only: back to its caller, to be sent synchronously."""
-        if not self.settings.submit:
+        if parked.collect_only:
             parked.error = SendSynchronously()
             self.requests_done += 1
             parked.done.set()
@@ -460,7 +465,7 @@ class BatchLane:
             return
         parked.failures += 1
         parked.reasons.append(f"{batch_id}: {outcome.why}")
-        if self.settings.fallback == "sync" or not self.settings.submit:
+        if self.settings.fallback == "sync" or parked.collect_only:
             parked.error = SendSynchronously()
             self.requests_done += 1
             parked.done.set()

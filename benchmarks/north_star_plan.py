@@ -1,0 +1,67 @@
+"""The figures behind "The north-star matrix, planned" in docs/spend.md: the overnight run planned, and what
+each cost lever saves.
+
+    .venv/bin/python benchmarks/north_star_plan.py
+
+The matrix: ten project seeds (alert-intake ... status-report), three copies each (30 seeds), x haiku->sonnet,
+haiku->opus, luna->sol, at the default protocol, in the batch lane (`--transfer-batch --plan`: nothing is
+called). Printed: the plan's total and breakdown as the run would print it, the same with the direct reference
+on demand, and for the group-sequential lever the chance that a first look at half the held-out tasks (at
+two-sided alpha 0.01, the rest of the 0.05 spent at the full look) already decides an item, from the exact
+test's own power function.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pytest_skilltransfer.evidence.power import mixed_detection_power  # noqa: E402
+
+SEEDS = ("alert-intake", "change-review", "changelog-writer", "docs-style", "howto-answers", "incident-summary",
+         "postmortem-cause", "release-advisor", "review-tagger", "status-report")
+PAIRS = ("haiku:sonnet", "haiku:opus", "luna:sol")
+COPIES = 3
+
+
+def plan(folder: Path, *options: str) -> str:
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "seeds", "--plan",
+               "--transfer-batch", "-q",
+               *(f"--pair={pair}" for pair in PAIRS), *options]
+    return subprocess.run(command, cwd=folder, capture_output=True, text=True, check=False).stdout
+
+
+def summary(output: str) -> list[str]:
+    keep = re.compile(r"^(total|direct references on demand|where the money goes|  by )")
+    return [re.sub(r"\s{2,}", "  ", line) for line in output.splitlines() if keep.match(line)]
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "pytest.ini").write_text("[pytest]\n")
+        for name in SEEDS:
+            for copy in range(1, COPIES + 1):
+                shutil.copytree(ROOT / "seeds" / name, folder / "seeds" / f"{name}-{copy}",
+                                ignore=shutil.ignore_patterns("__snapshots__"))
+        print(f"north-star matrix: {len(SEEDS) * COPIES} seeds x {', '.join(PAIRS)}, batch lane, default protocol")
+        print("\n".join(summary(plan(folder))))
+        print("\nwith the direct reference on demand (--transfer-direct-on-demand):")
+        print("\n".join(summary(plan(folder, "--transfer-direct-on-demand"))))
+    print("\ngroup-sequential lever: chance that a first look at 12 of 24 held-out tasks decides (alpha 0.01),")
+    print("and the power left at the full look (alpha 0.04) against 0.05 without a first look:")
+    for up, down in ((0.3, 0.0), (0.35, 0.05), (0.5, 0.0), (0.7, 0.0)):
+        print(f"  gain {up - down:.2f} (up {up:.2f}, down {down:.2f}): first look decides "
+              f"{mixed_detection_power(up, down, 12, 0.99):.3f}; power at 24 tasks "
+              f"{mixed_detection_power(up, down, 24, 0.96):.3f} (single look {mixed_detection_power(up, down, 24, 0.95):.3f})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+"""Dollars of planned units: at most, expected, per lane, and where the money goes."""
+
+from __future__ import annotations
+
+from ..pricing.prices import LANES
+from .plan import Share, Unit, priced_lane
+
+
+def _sum(values: list[float | None]) -> float | None:
+    return None if any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
+
+
+def unit_usd(unit: Unit, lane: str | None = None) -> float | None:
+    """Dollars at most for a unit; None when a model in it has no price (in that lane)."""
+    return _sum([share.bound_usd(lane) for share in unit.shares])
+
+
+def counted(unit: Unit, kind: str) -> bool:
+    """Whether a unit counts in figures of `kind`: an on-demand unit is in the bound and `on-demand`, and
+    out of the expected figures; `on-demand` counts only those units."""
+    if kind == "on-demand":
+        return unit.on_demand
+    return kind == "bound" or not unit.on_demand
+
+
+def units_usd(units: list[Unit], kind: str = "bound", lane: str | None = None) -> float | None:
+    """Dollars of several units: `bound`, `expected` (with cache reads), `expected-no-cache`, or `on-demand`
+    (the expected dollars of the on-demand units, should every one of them run)."""
+    values: list[float | None] = []
+    for unit in (u for u in units if counted(u, kind)):
+        for share in unit.shares:
+            if kind == "expected-no-cache":
+                values.append(share.expected_usd(lane, cache_reads=False))
+            else:
+                values.append(share_usd(share, "expected" if kind == "on-demand" else kind, lane))
+    return _sum(values)
+
+
+def lane_prices(units: list[Unit]) -> dict[str, dict[str, float | None]]:
+    """Per lane (standard, flex, batch): dollars at most, expected, and expected without cache reads.
+    Flex prices the models it is offered for at flex rates and the others at standard; batch is None
+    when some model of the units is not offered there, and expects no cache reads: the requests of one
+    batch do not read each other's prompt-cache writes."""
+    def kind_in(lane: str, kind: str) -> str:
+        return "expected-no-cache" if lane == "batch" and kind == "expected" else kind
+
+    return {lane: {kind: units_usd(units, kind_in(lane, kind), lane) for kind in ("bound", "expected", "expected-no-cache")}
+            for lane in LANES}
+
+
+def share_usd(share: Share, kind: str, lane: str | None = None) -> float | None:
+    """One share's dollars in `lane` (None: the lane its model runs in): `bound` or `expected`; the batch
+    lane expects no prompt-cache reads (the requests of one batch do not read each other's writes)."""
+    if kind == "bound":
+        return share.bound_usd(lane)
+    return share.expected_usd(lane, cache_reads=priced_lane(share.model_id, lane) != "batch")
+
+
+def breakdown(items: list[tuple[str, list[Unit]]], lane: str | None = None) -> dict[str, dict[str, dict[str, float | None]]]:
+    """Where the money goes: dollars at most and expected by pair, phase, role and model, each unit once
+    (a unit several items share is put on the first item's pair, as the run's bill charges it).
+    `items`: (pair label, its units) in run order; `lane` None prices each model in its own lane."""
+    seen: set[tuple[str, ...]] = set()
+    tables: dict[str, dict[str, dict[str, float | None]]] = {"by_pair": {}, "by_phase": {}, "by_role": {},
+                                                             "by_model": {}}
+    for pair, units in items:
+        for unit in units:
+            if unit.key in seen:
+                continue
+            seen.add(unit.key)
+            for share in unit.shares:
+                model = f"{share.model_id} ({priced_lane(share.model_id, lane)})"
+                for table, name in (("by_pair", pair), ("by_phase", unit.phase), ("by_role", share.role),
+                                    ("by_model", model)):
+                    row = tables[table].setdefault(name, {"bound_usd": 0.0, "expected_usd": 0.0, "calls": 0})
+                    row["calls"] = (row["calls"] or 0) + share.calls
+                    for kind in ("bound", "expected"):
+                        usd, key = share_usd(share, kind, lane) if counted(unit, kind) else 0.0, f"{kind}_usd"
+                        row[key] = None if usd is None or row[key] is None else row[key] + usd
+    return {name: {k: {f: (round(v, 6) if isinstance(v, float) else v) for f, v in row.items()}
+                   for k, row in (sorted(table.items()) if name != "by_phase" else table.items())}
+            for name, table in tables.items()}
+
+
+def configured_prices(units: list[Unit]) -> dict[str, float | None]:
+    """Dollars at most and expected with each model in the lane it runs in (its own `lane`, `--transfer-batch`,
+    a flex service tier), as the run will pay them."""
+    return {kind: _sum([share_usd(s, kind) for u in units if counted(u, kind) for s in u.shares])
+            for kind in ("bound", "expected")}
