@@ -3,7 +3,9 @@
     .venv/bin/python benchmarks/run.py            # everything, a few minutes on 2 cores
     .venv/bin/python benchmarks/run.py --quick    # smaller sizes, for a smoke run
 
-Every provider call goes to the loopback fake in `tests/fake_provider.py`; nothing leaves the machine.
+Every provider call goes to a loopback server: the easy fake in `tests/fake_provider.py`, or the realistic
+provider in `benchmarks/realistic_provider.py` (working-length answers and edits that apply); nothing
+leaves the machine.
 See benchmarks/README.md for what each figure means and the figures measured.
 """
 
@@ -50,6 +52,7 @@ from pytest_skilltransfer.plugin.options import Settings  # noqa: E402
 from pytest_skilltransfer.plugin.runner import Runner  # noqa: E402
 from pytest_skilltransfer.reports.result_json import result_to_json  # noqa: E402
 from report_size import report_size  # noqa: E402
+from user_recording import ProviderProcess, user_recording  # noqa: E402
 
 LATENCY_S = 0.3
 REPLAY_CALLS = 30
@@ -115,8 +118,11 @@ RECORD_CONFIG = ProtocolConfig(samples=3, limit_holdout=0)  # the rate's workloa
 # the recording section's workloads: what `pytest --source --target` runs (the protocol's defaults), and
 # a wide one whose fan-outs (24 tasks x 3 samples on one model) are wider than a cap of 64
 # (label, settings, caps, whether the 1.15x goal applies: not where whole rounds alone exceed it)
-WORKLOADS = (("default protocol", ProtocolConfig(), (1, 8, 64), True),
-             ("--samples 3 --limit-holdout 0", RECORD_CONFIG, (8, 64), False))  # (cap 1 alone: 2 minutes)
+# (answers: "easy", the fake of tests/fake_provider.py, whose optimizer never returns a usable edit, or
+# "realistic", benchmarks/realistic_provider.py: edits that apply, so nights try candidates)
+WORKLOADS = (("default protocol", ProtocolConfig(), (1, 8, 64), True, "easy"),
+             ("--samples 3 --limit-holdout 0", RECORD_CONFIG, (8, 64), False, "easy"),  # (cap 1 alone: 2 minutes)
+             ("default protocol, realistic answers", ProtocolConfig(), (8, 64), False, "realistic"))
 
 
 @dataclass
@@ -212,10 +218,11 @@ def recording_floor(work: Path, quick: bool = False) -> list[Row]:
     every recording of a workload must give the same results and cassette files."""
     rows = []
     repeats = 1 if quick else REPEATS
-    with FakeProcess(LATENCY_S) as fake:
-        _aliases(fake)
-        warm = _warm_sdks()
-        for label, config, caps, goal in WORKLOADS:
+    for label, config, caps, goal, answers in WORKLOADS:
+        server = FakeProcess(LATENCY_S) if answers == "easy" else ProviderProcess(LATENCY_S, answers)
+        with server as fake:
+            _aliases(fake)
+            warm = _warm_sdks()
             caps = tuple(cap for cap in caps if cap > 1) if quick else caps
             together: dict[int, list[Recorded]] = {}
             in_order: dict[int, Recorded] = {}
@@ -872,7 +879,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run, figures not comparable)")
     parser.add_argument("--only", action="append", metavar="SECTION",
-                        help="run only these sections (recording, recording rate, replay, replay floor, cassette open, "
+                        help="run only these sections (recording, recording rate, user recording, replay, replay floor, cassette open, "
                              "collection, main job, duplicates, foreign project, report size); "
                              "cassette open needs replay")
     args = parser.parse_args()
@@ -891,6 +898,7 @@ def main() -> None:
         sections: list[tuple[str, Callable[[], list[Row]]]] = [
             ("recording", lambda: recording_floor(work, args.quick)),
             ("recording rate", lambda: recording_rate(work, args.quick)),
+            ("user recording", lambda: user_recording(work / "user-recording", repeats=1 if args.quick else 3)),
             ("replay", lambda: replay_cost(work, sizes)),
             ("replay floor", lambda: replay_floor(work)),
             ("cassette open", lambda: cassette_open(work, sizes, reference)),
