@@ -35,15 +35,21 @@ def _scheduler(workers: int) -> tuple[SeedScheduling, list[Any]]:
     return SeedScheduling(config), reports  # type: ignore[arg-type]
 
 
+def _two_nodes(scheduler: SeedScheduling) -> tuple[Node, Node]:
+    """Two workers added to the scheduler, neither with its collection in yet."""
+    first, second = Node("gw0"), Node("gw1")
+    scheduler.add_node(first)
+    scheduler.add_node(second)
+    return first, second
+
+
 def _seeds(node: Node) -> set[str]:
     return {COLLECTION[i].split("/")[1] for i in node.sent}
 
 
 def test_the_first_worker_starts_before_the_second_has_collected() -> None:
     scheduler, _ = _scheduler(2)
-    first, second = Node("gw0"), Node("gw1")
-    scheduler.add_node(first)
-    scheduler.add_node(second)
+    first, second = _two_nodes(scheduler)
     scheduler.add_node_collection(first, COLLECTION)
     assert scheduler.collection_is_completed
     scheduler.schedule()
@@ -65,9 +71,7 @@ def test_the_first_worker_starts_before_the_second_has_collected() -> None:
 
 def test_a_late_worker_finds_no_seed_left_and_shuts_down() -> None:
     scheduler, _ = _scheduler(2)
-    first, second = Node("gw0"), Node("gw1")
-    scheduler.add_node(first)
-    scheduler.add_node(second)
+    first, second = _two_nodes(scheduler)
     scheduler.add_node_collection(first, COLLECTION[:2])  # one seed: the first worker takes it
     scheduler.schedule()
     scheduler.add_node_collection(second, COLLECTION[:2])
@@ -77,9 +81,7 @@ def test_a_late_worker_finds_no_seed_left_and_shuts_down() -> None:
 
 def test_a_late_worker_with_another_collection_gets_nothing_and_fails_the_run() -> None:
     scheduler, reports = _scheduler(2)
-    first, second = Node("gw0"), Node("gw1")
-    scheduler.add_node(first)
-    scheduler.add_node(second)
+    first, second = _two_nodes(scheduler)
     scheduler.add_node_collection(first, COLLECTION)
     scheduler.schedule()
     scheduler.add_node_collection(second, COLLECTION[:-1])
