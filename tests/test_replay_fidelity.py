@@ -4,6 +4,7 @@ and only while the installed SDK is verified to build the recorded request bytes
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -175,7 +176,23 @@ def test_the_committed_cassettes_are_verified_under_the_installed_sdks() -> None
         head = json.loads(cassette_index.index_path(path).read_text())
         entries = store.read_file(path).entries
         provider = fidelity.provider_of_path(store.request_path(entries[0]["request"]["uri"]))
-        assert head.get("sdk") == fidelity.fingerprint(provider) == store.sdk_stamp(entries), path
+        assert head.get("sdk") == fidelity.fingerprint(provider) == store.sdk_stamp(entries), (
+            f"{path}: install with `pip install -e . -c constraints.txt`, or after changing a pin run "
+            "`python -m pytest_skilltransfer index`")
+
+
+def test_the_constraints_pin_what_the_cassettes_were_verified_under() -> None:
+    """A fresh `pip install -c constraints.txt` gets the very versions the committed index records, so a
+    new release of an SDK or of what it requires never turns the main job's replay into a verified one."""
+    def norm(word: str) -> str:
+        return re.sub(r"[-_.]+", "-", word.strip().lower())
+
+    pins = {norm(line) for line in (ROOT / "constraints.txt").read_text().splitlines()
+            if line.strip() and not line.startswith("#")}
+    stamps = {json.loads(cassette_index.index_path(path).read_text()).get("sdk")
+              for path in (ROOT / "cassettes").glob("*/*.yaml")}
+    words = {norm(word) for stamp in stamps if stamp for word in stamp.split()}
+    assert words and words <= pins, sorted(words - pins)
 
 
 def test_the_main_jobs_sdk_items_replay_without_importing_an_sdk() -> None:
