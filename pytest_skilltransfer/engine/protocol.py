@@ -314,42 +314,41 @@ class SeedSession:
         source_optimizer, direct_optimizer = optimizer or source, optimizer or target
         for restart in range(2, self.config.restarts + 1):
             self._restart_splits(restart)
-        chains: list[Callable[[], object]] = [lambda: self._baseline(target, (number, BASELINE_PHASE))]
-        for restart in range(1, self.config.restarts + 1):
+        # each chain is named (its kind, its restart), so what it returned is found by name
+        chains: dict[tuple[str, int], Callable[[], object]] = {
+            ("baseline", 0): lambda: self._baseline(target, (number, BASELINE_PHASE))}
+        restart_numbers = range(1, self.config.restarts + 1)
+        for restart in restart_numbers:
             first = BASELINE_PHASE + 1 + RESTART_PHASES * (restart - 1)
-            chains.append(lambda r=restart, f=first: self._learn_and_transfer(source, target, source_optimizer, r,
-                                                                             (number, f)))
+            chains[("transfer", restart)] = lambda r=restart, f=first: self._learn_and_transfer(
+                source, target, source_optimizer, r, (number, f))
             if self.config.direct and not self.config.direct_on_demand:
-                chains.append(lambda r=restart, f=first: self._direct(target, direct_optimizer, r, (number, f + 2)))
+                chains[("direct", restart)] = lambda r=restart, f=first: self._direct(
+                    target, direct_optimizer, r, (number, f + 2))
             if validators:
-                chains.append(lambda r=restart, f=first: self._learn_portable(source, target, source_optimizer,
-                                                                             validators, tolerance, r, (number, f + 4)))
+                chains[("portable", restart)] = lambda r=restart, f=first: self._learn_portable(
+                    source, target, source_optimizer, validators, tolerance, r, (number, f + 4))
         self.phase = "baseline"
         self.progress(f"{self.seed.name}: baseline on {target.model_id}")  # first, whatever finishes first
-        done = self._run_chains(chains)
-        directs: list[object] = []
-        if self.config.direct and self.config.direct_on_demand:
-            transfers = [done[1 + i * (1 + bool(validators))] for i in range(self.config.restarts)]
-            if self.direct_needed(done[0], [transferred for _, transferred in transfers]):  # type: ignore[misc]
-                directs = self._run_chains([
-                    lambda r=restart: self._direct(target, direct_optimizer, r,
-                                                   (number, BASELINE_PHASE + 3 + RESTART_PHASES * (r - 1)))
-                    for restart in range(1, self.config.restarts + 1)])
+        done = dict(zip(chains, self._run_chains(list(chains.values()))))
+        if self.config.direct and self.config.direct_on_demand and self.direct_needed(
+                done[("baseline", 0)], [done[("transfer", r)][1] for r in restart_numbers]):  # type: ignore[index]
+            on_demand = {("direct", r): lambda r=r: self._direct(
+                target, direct_optimizer, r, (number, BASELINE_PHASE + 3 + RESTART_PHASES * (r - 1)))
+                for r in restart_numbers}
+            done.update(zip(on_demand, self._run_chains(list(on_demand.values()))))
         self.phase = ""
         settled = self._settle_costs(number)
-        baseline = settled(done[0])
+        baseline = settled(done[("baseline", 0)])
         runs: list[RestartRun] = []
         portable: list[PortableRun] = []
-        results = iter(done[1:])
-        on_demand = iter(directs)
-        for restart in range(1, self.config.restarts + 1):
-            learned, transferred = next(results)
-            direct_opt, direct = (next(on_demand, (None, None)) if self.config.direct_on_demand
-                                  else next(results) if self.config.direct else (None, None))
+        for restart in restart_numbers:
+            learned, transferred = done[("transfer", restart)]  # type: ignore[misc]
+            direct_opt, direct = done.get(("direct", restart), (None, None))  # type: ignore[misc]
             runs.append(RestartRun(restart, restarts.split_seed(self.seed, restart), settled(learned),
                                    settled(transferred), settled(direct_opt), settled(direct)))
             if validators:
-                portable_opt, portable_eval = next(results)
+                portable_opt, portable_eval = done[("portable", restart)]  # type: ignore[misc]
                 portable.append(PortableRun(restart, settled(portable_opt), settled(portable_eval)))
         first = runs[0]
         result = TransferResult(
@@ -367,7 +366,7 @@ class SeedSession:
             more_runs=tuple(runs[1:]),
             judge=judge,
             portable=tuple(portable),
-            direct_skipped=self.config.direct_on_demand and not directs,
+            direct_skipped=self.config.direct_on_demand and ("direct", 1) not in done,
         )
         return replace(result, bill=ledger.bill(result.phase_costs(), self._paid))
 

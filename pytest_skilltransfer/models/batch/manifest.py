@@ -158,6 +158,11 @@ class Manifest:
         with self._lock:
             return any(not s.abandoned for s in self.submissions.values())
 
+    def holds_group(self, group: str) -> bool:
+        """Whether any submission of `group` is not abandoned (else no request of it can be `known`)."""
+        with self._lock:
+            return any(s.group == group and not s.abandoned for s in self.submissions.values())
+
     def known(self, group: str, cid: str) -> Submission | None:
         """The newest submission that holds this request, unless it was abandoned."""
         with self._lock:
