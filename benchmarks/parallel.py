@@ -114,6 +114,8 @@ def phases(result: dict) -> dict[str, float]:
         "last process ready": ready,
         "items (from the first ready)": max(m["last item"][0] for m in runners) - first,
         "after the last item": result["wall"] - max(m["last item"][0] for m in runners),
+        "workers' last items apart": (max(m["last item"][0] for m in runners)
+                                      - min(m["last item"][0] for m in runners)),
         "start-up CPU per process": statistics.mean(m["collected"][1] for m in runners),
         "controller CPU": marks["controller"]["end"][1],
     }
