@@ -318,13 +318,19 @@ class SeedSession:
         chains: dict[tuple[str, int], Callable[[], object]] = {
             ("baseline", 0): lambda: self._baseline(target, (number, BASELINE_PHASE))}
         restart_numbers = range(1, self.config.restarts + 1)
+
+        def first_phase(restart: int) -> int:
+            return BASELINE_PHASE + 1 + RESTART_PHASES * (restart - 1)
+
+        def direct_chain(restart: int) -> Callable[[], object]:
+            return lambda: self._direct(target, direct_optimizer, restart, (number, first_phase(restart) + 2))
+
         for restart in restart_numbers:
-            first = BASELINE_PHASE + 1 + RESTART_PHASES * (restart - 1)
+            first = first_phase(restart)
             chains[("transfer", restart)] = lambda r=restart, f=first: self._learn_and_transfer(
                 source, target, source_optimizer, r, (number, f))
             if self.config.direct and not self.config.direct_on_demand:
-                chains[("direct", restart)] = lambda r=restart, f=first: self._direct(
-                    target, direct_optimizer, r, (number, f + 2))
+                chains[("direct", restart)] = direct_chain(restart)
             if validators:
                 chains[("portable", restart)] = lambda r=restart, f=first: self._learn_portable(
                     source, target, source_optimizer, validators, tolerance, r, (number, f + 4))
@@ -333,9 +339,7 @@ class SeedSession:
         done = dict(zip(chains, self._run_chains(list(chains.values()))))
         if self.config.direct and self.config.direct_on_demand and self.direct_needed(
                 done[("baseline", 0)], [done[("transfer", r)][1] for r in restart_numbers]):  # type: ignore[index]
-            on_demand = {("direct", r): lambda r=r: self._direct(
-                target, direct_optimizer, r, (number, BASELINE_PHASE + 3 + RESTART_PHASES * (r - 1)))
-                for r in restart_numbers}
+            on_demand = {("direct", r): direct_chain(r) for r in restart_numbers}
             done.update(zip(on_demand, self._run_chains(list(on_demand.values()))))
         self.phase = ""
         settled = self._settle_costs(number)

@@ -213,7 +213,7 @@ class ProviderModel:
         """The call through the batch lane; None when it is to be sent synchronously (fallback `sync`, or
         a model that only collects and a request no batch holds)."""
         group = group_for(self.target.provider, self.target.base_url, self.model_id, api_key)
-        if (collect_only or not lane.settings.submit) and not lane.manifest.holds_group(group.name):
+        if not lane.may_take(group, collect_only):
             return None  # no batch can hold it: skip building the request for the lane
         client = batch_client(lane, group, wire.CLIENT_CLASS, self.target.base_url, collect_only)
         try:

@@ -163,13 +163,23 @@ class BatchLane:
 
     # -- the calling threads -------------------------------------------------------------------
 
+    def collects_only(self, collect_only: bool) -> bool:
+        """Whether a request is only collected from earlier batches (its model's lane is another, or
+        this lane does not submit), never put in a new one."""
+        return collect_only or not self.settings.submit
+
+    def may_take(self, group: Group, collect_only: bool) -> bool:
+        """False when a request of `group` is certain to be sent synchronously (it is only collected and
+        no live batch of its group exists), so a caller need not build it for the lane."""
+        return not self.collects_only(collect_only) or self.manifest.live(group.name)
+
     def answer(self, group: Group, item: Item, raw: bytes = b"", collect_only: bool = False) -> tuple[Outcome, Any]:
         """Park one request until its outcome is known: (outcome, its budget reservation or None, for the
         caller to settle); raises BatchLaneError or SendSynchronously (its reservation released).
         `collect_only`: the request's model does not go to the batch lane (its own lane is another, or
         this lane only collects): it is collected from a batch of an earlier run that holds it, never
         put in a new one."""
-        collect_only = collect_only or not self.settings.submit
+        collect_only = self.collects_only(collect_only)
         known = self.manifest.known(group.name, item.custom_id)
         if collect_only and known is None:
             raise SendSynchronously()  # not in any batch, so an ordinary call

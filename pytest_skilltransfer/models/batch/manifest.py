@@ -153,15 +153,11 @@ class Manifest:
         with self._lock:
             return sorted((s for s in self.submissions.values() if s.open), key=lambda s: s.line)
 
-    def live(self) -> bool:
-        """Whether any submission is not abandoned (a request of a recording run may sit in it)."""
+    def live(self, group: str | None = None) -> bool:
+        """Whether any submission (of `group`, when given) is not abandoned: a request of a recording run
+        may sit in it; with none, no request of the group can be `known`."""
         with self._lock:
-            return any(not s.abandoned for s in self.submissions.values())
-
-    def holds_group(self, group: str) -> bool:
-        """Whether any submission of `group` is not abandoned (else no request of it can be `known`)."""
-        with self._lock:
-            return any(s.group == group and not s.abandoned for s in self.submissions.values())
+            return any(not s.abandoned and group in (None, s.group) for s in self.submissions.values())
 
     def known(self, group: str, cid: str) -> Submission | None:
         """The newest submission that holds this request, unless it was abandoned."""
