@@ -56,7 +56,7 @@ def test_a_corpus_outside_the_seed_is_refused(tmp_path: Path, corpus: str) -> No
 def test_an_absolute_corpus_is_refused_without_crawling(tmp_path: Path) -> None:
     started = time.monotonic()
     found = problems(write_seed(tmp_path / "seed", toml='corpus = "/"\n'))
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 5.0  # crawling / would take minutes
     assert any("'/' is an absolute path" in p for p in found)
 
 
@@ -117,7 +117,7 @@ def test_the_default_skill_limit_refuses_a_multi_megabyte_skill(tmp_path: Path) 
     (seed / "SKILL.md").write_text("# Skill\n" + "Be thorough. " * 420_000)
     started = time.monotonic()
     assert any("over the limit of 1000000 bytes" in p for p in problems(seed))
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 5.0
 
 
 def test_the_plugin_options_set_the_limits(pytester: pytest.Pytester) -> None:
@@ -163,7 +163,7 @@ def test_a_fifo_or_device_is_refused_without_blocking(tmp_path: Path, name: str)
     os.mkfifo(seed / name)
     started = time.monotonic()
     found = problems(seed)
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 5.0  # a FIFO read would block for ever
     assert any(p.startswith(f"{seed / name}: is a FIFO") for p in found), found
     (seed / name).unlink()
     (seed / name).symlink_to("/dev/zero")
