@@ -4,7 +4,8 @@
 
 Runs the README's main job (`CI=true pytest -q -p no:cacheprovider`, replay only, at the repo root)
 under `-n 0` and `-n 2`, alternating, `--rounds` times each (with `--before SRC`, also the package
-found in SRC, put first on `PYTHONPATH`, alternating with this one). A probe plugin notes the wall
+found in SRC, alternating with this one; both then load from `PYTHONPATH`, the working folder kept
+off `sys.path`). A probe plugin notes the wall
 clock (since the command started) and the process's CPU at each phase: the controller's session
 start (for `-n 2`: when xdist starts the workers), each process's collection finished, its first
 item's start, its last item's end, the end of the run. Prints the medians of each variant and of the
@@ -75,6 +76,7 @@ def run(workers: int, before: str | None, bytecode: str, probe_dir: Path) -> dic
     out = Path(tempfile.mkdtemp(prefix="parallel-probe-"))
     env = dict(os.environ, CI="true", PARALLEL_PROBE_OUT=str(out), PARALLEL_PROBE_DIST="1" if workers else "")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (before, str(probe_dir), env.get("PYTHONPATH")) if p)
+    env["PYTHONSAFEPATH"] = "1"  # the working folder (the repo root) would shadow `before` in every process
     if bytecode == "cached":
         env.pop("PYTHONDONTWRITEBYTECODE", None)
     elif bytecode == "off":
@@ -129,7 +131,9 @@ def main() -> None:
     args = parser.parse_args()
     probe_dir = Path(tempfile.mkdtemp(prefix="parallel-probe-plugin-"))
     (probe_dir / "parallel_probe.py").write_text(PROBE)
-    versions = {"after": None} if not args.before else {"before": str(Path(args.before).resolve()), "after": None}
+    # With --before, both packages load from PYTHONPATH: pytest then rewrites the asserts of each (as for a
+    # regular install), which an editable install escapes; the comparison stays like for like.
+    versions = {"after": None} if not args.before else {"before": str(Path(args.before).resolve()), "after": str(ROOT)}
     variants = [(version, workers) for version in versions for workers in (0, 2)]
     if args.bytecode == "cached":
         run(0, None, "cached", probe_dir)  # writes the bytecode caches

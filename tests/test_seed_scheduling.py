@@ -30,7 +30,7 @@ class Node:
 def _scheduler(workers: int) -> tuple[SeedScheduling, list[Any]]:
     reports: list[Any] = []
     config = SimpleNamespace(getvalue=lambda name: [f"{workers}*popen"],
-                             option=SimpleNamespace(loadscopereorder=True),
+                             option=SimpleNamespace(loadscopereorder=True), stash={},
                              hook=SimpleNamespace(pytest_collectreport=lambda report: reports.append(report)))
     return SeedScheduling(config), reports  # type: ignore[arg-type]
 

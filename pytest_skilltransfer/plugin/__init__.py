@@ -30,6 +30,9 @@ Design choices:
   controller gathers them in `pytest_runtest_logreport`. Only the controller prints the summary
   table and writes `--skilltransfer-json` / `--skilltransfer-md`. Scores also go to
   `user_properties`, hence to JUnit XML.
+* Start-up under xdist: the controller makes one run folder for its workers (seed maps, progress,
+  the budget ledger; `state.run_folder`) and engages only once xdist has started them
+  (`EngageOnceWorkersStart`), so its settings, models and reports are set up while the workers start.
 * Snapshots: syrupy, one Markdown file per item in `<seed>/__snapshots__/`; see `snapshots` for
   the layout and for why unused detection cannot break selections. The regression gate reads the
   committed file's transferred score before syrupy compares.
@@ -65,15 +68,18 @@ from .state import (
     ENGAGE,
     PAIR_ARG,
     RUN,
+    RUN_DIR,
+    RUN_DIR_KEY,
     RUNNER,
-    SCOPES_DIR,
     SEED_SCHEDULING,
     SETTINGS,
     SPEC,
     ItemRun,
+    run_folder,
     runner_of,
     settings_of,
     spec_of,
+    starts_workers,
 )
 
 if TYPE_CHECKING:
@@ -140,21 +146,16 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         return None
     from .xdist_scheduling import SeedScheduling
 
-    return SeedScheduling(config, log, config.stash.get(SCOPES_DIR, None))
+    return SeedScheduling(config, log)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    """Tell each worker where to publish which seed each of its items uses, and where the budget's
-    spending is shared."""
-    folder = node.config.stash.get(SCOPES_DIR, None)
+    """Name the run folder to each worker: there it publishes which seed each of its items uses and its
+    progress, and shares the budget's ledger (`state.run_folder`)."""
+    folder = node.config.stash.get(RUN_DIR, None)
     if folder:
-        from .xdist_scheduling import SCOPES_KEY
-
-        node.workerinput[SCOPES_KEY] = folder
-    runner = node.config.stash.get(RUNNER, None)
-    if runner is not None and runner.budget is not None:
-        node.workerinput[BUDGET_LEDGER] = str(runner.budget.path)
+        node.workerinput[RUN_DIR_KEY] = folder
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -170,11 +171,28 @@ def pytest_configure(config: pytest.Config) -> None:
     markers.register(config)
     if config.option.help or not engaged(config):  # --help must work even when the configuration is wrong
         return
-    _engage(config)
-    if config.stash.get(SEED_SCHEDULING, False):
-        import tempfile
+    if not starts_workers(config):
+        _engage(config)
+        return
+    import tempfile
 
-        config.stash[SCOPES_DIR] = tempfile.mkdtemp(prefix="skilltransfer-scopes-")
+    config.stash[RUN_DIR] = tempfile.mkdtemp(prefix="skilltransfer-run-")
+    _keep_transfer_snapshots(config)  # before syrupy's session starts
+    config.pluginmanager.register(EngageOnceWorkersStart(), "skilltransfer-engage")
+
+
+class EngageOnceWorkersStart:
+    """An xdist controller engages (reads and checks the settings, resolves the models, sets up the reports)
+    once xdist has started its workers, not before: each worker then pays its own start-up and
+    collection while the controller does this work, instead of after it (about 0.2 s of a
+    replay's wall on 2 cores; benchmarks/README.md). A bad setting still ends the run with pytest's
+    usage error (exit 4) before any item runs; the workers xdist started are stopped with it."""
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> Generator[None, Any, Any]:
+        result = yield  # xdist's DSession starts the workers (trylast)
+        _engage(session.config)
+        return result
 
 
 def _engage(config: pytest.Config) -> None:
@@ -237,7 +255,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
         batch.unconfigure(config)
         clear_scrubbers()  # a conftest's scrubbers belong to its run, not to the next one in this process
-    folder = config.stash.get(SCOPES_DIR, None)
+    folder = config.stash.get(RUN_DIR, None)
     if folder:
         import shutil
 
@@ -298,13 +316,12 @@ def _configure_concurrency(settings: Settings, progress: Callable[[str], None]) 
     LIMITERS.configure(lambda model_id: by_id.get(model_id, settings.concurrency), progress)
 
 
-BUDGET_LEDGER = "skilltransfer_budget_ledger"
 
 
 def _budget(config: pytest.Config, settings: Settings) -> Any:
-    """The run's budget (see `budget`): xdist workers use the ledger file the controller made."""
+    """The run's budget (see `budget`): under xdist, the controller and its workers share the run folder's ledger."""
     from ..models.registry import resolve_model
-    from .budget import Budget, refuse_unpriced
+    from .budget import LEDGER_NAME, Budget, refuse_unpriced
 
     names = {m for pair in settings.pairs for m in pair} | ({settings.optimizer} if settings.optimizer else set())
     names |= {j.model for j in (settings.ini_judge, settings.cli_judge) if j.model}
@@ -312,10 +329,9 @@ def _budget(config: pytest.Config, settings: Settings) -> Any:
     refusal = refuse_unpriced([resolve_model(name) for name in names], "the models named for this run")
     if refusal:
         raise pytest.UsageError(refusal)
-    workerinput = getattr(config, "workerinput", None)
-    if workerinput is not None and workerinput.get(BUDGET_LEDGER):
-        return Budget(settings.max_cost, Path(workerinput[BUDGET_LEDGER]))
-    return Budget(settings.max_cost, Path(settings.budget_ledger) if settings.budget_ledger else None)
+    run = run_folder(config)  # under xdist, the controller and its workers share one ledger
+    shared = Path(settings.budget_ledger) if settings.budget_ledger else run / LEDGER_NAME if run else None
+    return Budget(settings.max_cost, shared)
 
 
 def resolve_model_id(name: str) -> str:

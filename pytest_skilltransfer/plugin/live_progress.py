@@ -7,8 +7,8 @@ Items are the transfer items finished of those collected. Calls are the answers 
 items that talk to a provider (`planning.recording_bound`). Dollars are what was paid: the budget
 ledger's settled charge with `--max-cost` (the reservations of calls in flight are shown apart, never
 as spend), else the recorded answers priced by their usage; either is the bill the summary prints. Each process counts what its
-cassettes record (`cassettes.on_recorded`); an xdist worker publishes its counts to a JSON file in a
-folder the controller names, at most once a second and at each item's end, and the controller sums
+cassettes record (`cassettes.on_recorded`); an xdist worker publishes its counts to a JSON file in the
+run folder the controller names (`state.run_folder`), at most once a second and at each item's end, and the controller sums
 them. Only the controller writes, a whole line at a time (`lines.line_writer`), so lines never
 interleave under `-n`.
 
@@ -31,7 +31,8 @@ from typing import Any, Callable
 
 import pytest
 
-PROGRESS_DIR = "skilltransfer_progress_dir"  # workerinput key: where workers publish their counts
+from .state import run_folder
+
 MARKER = "skilltransfer"
 PUBLISH_EVERY_S = 1.0
 TERMINAL_INTERVAL_S, LOG_INTERVAL_S = 10.0, 60.0
@@ -91,11 +92,10 @@ class LiveProgress:
         self._remove_observer: Callable[[], None] | None = None
         workerinput = getattr(config, "workerinput", None)
         self.worker_id: str | None = workerinput["workerid"] if workerinput else None
-        self.folder: Path | None = Path(workerinput[PROGRESS_DIR]) if workerinput and workerinput.get(PROGRESS_DIR) \
-            else None
-        self.owned_folder: Path | None = None
-        if self.worker_id is None and _distributed(config):
-            self.folder = self.owned_folder = Path(tempfile.mkdtemp(prefix="skilltransfer-progress-"))
+        run = run_folder(config)
+        self.folder: Path | None = run / "progress" if run is not None else None
+        if self.folder is not None:
+            self.folder.mkdir(exist_ok=True)
         from ..cassettes import on_recorded
 
         self._remove_observer = on_recorded(self._observe)
@@ -157,14 +157,11 @@ class LiveProgress:
 
     # -- printing (the controller, or the only process) -----------------------------------------
 
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_configure_node(self, node: Any) -> None:
-        if self.folder is not None:
-            node.workerinput[PROGRESS_DIR] = str(self.folder)
-
-    def pytest_sessionstart(self, session: pytest.Session) -> None:
-        self.started = time.monotonic()
-        if self.worker_id is not None:
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        """The controller (or the only process) starts printing as the items start (an xdist controller
+        registers this plugin only once its workers have started, after the session start)."""
+        if self.worker_id is not None or self._thread is not None:
             return
         from .lines import line_writer
 
@@ -191,10 +188,6 @@ class LiveProgress:
     def pytest_unconfigure(self) -> None:
         if self._remove_observer is not None:
             self._remove_observer()
-        if self.owned_folder is not None:
-            import shutil
-
-            shutil.rmtree(self.owned_folder, ignore_errors=True)
 
     def _run(self) -> None:
         while not self._stop.wait(self.every_s):
@@ -242,11 +235,6 @@ class LiveProgress:
         lane = " · batch lane" if self.batch else ""
         return (f"skilltransfer: {done}/{counts.items} items · {calls} · {dollars}{lane} · "
                 f"{_elapsed(time.monotonic() - self.started)}")
-
-
-def _distributed(config: pytest.Config) -> bool:
-    """Whether this process is an xdist controller with workers."""
-    return bool(getattr(config.option, "numprocesses", None)) and getattr(config.option, "dist", "no") != "no"
 
 
 def _elapsed(seconds: float) -> str:

@@ -5,6 +5,7 @@ this module imports nothing of the plugin's hooks."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
@@ -26,7 +27,22 @@ SPEC = pytest.StashKey["TransferSpec"]()
 RUN = pytest.StashKey["ItemRun"]()
 PAIR_ARG = "transfer_pair"
 SEED_SCHEDULING = pytest.StashKey[bool]()
-SCOPES_DIR = pytest.StashKey[str]()
+RUN_DIR = pytest.StashKey[str]()  # the controller's run folder (see `run_folder`)
+RUN_DIR_KEY = "skilltransfer_run_dir"  # workerinput key: the same folder, on a worker
+
+
+def starts_workers(config: pytest.Config) -> bool:
+    """Whether this process is an xdist controller that starts workers (xdist's own test, collection aside)."""
+    return (not hasattr(config, "workerinput") and not config.option.collectonly
+            and getattr(config.option, "dist", "no") != "no" and bool(getattr(config.option, "tx", None)))
+
+
+def run_folder(config: pytest.Config) -> Path | None:
+    """The folder an xdist controller makes for its run and names to each worker: the workers' seed maps
+    (`scopes/`), progress counts (`progress/`) and the budget ledger live there. None without workers
+    (and on a remote worker that cannot share it)."""
+    folder = getattr(config, "workerinput", {}).get(RUN_DIR_KEY) or config.stash.get(RUN_DIR, None)
+    return Path(folder) if folder and Path(folder).is_dir() else None
 
 
 @dataclass

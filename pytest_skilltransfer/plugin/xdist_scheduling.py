@@ -7,8 +7,8 @@ for hand-written tests whose `skilltransfer` marker names the seed, wherever the
 (under the rootdir or not, given as a path, by `--seeds-dir` or through `testpaths`).
 
 A node id alone cannot say which seed a hand-written test uses, so each worker writes, when its
-collection is done and before xdist reports it, a `{node id: seed folder}` map into a folder the
-controller created and passed in `workerinput` (`write_scopes`); the scheduler reads the map of the
+collection is done and before xdist reports it, a `{node id: seed folder}` map into the run folder the
+controller made and named in `workerinput` (`write_scopes`, `state.run_folder`); the scheduler reads the map of the
 worker whose collection it receives. This is xdist's own `LoadGroupScheduling` pattern (a
 `LoadScopeScheduling` with another scope function); items outside any seed are their own scope,
 distributed as with `--dist load`. A worker that cannot share the folder (a remote `--tx`) leaves
@@ -35,33 +35,40 @@ from xdist.report import report_collection_diff
 from xdist.scheduler.loadscope import LoadScopeScheduling
 
 from .collect import ITEM_PREFIX
+from .state import run_folder
 
-SCOPES_KEY = "skilltransfer_scopes"  # workerinput key: the folder of the workers' scope maps
+
+
+def scopes_folder(run: Path) -> Path:
+    """Where the workers' scope maps go in the run folder (`state.run_folder`)."""
+    return run / "scopes"
 
 
 def write_scopes(config: pytest.Config, scopes: dict[str, str]) -> None:
     """On a worker: publish `{node id: seed folder}` for the controller (atomically)."""
-    folder = getattr(config, "workerinput", {}).get(SCOPES_KEY)
-    if not folder:
+    run = run_folder(config)
+    if run is None or not hasattr(config, "workerinput"):
         return
-    target = Path(folder) / f"{config.workerinput['workerid']}.json"  # type: ignore[attr-defined]
+    folder = scopes_folder(run)
+    folder.mkdir(exist_ok=True)
+    target = folder / f"{config.workerinput['workerid']}.json"  # type: ignore[attr-defined]
     partial = target.with_suffix(".partial")
     partial.write_text(json.dumps(scopes), encoding="utf-8")
     os.replace(partial, target)
 
 
-def read_scopes(folder: str, worker_id: str) -> dict[str, str]:
+def read_scopes(run: Path, worker_id: str) -> dict[str, str]:
     """On the controller: one worker's map, or {} when it wrote none."""
-    path = Path(folder) / f"{worker_id}.json"
+    path = scopes_folder(run) / f"{worker_id}.json"
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
 class SeedScheduling(LoadScopeScheduling):
     """Load balancing by seed for transfer items, by test for everything else."""
 
-    def __init__(self, config: pytest.Config, log: Any = None, scopes_dir: str | None = None) -> None:
+    def __init__(self, config: pytest.Config, log: Any = None) -> None:
         super().__init__(config, log)
-        self._scopes_dir = scopes_dir
+        self._run = run_folder(config)
         self._scopes: dict[str, str] = {}
 
     @property
@@ -70,8 +77,8 @@ class SeedScheduling(LoadScopeScheduling):
         return bool(self.registered_collections)
 
     def add_node_collection(self, node: Any, collection: Any) -> None:
-        if self._scopes_dir and not self._scopes:
-            self._scopes = read_scopes(self._scopes_dir, node.gateway.id)
+        if self._run is not None and not self._scopes:
+            self._scopes = read_scopes(self._run, node.gateway.id)
         super().add_node_collection(node, collection)
         if node not in self.registered_collections:  # a later worker whose collection differs: xdist skips it
             self._refuse(node, collection)
