@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -123,6 +124,13 @@ def phases(result: dict) -> dict[str, float]:
     }
 
 
+def _bytecode_caches(versions: dict[str, str | None]) -> set[Path]:
+    """The `__pycache__` folders of the measured packages and the repo's seeds."""
+    roots = [Path(source or ROOT) / "pytest_skilltransfer" for source in versions.values()] + [ROOT / "seeds"]
+    return {folder for root in roots for folder in root.rglob("__pycache__")} | (
+        {ROOT / "__pycache__"} if (ROOT / "__pycache__").is_dir() else set())  # the root conftest's
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -135,16 +143,22 @@ def main() -> None:
     # regular install), which an editable install escapes; the comparison stays like for like.
     versions = {"after": None} if not args.before else {"before": str(Path(args.before).resolve()), "after": str(ROOT)}
     variants = [(version, workers) for version in versions for workers in (0, 2)]
-    if args.bytecode == "cached":
-        run(0, None, "cached", probe_dir)  # writes the bytecode caches
+    caches_before = _bytecode_caches(versions)
     load_start = os.getloadavg()
     results: dict[tuple[str, int], list[dict]] = {variant: [] for variant in variants}
     outputs: set[str] = set()
-    for _ in range(args.rounds):
-        for version, workers in variants:
-            result = run(workers, versions[version], args.bytecode, probe_dir)
-            outputs.add(result["output"])
-            results[(version, workers)].append(phases(result))
+    try:
+        if args.bytecode == "cached":
+            for source in versions.values():
+                run(0, source, "cached", probe_dir)  # writes the bytecode caches
+        for _ in range(args.rounds):
+            for version, workers in variants:
+                result = run(workers, versions[version], args.bytecode, probe_dir)
+                outputs.add(result["output"])
+                results[(version, workers)].append(phases(result))
+    finally:  # the caches this run wrote would speed up later runs that measure compiling
+        for folder in _bytecode_caches(versions) - caches_before:
+            shutil.rmtree(folder, ignore_errors=True)
     load_end = os.getloadavg()
     print(f"main job, {args.rounds} alternating rounds, bytecode {args.bytecode}; load average (1, 5, 15 min) "
           f"{', '.join(f'{x:.2f}' for x in load_start)} at the start, {', '.join(f'{x:.2f}' for x in load_end)} at the end")
