@@ -695,6 +695,9 @@ def _main_job(work: Path, extra: list[str]) -> tuple[float, float]:
     bytecode cached as in a user's environment."""
     env = {k: v for k, v in os.environ.items() if k not in FOREIGN_ENV_DROPPED}
     env["CI"] = "true"
+    env["PYTHONSAFEPATH"] = "1"  # as the README's `pytest` script: the repo root off sys.path, so the package
+    #                              loads through its editable install (`python -m` from the root would load
+    #                              it from there, and pytest would rewrite its asserts: a slower start-up)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *extra,
