@@ -1,6 +1,5 @@
-"""An xdist controller engages once its workers have started: at its session start (when xdist starts the
-workers) it has imported none of the settings, models or engine modules; a bad setting still ends the run with
-pytest's usage error before any item runs; the run folder the workers share is removed at the end."""
+"""An xdist controller engages once its workers have started: a bad setting still ends the run with pytest's
+usage error before any item runs; the run folder the workers share is removed at the end."""
 
 from __future__ import annotations
 
@@ -8,35 +7,7 @@ import pytest
 
 from plugin_support import project
 
-PROBE = '''
-import os, sys, pytest
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionstart(session):
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
-        loaded = sorted(m for m in sys.modules if m.startswith("pytest_skilltransfer"))
-        print("AT-START", " ".join(loaded), file=sys.stderr)
-'''
 PAIR = "skilltransfer_pair = toy-a:toy-b\n"
-LATE = ("pytest_skilltransfer.engine.results", "pytest_skilltransfer.models.registry",
-        "pytest_skilltransfer.models.providers", "pytest_skilltransfer.plugin.runner")
-
-
-def _loaded_at_start(result: pytest.RunResult) -> list[str]:
-    line = next(line for line in result.errlines if line.startswith("AT-START"))
-    return line.split()[1:]
-
-
-def test_the_controller_starts_its_workers_before_it_engages(pytester: pytest.Pytester) -> None:
-    project(pytester, ini=PAIR)
-    pytester.makepyfile(startup_probe=PROBE)
-    result = pytester.runpytest_subprocess("-p", "startup_probe", "-n", "2", "-p", "no:randomly", "--snapshot-update")
-    result.assert_outcomes(passed=2)
-    loaded = _loaded_at_start(result)
-    assert loaded and not set(LATE) & set(loaded), loaded
-    alone = pytester.runpytest_subprocess("-p", "startup_probe", "-n", "0", "-p", "no:randomly", "--snapshot-update")
-    alone.assert_outcomes(passed=2)
-    assert set(LATE) <= set(_loaded_at_start(alone))  # without workers it engages at configuration, as before
 
 
 def test_a_bad_setting_under_xdist_is_still_a_usage_error_before_any_item(pytester: pytest.Pytester) -> None:
