@@ -250,7 +250,7 @@ def test_missing_key_while_recording_names_the_variable(tmp_path: Path, name: st
     with pytest.raises(MissingAPIKey, match=f"{variable} is not set"):
         model.complete(ask("hi"))  # live call, no recording
     assert caught.value.variable == variable and "seed 'seed'" in str(caught.value)
-    assert time.monotonic() - started < 5.0  # fails at once: no request, no retry (a loaded machine still imports the SDK)
+    assert time.monotonic() - started < 5.0  # no request, no retry (a loaded machine still imports the SDK)
 
 
 def test_local_servers_need_no_key(fake_provider: FakeProvider) -> None:

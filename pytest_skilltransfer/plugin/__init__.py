@@ -316,8 +316,6 @@ def _configure_concurrency(settings: Settings, progress: Callable[[str], None]) 
     LIMITERS.configure(lambda model_id: by_id.get(model_id, settings.concurrency), progress)
 
 
-
-
 def _budget(config: pytest.Config, settings: Settings) -> Any:
     """The run's budget (see `budget`): under xdist, the controller and its workers share the run folder's ledger."""
     from ..models.registry import resolve_model

@@ -38,7 +38,6 @@ from .collect import ITEM_PREFIX
 from .state import run_folder
 
 
-
 def scopes_folder(run: Path) -> Path:
     """Where the workers' scope maps go in the run folder (`state.run_folder`)."""
     return run / "scopes"
