@@ -20,7 +20,8 @@ b = sum of positive differences and c = sum of negative ones; a [0, 1]-bounded d
 dominated in the convex order by the three-point variable with the same positive and negative
 parts, and the test suite checks the coverage of this use by seeded simulation.
 
-Only `math`; everything is cached per (n, b, c, level).
+Only `math`. The interval and the p-value are cached per (n, b, c, level), each one-sided p-value per
+(n, b, c, d0); a tail probability sums each row of b by Horner's rule (one `exp` per row).
 """
 
 from __future__ import annotations
@@ -67,14 +68,46 @@ def statistic(n: int, b: float, c: float, d0: float) -> float:
     return numerator / math.sqrt(variance)
 
 
-def _tail(n: int, members: list[int], d0: float, q: float) -> float:
-    """P(table in `members`) when p- = q and p+ = q + d0 (q strictly inside its range)."""
+def _rows(n: int, members: list[int]) -> list[tuple[int, int, list[float]]]:
+    """`members` grouped by b: (b, lowest c, the multinomial coefficients of c = lowest c ... highest c), a
+    coefficient 0 where (b, c) is not a member."""
     bs, cs, logs = _tables(n)
+    by_b: dict[int, dict[int, float]] = {}
+    for i in members:
+        by_b.setdefault(bs[i], {})[cs[i]] = math.exp(logs[i])
+    rows = []
+    for b, coefficients in sorted(by_b.items()):
+        low, high = min(coefficients), max(coefficients)
+        rows.append((b, low, [coefficients.get(c, 0.0) for c in range(low, high + 1)]))
+    return rows
+
+
+def _tail(n: int, rows: list[tuple[int, int, list[float]]], d0: float, q: float) -> float:
+    """P(table in `rows`) when p- = q and p+ = q + d0 (q strictly inside its range).
+
+    Each row of b is a polynomial in r = p- / p0 (Horner's rule; in 1 / r when r > 1, so no power
+    overflows), scaled by the probability of its first (or last) table: one `exp` per row, not per table."""
     tiny = 1e-300
     log_up, log_down = math.log(max(q + d0, tiny)), math.log(max(q, tiny))
     log_stay = math.log(max(1.0 - 2.0 * q - d0, tiny))
+    ratio = math.exp(log_down - log_stay)
     exp = math.exp
-    return sum(exp(logs[i] + bs[i] * log_up + cs[i] * log_down + (n - bs[i] - cs[i]) * log_stay) for i in members)
+    total = 0.0
+    if ratio <= 1.0:
+        for b, low, coefficients in rows:
+            acc = 0.0
+            for k in reversed(coefficients):
+                acc = acc * ratio + k
+            total += exp(b * log_up + low * log_down + (n - b - low) * log_stay) * acc
+    else:
+        inverse = 1.0 / ratio
+        for b, low, coefficients in rows:
+            acc = 0.0
+            for k in coefficients:
+                acc = acc * inverse + k
+            high = low + len(coefficients) - 1
+            total += exp(b * log_up + high * log_down + (n - b - high) * log_stay) * acc
+    return total
 
 
 def _nuisance_range(d0: float) -> tuple[float, float]:
@@ -86,48 +119,60 @@ def _nuisance_range(d0: float) -> tuple[float, float]:
 
 def _extreme(n: int, members: list[int], d0: float, largest: bool) -> float:
     """max (or min) over the nuisance p- of P(members): a grid, then golden-section refinement."""
+    rows = _rows(n, members)
     low, high = _nuisance_range(d0)
     sign = 1.0 if largest else -1.0
     step = (high - low) / GRID
     points = [low + step * k for k in range(GRID + 1)]
-    values = [sign * _tail(n, members, d0, q) for q in points]
+    values = [sign * _tail(n, rows, d0, q) for q in points]
     best = max(range(len(points)), key=values.__getitem__)
     a, z = points[max(best - 1, 0)], points[min(best + 1, GRID)]
     top = values[best]
     ratio = (math.sqrt(5.0) - 1.0) / 2.0
     x1, x2 = z - ratio * (z - a), a + ratio * (z - a)
-    f1, f2 = sign * _tail(n, members, d0, x1), sign * _tail(n, members, d0, x2)
+    f1, f2 = sign * _tail(n, rows, d0, x1), sign * _tail(n, rows, d0, x2)
     for _ in range(REFINE):
         if f1 > f2:
             z, x2, f2 = x2, x1, f1
             x1 = z - ratio * (z - a)
-            f1 = sign * _tail(n, members, d0, x1)
+            f1 = sign * _tail(n, rows, d0, x1)
         else:
             a, x1, f1 = x1, x2, f2
             x2 = a + ratio * (z - a)
-            f2 = sign * _tail(n, members, d0, x2)
+            f2 = sign * _tail(n, rows, d0, x2)
     return sign * max(top, f1, f2)
+
+
+@lru_cache(maxsize=64)
+def _statistic_terms(n: int) -> tuple[tuple[int, float, float, int], ...]:
+    """Per table, the parts of Tango's statistic that do not depend on d0: -b - c, 2n - b + c, 4 (2n) c, b - c."""
+    bs, cs, _ = _tables(n)
+    a = 2.0 * n
+    return tuple((-b - c, 2.0 * n - b + c, 4.0 * a * c, b - c) for b, c in zip(bs, cs))
 
 
 def _statistics(n: int, d0: float) -> list[float]:
     """Tango's statistic of every table for D = d0 (`statistic`, inlined for speed)."""
-    bs, cs, _ = _tables(n)
     a, spread, floor, ceiling = 2.0 * n, d0 * (1.0 - d0), max(0.0, -d0), (1.0 - d0) / 2.0
+    twice_a, shift = 2.0 * a, n * d0
     out = []
+    append = out.append
     sqrt = math.sqrt
-    for b, c in zip(bs, cs):
-        bb = -b - c + (2.0 * n - b + c) * d0
-        q = (-bb + sqrt(max(bb * bb + 4.0 * a * c * spread, 0.0))) / (2.0 * a)
+    for minus_b_c, slope, four_a_c, difference in _statistic_terms(n):
+        bb = minus_b_c + slope * d0
+        discriminant = bb * bb + four_a_c * spread
+        q = (-bb + sqrt(discriminant if discriminant > 0.0 else 0.0)) / twice_a
         q = ceiling if q > ceiling else floor if q < floor else q
         variance = n * (2.0 * q + spread)
-        numerator = b - c - n * d0
+        numerator = difference - shift
         if variance <= 1e-300:
-            out.append(0.0 if abs(numerator) < TOLERANCE else math.copysign(math.inf, numerator))
+            append(0.0 if abs(numerator) < TOLERANCE else math.copysign(math.inf, numerator))
         else:
-            out.append(numerator / sqrt(variance))
+            append(numerator / sqrt(variance))
     return out
 
 
+@lru_cache(maxsize=16384)
 def upper_p(n: int, b: float, c: float, d0: float) -> float:
     """Exact one-sided p-value of D <= d0 against D > d0 (large T is evidence of a larger gain)."""
     if d0 >= 1.0:
