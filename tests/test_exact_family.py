@@ -160,3 +160,23 @@ def test_the_regression_gate_uses_the_same_family(drops: int, verdict: str) -> N
     after = {task: (0.0 if i < drops else 1.0) for i, task in enumerate(before)}
     check = stats.regression(before, after, tolerance=0.05)
     assert check.verdict == verdict, check.message()
+
+
+@pytest.mark.parametrize("n", [1, 7, 24, 60, 100])
+def test_a_tail_summed_row_by_row_equals_the_sum_over_its_tables(n: int) -> None:
+    """`_tail` sums each row of b by Horner's rule in p- / p0 (or its inverse): the same probability as the
+    direct sum of every member table's, at nuisance values across the whole range (both branches)."""
+    import random
+
+    rng = random.Random(n)
+    tables = _tables(n)
+    for d0 in (-0.6, -0.1, 0.0, 0.2, 0.7):
+        low, high = paired_exact._nuisance_range(d0)
+        members = sorted(rng.sample(range(len(tables)), max(1, len(tables) // 3)))
+        rows = paired_exact._rows(n, members)
+        for share in (0.0, 1e-6, 0.1, 0.33, 0.5, 0.9, 1 - 1e-6, 1.0):
+            q = low + share * (high - low)
+            logs = (math.log(q + d0), math.log(q), math.log(1.0 - 2.0 * q - d0))  # p0 as `_tail` has it
+            direct = math.fsum(math.exp(tables[i][2] + tables[i][0] * logs[0] + tables[i][1] * logs[1]
+                                        + (n - tables[i][0] - tables[i][1]) * logs[2]) for i in members)
+            assert paired_exact._tail(n, rows, d0, q) == pytest.approx(direct, rel=1e-11, abs=1e-300)
