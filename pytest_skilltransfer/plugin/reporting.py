@@ -61,8 +61,9 @@ class TransferReporting:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if is_worker(self.config):
             return
-        data = getattr(report, REPORT_ATTRIBUTE, None)
-        if data is not None:
+        text = getattr(report, REPORT_ATTRIBUTE, None)
+        if text is not None:
+            data = json.loads(text)
             self.results[data["item"]] = data
             self.errors.pop(data["item"], None)
         error = getattr(report, ERROR_ATTRIBUTE, None)
