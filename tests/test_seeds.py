@@ -176,3 +176,34 @@ def test_project_seeds_are_portable_to_javascript():
         warnings.simplefilter("error")
         for path in discover_seeds(Path(__file__).resolve().parents[1] / "seeds"):
             load_seed(path)
+
+
+def test_tasks_that_repeat_a_judge_share_it_and_every_line_still_reports_its_own_problems(tmp_path):
+    """A file's repeated judge is parsed once (the frozen Judge is shared); a repeated bad judge is an error on
+    each of its lines, and a repeated regex portability problem warns on each of its lines."""
+    from pytest_skilltransfer.engine.seed_data import SeedPortabilityWarning
+
+    shared = {"kind": "rule", "checks": [{"op": "min_chars", "arg": 20}, {"op": "no_refusal"}]}
+    lines = [{"task_id": f"t{i}", "task": f"Task {i}.", "judge": shared} for i in range(4)]
+    seed = tmp_path / "shared"
+    seed.mkdir()
+    (seed / "SKILL.md").write_text("# Skill\n\nDo the task.\n", encoding="utf-8")
+    (seed / "benchmark.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    (seed / "held-out.jsonl").write_text(json.dumps({**lines[0], "task_id": "h1"}) + "\n", encoding="utf-8")
+    loaded = load_seed(seed)
+    judges = {id(t.judge) for t in (*loaded.train, *loaded.val)}
+    assert len(judges) == 1 and loaded.train[0].judge == Judge("rule", (Check("min_chars", 20), Check("no_refusal")))
+
+    bad = {"kind": "rule", "checks": [{"op": "min_chars", "arg": -1}]}
+    (seed / "benchmark.jsonl").write_text("".join(json.dumps({**line, "judge": bad}) + "\n" for line in lines[:2]),
+                                          encoding="utf-8")
+    with pytest.raises(SeedError) as info:
+        load_seed(seed)
+    assert f"{seed / 'benchmark.jsonl'}:1" in str(info.value) and f"{seed / 'benchmark.jsonl'}:2" in str(info.value)
+
+    unportable = {"kind": "rule", "checks": [{"op": "regex", "arg": "(?m)^ok"}]}
+    (seed / "benchmark.jsonl").write_text("".join(json.dumps({**line, "judge": unportable}) + "\n" for line in lines[:2]),
+                                          encoding="utf-8")
+    with pytest.warns(SeedPortabilityWarning) as caught:
+        load_seed(seed)
+    assert sorted(str(w.message).split(": ")[0] for w in caught) == [f"{seed / 'benchmark.jsonl'}:{n}" for n in (1, 2)]

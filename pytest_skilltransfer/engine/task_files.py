@@ -131,12 +131,25 @@ def json_lines(path: Path, shape: str, problems: list[SeedProblem],
         yield number, where, raw
 
 
+def _shared_judge(raw: Any, where: str, problems: list[SeedProblem], judges: dict[str, Judge]) -> Judge | None:
+    """`_parse_judge`, reusing the judge parsed from the same JSON earlier in the file. A judge with a regex
+    check is parsed at each task, so its portability warnings name every line; a bad judge is never kept."""
+    key = json.dumps(raw)
+    judge = judges.get(key)
+    if judge is None:
+        judge = _parse_judge(raw, where, problems)
+        if judge is not None and not any(check.op == "regex" for check in judge.checks):
+            judges[key] = judge
+    return judge
+
+
 def read_tasks(path: Path, problems: list[SeedProblem], limits: SeedLimits | None = None,
                folder: ConfinedFolder | None = None) -> list[Task]:
     """Read a JSONL task file, appending every problem (with file:line) to `problems`."""
     limits = limits or SeedLimits()
     tasks: list[Task] = []
     seen: dict[str, int] = {}
+    judges: dict[str, Judge] = {}  # a file's tasks mostly share a few judges: each is parsed once (they are frozen)
     for number, where, raw in json_lines(path, "{task_id, task, judge}", problems, folder):
         missing = [k for k in ("task_id", "task", "judge") if k not in raw]
         if missing:
@@ -163,7 +176,7 @@ def read_tasks(path: Path, problems: list[SeedProblem], limits: SeedLimits | Non
                                                f"task's family (a topic or paraphrase group), got {json.dumps(cluster)}; "
                                                "remove it to make the task a cluster of its own"))
             continue
-        judge = _parse_judge(raw["judge"], f"{where}: task {task_id!r}", problems)
+        judge = _shared_judge(raw["judge"], f"{where}: task {task_id!r}", problems, judges)
         if judge is not None:
             tasks.append(Task(id=task_id, text=text, judge=judge, origin=where, cluster=cluster))
     return tasks

@@ -12,6 +12,7 @@ units that would make it reachable (`units_to_reach`), and the summary counts su
 
 from __future__ import annotations
 
+import bisect
 from functools import lru_cache
 
 from .gain_tests import gain_p_value, restart_p_value
@@ -36,13 +37,28 @@ def reachable(index: int, smallest: list[float], alpha: float = ALPHA) -> bool:
     """Whether item `index` can be a Holm finding in a family whose items have these smallest p-values:
     some of the others (those that can come first, the smallest of them) at their smallest p, then this one
     at its own, each passing its step-down bar."""
-    m, mine = len(smallest), smallest[index]
-    ahead = sorted(p for j, p in enumerate(smallest) if j != index and p <= mine)
-    for count in range(len(ahead) + 1):
-        sequence = ahead[:count] + [mine]
-        if all(p <= alpha / (m - k) + EPSILON for k, p in enumerate(sequence)):
-            return True
-    return False
+    return _reachable_all(smallest, alpha)[index]
+
+
+def _reachable_all(smallest: list[float], alpha: float) -> list[bool]:
+    """`reachable` for every item at once, in O(m log m).
+
+    The others ahead of an item are those with a smallest p at or below its own: in the sorted list, the
+    values up to its own less one copy of it. Putting `count` of them first passes their bars only while
+    every one of them passes its own, a prefix condition on the sorted list that holds up to some length
+    L; the item's own bar alpha / (m - count) grows with `count`, so the most favourable case puts
+    min(L, those ahead) first."""
+    m = len(smallest)
+    ordered = sorted(smallest)
+    valid = 0  # the longest prefix of `ordered` whose every value passes its bar
+    while valid < m and ordered[valid] <= alpha / (m - valid) + EPSILON:
+        valid += 1
+    out = []
+    for mine in smallest:
+        ahead = bisect.bisect_right(ordered, mine) - 1
+        count = min(valid, ahead)
+        out.append(mine <= alpha / (m - count) + EPSILON)
+    return out
 
 
 def units_to_reach(index: int, units: list[int], restarts: list[int], alpha: float = ALPHA) -> int | None:
@@ -60,4 +76,5 @@ def unreachable(units: list[int], restarts: list[int], alpha: float = ALPHA) -> 
     """{index: units that would make it reachable (None: more than `MAX_UNITS`)} for every item of the family
     (given by its held-out units and restarts) that can never be a Holm finding in it."""
     smallest = [smallest_p(n, r) for n, r in zip(units, restarts)]
-    return {i: units_to_reach(i, units, restarts, alpha) for i in range(len(units)) if not reachable(i, smallest, alpha)}
+    able = _reachable_all(smallest, alpha)
+    return {i: units_to_reach(i, units, restarts, alpha) for i in range(len(units)) if not able[i]}
