@@ -15,8 +15,8 @@ summary. A loopback base URL is not a price: a local gateway in front of a paid 
 
 The ledger is one SQLite file: an xdist run keeps it in the run folder the controller names to its
 workers (`state.run_folder`), so they share one budget; a run without workers keeps it in a temporary
-folder; `--transfer-budget-ledger PATH` (ini `skilltransfer_budget_ledger`) names a file that several pytest processes share (kept after the run,
-so a later run against it continues the same budget).
+folder; `--transfer-budget-ledger PATH` (ini `skilltransfer_budget_ledger`) names a file that several
+pytest processes share (kept after the run, so a later run against it continues the same budget).
 """
 
 from __future__ import annotations

@@ -6,11 +6,11 @@ Items are the transfer items finished of those collected. Calls are the answers 
 (live provider calls, batch answers too; replays do not count) against the plan's upper bound for the
 items that talk to a provider (`planning.recording_bound`). Dollars are what was paid: the budget
 ledger's settled charge with `--max-cost` (the reservations of calls in flight are shown apart, never
-as spend), else the recorded answers priced by their usage; either is the bill the summary prints. Each process counts what its
-cassettes record (`cassettes.on_recorded`); an xdist worker publishes its counts to a JSON file in the
-run folder the controller names (`state.run_folder`), at most once a second and at each item's end,
-and the controller sums them. Only the controller writes, a whole line at a time (`lines.line_writer`), so lines never
-interleave under `-n`.
+as spend), else the recorded answers priced by their usage; either is the bill the summary prints.
+Each process counts what its cassettes record (`cassettes.on_recorded`); an xdist worker publishes its
+counts to a JSON file in the run folder the controller names (`state.run_folder`), at most once a second
+and at each item's end, and the controller sums them. Only the controller writes, a whole line at a time
+(`lines.line_writer`), so lines never interleave under `-n`.
 
 `--skilltransfer-progress` (ini `skilltransfer_progress`): `auto` (default: a line every 10 s on a
 terminal, every 60 s in a log, only when something changed, and only when some item can record:
