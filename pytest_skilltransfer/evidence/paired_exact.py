@@ -91,22 +91,16 @@ def _tail(n: int, rows: list[tuple[int, int, list[float]]], d0: float, q: float)
     log_up, log_down = math.log(max(q + d0, tiny)), math.log(max(q, tiny))
     log_stay = math.log(max(1.0 - 2.0 * q - d0, tiny))
     ratio = math.exp(log_down - log_stay)
+    from_last = ratio > 1.0  # Horner from the row's last table, in powers of 1 / r
+    step = 1.0 / ratio if from_last else ratio
     exp = math.exp
     total = 0.0
-    if ratio <= 1.0:
-        for b, low, coefficients in rows:
-            acc = 0.0
-            for k in reversed(coefficients):
-                acc = acc * ratio + k
-            total += exp(b * log_up + low * log_down + (n - b - low) * log_stay) * acc
-    else:
-        inverse = 1.0 / ratio
-        for b, low, coefficients in rows:
-            acc = 0.0
-            for k in coefficients:
-                acc = acc * inverse + k
-            high = low + len(coefficients) - 1
-            total += exp(b * log_up + high * log_down + (n - b - high) * log_stay) * acc
+    for b, low, coefficients in rows:
+        acc = 0.0
+        for k in (coefficients if from_last else reversed(coefficients)):
+            acc = acc * step + k
+        c = low + len(coefficients) - 1 if from_last else low  # the table the row is scaled by
+        total += exp(b * log_up + c * log_down + (n - b - c) * log_stay) * acc
     return total
 
 
