@@ -4,7 +4,18 @@ import json
 
 import pytest
 
-from pytest_skilltransfer.guards.edits import END, START, Edit, apply_edits, render_skill, split_skill
+import random
+
+from pytest_skilltransfer.guards.edits import (
+    END,
+    LEARNED_MAX_BYTES,
+    START,
+    Edit,
+    apply_edits,
+    max_skill_bytes,
+    render_skill,
+    split_skill,
+)
 from pytest_skilltransfer.engine.reflect import EditParseError, parse_edits
 
 BODY = "# Skill\n\nWrite briefs.\n- a hand-written bullet\n"
@@ -69,6 +80,47 @@ def test_later_edits_see_earlier_ones():
 def test_unknown_op_and_oversized_content():
     out = apply_edits(BODY, [Edit("rewrite", "x"), Edit("add", "x" * 5000)], 4)
     assert [why.split(";")[0] for _, why in out.unmatched] == ["unknown op 'rewrite'", "content longer than 2000 characters"]
+
+
+def _block(skill):
+    return skill[skill.index(START):] if START in skill else ""
+
+
+def test_the_learned_block_never_grows_past_its_cap():
+    skill = BODY
+    for night in range(12):
+        skill = apply_edits(skill, [Edit("add", f"Night {night} rule {i}: " + "é" * 150) for i in range(4)], 4).skill
+    assert len(_block(skill).encode()) <= LEARNED_MAX_BYTES
+    another = "Another rule: " + "é" * 150
+    out = apply_edits(skill, [Edit("add", another), Edit("delete", anchor="night 0 rule 0"), Edit("add", another)], 4)
+    assert [e.op for e in out.applied] == ["delete", "add"]
+    assert out.unmatched[0][1].startswith("the learned rules would take ") and "over their cap of 2048" in out.unmatched[0][1]
+    grown = apply_edits(skill, [Edit("replace", "x" * 1500, anchor="night 1 rule 0")], 4)
+    assert not grown.applied and grown.skill == skill
+
+
+def test_a_hand_written_block_over_the_cap_may_shrink_but_not_grow():
+    big = render_skill(BODY, [f"Rule {i}: " + "w" * 300 for i in range(10)])
+    assert len(_block(big).encode()) > LEARNED_MAX_BYTES
+    assert not apply_edits(big, [Edit("add", "A new rule.")], 4).applied
+    shrunk = apply_edits(big, [Edit("replace", "Rule 3, shorter.", anchor="rule 3:")], 4).skill
+    assert len(shrunk) < len(big) and "Rule 3, shorter." in shrunk
+
+
+def test_no_edits_take_a_skill_past_max_skill_bytes():
+    """Random nights of adds, replaces and deletes (multi-line, non-ASCII) never pass the plan's bound."""
+    rng = random.Random(7)
+    words = ["é", "rule", "- item", "\n", "\n\n", "x" * 40, "日本", "`code`"]
+    for seed_skill in (BODY, "# Tiny\n", render_skill(BODY, ["kept " + "k" * 2500])):
+        bound, skill = max_skill_bytes(seed_skill), seed_skill
+        for _ in range(60):
+            edits = []
+            for _ in range(rng.randint(1, 6)):
+                content = "".join(rng.choice(words) for _ in range(rng.randint(1, 80)))
+                anchor = rng.choice(split_skill(skill)[1] or ["none"])[:12]
+                edits.append(Edit(rng.choice(["add", "add", "replace", "delete"]), content, anchor))
+            skill = apply_edits(skill, edits, rng.randint(1, 6)).skill
+            assert len(skill.encode()) <= bound
 
 
 def test_no_rules_means_no_block():

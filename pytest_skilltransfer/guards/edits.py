@@ -13,6 +13,12 @@ The optimizer never rewrites the hand-written skill. Its edits land in one marke
 Ops: `add` appends a rule (refused when blank or already present); `replace` swaps the one rule
 that contains `anchor` for `content`; `delete` removes the one rule that contains `anchor`.
 An anchor that matches no rule, or more than one, leaves the skill unchanged and is reported.
+
+The block is bounded: an `add` or `replace` that would make it (markers, heading and rules, as
+rendered) longer than `LEARNED_MAX_BYTES` UTF-8 bytes is refused and reported, so a skill never
+grows by more than that however many nights run (`max_skill_bytes`; a hand-written block already
+longer only shrinks). Every agent prompt carries the skill, so this bounds what learning can add
+to each later call, and the plan's bound uses it.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ END = "<!-- skilltransfer:learned end -->"
 HEADING = "## Learned rules"
 OPS = ("add", "replace", "delete")
 MAX_EDIT_CHARS = 2000
+LEARNED_MAX_BYTES = 2048  # the learned block as rendered: ten 200-character rules, more than a default run keeps
 
 
 @dataclass(frozen=True)
@@ -80,16 +87,33 @@ def _parse_rules(block: str) -> list[str]:
     return ["\n".join(r).rstrip() for r in rules]
 
 
-def render_skill(body: str, rules: list[str]) -> str:
-    """Join a body and its learned rules; no block at all when there are no rules."""
-    if not rules:
-        return body.rstrip("\n") + "\n"
+def learned_block(rules: list[str]) -> str:
+    """The learned block of `rules`: markers, heading and one bullet per rule (continuation lines indented)."""
     bullets = []
     for rule in rules:
         first, *rest = rule.split("\n")
         bullets.append("- " + first)
         bullets.extend(("  " + line) if line else "" for line in rest)
-    return f"{body.rstrip()}\n\n{START}\n{HEADING}\n" + "\n".join(bullets) + f"\n{END}\n"
+    return f"{START}\n{HEADING}\n" + "\n".join(bullets) + f"\n{END}\n"
+
+
+def render_skill(body: str, rules: list[str]) -> str:
+    """Join a body and its learned rules; no block at all when there are no rules."""
+    if not rules:
+        return body.rstrip("\n") + "\n"
+    return f"{body.rstrip()}\n\n{learned_block(rules)}"
+
+
+def _block_bytes(rules: list[str]) -> int:
+    return len(learned_block(rules).encode("utf-8")) if rules else 0
+
+
+def max_skill_bytes(skill: str) -> int:
+    """The most UTF-8 bytes `skill` can reach under any edits: its body, a blank line and a learned block at
+    the cap (or at its own hand-written block's size, when that is larger), or the skill as it is."""
+    body, rules = split_skill(skill)
+    block = max(LEARNED_MAX_BYTES, _block_bytes(rules))
+    return max(len(skill.encode("utf-8")), len(body.rstrip().encode("utf-8")) + 2 + block)
 
 
 def _single_match(rules: list[str], anchor: str) -> tuple[int | None, str]:
@@ -105,12 +129,15 @@ def _single_match(rules: list[str], anchor: str) -> tuple[int | None, str]:
 
 
 def apply_edits(skill: str, edits: list[Edit], budget: int) -> EditOutcome:
-    """Apply at most `budget` edits in order; later edits see earlier ones."""
+    """Apply at most `budget` edits in order; later edits see earlier ones; the learned block stays within
+    `LEARNED_MAX_BYTES` (or within its own size, when the skill came with a larger one)."""
     body, rules = split_skill(skill)
+    cap = max(LEARNED_MAX_BYTES, _block_bytes(rules))
     applied: list[Edit] = []
     unmatched: list[tuple[Edit, str]] = []
     for edit in edits:
         reason = ""
+        before = list(rules)
         content = edit.content.strip("\n").rstrip()
         if len(applied) >= budget:
             reason = f"over the edit budget of {budget}"
@@ -136,6 +163,9 @@ def apply_edits(skill: str, edits: list[Edit], budget: int) -> EditOutcome:
                     reason = "replacement is identical to the rule"
                 else:
                     rules[index] = content
+        if not reason and edit.op != "delete" and _block_bytes(rules) > cap:
+            reason = f"the learned rules would take {_block_bytes(rules)} bytes, over their cap of {cap}"
+            rules[:] = before
         if reason:
             unmatched.append((edit, reason))
         else:

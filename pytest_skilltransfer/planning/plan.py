@@ -20,7 +20,8 @@ tokenizers covers at least one byte), plus `REQUEST_OVERHEAD` per call, `MESSAGE
 and `TOOL_PROMPT` when tools or a reply schema are offered (the providers' own tool prompt; Anthropic
 documents at most 346 tokens). Text a model wrote that is sent back (a reply in the tool loop, an
 answer shown to the judge, rejected edits, learned rules) counts as its `max_tokens` plus 10% and,
-for learned rules, twice that (continuation lines are indented). Replies count at their `max_tokens`.
+for learned rules, twice that (continuation lines are indented), and a learned skill never exceeds its
+body plus the learned block's cap (`edits.max_skill_bytes`). Replies count at their `max_tokens`.
 Every prompt token is priced at the model's highest prompt rate (a cache write may cost more than an
 uncached input token). So calls, tokens and dollars are upper bounds.
 
@@ -57,6 +58,7 @@ from ..engine.results import ProtocolConfig
 from ..engine.rubric import JUDGE_MAX_TOKENS, JUDGE_SYSTEM, REASON_CHARS, VERDICT_SCHEMA
 from ..engine.rubric import RETRY_NOTE as JUDGE_RETRY_NOTE
 from ..engine.seed_data import Seed, Task
+from ..guards.edits import max_skill_bytes
 from ..engine.tools import MAX_RESULTS, SEARCH_TOOL
 from ..models.anthropic_wire import cache_min_tokens, caches_prefix
 from ..models.base import Usage
@@ -213,7 +215,7 @@ class Planner:
         growth = 2 * model_text(REFLECT_MAX_TOKENS) + 64
         nights = config.nights
         expected_growth = math.ceil(EXPECTED_NIGHTS_ACCEPTED * config.edit_budget * EXPECTED_RULE_TOKENS)
-        self.learned_skill = Skill(self.seed_skill.bound + nights * growth,
+        self.learned_skill = Skill(min(self.seed_skill.bound + nights * growth, max_skill_bytes(seed.skill)),
                                    self.seed_skill.expected + nights * expected_growth)
 
     def splits(self, restart: int) -> tuple[tuple[Task, ...], tuple[Task, ...]]:
