@@ -1,5 +1,5 @@
 """The direct reference on demand: it runs only when the transferred skill shows no gain on the target, the
-plan keeps it in its bound and out of its expected figure, and the reports say why it is missing."""
+plan keeps it in its bound and expects it at its chance to run, and the reports say why it is missing."""
 
 import json
 from pathlib import Path
@@ -59,16 +59,20 @@ def test_every_restart_gets_its_direct_reference_when_needed(seed):
     assert [run.direct is not None for run in result.runs] == [True, True]
 
 
-def test_the_plan_bounds_the_direct_reference_but_does_not_expect_it(seed):
+def test_the_plan_bounds_the_direct_reference_and_expects_it_at_its_chance_to_run(seed):
     always = Planner(seed, ProtocolConfig(direct_on_demand=False)).item("claude-haiku-5-5", "claude-opus-5-5",
                                                                         "claude-haiku-5-5", "claude-opus-5-5")
-    on_demand = Planner(seed, ProtocolConfig(direct_on_demand=True)).item("claude-haiku-5-5", "claude-opus-5-5",
-                                                                          "claude-haiku-5-5", "claude-opus-5-5")
+    planner = Planner(seed, ProtocolConfig(direct_on_demand=True, nights=2))
+    on_demand = planner.item("claude-haiku-5-5", "claude-opus-5-5", "claude-haiku-5-5", "claude-opus-5-5")
     assert units_usd(on_demand) == pytest.approx(units_usd(always)), "the bound still holds the direct reference"
     direct = [u for u in on_demand if u.on_demand]
     assert {u.phase for u in direct} == {"optimize-direct", "direct"}
-    assert units_usd(on_demand, "expected") + units_usd(on_demand, "on-demand") == pytest.approx(
-        units_usd(always, "expected"))
+    # two nights keep nothing with probability 0.25; of the rest, half show no gain on the target
+    assert planner.direct_chance() == pytest.approx(0.25 + 0.75 * 0.5)
+    assert {u.chance for u in direct} == {planner.direct_chance()}
+    if_all_run = units_usd(on_demand, "on-demand")
+    assert units_usd(on_demand, "expected") + (1 - planner.direct_chance()) * if_all_run == pytest.approx(
+        units_usd(always, "expected")), "the direct reference is expected at its chance to run, not left out"
     assert units_usd(on_demand, "expected") < units_usd(always, "expected")
 
 

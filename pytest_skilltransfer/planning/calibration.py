@@ -23,6 +23,8 @@ class Calibration:
         (model, role) -> tally with the paid `usage`)."""
         self.items += 1
         for unit in units:
+            if unit.on_demand and unit.phase not in bill:
+                continue  # the direct reference on demand did not run for this item: nothing to compare
             if unit.key not in self.seen:
                 self.seen.add(unit.key)
                 for share in unit.shares:

@@ -16,24 +16,32 @@ def unit_usd(unit: Unit, lane: str | None = None) -> float | None:
 
 
 def counted(unit: Unit, kind: str) -> bool:
-    """Whether a unit counts in figures of `kind`: an on-demand unit is in the bound and `on-demand`, and
-    out of the expected figures; `on-demand` counts only those units."""
-    if kind == "on-demand":
-        return unit.on_demand
-    return kind == "bound" or not unit.on_demand
+    """Whether a unit counts in figures of `kind`: every unit in the bound and the expected figures (an
+    on-demand unit weighted by its chance to run); `on-demand` counts only the on-demand units."""
+    return unit.on_demand if kind == "on-demand" else True
+
+
+def chance(unit: Unit, kind: str) -> float:
+    """The weight of a unit's dollars in figures of `kind`: whole in the bound and in `on-demand` (should every
+    on-demand unit run), its chance to run in the expected figures."""
+    return 1.0 if kind in ("bound", "on-demand") else unit.chance
+
+
+def unit_share_usd(unit: Unit, share: Share, kind: str, lane: str | None = None) -> float | None:
+    """One share of `unit` in figures of `kind` (see `units_usd`), weighted by the unit's chance to run."""
+    if kind == "expected-no-cache":
+        usd = share.expected_usd(lane, cache_reads=False)
+    else:
+        usd = share_usd(share, "expected" if kind == "on-demand" else kind, lane)
+    return None if usd is None else usd * chance(unit, kind)
 
 
 def units_usd(units: list[Unit], kind: str = "bound", lane: str | None = None) -> float | None:
     """Dollars of several units: `bound`, `expected` (with cache reads), `expected-no-cache`, or `on-demand`
-    (the expected dollars of the on-demand units, should every one of them run)."""
-    values: list[float | None] = []
-    for unit in (u for u in units if counted(u, kind)):
-        for share in unit.shares:
-            if kind == "expected-no-cache":
-                values.append(share.expected_usd(lane, cache_reads=False))
-            else:
-                values.append(share_usd(share, "expected" if kind == "on-demand" else kind, lane))
-    return _sum(values)
+    (the expected dollars of the on-demand units, should every one of them run); the expected figures weight
+    an on-demand unit by its chance to run."""
+    return _sum([unit_share_usd(unit, share, kind, lane)
+                 for unit in units if counted(unit, kind) for share in unit.shares])
 
 
 def lane_prices(units: list[Unit]) -> dict[str, dict[str, float | None]]:
@@ -75,7 +83,7 @@ def breakdown(items: list[tuple[str, list[Unit]]], lane: str | None = None) -> d
                     row = tables[table].setdefault(name, {"bound_usd": 0.0, "expected_usd": 0.0, "calls": 0})
                     row["calls"] = (row["calls"] or 0) + share.calls
                     for kind in ("bound", "expected"):
-                        usd, key = share_usd(share, kind, lane) if counted(unit, kind) else 0.0, f"{kind}_usd"
+                        usd, key = unit_share_usd(unit, share, kind, lane), f"{kind}_usd"
                         row[key] = None if usd is None or row[key] is None else row[key] + usd
     return {name: {k: {f: (round(v, 6) if isinstance(v, float) else v) for f, v in row.items()}
                    for k, row in (sorted(table.items()) if name != "by_phase" else table.items())}
@@ -85,5 +93,4 @@ def breakdown(items: list[tuple[str, list[Unit]]], lane: str | None = None) -> d
 def configured_prices(units: list[Unit]) -> dict[str, float | None]:
     """Dollars at most and expected with each model in the lane it runs in (its own `lane`, `--transfer-batch`,
     a flex service tier), as the run will pay them."""
-    return {kind: _sum([share_usd(s, kind) for u in units if counted(u, kind) for s in u.shares])
-            for kind in ("bound", "expected")}
+    return {kind: units_usd(units, kind) for kind in ("bound", "expected")}

@@ -31,7 +31,8 @@ no reply needs a retry, replies are `EXPECTED_REPLY` of their `max_tokens`, a pr
 of its edit budget in rules of `EXPECTED_RULE_TOKENS` (the simulator's runs of the project seeds add 0-135
 tokens over two nights) — so with probability (1 - `EXPECTED_NIGHTS_ACCEPTED`) ** nights an optimization
 keeps nothing, and the test of its skill on the target equals the baseline's and is answered from the run's
-cache (`learned_test`) — and when the model caches prompts (an Anthropic prefix marked by the
+cache (`learned_test`) — a skill that kept an edit shows a gain on the target with probability
+`EXPECTED_GAIN_SHOWN`, so the direct reference on demand runs with probability `direct_chance` — and when the model caches prompts (an Anthropic prefix marked by the
 wire, with `--prompt-cache` on; an OpenAI prefix of at least `OPENAI_CACHE_MIN_TOKENS`) the first call
 of an evaluation writes its shared prefix and every later call reads it.
 """
@@ -75,6 +76,7 @@ EXPECTED_STEPS = 2
 EXPECTED_REPLY = {"agent": 0.4, "optimizer": 0.5, "judge": 0.25}
 EXPECTED_RULE_TOKENS = 50  # a learned rule: the optimizer is asked for short, general rules
 EXPECTED_NIGHTS_ACCEPTED = 0.5  # the strict val gate keeps about half the nights' edits
+EXPECTED_GAIN_SHOWN = 0.5  # of learned skills that kept an edit, the share whose transfer shows a gain on the target
 OPENAI_CACHE_MIN_TOKENS = 1024
 
 
@@ -167,7 +169,8 @@ class Unit:
     key: tuple[str, ...]
     phase: str
     shares: tuple[Share, ...]
-    on_demand: bool = False  # runs only when the run's outcome asks for it: in the bound, not in `expected`
+    on_demand: bool = False  # runs only when the run's outcome asks for it (the direct reference on demand)
+    chance: float = 1.0  # the probability it runs: the expected figures are weighted by it, the bound is not
 
     @property
     def calls(self) -> int:
@@ -252,6 +255,12 @@ class Planner:
         one = Share(self.judge[0], "judge", JUDGE_CALLS, first + retry, JUDGE_CALLS * JUDGE_MAX_TOKENS,
                     1, expected_input, expected_reply("judge", JUDGE_MAX_TOKENS))
         return one.times(votes)
+
+    def direct_chance(self) -> float:
+        """The probability that the direct reference on demand runs: the transfer shows no gain, because the
+        optimization kept nothing or because what it kept shows none on the target."""
+        kept = 1 - (1 - EXPECTED_NIGHTS_ACCEPTED) ** self.config.nights
+        return 1 - kept * EXPECTED_GAIN_SHOWN
 
     def learned_test(self, model_id: str) -> tuple[Share, ...]:
         """The test split on `model_id` with a learned skill: bounded in full, expected only when the
@@ -344,9 +353,11 @@ class Planner:
             ]
             if self.config.direct:
                 optimized = self.optimization(target, target_optimizer, "optimize-direct", restart)
-                units += [replace(optimized, on_demand=self.config.direct_on_demand),
+                on_demand = self.config.direct_on_demand
+                chance = self.direct_chance() if on_demand else 1.0
+                units += [replace(optimized, on_demand=on_demand, chance=chance),
                           Unit((name, "direct", target, target_optimizer, str(restart)), "direct",
-                               self.learned_test(target), self.config.direct_on_demand)]
+                               self.learned_test(target), on_demand, chance)]
             if validators:
                 units += [self.optimization(source, source_optimizer, "optimize-portable", restart, validators),
                           Unit((name, "portable", source, source_optimizer, target, str(restart), *validators),

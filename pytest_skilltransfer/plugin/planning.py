@@ -208,7 +208,9 @@ def plan_json(plans: list[ItemPlan], price_date: str, calibration: Calibration |
     return {"prices_effective": price_date,
             "calibration": calibration.as_dict() if calibration is not None else {},
             "on_demand": {"calls": sum(u.calls for u in on_demand), "bound_usd": _usd(on_demand),
-                          "expected_usd_if_all_run": _usd(on_demand, "on-demand")},
+                          "expected_usd_if_all_run": _usd(on_demand, "on-demand"),
+                          "expected_usd": _usd(on_demand, "expected"),
+                          "chance_to_run": on_demand[0].chance if on_demand else None},
             "items": [{"item": plan.nodeid, "pair": plan.pair, **figures(plan.units), "replayed": plan.replayed,
                        "miss_phase": plan.miss_phase} for plan in plans],
             "total": figures(unique), "lanes": {"as_configured": configured_prices(unique), **lane_prices(unique)},
@@ -265,7 +267,8 @@ def plan_lines(plans: list[ItemPlan], price_date: str, calibration: Calibration 
     if on_demand:
         rows.append(("direct references on demand (if all run)", str(sum(u.calls for u in on_demand)),
                      str(_sum(on_demand, "input_tokens")), str(_sum(on_demand, "output_tokens")),
-                     "in total", _money(_usd(on_demand, "on-demand")), "expected only where a transfer shows no gain"))
+                     "in total", _money(_usd(on_demand, "on-demand")),
+                     f"in the expected total at {on_demand[0].chance:.3g} of this: the chance a transfer shows no gain"))
     unpriced = sorted({s.model_id for plan in plans for u in plan.units for s in u.shares if s.usd is None})
     priced = ([f"$ n/a: no price for {', '.join(unpriced)}; add it to pyproject.toml as [tool.skilltransfer.prices] "
                f'"{unpriced[0]}" = {{ input = USD_PER_MTOK, output = USD_PER_MTOK }}'] if unpriced else [])
