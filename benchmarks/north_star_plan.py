@@ -6,7 +6,7 @@ each cost lever saves.
 The matrix: ten project seeds (alert-intake ... status-report), three copies each (30 seeds), x haiku->sonnet,
 haiku->opus, luna->sol, at the default protocol, in the batch lane (`--transfer-batch --plan`: nothing is
 called). Printed: the plan's total and breakdown as the run would print it, the same with the direct reference
-on demand, and for the group-sequential lever the chance that a first look at half the held-out tasks (at
+on demand, the total were every seed to lower the agent's reply limit (`max_tokens` in seed.toml), and for the group-sequential lever the chance that a first look at half the held-out tasks (at
 two-sided alpha 0.01, the rest of the 0.05 spent at the full look) already decides an item, from the exact
 test's own power function.
 """
@@ -29,6 +29,7 @@ SEEDS = ("alert-intake", "change-review", "changelog-writer", "docs-style", "how
          "postmortem-cause", "release-advisor", "review-tagger", "status-report")
 PAIRS = ("haiku:sonnet", "haiku:opus", "luna:sol")
 COPIES = 3
+REPLY_LIMITS = (256, 128)  # a seed's own `max_tokens`, for seeds whose answers are short by design
 
 
 def plan(folder: Path, *options: str) -> str:
@@ -55,6 +56,13 @@ def main() -> None:
         print("\n".join(summary(plan(folder))))
         print("\nwith the direct reference on demand (--transfer-direct-on-demand):")
         print("\n".join(summary(plan(folder, "--transfer-direct-on-demand"))))
+        for limit in REPLY_LIMITS:
+            for seed in (folder / "seeds").iterdir():
+                config = ROOT / "seeds" / seed.name.rpartition("-")[0] / "seed.toml"
+                original = config.read_text() if config.is_file() else ""
+                (seed / "seed.toml").write_text(f"max_tokens = {limit}\n{original}")  # top-level keys come first
+            print(f"\nwith every seed's max_tokens = {limit} (the agent's reply limit; default 512):")
+            print("\n".join(line for line in summary(plan(folder)) if line.startswith("total")))
     print("\ngroup-sequential lever: chance that a first look at 12 of 24 held-out tasks decides (alpha 0.01),")
     print("and the power left at the full look (alpha 0.04) against 0.05 without a first look:")
     for up, down in ((0.3, 0.0), (0.35, 0.05), (0.5, 0.0), (0.7, 0.0)):

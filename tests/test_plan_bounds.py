@@ -26,7 +26,10 @@ CONFIGURATIONS = {
     "fixed-context": (("context",), ["--pair=small:large", "--nights=1"]),
     "pairs-no-direct-xdist": (("alpha", "beta"), ["--pair=small:large", "--pair=large:small", "--no-direct",
                                                  "-n", "2"]),
+    # a seed lowering the agent's reply limit, every reply billed at its whole max_tokens (the worst case)
+    "seed-max-tokens-full-replies": (("short",), ["--pair=small:large", "--nights=1"]),
 }
+SHORT_MAX_TOKENS = 64
 
 
 def _seeds(root: Path, names: tuple[str, ...]) -> None:
@@ -43,6 +46,9 @@ def _seeds(root: Path, names: tuple[str, ...]) -> None:
             turns = [{"role": "user", "content": "Route ticket 99 " + "with details " * 3000},
                      {"role": "assistant", "content": "Team: billing\n" + "because of the invoice. " * 3000}]
             (seed / "context.jsonl").write_text("".join(json.dumps(t) + "\n" for t in turns))
+        elif name == "short":
+            seed = make_seed(root, name)
+            (seed / "seed.toml").write_text(f"max_tokens = {SHORT_MAX_TOKENS}\n")
         else:
             make_seed(root, name)
 
@@ -64,6 +70,7 @@ def test_requests_and_dollars_never_exceed_the_plan(pytester: pytest.Pytester, n
     seeds, options = CONFIGURATIONS[name]
     with FakeProvider() as fake:
         fake.prompt_cache = True
+        fake.report_max_output = name == "seed-max-tokens-full-replies"
         loopback_project(pytester, fake, PRICES, judge="fake-judge")
         _seeds(pytester.path / "seeds", seeds)
         planned = pytester.runpytest_subprocess("--plan", *options)
@@ -76,6 +83,10 @@ def test_requests_and_dollars_never_exceed_the_plan(pytester: pytest.Pytester, n
         report = json.loads((pytester.path / "r.json").read_text())
         assert len(report["results"]) == len(items), run.stdout.str()
         sent, spent = len(fake.received), report["budget"]["charged_usd"]
+        if "short" in seeds:
+            agent = [r["body"]["max_tokens"] for r in fake.received if "Route ticket" in json.dumps(r["body"])
+                     and "verdict" not in json.dumps(r["body"]).lower() and r["body"].get("max_tokens", 0) < 1000]
+            assert agent and set(agent) == {SHORT_MAX_TOKENS}, "every attempt is sent the seed's max_tokens"
 
     lines = [f"{name}: total requests {sent}/{total_calls} = {sent / total_calls:.3f}, "
              f"dollars {spent:.4f}/{total_usd:.4f} = {spent / total_usd:.3f} (expected ${expected_usd:.4f}: "

@@ -100,6 +100,18 @@ def test_bad_seed_toml(tmp_path):
     assert "'min_score' must be a number" in text and "val_fraction must be between 0 and 1" in text
 
 
+def test_a_seed_sets_the_agent_reply_limit(tmp_path):
+    assert load_seed(write_seed(tmp_path / "default")).max_tokens == 512
+    assert load_seed(write_seed(tmp_path / "short", toml="max_tokens = 128\n")).max_tokens == 128
+
+
+@pytest.mark.parametrize("value", ["8", "100000", "true", '"256"', "256.0"])
+def test_a_bad_reply_limit_names_the_file_and_the_range(tmp_path, value):
+    found = problems(write_seed(tmp_path / "s", toml=f"max_tokens = {value}\n"))
+    assert len(found) == 1 and found[0].startswith(str(tmp_path / "s" / "seed.toml max_tokens")), found
+    assert "must be an integer from 16 to 8192" in found[0], found
+
+
 def test_invalid_toml_names_the_file(tmp_path):
     found = problems(write_seed(tmp_path / "s", toml="[thresholds\n"))
     assert found[0].startswith(str(tmp_path / "s" / "seed.toml")) and "invalid TOML" in found[0]

@@ -17,11 +17,10 @@ from ..models.base import Message, Model, Request
 from ..models.stops import PAUSED
 from .judges import Attempt
 from .ledger import CallCache, Meter
-from .seed_data import ContextTurn, Task
+from .seed_data import ANSWER_MAX_TOKENS, ContextTurn, Task
 from .tools import SEARCH_TOOL, Page, run_tool
 
 MAX_TOOL_STEPS = 6
-ATTEMPT_MAX_TOKENS = 512
 
 
 @dataclass(frozen=True)
@@ -34,6 +33,7 @@ class AgentContext:
     role: str
     corpus: tuple[Page, ...] | None = None
     context: tuple[Message, ...] = ()  # the seed's fixed turns, before every task
+    max_tokens: int = ANSWER_MAX_TOKENS  # the reply limit of every call (a seed's `max_tokens`)
 
 
 def context_messages(turns: tuple[ContextTurn, ...]) -> tuple[Message, ...]:
@@ -50,7 +50,7 @@ def run_task(ctx: AgentContext, skill: str, task: Task, sample_id: int) -> Attem
     text, paused, stop_reason = "", "", ""
     for _ in range(MAX_TOOL_STEPS):
         request = Request(system=skill, messages=tuple(messages), tools=tools,
-                          max_tokens=ATTEMPT_MAX_TOKENS, sample_id=sample_id)
+                          max_tokens=ctx.max_tokens, sample_id=sample_id)
         reply = ctx.cache.call(ctx.model, request, ctx.meter, ctx.role)
         text, stop_reason = paused + reply.text, reply.stop_reason
         if reply.stop_reason in PAUSED:  # the provider paused a long turn: send it back to be continued

@@ -143,7 +143,7 @@ class SeedSession:
 
     def _evaluate(self, model: Model, skill: str, split: str, meter: Meter, first_sample: int = 0) -> Evaluation:
         ctx = AgentContext(model=model, cache=self.cache, meter=meter, role="agent", corpus=self.corpus,
-                           context=context_messages(self.seed.context))
+                           context=context_messages(self.seed.context), max_tokens=self.seed.max_tokens)
         tasks = self.splits[split]
         jobs = [(task, first_sample + s) for task in tasks for s in range(self.config.samples)]
 

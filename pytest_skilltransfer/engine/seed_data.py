@@ -18,6 +18,8 @@ CHECK_FIELDS = ("op", "arg")
 CONTEXT_FIELDS = ("role", "content")
 CONTEXT_ROLES = ("user", "assistant")
 DEFAULT_CORPUS_DIR = "brain"
+ANSWER_MAX_TOKENS = 512  # the agent's reply limit per call, unless a seed sets `max_tokens`
+MAX_TOKENS_RANGE = (16, 8192)  # what a seed's `max_tokens` may be
 
 
 @dataclass(frozen=True)
@@ -167,6 +169,7 @@ class Seed:
     calibration: tuple[CalibrationItem, ...] = ()
     expect: tuple[tuple[str, str], ...] = ()  # (pair `SRC->TGT` or `*`, declared outcome)
     context: tuple[ContextTurn, ...] = ()  # fixed turns before every task (context.jsonl); never scored
+    max_tokens: int = ANSWER_MAX_TOKENS  # the agent's reply limit for this seed's tasks (`max_tokens` in seed.toml)
 
     def expected_outcome(self, source: str, target: str) -> str | None:
         """The outcome this seed declares for a pair (`expect` in seed.toml), or None when it declares none."""

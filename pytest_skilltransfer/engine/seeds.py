@@ -4,7 +4,7 @@
     <seed>/benchmark.jsonl   training pool, split into train and val by a hash (required)
     <seed>/held-out.jsonl    test tasks (required, at least one)
     <seed>/seed.toml         optional: description, skill, corpus, pairs, optimizer, validate_on, validate_tolerance,
-                             expect, [split], [thresholds], [judge]
+                             expect, max_tokens (the agent's reply limit), [split], [thresholds], [judge]
     <seed>/brain/            optional corpus for the `search` tool (Markdown pages, slug = path)
     <seed>/judge-calibration.jsonl  optional: answers with the verdict a person expects, for rubric judges
     <seed>/context.jsonl     optional: fixed user/assistant turns placed before every task, in every arm
@@ -26,8 +26,10 @@ from ..guards.bounds import over_maximum
 from ..guards.confined import ConfinedFolder
 from .rubric import CalibrationItem
 from .seed_data import (
+    ANSWER_MAX_TOKENS,
     ANY_PAIR,
     DEFAULT_CORPUS_DIR,
+    MAX_TOKENS_RANGE,
     OUTCOMES,
     THRESHOLD_OFF_WORDS,
     JudgeSettings,
@@ -71,7 +73,7 @@ def _read_config(path: Path, problems: list[SeedProblem], folder: ConfinedFolder
         return {}
     allowed = {"description": str, "skill": str, "corpus": str, "split": dict, "thresholds": dict, "pairs": list,
                "optimizer": str, "validate_on": (str, list), "validate_tolerance": (int, float), "judge": dict,
-               "expect": (str, dict)}
+               "expect": (str, dict), "max_tokens": object}  # max_tokens: checked by _max_tokens
     for key, value in config.items():
         if key not in allowed:
             problems.append(SeedProblem(str(path), f"unknown key {key!r}; known keys: {', '.join(allowed)}"))
@@ -121,6 +123,18 @@ def skill_location(root: Path, config: dict[str, Any], config_path: Path,
                                     f"{repository}; keep the skill inside it (copy it, or move the seed)"))
         return None
     return path
+
+
+def _max_tokens(value: Any, where: str, problems: list[SeedProblem]) -> int:
+    """The agent's reply limit (`max_tokens`): an integer within `MAX_TOKENS_RANGE`, else the default."""
+    if value is None:
+        return ANSWER_MAX_TOKENS
+    low, high = MAX_TOKENS_RANGE
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        problems.append(SeedProblem(where, f"must be an integer from {low} to {high} (the agent's reply limit "
+                                    f"in tokens; default {ANSWER_MAX_TOKENS}), got {value!r}"))
+        return ANSWER_MAX_TOKENS
+    return value
 
 
 def _judge_settings(table: dict[str, Any], where: str, problems: list[SeedProblem]) -> JudgeSettings:
@@ -274,6 +288,7 @@ def _load_folder(root: Path, limits: SeedLimits, folder: ConfinedFolder) -> Seed
         problems.append(SeedProblem(f"{config_path} validate_tolerance", f"must be a number within [0, 1], "
                                     f"got {validate_tolerance!r}"))
         validate_tolerance = None
+    max_tokens = _max_tokens(config.get("max_tokens"), f"{config_path} max_tokens", problems)
     skill_path = skill_location(root, config, config_path, problems)
     skill = ""
     if skill_path is not None and not _present(skill_path, folder):
@@ -329,6 +344,7 @@ def _load_folder(root: Path, limits: SeedLimits, folder: ConfinedFolder) -> Seed
         calibration=tuple(calibration),
         expect=expect,
         context=tuple(context),
+        max_tokens=max_tokens,
     )
 
 

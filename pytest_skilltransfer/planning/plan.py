@@ -21,7 +21,8 @@ and `TOOL_PROMPT` when tools or a reply schema are offered (the providers' own t
 documents at most 346 tokens). Text a model wrote that is sent back (a reply in the tool loop, an
 answer shown to the judge, rejected edits, learned rules) counts as its `max_tokens` plus 10% and,
 for learned rules, twice that (continuation lines are indented), and a learned skill never exceeds its
-body plus the learned block's cap (`edits.max_skill_bytes`). Replies count at their `max_tokens`.
+body plus the learned block's cap (`edits.max_skill_bytes`). Replies count at their `max_tokens` (the
+agent's is the seed's `max_tokens`, `ANSWER_MAX_TOKENS` unless seed.toml lowers or raises it).
 Every prompt token is priced at the model's highest prompt rate (a cache write may cost more than an
 uncached input token). So calls, tokens and dollars are upper bounds.
 
@@ -43,7 +44,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, replace
 
-from ..engine.agent import ATTEMPT_MAX_TOKENS, MAX_TOOL_STEPS
+from ..engine.agent import MAX_TOOL_STEPS
 from ..engine.judges import has_rubric
 from ..engine.protocol import capped
 from ..engine.reflect import (
@@ -233,15 +234,15 @@ class Planner:
         """One attempt (one sample of one task): its agent calls."""
         first = (REQUEST_OVERHEAD + MESSAGE_OVERHEAD + skill.bound + self.tools_bound + self.context_bound
                  + _bytes(task.text))
-        growth = model_text(ATTEMPT_MAX_TOKENS) + _bytes("x" * TOOL_RESULT_CHARS) + 2 * MESSAGE_OVERHEAD
+        growth = model_text(self.seed.max_tokens) + _bytes("x" * TOOL_RESULT_CHARS) + 2 * MESSAGE_OVERHEAD
         bound_input = sum(first + step * growth for step in range(self.steps))
         prefix = skill.expected + self.tools_expected + self.context_expected
         first_expected = prefix + _chars_tokens(len(task.text))
-        step_expected = expected_reply("agent", ATTEMPT_MAX_TOKENS) + _chars_tokens(TOOL_RESULT_CHARS // 2)
+        step_expected = expected_reply("agent", self.seed.max_tokens) + _chars_tokens(TOOL_RESULT_CHARS // 2)
         expected_input = sum(first_expected + step * step_expected for step in range(self.expected_steps))
-        return Share(model_id, "agent", self.steps, bound_input, self.steps * ATTEMPT_MAX_TOKENS,
+        return Share(model_id, "agent", self.steps, bound_input, self.steps * self.seed.max_tokens,
                      self.expected_steps, expected_input,
-                     self.expected_steps * expected_reply("agent", ATTEMPT_MAX_TOKENS))
+                     self.expected_steps * expected_reply("agent", self.seed.max_tokens))
 
     def _verdicts(self, task_text: str, answer: Skill, criterion: str, votes: int) -> Share:
         """`votes` judge votes on one criterion, each a verdict and its retry at most."""
@@ -273,7 +274,7 @@ class Planner:
         samples = self.config.samples
         shares = [self._attempt(model_id, skill, task).times(samples) for task in tasks]
         if self.judge is not None:
-            answer = Skill(self.steps * model_text(ATTEMPT_MAX_TOKENS), expected_reply("agent", ATTEMPT_MAX_TOKENS))
+            answer = Skill(self.steps * model_text(self.seed.max_tokens), expected_reply("agent", self.seed.max_tokens))
             for task in tasks:
                 for check in (c for c in task.judge.checks if c.op == "rubric"):
                     shares.append(self._verdicts(task.text, answer, str(check.arg), samples * self.judge[1]))
@@ -297,7 +298,7 @@ class Planner:
         """The optimizer calls of one night: the reflection and its retry, every attempt shown as failing."""
         shown = min(len(train) * self.config.samples, MAX_FAILURES_SHOWN + MAX_SUCCESSES_SHOWN)
         rubric = max((_rubric_checks(t) for t in train), default=0)
-        excerpt = min(4 * EXCERPT_CHARS, self.steps * model_text(ATTEMPT_MAX_TOKENS))  # model text, cut at 400 chars
+        excerpt = min(4 * EXCERPT_CHARS, self.steps * model_text(self.seed.max_tokens))  # model text, cut at 400 chars
         per_obs = max((_bytes(t.text) for t in train), default=0) + excerpt + 200 + MAX_TOOL_STEPS * 16
         per_obs += rubric * (4 * REASON_CHARS + 200)
         criteria = sum(len(t.judge.checks) for t in train) * 300 + 200

@@ -13,6 +13,7 @@ from .profiles import PROFILES
 from .skill_reader import parse_skill
 
 SEARCH_TOOL_NAME = "search"
+CHARS_PER_TOKEN = 4  # the simulator counts a token per four characters
 
 
 class SimModel:
@@ -55,16 +56,20 @@ class SimModel:
         return self._reply(request, text)
 
     def _reply(self, request: Request, text: str, calls: tuple[ToolCall, ...] = ()) -> Reply:
+        limit = CHARS_PER_TOKEN * (request.max_tokens - 1)  # as `_usage` counts: the reply stops at max_tokens
+        if not calls and len(text) > limit:
+            return Reply(text=text[:limit], usage=_usage(request, text[:limit], ()), model=self.model_id,
+                         stop_reason="max_tokens")
         return Reply(text=text, tool_calls=calls, usage=_usage(request, text, calls), model=self.model_id,
                      stop_reason="tool_use" if calls else "end_turn")
 
 
 def _usage(request: Request, text: str, calls: tuple[ToolCall, ...]) -> Usage:
-    """Plausible token counts: about four characters a token."""
+    """Plausible token counts: about `CHARS_PER_TOKEN` characters a token."""
     prompt = request.system + "".join(_message_text(m) for m in request.messages)
     prompt += "".join(t.name + t.description + json.dumps(t.parameters) for t in request.tools)
     output = text + "".join(c.name + json.dumps(c.arguments) for c in calls)
-    return Usage(input_tokens=len(prompt) // 4 + 1, output_tokens=len(output) // 4 + 1)
+    return Usage(input_tokens=len(prompt) // CHARS_PER_TOKEN + 1, output_tokens=len(output) // CHARS_PER_TOKEN + 1)
 
 
 def _message_text(message: Message) -> str:
