@@ -14,6 +14,8 @@ from .skill_reader import parse_skill
 
 SEARCH_TOOL_NAME = "search"
 CHARS_PER_TOKEN = 4  # the simulator counts a token per four characters
+NOISE_MAX_TOKENS = 512  # the reply limit in the key that seeds an answer's choices: the same answer under any
+# limit, cut at the request's own `max_tokens` (as a provider's sampling does not depend on the limit)
 
 
 class SimModel:
@@ -36,12 +38,13 @@ class SimModel:
 
     def _answer(self, request: Request) -> Reply:
         # The task is the last user turn: earlier turns (a seed's fixed context) are read as nothing.
-        # Decisions are seeded by the skill, the task, the tools and the sample id (not by other turns),
+        # Decisions are seeded by the skill, the task, the tools and the sample id (not by other turns
+        # nor by the reply limit),
         # so the model keeps one plan across the turns of a tool loop, with or without a context.
         last = max((i for i, m in enumerate(request.messages) if m.role == "user"), default=0)
         task = request.messages[last].content if request.messages else ""
         opening = Request(system=request.system, messages=request.messages[last:last + 1], tools=request.tools,
-                          max_tokens=request.max_tokens, sample_id=request.sample_id)
+                          max_tokens=NOISE_MAX_TOKENS, sample_id=request.sample_id)
         noise = Noise(opening.key(self.model_id))
         view = read_task(task)
         plan = resolve(parse_skill(request.system), self.profile, noise, task)
