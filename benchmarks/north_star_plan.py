@@ -36,7 +36,12 @@ def plan(folder: Path, *options: str) -> str:
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "seeds", "--plan",
                "--transfer-batch", "-q",
                *(f"--pair={pair}" for pair in PAIRS), *options]
-    return subprocess.run(command, cwd=folder, capture_output=True, text=True, check=False).stdout
+    done = subprocess.run(command, cwd=folder, capture_output=True, text=True, check=False)
+    items = sum(line.startswith("seeds/") for line in done.stdout.splitlines())
+    if items != len(SEEDS) * COPIES * len(PAIRS):  # a seed that failed to load would silently shrink the matrix
+        raise SystemExit(f"the plan covered {items} item(s), not {len(SEEDS) * COPIES * len(PAIRS)}:\n"
+                         f"{done.stdout[-3000:]}{done.stderr[-2000:]}")
+    return done.stdout
 
 
 def summary(output: str) -> list[str]:
@@ -59,8 +64,9 @@ def main() -> None:
         for limit in REPLY_LIMITS:
             for seed in (folder / "seeds").iterdir():
                 config = ROOT / "seeds" / seed.name.rpartition("-")[0] / "seed.toml"
-                original = config.read_text() if config.is_file() else ""
-                (seed / "seed.toml").write_text(f"max_tokens = {limit}\n{original}")  # top-level keys come first
+                original = config.read_text().splitlines(keepends=True) if config.is_file() else []
+                kept = "".join(line for line in original if not line.startswith("max_tokens"))
+                (seed / "seed.toml").write_text(f"max_tokens = {limit}\n{kept}")  # top-level keys come first
             print(f"\nwith every seed's max_tokens = {limit} (the agent's reply limit; default 512):")
             print("\n".join(line for line in summary(plan(folder)) if line.startswith("total")))
     print("\ngroup-sequential lever: chance that a first look at 12 of 24 held-out tasks decides (alpha 0.01),")
