@@ -257,16 +257,19 @@ class Planner:
                     1, expected_input, expected_reply("judge", JUDGE_MAX_TOKENS))
         return one.times(votes)
 
+    def kept_chance(self) -> float:
+        """The probability that an optimization keeps an edit on at least one of its nights."""
+        return 1 - (1 - EXPECTED_NIGHTS_ACCEPTED) ** self.config.nights
+
     def direct_chance(self) -> float:
         """The probability that the direct reference on demand runs: the transfer shows no gain, because the
         optimization kept nothing or because what it kept shows none on the target."""
-        kept = 1 - (1 - EXPECTED_NIGHTS_ACCEPTED) ** self.config.nights
-        return 1 - kept * EXPECTED_GAIN_SHOWN
+        return 1 - self.kept_chance() * EXPECTED_GAIN_SHOWN
 
     def learned_test(self, model_id: str) -> tuple[Share, ...]:
         """The test split on `model_id` with a learned skill: bounded in full, expected only when the
         optimization kept an edit (a skill equal to the seed's asks what the baseline asked)."""
-        kept = 1 - (1 - EXPECTED_NIGHTS_ACCEPTED) ** self.config.nights
+        kept = self.kept_chance()
         return tuple(s.expected_times(kept) for s in self.evaluation(model_id, self.test, self.learned_skill))
 
     def evaluation(self, model_id: str, tasks: tuple[Task, ...], skill: Skill) -> tuple[Share, ...]:

@@ -64,6 +64,13 @@ def _usd(units: list[Unit], kind: str = "bound") -> float | None:
     return units_usd(units, kind)
 
 
+def _run_chance(on_demand: list[Unit]) -> float | None:
+    """The share of the on-demand units' dollars the expected total counts (their chances to run, weighted by
+    dollars); None when a model of them is unpriced or they cost nothing."""
+    expected, if_all_run = _usd(on_demand, "expected"), _usd(on_demand, "on-demand")
+    return None if expected is None or not if_all_run else round(expected / if_all_run, 6)
+
+
 def _money(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.4f}"
 
@@ -210,7 +217,7 @@ def plan_json(plans: list[ItemPlan], price_date: str, calibration: Calibration |
             "on_demand": {"calls": sum(u.calls for u in on_demand), "bound_usd": _usd(on_demand),
                           "expected_usd_if_all_run": _usd(on_demand, "on-demand"),
                           "expected_usd": _usd(on_demand, "expected"),
-                          "chance_to_run": on_demand[0].chance if on_demand else None},
+                          "chance_to_run": _run_chance(on_demand)},
             "items": [{"item": plan.nodeid, "pair": plan.pair, **figures(plan.units), "replayed": plan.replayed,
                        "miss_phase": plan.miss_phase} for plan in plans],
             "total": figures(unique), "lanes": {"as_configured": configured_prices(unique), **lane_prices(unique)},
@@ -265,10 +272,12 @@ def plan_lines(plans: list[ItemPlan], price_date: str, calibration: Calibration 
                  f"{recorded} call(s) recorded; to record: ≤ ${_money(_usd(pending))}"))
     on_demand = [u for u in unique if u.on_demand]
     if on_demand:
+        chance = _run_chance(on_demand)
         rows.append(("direct references on demand (if all run)", str(sum(u.calls for u in on_demand)),
                      str(_sum(on_demand, "input_tokens")), str(_sum(on_demand, "output_tokens")),
                      "in total", _money(_usd(on_demand, "on-demand")),
-                     f"in the expected total at {on_demand[0].chance:.3g} of this: the chance a transfer shows no gain"))
+                     f"in the expected total at {'its chance to run' if chance is None else f'{chance:.3g}'} of "
+                     "this: the chance a transfer shows no gain"))
     unpriced = sorted({s.model_id for plan in plans for u in plan.units for s in u.shares if s.usd is None})
     priced = ([f"$ n/a: no price for {', '.join(unpriced)}; add it to pyproject.toml as [tool.skilltransfer.prices] "
                f'"{unpriced[0]}" = {{ input = USD_PER_MTOK, output = USD_PER_MTOK }}'] if unpriced else [])
