@@ -4,6 +4,7 @@ judge ops and cassette scrubbers; the repository's own conftest.py is the worked
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from fake_provider import FakeProvider
 from plugin_support import CHECKS, TOY_CONFTEST, make_seed
 from pytest_skilltransfer.cassettes.scrub import USER_SCRUBBERS
+from pytest_skilltransfer.reports.rerun import rerun_commands
 
 ROOT = Path(__file__).resolve().parents[1]
 HOOK = '''
@@ -88,3 +90,20 @@ def test_the_repositorys_conftest_is_the_worked_example() -> None:
                            "seeds/docs-style"], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "seeds/docs-style/SKILL.md::transfer[cheap->expensive]" in proc.stdout
+
+
+def test_an_alias_is_the_model_it_names(tmp_path: Path) -> None:
+    """`cheap`/`expensive` (this repository's aliases of sim-small/sim-large) give the verdict, snapshot and
+    `expect` of the models they name, while node ids, rerun commands and the JSON keep the names given."""
+    report = tmp_path / "report.json"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "seeds/status-report", "--source", "cheap", "--target",
+                           "expensive", "-p", "no:randomly", "-p", "no:cacheprovider", "--skilltransfer-json",
+                           str(report)], cwd=ROOT, capture_output=True, text=True, env={**os.environ, "CI": "true"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # declared `expect = "hurts"` for sim-small->sim-large
+    assert "cheap (sim-small) -> expensive (sim-large):" in proc.stdout
+    assert "1 snapshot passed." in proc.stdout  # transfer[sim-small_to_sim-large].md, the unaliased run's
+    result = json.loads(report.read_text())["results"][0]
+    assert (result["source"], result["target"]) == ("sim-small", "sim-large")
+    assert (result["source_name"], result["target_name"]) == ("cheap", "expensive")
+    assert result["outcome"] == "hurts" and result["gate"]["verdict"] == "pass"
+    assert rerun_commands(result)[0][1].endswith("--transfer-pair 'cheap->expensive'")

@@ -7,6 +7,7 @@ import pytest
 from pytest_skilltransfer.engine.protocol import SeedSession
 from pytest_skilltransfer.engine.results import ProtocolConfig
 from pytest_skilltransfer.engine.seeds import discover_seeds, load_seed
+from pytest_skilltransfer.models.base import ModelRef
 from pytest_skilltransfer.models.registry import resolve_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,7 +21,8 @@ def gains(seed_root: Path, source: str, target: str) -> dict[str, float]:
     seeds = [load_seed(path) for path in discover_seeds(seed_root)]
     return {
         seed.name: SeedSession(seed, ALL_TASKS).transfer(src, tgt).gain.mean
-        for seed in seeds if seed.expected_outcome(source, target) in (None, "transfers")
+        for seed in seeds
+        if seed.expected_outcome(ModelRef.of(source, src), ModelRef.of(target, tgt)) in (None, "transfers")
     }
 
 

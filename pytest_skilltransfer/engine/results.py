@@ -215,6 +215,8 @@ class TransferResult:
     bill: dict[str, Costs] | None = None  # what this result paid per phase (`ledger.bill`); None: `phase_costs`
     portable: tuple[PortableRun, ...] = ()  # with a validation set: every restart's portable skill
     direct_skipped: bool = False  # the direct reference was on demand and could not change the reading
+    source_name: str = ""  # the name the run gave the source (an alias of `source`, the id); "" = the id
+    target_name: str = ""  # likewise for the target
 
     @property
     def runs(self) -> tuple[RestartRun, ...]:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..guards.confined import ConfinedFolder, ConfinementError, read_confined
+from ..models.base import ModelRef
 from .judges import Judge, has_rubric
 from .rubric import CalibrationItem
 from .seed_layout import GATE_NAMES, LIMIT_OPTIONS
@@ -171,10 +172,14 @@ class Seed:
     context: tuple[ContextTurn, ...] = ()  # fixed turns before every task (context.jsonl); never scored
     max_tokens: int = ANSWER_MAX_TOKENS  # the agent's reply limit for this seed's tasks (`max_tokens` in seed.toml)
 
-    def expected_outcome(self, source: str, target: str) -> str | None:
-        """The outcome this seed declares for a pair (`expect` in seed.toml), or None when it declares none."""
+    def expected_outcome(self, source: ModelRef, target: ModelRef) -> str | None:
+        """The outcome this seed declares for a pair (`expect` in seed.toml, keyed by the names the run gave
+        or by the model ids they resolve to, so an alias finds it), or None when it declares none."""
         declared = dict(self.expect)
-        return declared.get(f"{source}->{target}", declared.get(ANY_PAIR))
+        for key in (f"{source.name}->{target.name}", f"{source.model_id}->{target.model_id}", ANY_PAIR):
+            if key in declared:
+                return declared[key]
+        return None
 
     @property
     def rubric_origin(self) -> str | None:

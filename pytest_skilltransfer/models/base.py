@@ -122,6 +122,29 @@ class Model(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class ModelRef:
+    """A model as one run knows it, resolved once: the name the user gave (node ids, `expect`, rerun
+    commands), the id that is recorded, priced and grouped by, and who serves it."""
+
+    name: str
+    model_id: str
+    provider: str  # "anthropic", "openai", "sim", or a registered family's own
+
+    @classmethod
+    def of(cls, name: str, model: "Model") -> "ModelRef":
+        """The reference of `model`, resolved from `name`."""
+        target = getattr(model, "target", None)
+        provider = (getattr(target, "provider", None) or getattr(model, "provider", None)
+                    or getattr(model, "family", None) or "custom")
+        return cls(name, model.model_id, str(provider))
+
+    @property
+    def label(self) -> str:
+        """`name`, or `name (model-id)` when the name is an alias of another id."""
+        return self.name if self.name == self.model_id else f"{self.name} ({self.model_id})"
+
+
 def find_in_chain(exc: BaseException, kind: type) -> BaseException | None:
     """The first exception of `kind` in the cause/context chain of `exc`."""
     seen: set[int] = set()

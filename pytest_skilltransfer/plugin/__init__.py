@@ -86,6 +86,7 @@ if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
 
     from ..engine.results import TransferResult
+    from .runner import Runner
 
 # -- options and configuration -------------------------------------------------------------------
 
@@ -214,10 +215,15 @@ def _engage(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     registry = Registry(project_models)
     config.hook.pytest_skilltransfer_configure.call_historic(kwargs={"config": config, "registry": registry})
-    _check_models(config, settings)
     config.stash[SETTINGS] = settings
     progress = _progress_writer(config)
-    _configure_concurrency(settings, progress)
+    runner = Runner(settings, progress)  # resolves each model name once, for the whole run
+    try:
+        _check_models(config, settings, runner)
+    except pytest.UsageError:
+        del config.stash[SETTINGS]
+        raise
+    _configure_concurrency(settings, progress, runner)
     from ..models.sdk_common import configure_calls
 
     configure_calls(settings.calls)
@@ -225,9 +231,9 @@ def _engage(config: pytest.Config) -> None:
     from . import batch
 
     batch.configure(config, settings.cassette_dir, settings.record_mode or default_record_mode())
-    runner = config.stash[RUNNER] = Runner(settings, progress)
+    config.stash[RUNNER] = runner
     if settings.max_cost is not None:
-        runner.budget = _budget(config, settings)
+        runner.budget = _budget(config, settings, runner)
         from .budget import BudgetPlugin
 
         config.pluginmanager.register(BudgetPlugin(runner.budget), "skilltransfer-budget")
@@ -282,17 +288,16 @@ def _register_ci(config: pytest.Config, reporting: TransferReporting) -> None:
         reporting.run_fields.append(lambda: {"compare_to": base.as_dict()})
 
 
-def _check_models(config: pytest.Config, settings: Settings) -> None:
+def _check_models(config: pytest.Config, settings: Settings, runner: Runner) -> None:
     """Every model name must resolve; the error names the option and lists the known models."""
     from ..models.base import ModelError
-    from ..models.registry import resolve_model
 
     judges = {j.model for j in (settings.ini_judge, settings.cli_judge) if j.model}
     names = {name for pair in settings.pairs for name in pair} | ({settings.optimizer} if settings.optimizer else set())
     listed = {n for n in (*settings.ini_validate_on, *settings.cli_validate_on) if n != "off"}
     for name in sorted(names | judges | listed):
         try:
-            resolve_model(name)
+            runner.model(name)
         except ModelError as exc:
             role = ("optimizer" if name == settings.optimizer else "judge" if name in judges
                     else "validate-on" if name in listed else "")
@@ -300,42 +305,34 @@ def _check_models(config: pytest.Config, settings: Settings) -> None:
             raise pytest.UsageError(f"{role}: {exc}") from None
 
 
-def _configure_concurrency(settings: Settings, progress: Callable[[str], None]) -> None:
+def _configure_concurrency(settings: Settings, progress: Callable[[str], None], runner: Runner) -> None:
     """Per-model maximum concurrency from --max-concurrency (names resolved to model ids); limiter
     changes (rate limits, recovery) are reported like the nights, with -v."""
     from ..models.base import ModelError
     from ..models.limiter import LIMITERS
-    from ..models.registry import resolve_model
 
     by_id: dict[str, int] = {}
     for name, number in settings.model_concurrency.items():
         try:
-            by_id[resolve_model(name).model_id] = number
+            by_id[runner.model(name).model_id] = number
         except ModelError as exc:
             raise pytest.UsageError(f"--max-concurrency {name}={number}: {exc}") from None
     LIMITERS.configure(lambda model_id: by_id.get(model_id, settings.concurrency), progress)
 
 
-def _budget(config: pytest.Config, settings: Settings) -> Any:
+def _budget(config: pytest.Config, settings: Settings, runner: Runner) -> Any:
     """The run's budget (see `budget`): under xdist, the controller and its workers share the run folder's ledger."""
-    from ..models.registry import resolve_model
     from .budget import LEDGER_NAME, Budget, refuse_unpriced
 
     names = {m for pair in settings.pairs for m in pair} | ({settings.optimizer} if settings.optimizer else set())
     names |= {j.model for j in (settings.ini_judge, settings.cli_judge) if j.model}
     names |= {n for n in (*settings.ini_validate_on, *settings.cli_validate_on) if n != "off"}
-    refusal = refuse_unpriced([resolve_model(name) for name in names], "the models named for this run")
+    refusal = refuse_unpriced([runner.model(name) for name in names], "the models named for this run")
     if refusal:
         raise pytest.UsageError(refusal)
     run = run_folder(config)  # under xdist, the controller and its workers share one ledger
     shared = Path(settings.budget_ledger) if settings.budget_ledger else run / LEDGER_NAME if run else None
     return Budget(settings.max_cost, shared)
-
-
-def resolve_model_id(name: str) -> str:
-    from ..models.registry import resolve_model
-
-    return resolve_model(name).model_id
 
 
 class PlanMode:

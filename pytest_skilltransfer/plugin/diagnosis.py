@@ -22,6 +22,7 @@ from ..reports.report import (
     mdg_text,
     night_verdict,
     p_text,
+    pair_text,
     unfinished_answers,
     units_text,
 )
@@ -133,7 +134,7 @@ def diagnose(result: dict[str, Any], outcome: GateOutcome, seed_skill: str, task
              snapshot_diff: list[str] | None = None) -> str:
     """The full failure text of one item."""
     what = "failed" if outcome.failures or snapshot_diff else "inconclusive"
-    head = f"skill transfer {what} for {result['seed']} ({result['source']} -> {result['target']}):"
+    head = f"skill transfer {what} for {result['seed']} ({pair_text(result)}):"
     lines = [head, *(f"  FAILED {f}" for f in outcome.failures),
              *(f"  INCONCLUSIVE {m}" for m in outcome.inconclusive), *(f"  note: {n}" for n in outcome.notes)]
     restarts = restart_count(result["gain"])

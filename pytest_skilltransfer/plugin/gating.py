@@ -45,7 +45,7 @@ from typing import Any
 
 from ..engine.seed_data import Thresholds
 from ..evidence import stats
-from ..reports.report import CLAIM_GATES, too_few_clusters, units_text, verdict_label  # noqa: F401  (verdict_label: the plugin labels its records)
+from ..reports.report import CLAIM_GATES, pair_text, too_few_clusters, units_text, verdict_label  # noqa: F401  (verdict_label: the plugin labels its records)
 
 EPSILON = 1e-9
 DEFAULT_REGRESSION_TOLERANCE = 0.05
@@ -342,7 +342,7 @@ def _expect_gate(result: dict[str, Any], expected: str) -> Gate:
         return Gate("expect", stats.PASS, 0.0, gain["mean"], gain["ci_low"], gain["ci_high"],
                     f"shows the declared outcome '{expected}': {shown}")
     return Gate("expect", stats.FAIL, 0.0, gain["mean"], gain["ci_low"], gain["ci_high"],
-                f"seed.toml declares '{expected}' for {result['source']} -> {result['target']} but the run shows "
+                f"seed.toml declares '{expected}' for {pair_text(result)} but the run shows "
                 f"'{measured}': {shown}; the seed's behaviour changed (fix it, or change its expect)")
 
 

@@ -81,10 +81,11 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
     if base is not None:  # --compare-to: the snapshot committed at the base ref, also while updating
         committed, updating = base.committed(snapshots.parse_per_task), False
     family = sum(1 for other in item.session.items if SPEC in other.stash)
+    runner = runner_of(item.config)
     outcome = gating.evaluate(run.data, thresholds, committed, updating=updating,
                               correction=settings.correction, family=family,
                               reference=base.reference if base is not None else None,
-                              expected=run.seed.expected_outcome(run.spec.source, run.spec.target))
+                              expected=run.seed.expected_outcome(runner.ref(run.spec.source), runner.ref(run.spec.target)))
     if base is not None:
         run.data["compare"] = base.record(run.data, outcome.as_dict())
     mismatch = snapshots.compare(run.snapshot, run.data) if settings.compare_snapshots else []

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import os
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..models.base import Model, ModelCallError, ModelError
+from ..models.base import Model, ModelCallError, ModelError, ModelRef
 from .options import Settings
 
 if TYPE_CHECKING:  # the engine is imported where a seed is first used: an xdist controller runs none
@@ -88,6 +88,10 @@ class Runner:
         if isinstance(loaded, SeedError):
             raise loaded
         return loaded
+
+    def ref(self, name: str) -> ModelRef:
+        """The run's reference for a model name: its name, id and provider (resolved once, as `model`)."""
+        return ModelRef.of(name, self.model(name))
 
     def models_used(self) -> set[str]:
         """The model names this process resolved."""
@@ -163,7 +167,8 @@ class Runner:
                 models = [self.model(name) for name in names]
         listed = tuple(models[len(names) - len(validate_on):])
         try:
-            return session.transfer(models[0], models[1], models[2] if optimizer else None, listed, tolerance)
+            result = session.transfer(models[0], models[1], models[2] if optimizer else None, listed, tolerance)
+            return replace(result, source_name=source, target_name=target)
         except ModelCallError as exc:
             if session.phase and hasattr(exc, "with_phase") and getattr(exc, "phase", None) != "judge":
                 # a cassette miss: name the protocol phase (a judge call's miss already names `judge`)

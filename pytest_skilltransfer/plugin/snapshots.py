@@ -38,6 +38,8 @@ from ..reports.report import (
     units_text,
 )
 
+from .state import SPEC, runner_of
+
 if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
     from syrupy.location import PyTestLocation
@@ -63,8 +65,16 @@ class TransferSnapshotExtension(SingleFileSnapshotExtension):
 
     @classmethod
     def get_snapshot_name(cls, *, test_location: "PyTestLocation", index: "SnapshotIndex" = 0) -> str:
-        """`transfer[a->b]` -> `transfer[a_to_b]` (syrupy would drop the `>`), then syrupy's cleaning."""
+        """`transfer[a->b]` -> `transfer[a_to_b]` (syrupy would drop the `>`), then syrupy's cleaning; a
+        transfer item's file is named by the model ids its names resolve to, so an alias shares the snapshot
+        of the model it names."""
         name = AbstractSyrupyExtension.get_snapshot_name(test_location=test_location, index=index)
+        item = test_location.item
+        spec = item.stash.get(SPEC, None) if getattr(item, "is_transfer_item", False) else None
+        if spec is not None:
+            runner = runner_of(item.config)
+            ids = runner.ref(spec.source).model_id, runner.ref(spec.target).model_id
+            name = name.replace(f"[{spec.source}->{spec.target}]", f"[{ids[0]}->{ids[1]}]")
         return cls._sanitize_filename(name.replace("->", "_to_"))[: cls._max_stem_length()]
 
     @classmethod

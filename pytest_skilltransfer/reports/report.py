@@ -60,6 +60,19 @@ def legend(results: list[dict[str, Any]]) -> str:
     return text + ("; " + CLUSTERS_LEGEND if any(clusters_text(r) for r in results) else "")
 
 
+def pair_names(result: dict[str, Any]) -> tuple[str, str]:
+    """The names the run gave the pair (node ids, `expect`, rerun commands); reports before names were
+    recorded carry the ids only."""
+    return result.get("source_name") or result["source"], result.get("target_name") or result["target"]
+
+
+def pair_text(result: dict[str, Any], arrow: str = " -> ") -> str:
+    """`source -> target` by model id, each preceded by the run's name for it when that is an alias."""
+    names = pair_names(result)
+    ids = result["source"], result["target"]
+    return arrow.join(i if n == i else f"{n} ({i})" for n, i in zip(names, ids))
+
+
 def _score(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
@@ -217,7 +230,7 @@ def summary_line(results: list[dict[str, Any]]) -> str:
     """`=== transfer a -> b: P/N positive (S significant, Holm), mean gain +x ===`."""
     from ..evidence.summary import summarize
 
-    pairs = sorted({f"{r['source']} -> {r['target']}" for r in results})
+    pairs = sorted({pair_text(r) for r in results})
     summary = summarize(results)
     counts = summary["outcomes"]
     total = [r["cost"]["total_usd"] for r in results]
@@ -276,14 +289,14 @@ def _sorted(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def table_rows(results: list[dict[str, Any]]) -> list[tuple[str, ...]]:
     """Rows of the terminal table (`COLUMNS`), sorted by seed and pair."""
-    return [(_short(_seed_label(r)), f"{r['source']}->{r['target']}", _score(r["baseline_target"]),
+    return [(_short(_seed_label(r)), pair_text(r, "->"), _score(r["baseline_target"]),
              _score(r["transferred"]), gain_text(r), p_text(r["gain"].get("p_value")), mdg_text(r),
              efficiency_text(r), outcome_text(r), verdict_text(r)) for r in _sorted(results)]
 
 
 def md_rows(results: list[dict[str, Any]]) -> list[tuple[str, ...]]:
     """Rows of the Markdown table (`MD_COLUMNS`), sorted by seed and pair."""
-    return [(_seed_label(r), f"{r['source']}->{r['target']}", _score(r["baseline_target"]), _score(r["transferred"]),
+    return [(_seed_label(r), pair_text(r, "->"), _score(r["baseline_target"]), _score(r["transferred"]),
              _score(r["direct_target"]), gain_text(r), p_text(r["gain"].get("p_value")), mdg_text(r),
              efficiency_text(r, interval=True), str(r["cost"]["calls"]), str(r["cost"]["tokens"]),
              usd_text(r["cost"]["total_usd"]), outcome_text(r), verdict_text(r)) for r in _sorted(results)]

@@ -7,6 +7,8 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from .report import pair_names
+
 SNAPSHOT_AS_COMMITTED = (None, "ok", "not compared", "updated")
 
 
@@ -16,7 +18,8 @@ def rerun_commands(result: dict[str, Any]) -> list[tuple[str, str]]:
     matrix the run had."""
     if not result.get("item"):
         return []
-    parts = ["pytest", result["item"], "--transfer-pair", f"{result['source']}->{result['target']}"]
+    source, target = pair_names(result)  # the names the node id was made from
+    parts = ["pytest", result["item"], "--transfer-pair", f"{source}->{target}"]
     portable = result.get("portable")
     if portable:  # the validation set shapes what the item reports: rerun it with the same one
         parts += ["--transfer-validate-on", ",".join(portable["validate_on"])]

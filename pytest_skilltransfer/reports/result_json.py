@@ -246,6 +246,8 @@ def result_to_json(result: TransferResult, answer_chars: int = ANSWER_CHARS) -> 
         "seed": result.seed,
         "source": result.source,
         "target": result.target,
+        "source_name": result.source_name or result.source,
+        "target_name": result.target_name or result.target,
         "baseline_target": _round(result.baseline.hard.mean),
         "direct_target": None if direct is None else _round(direct["hard"]["mean"]),
         "direct_skipped": result.direct_skipped,

@@ -21,6 +21,8 @@ NOISE_MAX_TOKENS = 512  # the reply limit in the key that seeds an answer's choi
 class SimModel:
     """A simulated model bound to one profile. `model_id` equals the name."""
 
+    provider = "sim"  # the in-process simulator family (never a real model)
+
     def __init__(self, name: str):
         if name not in PROFILES:
             raise ModelError(f"unknown simulated model {name!r}; simulated models are: {', '.join(PROFILES)}")
