@@ -14,7 +14,8 @@ import pytest
 from plugin_support import make_seed, project
 from pytest_skilltransfer.models import local
 from pytest_skilltransfer.commands.doctor import check_local
-from pytest_skilltransfer.reports.inventory import LOCK_FILE, apply_lock, pin, read_lock, rows
+from pytest_skilltransfer.cassettes.model_lock import LOCK_FILE, apply_lock, pin, read_lock
+from pytest_skilltransfer.reports.inventory import rows
 from pytest_skilltransfer.engine.judges import RULE_OPS
 from pytest_skilltransfer.models.aliases import sdk_aliases
 from pytest_skilltransfer.models.registry import resolve_model

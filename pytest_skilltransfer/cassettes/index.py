@@ -66,10 +66,6 @@ def index_path(model_file: Path) -> Path:
     return model_file.with_name(model_file.name + SUFFIX)
 
 
-def is_index(path: Path) -> bool:
-    return path.name.endswith(".yaml" + SUFFIX)
-
-
 def render(model_file: Path, digest: str, slots: list[Slot], sdk: str | None = None) -> str:
     """The index text for `slots` of the file whose text has SHA-256 `digest` (one row per line);
     `sdk`: the verified SDK fingerprint of its requests (see the module docstring)."""

@@ -112,9 +112,3 @@ def network_guard(allow_loopback: bool = True) -> Iterator[None]:
             _active.remove(allow_loopback)
             if not _active:
                 _uninstall()
-
-
-def guard_active() -> bool:
-    """Whether any guard is currently installed."""
-    with _lock:
-        return bool(_active)

@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return check_main(argv[1:])
     if argv[:1] == ["models"]:
-        from ..reports.inventory import main as models_main
+        from .models import main as models_main
 
         return models_main(argv[1:])
     if argv[:1] == ["batches"]:

@@ -155,7 +155,7 @@ def check_cassettes(cassette_dir: Path, report: Report) -> None:
     else:
         report(False, f"cassettes: {'; '.join(summary[-3:])} -> python -m pytest_skilltransfer index {cassette_dir}")
     from ..models.aliases import sdk_aliases
-    from ..reports.inventory import read_lock
+    from ..cassettes.model_lock import read_lock
 
     try:
         pins = read_lock(cassette_dir)
@@ -239,7 +239,7 @@ def main(argv: list[str]) -> int:
         return 1
     from ..models.providers import configure_aliases
     from ..pricing.prices import configure_prices
-    from ..reports.inventory import apply_lock
+    from ..cassettes.model_lock import apply_lock
 
     project = tool.get("skilltransfer", {})
     try:

@@ -342,8 +342,3 @@ def describe_check(check: Check) -> str:
     return f"the answer {wording}" if wording else f"{check.op} {arg}"
 
 
-def describe_judge(judge: Judge) -> list[str]:
-    """Plain-English criteria of a judge."""
-    if judge.kind == "qrels":
-        return [f"the agent retrieves the relevant page(s) {', '.join(judge.expected_slugs)} with a tool call"]
-    return [describe_check(c) for c in judge.checks]

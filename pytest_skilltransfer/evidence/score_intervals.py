@@ -121,9 +121,6 @@ class Estimate:
     unit: str = TASK_UNIT  # what `n` counts: tasks, or clusters of them (`clustered_score`)
     tasks: int = 0  # with clusters: the tasks in them
 
-    def half_width(self) -> float:
-        return (self.high - self.low) / 2
-
     def as_dict(self) -> dict[str, float | int | str]:
         data: dict[str, float | int | str] = {
             "mean": round(self.mean, 4), "ci_low": round(self.low, 4), "ci_high": round(self.high, 4),

@@ -15,7 +15,7 @@ import json
 from contextlib import nullcontext
 from dataclasses import replace
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlparse
 
 from ..guards.redaction import redact_json, register_key_variables, strip_userinfo
@@ -28,13 +28,11 @@ from .base import (
     Reply,
     Request,
     ToolCall,
-    Usage,
     build_registered,
     find_in_chain,
     register_family,
 )
 from .batch import (
-    BATCH_ANSWER,
     BATCH_CONCURRENCY,
     BatchLaneError,
     SendSynchronously,
@@ -159,15 +157,13 @@ class ProviderModel:
         # one bound for a call and its retries (a batched call waits for its batch instead)
         with spend_gate.tracking() as spend, nullcontext() if batched else call_deadline(call_policy()):
             try:
-                http, live = None, False
+                http = None
                 if lane is not None and settings is not None and not settings.replay:
                     http = self._through_batch(lane, wire, settings.api_key, request, collect_only)
-                    live = http is not None and BATCH_ANSWER in http.extensions
                 if http is None:  # a synchronous call (after the lane: bounded by its own deadline)
                     with call_deadline(call_policy()) if batched else nullcontext(), \
-                            LIMITERS.get(self.model_id, DEFAULT_CONCURRENCY, self.server_slots).slot() as call:
+                            LIMITERS.get(self.model_id, DEFAULT_CONCURRENCY, self.server_slots).slot():
                         http = wire.send(client, self.target, request)
-                    live = call.live
                 answer, problem = read_answer(http.url.path, http.status_code, http.content)
                 if problem is not None:
                     raise bad_response(self.target, http.status_code, problem, excerpt(http.content))
@@ -182,9 +178,6 @@ class ProviderModel:
             reply = redact_reply(wire.parse_reply(answer, self.model_id))
             if spend is not None:
                 spend.settle(reply.usage)
-        if live:
-            for listener in list(_spend_listeners):
-                listener(self.model_id, reply.usage)
         return reply
 
 
@@ -237,18 +230,6 @@ def redact_reply(reply: Reply) -> Reply:
     text, refusal, arguments = clean
     calls = tuple(ToolCall(c.id, c.name, a) for c, a in zip(reply.tool_calls, arguments))
     return replace(reply, text=text, refusal=refusal, tool_calls=calls)
-
-
-SpendListener = Callable[[str, Usage], None]
-_spend_listeners: list[SpendListener] = []
-
-
-def on_live_reply(listener: SpendListener | None) -> None:
-    """Call `listener(model_id, usage)` after each reply that came over the network (not from a
-    cassette); None removes the listeners. A budget charges what was really spent this way."""
-    _spend_listeners.clear()
-    if listener is not None:
-        _spend_listeners.append(listener)
 
 
 def is_loopback_url(url: str | None) -> bool:

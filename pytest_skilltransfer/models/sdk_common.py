@@ -14,10 +14,6 @@ marking a prefix for caching (so no `cache_control` is sent, and recorded bodies
 `service_tier` is the OpenAI service tier of every OpenAI model that does not set its own (`flex`:
 batch prices, slower; its calls get `FLEX_TIMEOUT_S` unless the timeout was raised above it).
 
-HTTP hooks: every client is built by `make_client` on an SDK `DefaultHttpxClient` whose event
-hooks dispatch to `add_http_hook` registrations at call time, so a hook added later (say, a
-concurrency limiter watching 429/529 responses) sees every client's traffic.
-
 Cookies: the clients keep none (`NoCookies`, the cookie jar httpx's maintainers suggest for this).
 The APIs authenticate by key; a cookie a provider or its CDN sets is never sent back, so no session
 value can travel between models, runs or threads, and no call pays for cookie parsing and matching.
@@ -83,7 +79,6 @@ class CallPolicy:
         return wait * (1 - 0.25 * random.random())  # jitter, as the SDKs do
 
 
-DEFAULT_TIMEOUT_S = CallPolicy().timeout_s
 _policy = CallPolicy()
 
 
@@ -296,36 +291,6 @@ def close_clients() -> None:
             pass
 
 
-HttpHook = Callable[[Any], None]
-_hooks: dict[str, list[HttpHook]] = {"request": [], "response": []}
-_hooks_lock = threading.Lock()
-
-
-def add_http_hook(event: str, hook: HttpHook) -> Callable[[], None]:
-    """Call `hook(request)` or `hook(response)` (httpx objects) on every SDK client's traffic; returns a remover."""
-    if event not in _hooks:
-        raise ValueError(f"unknown HTTP event {event!r}; use 'request' or 'response'")
-    with _hooks_lock:
-        _hooks[event].append(hook)
-
-    def remove() -> None:
-        with _hooks_lock:
-            if hook in _hooks[event]:
-                _hooks[event].remove(hook)
-
-    return remove
-
-
-def _dispatch(event: str) -> HttpHook:
-    def run(message: Any) -> None:
-        with _hooks_lock:
-            hooks = list(_hooks[event])
-        for hook in hooks:
-            hook(message)
-
-    return run
-
-
 def endpoint(target: Target) -> str:
     """Where calls go, for messages."""
     return endpoint_for(target.provider, target.base_url)
@@ -445,8 +410,8 @@ def make_client(client_class: tuple[str, str], api_key: str, base_url: str | Non
                                                   "_skilltransfer_policy": policy or _policy})
     extra = {"transport": transport} if transport is not None else {}
     first = [on_request] if on_request is not None else []
-    http_client = sdk.DefaultHttpxClient(event_hooks={"request": [*first, _clamp_attempt, _dispatch("request")],
-                                                      "response": [_note_response, _dispatch("response")]},
+    http_client = sdk.DefaultHttpxClient(event_hooks={"request": [*first, _clamp_attempt],
+                                                      "response": [_note_response]},
                                          cookies=NoCookies(), **extra)
     return cls(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout,
                default_headers=DEFAULT_HEADERS, http_client=http_client)

@@ -10,11 +10,6 @@ def _sum(values: list[float | None]) -> float | None:
     return None if any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
 
 
-def unit_usd(unit: Unit, lane: str | None = None) -> float | None:
-    """Dollars at most for a unit; None when a model in it has no price (in that lane)."""
-    return _sum([share.bound_usd(lane) for share in unit.shares])
-
-
 def counted(unit: Unit, kind: str) -> bool:
     """Whether a unit counts in figures of `kind`: every unit in the bound and the expected figures (an
     on-demand unit weighted by its chance to run); `on-demand` counts only the on-demand units."""

@@ -207,7 +207,7 @@ def _engage(config: pytest.Config) -> None:
     from .extensions import Registry
 
     project_models = apply_project_tables(config)
-    from ..reports.inventory import apply_lock
+    from ..cassettes.model_lock import apply_lock
 
     try:
         apply_lock(settings.cassette_dir, project_models)  # aliases pinned by earlier recordings

@@ -147,7 +147,7 @@ def _sessionfinish(session: pytest.Session) -> None:
         return
     runner.stop_recording()
     if runner.recorded:
-        from ..reports.inventory import pin
+        from ..cassettes.model_lock import pin
 
         try:
             pin(runner.settings.cassette_dir, sorted(runner.models_used()))

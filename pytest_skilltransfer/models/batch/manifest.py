@@ -141,13 +141,6 @@ class Manifest:
             if key not in self.latest or self.submissions[self.latest[key]].at <= self.submissions[name].at:
                 self.latest[key] = name
 
-    def reload(self) -> None:
-        """Take in what other processes appended since this one read the file."""
-        from filelock import FileLock
-
-        with self._lock, FileLock(str(self.path) + ".lock"):
-            self._refresh_others()
-
     def open_submissions(self) -> list[Submission]:
         """Submissions that may hold requests no run has collected (see `Submission.open`), oldest first."""
         with self._lock:
