@@ -127,3 +127,30 @@ seedstore.write_model_file = _full
         pytester.runpytest_subprocess("--record-mode=none", "--limit-replay=2",
                                       "--limit-holdout=2").assert_outcomes(passed=1)
     assert sent > 0
+
+
+def test_a_full_disk_in_the_batch_lane_is_named_and_sends_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    from pytest_skilltransfer.cassettes import journal, recording
+    from pytest_skilltransfer.models.base import Message, ModelCallError, Request
+    from pytest_skilltransfer.models.batch import BatchSettings, configure_batch
+    from pytest_skilltransfer.models.providers import build_model
+
+    def full(self: journal.Journal, size: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(journal.Journal, "reserve", full)
+    configure_batch(BatchSettings(gather_s=0.05, poll_s=0.02), tmp_path)
+    try:
+        with BatchProvider() as fake:
+            model = build_model(f"anthropic:full@{fake.anthropic_url}")
+            with recording(tmp_path, "seed", "new_episodes"):
+                with pytest.raises(ModelCallError) as refused:
+                    model.complete(Request(system="s", messages=(Message("user", "call 0"),), max_tokens=16))
+            assert not fake.created and not fake.received
+    finally:
+        configure_batch(None)
+    message = str(refused.value)
+    assert "recording stopped" in message and "No space left on device" in message, message
+    assert "could not connect" not in message

@@ -74,6 +74,21 @@ def test_regression_gate_tolerance_and_update() -> None:
     assert gating.evaluate(result(), tolerance, committed=None).passed
 
 
+def test_snapshot_text_escapes_control_bidi_and_zero_width_characters_visibly() -> None:
+    """A committed snapshot is read as a diff in a terminal or a web view: nothing in it acts."""
+    from pytest_skilltransfer.guards.terminal import is_safe
+
+    hostile = result()
+    hostile["learned_skill"] = "# Skill\n\x1b[2J\x07 ok\u202eevil\u200bhidden\tkept\n"
+    hostile["optimization"]["source"]["nights"] = [
+        {"night": 1, "val_before": 0.5, "val_after": 0.75, "accepted": True, "note": "\x1b]0;pwned\x07",
+         "applied": [{"op": "add", "content": "Say \u2066hi\u2069"}]}]
+    text = snapshots.render(hostile)
+    assert is_safe(text)
+    assert "\\x1b[2J\\x07 ok\\u202eevil\\u200bhidden\tkept" in text and "\\u2066hi\\u2069" in text
+    assert snapshots.parse_skill(text).startswith("# Skill\n\\x1b[2J")
+
+
 def test_snapshot_text_carries_the_per_task_scores() -> None:
     text = snapshots.render(result())
     assert snapshots.parse_per_task(text) == {"t0": 1.0, "t1": 0.0, "t2": 1.0, "t3": 0.0}

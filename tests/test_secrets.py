@@ -8,7 +8,10 @@ everything it printed.
 from __future__ import annotations
 
 import base64
+import random
 import re
+import string
+from urllib.parse import quote
 from pathlib import Path
 
 import pytest
@@ -91,6 +94,80 @@ def test_a_base64_echo_of_a_known_key_is_redacted_at_every_alignment(prefix: str
         assert not re.search(r"[A-Za-z0-9+/_\-]{12,}", clean.replace("OPENAI_API_KEY", "")), clean
 
 
+KEY_CHARACTERS = string.ascii_letters + string.digits + "-_.~+/:@%!$&="
+
+
+def _encodings(run: str, rng: random.Random) -> str:
+    """`run` in one of the forms a key travels in, seeded: raw, percent-encoded, or base64 (standard or
+    URL-safe) after 0-6 characters of prefix (`user:` before a password), so at any of the 3 alignments."""
+    form = rng.choice(("raw", "percent", "base64", "urlsafe"))
+    if form == "raw":
+        return run
+    if form == "percent":
+        return quote(run, safe="")
+    prefix = "".join(rng.choice(string.ascii_lowercase + ":") for _ in range(rng.randrange(7)))
+    encode = base64.b64encode if form == "base64" else base64.urlsafe_b64encode
+    lead = -(-len(prefix.encode()) * 8 // 6)  # the characters the prefix's bits touch
+    return encode((prefix + run).encode()).decode()[lead:]
+
+
+def test_no_stretch_of_a_key_in_any_derived_form_survives_redaction_over_1000_random_keys() -> None:
+    """1,000 seeded random keys, each with a random run of at least 16 of its characters at a random
+    offset, written raw, percent-encoded or in base64 at a random alignment, cut short at a random
+    length of at least 8 characters, amid words: no 8 characters of what was written survive."""
+    rng = random.Random(20261206)
+    for _ in range(1000):
+        key = "".join(rng.choice(KEY_CHARACTERS) for _ in range(rng.randint(24, 64)))
+        start = rng.randrange(len(key) - 15)
+        run = key[start:rng.randint(start + 16, len(key))]
+        written = _encodings(run, rng)
+        written = written[:rng.randint(8, len(written))]
+        text = f"the gateway said {written}= (and more) while a Basic {written[:12]} header echoed"
+        clean = redact_text(text, environ={"OPENAI_API_KEY": key})
+        survivors = [written[i:i + 8] for i in range(len(written) - 7) if written[i:i + 8] in clean]
+        assert survivors == [], (key, run, written, clean)
+
+
+@pytest.fixture
+def own_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Secrets registered by the test are forgotten after it."""
+    from pytest_skilltransfer.guards import redaction
+
+    monkeypatch.setattr(redaction, "_registered", dict(redaction._registered))
+
+
+@pytest.mark.parametrize("cut", [8, 11, 16, 23])
+@pytest.mark.usefixtures("own_secrets")
+def test_a_truncated_basic_credential_of_a_base_url_is_redacted(cut: int) -> None:
+    from pytest_skilltransfer.models.aliases import register_url_credentials
+
+    register_url_credentials(f"http://deploy:{PASSWORD}@127.0.0.1:9/v1")
+    basic = base64.b64encode(f"deploy:{PASSWORD}".encode()).decode()[:cut]
+    clean = redact_text(f"authorization: Basic {basic}")
+    assert basic not in clean and "[redacted: base URL credentials (base64" in clean
+
+
+def test_the_base64_of_a_key_stretch_at_an_unaligned_offset_is_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
+    key = "sk-proj-03-AUDITKEY1234567890abcdefXYZ"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    stretch = key[key.index("03-"):][:24]
+    encoded = base64.b64encode(stretch.encode()).decode()
+    assert key.index("03-") % 3 != 0
+    for shown in (encoded, encoded[:10], base64.urlsafe_b64encode(stretch.encode()).decode()):
+        assert shown not in redact_text(f"note: {shown}"), shown
+    assert find_secrets(f"note: {encoded}") == [(1, "OPENAI_API_KEY (base64, part)")]
+
+
+@pytest.mark.usefixtures("own_secrets")
+def test_a_percent_encoded_password_is_redacted() -> None:
+    from pytest_skilltransfer.models.aliases import register_url_credentials
+
+    password = "p@ss/w0rd:Z+" + "x7" * 4
+    register_url_credentials(f"http://deploy:{quote(password, safe='')}@127.0.0.1:9/v1")
+    for shown in (quote(password, safe=""), quote(password, safe="").lower(), quote(password, safe="")[:14]):
+        assert shown not in redact_text(f"?password={shown}&next"), shown
+
+
 def test_a_body_is_screened_once_yet_redacted_as_each_string_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """Redacting a body and scanning a file look for each detector once over all their strings; what
     they find is what each string (each line) alone gives: a literal split across two strings is not
@@ -146,20 +223,28 @@ def test_a_written_file_holding_a_github_token_is_refused(tmp_path: Path) -> Non
 
 def test_a_recording_run_writes_and_prints_no_secret(pytester: pytest.Pytester, faulty_provider: FaultyProvider,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """The whole plugin: a base URL with a password, a provider echoing its Basic header and a partial key."""
+    """The whole plugin: a base URL with a password, a provider echoing its Basic header and a partial key,
+    a skill quoting the base64 of a stretch of the key at an unaligned offset and a cut-short Basic credential."""
     url = faulty_provider.openai_url.replace("http://", f"http://deploy:{PASSWORD}@")
+    key = "sk-proj-03-AUDITKEY1234567890abcdefXYZ"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
     project(pytester, ini="skilltransfer_nights = 1\nskilltransfer_no_direct = true\n", seeds=("alpha",))
+    stretch = base64.b64encode(key[8:32].encode()).decode()
+    cut_basic = base64.b64encode(f"deploy:{PASSWORD}".encode()).decode()[:14]
+    skill = pytester.path / "seeds" / "alpha" / "SKILL.md"
+    skill.write_text(skill.read_text() + f"Gateway notes: {stretch} and Basic {cut_basic}\n")
     faulty_provider.inject(*["echo-body"] * 400)
     pair = f"toy-a->openai:fp-url@{url}"
     result = pytester.runpytest_subprocess("--pair", pair, "--record-mode=once", "--snapshot-update", "-v",
                                            "--skilltransfer-json=r.json", "--skilltransfer-md=r.md",
-                                           "--junitxml=junit.xml", "-p", "no:randomly")
+                                           "--skilltransfer-html=r.html", "--junitxml=junit.xml", "-p", "no:randomly")
     assert faulty_provider.answered > 0
     printed = result.stdout.str() + result.stderr.str()
     basic = base64.b64encode(f"deploy:{PASSWORD}".encode()).decode()
     files = {p: p.read_bytes().decode("utf-8", "replace") for p in pytester.path.rglob("*") if p.is_file()}
-    leaks = [str(p) for p, text in files.items() if PASSWORD in text or basic in text]
-    assert leaks == [] and PASSWORD not in printed and basic not in printed
+    needles = (PASSWORD, basic, stretch, cut_basic, key[8:24])
+    leaks = [str(p) for p, text in files.items() if any(needle in text for needle in needles) and p != skill]
+    assert leaks == [] and not any(needle in printed for needle in needles)
     assert "transfer[toy-a->openai:fp-url@http://127.0.0.1:" in printed
     assert scan_for_secrets(pytester.path / "cassettes") == []
     assert any("uri: http://127.0.0.1:" in text for p, text in files.items() if p.suffix == ".yaml")

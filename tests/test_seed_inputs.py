@@ -193,6 +193,25 @@ def test_a_named_skill_may_live_in_the_repository_but_not_link_out_of_it(tmp_pat
     assert len(found) == 1 and "outside the repository" in found[0], found
 
 
+@pytest.mark.parametrize("link", ["the seed folder", "the seeds folder"])
+def test_a_seed_folder_linked_out_of_the_repository_is_refused_naming_it(tmp_path: Path, link: str) -> None:
+    repo, outside = tmp_path / "repo", write_seed(tmp_path / "elsewhere" / "one")
+    (repo / ".git").mkdir(parents=True)
+    (repo / "seeds").mkdir()
+    write_seed(repo / "seeds" / "inside")
+    (repo / "seeds" / "linked-in").symlink_to(repo / "seeds" / "inside", target_is_directory=True)
+    if link == "the seed folder":
+        seed = repo / "seeds" / "one"
+        seed.symlink_to(outside, target_is_directory=True)
+    else:
+        (repo / "more").symlink_to(outside.parent, target_is_directory=True)
+        seed = repo / "more" / "one"
+    found = problems(seed)
+    assert found == [f"{seed}: is a symlink to {outside}, outside the repository {repo}; a seed folder is read only "
+                     "inside it (copy the seed in instead of linking it)"], found
+    assert load_seed(repo / "seeds" / "linked-in").skill.startswith("# Skill")  # a link inside the repository is read
+
+
 @pytest.mark.parametrize("pattern", ["(?:x{50000}){50000}", "(a{1000}){1000}", "x{1000000}"])
 def test_a_regex_that_would_take_long_to_compile_is_refused_at_once(tmp_path: Path, pattern: str) -> None:
     seed = write_seed(tmp_path / "seed")

@@ -30,6 +30,7 @@ def test_safe_escapes_controls_and_bidi_but_keeps_lines_and_tabs() -> None:
     assert safe(HOSTILE) == "\\x1b[2J\\x1b]0;pwned\\x07\\x00\\x0d\\u202eevil\\u2066"
     assert is_safe(safe(HOSTILE)) and not is_safe(HOSTILE)
     assert safe("\x85\x9b") == "\\x85\\x9b"  # C1 controls (NEL, CSI)
+    assert safe("a\u200bb\u200dc\u2060d\ufeff") == "a\\u200bb\\u200dc\\u2060d\\ufeff"  # zero-width
 
 
 def test_control_characters_from_tasks_and_answers_never_reach_the_terminal_raw(pytester: pytest.Pytester) -> None:

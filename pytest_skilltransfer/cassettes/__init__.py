@@ -171,11 +171,12 @@ def _notify_recorded(request: Any, response: dict[str, Any]) -> None:
 
 
 def transport_failure(exc: BaseException) -> ModelCallError | None:
-    """A clear error for a cassette miss or a network-guard block hidden in `exc`'s chain."""
+    """A clear error for a cassette miss, a stopped recording (a full disk) or a network-guard block hidden
+    in `exc`'s chain (an SDK that does not retry wraps them as a connection error)."""
     from .netguard import NetworkBlocked
     from .store import CassetteFileError
 
-    damaged = find_in_chain(exc, CassetteFileError)
+    damaged = find_in_chain(exc, CassetteFileError) or find_in_chain(exc, RecordingStopped)
     if damaged is not None:
         return damaged  # type: ignore[return-value]
     if find_vcr_miss(exc) is not None:

@@ -18,6 +18,7 @@ the corpus folder and each page (`confined`: no `..`, absolute paths, symlinks o
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -103,6 +104,19 @@ def repository_root(path: Path) -> Path:
         if (folder / ".git").exists():
             return folder
     return path.resolve().parent
+
+
+def folder_outside_repository(root: Path) -> SeedProblem | None:
+    """A seed folder that resolves outside its repository (it, or a folder above it, is a symlink out) as a
+    problem, else None. The repository is found from the path as written, not from where it resolves (the
+    nearest folder above holding `.git`; without one, the folder holding the seed), so a link cannot choose it."""
+    written = Path(os.path.abspath(root))
+    repository = next((folder for folder in written.parents if (folder / ".git").exists()), written.parent).resolve()
+    resolved = written.resolve()
+    if resolved.is_relative_to(repository):
+        return None
+    return SeedProblem(str(root), f"is a symlink to {resolved}, outside the repository {repository}; a seed folder "
+                                  "is read only inside it (copy the seed in instead of linking it)")
 
 
 def skill_location(root: Path, config: dict[str, Any], config_path: Path,
@@ -244,6 +258,9 @@ def load_seed(path: str | Path, limits: SeedLimits | None = None) -> Seed:
     root = Path(path)
     if not root.is_dir():
         raise SeedError(root, [SeedProblem(str(root), "not a folder; a seed is a folder holding SKILL.md")])
+    outside = folder_outside_repository(root)
+    if outside is not None:
+        raise SeedError(root, [outside])
     with ConfinedFolder(root) as folder:
         return _load_folder(root, limits, folder)
 

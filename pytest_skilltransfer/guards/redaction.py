@@ -5,9 +5,12 @@ What is a secret:
 - the value of every key variable the run knows: the SDKs' own variables and every `api_key_env`
   of the models table (`register_key_variables`), and every value registered with
   `register_secret` (the password of a base URL's userinfo, its `user:password` pair);
-- an echo of such a value: any stretch of at least `MIN_SECRET_LENGTH` characters of it (a provider
-  that masks part of a key still echoes the rest), or its base64 (standard or URL-safe, at any
-  alignment, so it is found inside a longer encoded string such as a `Basic` credential);
+- an echo of such a value, in any form derived from it (`derived_forms`): the value itself, its
+  percent-encodings (as a URL carries it) and its base64 (standard and URL-safe, at each of the three
+  alignments, so it is found inside a longer encoded string such as a `Basic` credential); any
+  stretch of at least `MIN_SECRET_LENGTH` characters of a form is an echo (a provider that masks part
+  of a key still echoes the rest; the base64 of any run of the value, cut short at any length of 8
+  encoded characters or more, is such a stretch of its base64 at one alignment);
 - a string of a known token family (`TOKEN_PATTERNS`, one row per family with the shape its issuer
   documents: Anthropic, OpenAI, GitHub, GitLab, Slack, AWS, Google, Stripe, npm, PyPI, Hugging Face,
   SendGrid, JWTs, PEM private-key blocks, bearer and HTTP Basic credentials), or a truncated one:
@@ -37,6 +40,7 @@ import binascii
 import os
 import re
 import threading
+from urllib.parse import quote, quote_plus
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
@@ -155,7 +159,10 @@ def strip_userinfo(text: str) -> str:
 
 
 def _base64_cores(value: str) -> list[str]:
-    """The stretches of base64 (standard and URL-safe) that `value` always produces, at each of the 3 alignments."""
+    """The stretches of base64 (standard and URL-safe) that `value` always produces, at each of the 3
+    alignments: the characters no bit outside the value touches. The base64 of any run of the value,
+    alone or inside a longer encoded string, holds such a stretch of one of them, bar a character at
+    each end."""
     raw = value.encode("utf-8")
     cores = []
     for shift in range(3):
@@ -168,43 +175,70 @@ def _base64_cores(value: str) -> list[str]:
     return sorted(set(cores), key=len, reverse=True)
 
 
+_USERINFO_SAFE = "!$&'()*+,;=:"  # what a URL's userinfo may carry unencoded (RFC 3986)
+
+
+def _percent_encodings(value: str) -> list[str]:
+    """The ways a URL carries `value` percent-encoded (every reserved character encoded, the userinfo's
+    sub-delimiters left, a form's `+` for a space; upper- and lower-case hex) other than `value` itself."""
+    forms = {quote(value, safe=""), quote(value, safe=_USERINFO_SAFE), quote_plus(value, safe="")}
+    forms |= {re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), form) for form in forms}
+    return sorted(forms - {value})
+
+
+def derived_forms(what: str, value: str) -> list[tuple[str, str]]:
+    """(label, text) for every form a secret is redacted in: itself, its percent-encodings, its base64."""
+    forms = [(what, value)]
+    forms += [(f"{what} (percent-encoded)", form) for form in _percent_encodings(value)]
+    forms += [(f"{what} (base64)", core) for core in _base64_cores(value)]
+    return forms
+
+
 @dataclass(frozen=True)
 class _Matcher:
-    """Finds known values, their base64 and their partial echoes.
+    """Finds every stretch of at least `MIN_SECRET_LENGTH` characters of a known value's derived forms.
 
-    Whole values and base64 stretches are one alternation. A partial echo lies in a run of the
-    values' own characters at least `MIN_SECRET_LENGTH` long, so only such runs are looked at, each
-    against the set of the values' 8-character windows, and a hit is widened to the longest stretch.
+    Built once per set of known values. Such a stretch lies in a run of the forms' own characters at
+    least `MIN_SECRET_LENGTH` long, so only such runs are looked at, each position against the set of
+    the forms' `MIN_SECRET_LENGTH`-character windows (one set lookup), and a hit is widened to the
+    longest stretch of a form through it.
     """
 
-    whole: re.Pattern[str] | None
-    labels: dict[str, str]  # matched whole string -> what
     runs: re.Pattern[str]
-    windows: frozenset[str]
-    values: tuple[tuple[str, str], ...]
+    windows: dict[str, tuple[int, ...]]  # window -> the forms holding it (indexes into `forms`)
+    halves: frozenset[str]  # every stretch of half a window's length in a form
+    forms: tuple[tuple[str, str], ...]  # (label, text)
 
     def spans(self, text: str) -> list[tuple[int, int, str]]:
+        """The leftmost stretch first, the next looked for after it. Every window holds a half-window
+        starting at one of each `half` consecutive positions, so probing every `half`-th position for
+        a half and, on a hit, the windows that could hold it, finds what probing every position finds."""
         found: list[tuple[int, int, str]] = []
-        if self.whole is not None:
-            found += [(m.start(), m.end(), self.labels[m.group(0)]) for m in self.whole.finditer(text)]
-        width = MIN_SECRET_LENGTH
+        width, half, windows, halves = MIN_SECRET_LENGTH, MIN_SECRET_LENGTH // 2, self.windows, self.halves
         for run in self.runs.finditer(text):
-            start, end = run.span()
-            position = start
-            while position + width <= end:
-                if text[position:position + width] in self.windows:
-                    hit = self._extend(text, position)
-                    found.append(hit)
-                    position = max(hit[1], position + 1)
+            first, end = run.span()
+            probe = first
+            while probe + half <= end:
+                if text[probe:probe + half] in halves:
+                    for position in range(max(first, probe - half + 1), min(probe, end - width) + 1):
+                        holders = windows.get(text[position:position + width])
+                        if holders is not None:
+                            hit = self._extend(text, position, holders)
+                            found.append(hit)
+                            first = probe = max(hit[1], position + 1)
+                            break
+                    else:
+                        probe += half
                 else:
-                    position += 1
+                    probe += half
         return found
 
-    def _extend(self, text: str, start: int) -> tuple[int, int, str]:
-        """The longest stretch of a known value through `start` (where one of its windows begins)."""
+    def _extend(self, text: str, start: int, holders: tuple[int, ...]) -> tuple[int, int, str]:
+        """The longest stretch of a form through `start` (where one of its windows begins)."""
         best = (start, start, "")
         piece = text[start:start + MIN_SECRET_LENGTH]
-        for what, value in self.values:
+        for index in holders:
+            what, value = self.forms[index]
             offset = value.find(piece)
             while offset >= 0:
                 left, right = start, start + MIN_SECRET_LENGTH
@@ -214,24 +248,32 @@ class _Matcher:
                 while right < len(text) and j < len(value) and text[right] == value[j]:
                     right, j = right + 1, j + 1
                 if right - left > best[1] - best[0]:
-                    best = (left, right, f"{what} (part)" if j - i < len(value) else what)
+                    best = (left, right, what if j - i == len(value) else _part(what))
                 offset = value.find(piece, offset + 1)
         return best
 
 
+def _part(what: str) -> str:
+    """The label of a stretch of a form: `KEY (part)`, `KEY (base64, part)`."""
+    return f"{what[:-1]}, part)" if what.endswith(")") else f"{what} (part)"
+
+
 @lru_cache(maxsize=16)
 def _matcher(values: tuple[tuple[str, str], ...]) -> _Matcher:
-    labels: dict[str, str] = {}
+    forms: list[tuple[str, str]] = []
     for what, value in values:
-        labels.setdefault(value, what)
-        for core in _base64_cores(value):
-            labels.setdefault(core, f"{what} (base64)")
-    whole = re.compile("|".join(re.escape(s) for s in sorted(labels, key=len, reverse=True))) if labels else None
-    windows = frozenset(value[i:i + MIN_SECRET_LENGTH] for _, value in values
-                        for i in range(len(value) - MIN_SECRET_LENGTH + 1))
-    characters = "".join(sorted({c for _, value in values for c in value}))
+        forms += [form for form in derived_forms(what, value) if form[1] not in {f for _, f in forms}]
+    windows: dict[str, list[int]] = {}
+    for index, (_, form) in enumerate(forms):
+        for i in range(len(form) - MIN_SECRET_LENGTH + 1):
+            holders = windows.setdefault(form[i:i + MIN_SECRET_LENGTH], [])
+            if not holders or holders[-1] != index:
+                holders.append(index)
+    characters = "".join(sorted({c for _, form in forms for c in form}))
     runs = re.compile(f"[{re.escape(characters)}]{{{MIN_SECRET_LENGTH},}}")
-    return _Matcher(whole, labels, runs, windows, values)
+    half = MIN_SECRET_LENGTH // 2
+    halves = frozenset(form[i:i + half] for _, form in forms for i in range(len(form) - half + 1))
+    return _Matcher(runs, {window: tuple(holders) for window, holders in windows.items()}, halves, tuple(forms))
 
 
 @dataclass(frozen=True)
@@ -255,16 +297,16 @@ _SEPARATOR = "\0"  # no literal, value or window of a detector holds it (checked
 def _screen(texts: list[str], values: tuple[tuple[str, str], ...]) -> _Screen:
     """The detectors that could match in one of `texts` (see `_Screen`).
 
-    The texts are joined by a character no literal contains, so a literal occurs in the joined text
-    exactly when it occurs in one of them (lower-casing is per character for the ASCII literals)."""
+    The texts are joined by a character no literal or derived form contains, so a literal or a stretch
+    of a form occurs in the joined text exactly when it occurs in one of them (lower-casing is per
+    character for the ASCII literals)."""
     joined = _SEPARATOR.join(texts)
     lowered = joined.lower()
     tokens = tuple(token for token in TOKEN_PATTERNS
                    if any(needle in (lowered if token.fold else joined) for needle in token.needles))
-    if values and not any(_SEPARATOR in value for _, value in values):
-        matcher = _matcher(values)
-        if (matcher.whole is None or matcher.whole.search(joined) is None) and matcher.runs.search(joined) is None:
-            values = ()  # no whole value, base64 stretch or run of the values' characters in any text
+    if values and not any(_SEPARATOR in value for _, value in values):  # no form holds it then either
+        if not _matcher(values).spans(joined):
+            values = ()  # no stretch of a derived form in any text (none spans two: the separator is in no form)
     return _Screen(tokens, values)
 
 

@@ -4,7 +4,9 @@ Location: inside the seed folder, one file per pair,
 `seeds/<seed>/__snapshots__/transfer[<source>_to_<target>].md` (next to the item's file node), so a seed and its reviewed results
 travel together (hand-written tests keep syrupy's layout, `tests/__snapshots__/<file>/<test>.md`).
 Only deterministic fields are written (scores, nights, the learned skill, the digest of the held-out
-calls the scores were computed from), never dollars or call counts.
+calls the scores were computed from), never dollars or call counts. Control, bidi and zero-width
+characters are written as visible escapes (`guards.terminal.safe`), so a reviewer reading the diff
+in a terminal or a web view sees them instead of their effect.
 The transferred per-task scores are written on one line (`- transferred per task: `id=score ...``),
 so the regression gate compares this run with the committed one task by task (`stats.regression`).
 
@@ -27,6 +29,7 @@ from syrupy.extensions.base import AbstractSyrupyExtension
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from ..guards.redaction import redact_text
+from ..guards.terminal import safe
 from ..reports.report import (
     design_effect_text,
     gain_text,
@@ -144,7 +147,7 @@ def render(result: dict[str, Any]) -> str:
         *_night_lines(result["optimization"]["direct"], "Direct, on the target"),
         "## Learned skill", "", FENCE + "markdown", result["learned_skill"].rstrip("\n"), FENCE, "",
     ]
-    return redact_text("\n".join(lines))  # a committed file: no secret from the skill or a model name
+    return safe(redact_text("\n".join(lines)))  # a committed file read as diffs: no secret, no control acting
 
 
 def settings_of(result: dict[str, Any]) -> dict[str, str]:
