@@ -32,11 +32,11 @@ from .store import (
     load_item,
     plain_key,
     refuse_secrets,
-    structure_problem,
     write_atomically,
 )
 
 _ROW_START = re.compile(rb"\[(\d+), (\d+), (\d+), ")
+_RESPONSE = b"\n  response:\n"  # where an item's response starts, in the layout `store.render` writes
 
 
 class _NotInPlace(Exception):
@@ -56,10 +56,14 @@ class _ItemKeys:
     def __getitem__(self, number: int) -> Any:
         if number not in self.keys:
             offset, length, line = self.rows[number]
-            entry = load_item(self.path, self.data[offset:offset + length].decode("utf-8"), line, number + 1)
-            if structure_problem(entry) is not None:
+            item = self.data[offset:offset + length]
+            cut = item.find(_RESPONSE)  # the sort reads the request only: its part of the item is parsed alone
+            entry = load_item(self.path, item[:cut + 1 if cut > 0 else length].decode("utf-8"), line, number + 1)
+            request = entry.get("request") if isinstance(entry, dict) else None
+            if not isinstance(request, dict) or not isinstance(request.get("uri"), str) \
+                    or not isinstance(request.get("body"), (dict, type(None))):
                 raise _NotInPlace
-            self.keys[number] = _sort_key(entry)  # type: ignore[arg-type]
+            self.keys[number] = _sort_key({"request": request})
         return self.keys[number]
 
 
@@ -128,7 +132,8 @@ def _append(path: Path, data: bytes, indexed: bytes, recorded: list[dict[str, An
     stamp = _stamp(head.get("sdk"), ordered, new_slots)
     last_line = rows[-1][2] + data[rows[-1][0]:end].count(b"\n")  # the line of `count:`
 
-    pieces: list[bytes] = [data[:rows[0][0]]]
+    view = memoryview(data)  # the old bytes are copied to the new file, never into a new string
+    pieces: list[Any] = [view[:rows[0][0]]]
     out_rows: list[str | bytes] = []
     shift_bytes = shift_lines = 0
     at = rows[0][0]  # the next byte of `data` to copy
@@ -137,7 +142,7 @@ def _append(path: Path, data: bytes, indexed: bytes, recorded: list[dict[str, An
         start = rows[number][0] if number < count else end
         line = rows[number][2] if number < count else last_line
         while new < len(items) and places[new] == number:
-            pieces.append(data[at:start])
+            pieces.append(view[at:start])
             at = start
             item, slot = items[new], new_slots[new]
             out_rows.append(index.row_text(Slot(0, line + shift_lines, start + shift_bytes, len(item), slot.key,
@@ -153,20 +158,20 @@ def _append(path: Path, data: bytes, indexed: bytes, recorded: list[dict[str, An
                 row = f"[{offset + shift_bytes}, {length}, {row_line + shift_lines}, ".encode() + \
                     row[_ROW_START.match(row).end():]  # type: ignore[union-attr]
             out_rows.append(row)
-    pieces.append(data[at:end])
+    pieces.append(view[at:end])
     total = count + len(items)
-    tail = f"count: {total}\n".encode()
-    pieces.append(tail)
-    written = b"".join(pieces)
+    pieces.append(f"count: {total}\n".encode())
 
     new_rows = [row for row in out_rows if isinstance(row, str)]
     for row in new_rows:
         refuse_secrets(index_path(path), row)
-    digest = hashlib.sha256(written).hexdigest()
-    head_text = index.head_line(path, digest, total, stamp, True).encode()
+    digest = hashlib.sha256()
+    for piece in pieces:
+        digest.update(piece)
+    head_text = index.head_line(path, digest.hexdigest(), total, stamp, True).encode()
     index_text = head_text + b",\n".join(r.encode("utf-8") if isinstance(r, str) else r for r in out_rows) \
         + index.TAIL.encode()
-    write_atomically(path, written, scanned=True)
+    write_atomically(path, pieces, scanned=True)
     write_atomically(index_path(path), index_text, scanned=True)
     return True
 

@@ -413,20 +413,21 @@ def refuse_secrets(path: Path, text: str) -> None:
         )
 
 
-def write_atomically(path: Path, text: str | bytes, scanned: bool = False) -> None:
-    """Write `text` (str, or its UTF-8 bytes) to `path` via a temporary file, fsync and `os.replace`
-    (never a half-written file).
+def write_atomically(path: Path, text: str | bytes | list[Any], scanned: bool = False) -> None:
+    """Write `text` (str, its UTF-8 bytes, or a list of byte buffers in order) to `path` via a temporary
+    file, fsync and `os.replace` (never a half-written file).
 
     The secret scan runs first, unless the caller `scanned` every part of `text` that is not already
     in the file; a temporary file left by a kill is removed by `clean_leftovers`.
     """
     if not scanned:
-        refuse_secrets(path, text if isinstance(text, str) else text.decode("utf-8"))
+        refuse_secrets(path, text if isinstance(text, str) else b"".join(text).decode("utf-8"))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8") if isinstance(text, str) else text)
+            handle.writelines([text.encode("utf-8")] if isinstance(text, str) else [text] if isinstance(text, bytes)
+                              else text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
