@@ -9,8 +9,10 @@ unusable or null, the recorded answer as compact JSON `[status, body]` when its 
 null, and a seal: a digest of the request key with the item's bytes and that answer text, so a
 replay that reads the answer from the index, or only the response part of the item, still knows it
 is the item of that key and its answer). `sdk`, when present, is the fingerprint of the SDK versions verified to rebuild
-every request of the file exactly (`models.fidelity`): under it a replay may skip the SDK. It is built by reading the whole file with every check (the closing count, the
-fields, the validity of each response), so an index that names the file's current digest stands for
+every request of the file exactly (`models.fidelity`): under it a replay may skip the SDK. `sorted`,
+when true, says the file is exactly as `store.render` writes its interactions (their order, the
+layout), so a save may insert new interactions in place instead of rewriting the file (`append`).
+It is built by reading the whole file with every check (the closing count, the fields, the validity of each response), so an index that names the file's current digest stands for
 those checks. An index for other text (a hand edit, a merge, a re-recording without it), in another
 format, or unreadable is ignored and the file is read in full instead: the index can make an open
 faster, never change what it finds.
@@ -66,16 +68,42 @@ def index_path(model_file: Path) -> Path:
     return model_file.with_name(model_file.name + SUFFIX)
 
 
-def render(model_file: Path, digest: str, slots: list[Slot], sdk: str | None = None) -> str:
+def render(model_file: Path, digest: str, slots: list[Slot], sdk: str | None = None, in_order: bool = False) -> str:
     """The index text for `slots` of the file whose text has SHA-256 `digest` (one row per line);
-    `sdk`: the verified SDK fingerprint of its requests (see the module docstring)."""
-    head_fields: dict[str, Any] = {"format": INDEX_FORMAT, "file": model_file.name, "sha256": digest, "count": len(slots)}
+    `sdk`: the verified SDK fingerprint of its requests; `in_order`: the file is exactly as
+    `store.render` writes its interactions (see the module docstring)."""
+    return head_line(model_file, digest, len(slots), sdk, in_order) + ",\n".join(map(row_text, slots)) + TAIL
+
+
+TAIL = "\n]}\n"
+_ROWS = ', "rows": [\n'
+
+
+def head_line(model_file: Path, digest: str, count: int, sdk: str | None, in_order: bool) -> str:
+    """The index's first line, up to and including its rows' opening bracket and line break."""
+    head_fields: dict[str, Any] = {"format": INDEX_FORMAT, "file": model_file.name, "sha256": digest, "count": count}
     if sdk:
         head_fields["sdk"] = sdk
-    head = json.dumps(head_fields)
-    rows = [json.dumps([s.offset, s.length, s.line, *s.key, s.model, s.problem, s.answer, s.seal], ensure_ascii=False)
-            for s in slots]
-    return head[:-1] + ', "rows": [\n' + ",\n".join(rows) + "\n]}\n"
+    if in_order:
+        head_fields["sorted"] = True
+    return json.dumps(head_fields)[:-1] + _ROWS
+
+
+def read_head(line: bytes) -> dict[str, Any] | None:
+    """The fields of an index's first line (as `head_line` writes it), or None."""
+    if not line.endswith(_ROWS.rstrip("\n").encode()):
+        return None
+    try:
+        data = json.loads(line[: -len(_ROWS) + 1] + b"}")
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def row_text(slot: Slot) -> str:
+    """One row of the index, as one line of JSON."""
+    return json.dumps([slot.offset, slot.length, slot.line, *slot.key, slot.model, slot.problem, slot.answer, slot.seal],
+                      ensure_ascii=False)
 
 
 def _slots(data: Any, digest: str, size: int) -> list[Slot] | None:

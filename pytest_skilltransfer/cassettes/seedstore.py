@@ -29,6 +29,7 @@ from .store import (
     CassetteFileError,
     Rejected,
     _raw_entries,
+    _render_sorted,
     clean_leftovers,
     decode_body,
     file_name,
@@ -37,7 +38,6 @@ from .store import (
     model_files,
     model_of_plain,
     plain_key,
-    render,
     request_path,
     scan_file,
     write_atomically,
@@ -158,9 +158,9 @@ def prune(folder: Path, keep: set[tuple[str, str, str]], spare: frozenset[str] =
         if len(kept) == len(entries):
             continue
         if kept:
-            text = render(kept)
+            ordered, text = _render_sorted(kept)
             write_atomically(path, text)
-            write_index(path, text)
+            write_index(path, text, ordered)
         else:
             path.unlink()
             index_path(path).unlink(missing_ok=True)

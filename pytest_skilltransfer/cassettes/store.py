@@ -38,6 +38,7 @@ from .index import SUFFIX as INDEX_SUFFIX
 from .index import Slot, index_path
 from .index import render as render_index
 from .index import answer_text, seal
+from ..models.fidelity import body_digest as json_digest
 from .match import body_bytes, body_digest, parse_json, readable_yaml
 
 FORMAT_VERSION = 2  # 2 added the closing `count`; version 1 files (without it) are still read
@@ -160,7 +161,9 @@ def request_path(uri: str) -> str:
 def plain_key(entry: dict[str, Any]) -> tuple[str, str, str]:
     """What matching compares, for a plain entry: (METHOD, path, canonical body digest)."""
     req = entry["request"]
-    return req["method"].upper(), request_path(req["uri"]), body_digest(decode_body(req.get("body")))
+    body = req.get("body")
+    digest = json_digest(body["json"]) if isinstance(body, dict) and "json" in body else body_digest(decode_body(body))
+    return req["method"].upper(), request_path(req["uri"]), digest
 
 
 def model_of_plain(entry: dict[str, Any]) -> str:
@@ -410,17 +413,21 @@ def refuse_secrets(path: Path, text: str) -> None:
         )
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write `text` to `path` via a temporary file, fsync and `os.replace` (never a half-written file).
+def write_atomically(path: Path, text: str | bytes | list[Any], scanned: bool = False) -> None:
+    """Write `text` (str, its UTF-8 bytes, or a list of byte buffers in order) to `path` via a temporary
+    file, fsync and `os.replace` (never a half-written file).
 
-    The secret scan runs first; a temporary file left by a kill is removed by `clean_leftovers`.
+    The secret scan runs first, unless the caller `scanned` every part of `text` that is not already
+    in the file; a temporary file left by a kill is removed by `clean_leftovers`.
     """
-    refuse_secrets(path, text)
+    if not scanned:
+        refuse_secrets(path, text if isinstance(text, str) else b"".join(text).decode("utf-8"))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.writelines([text.encode("utf-8")] if isinstance(text, str) else [text] if isinstance(text, bytes)
+                              else text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -494,8 +501,15 @@ def _raw_entries(path: Path, tolerate_damage: bool) -> list[dict[str, Any]]:
 def write_model_file(path: Path, recorded: list[dict[str, Any]], tolerate_damage: bool = False) -> bool:
     """Merge `recorded` into the model file at `path` (read fresh); True when the file changed.
 
-    Call with the folder lock held. `tolerate_damage` (record mode `all`) replaces a damaged file.
+    New interactions are inserted in place when the file's index allows it (`append`), else the file
+    is read, merged and rewritten whole (the same bytes either way). Call with the folder lock held.
+    `tolerate_damage` (record mode `all`) replaces a damaged file.
     """
+    from .append import append_entries
+
+    appended = append_entries(path, recorded)
+    if appended is not None:
+        return appended
     ordered, text = _render_sorted(merge(_raw_entries(path, tolerate_damage), recorded))
     try:
         if path.read_text(encoding="utf-8") == text:
@@ -515,11 +529,20 @@ def write_index(path: Path, text: str, entries: list[dict[str, Any]] | None = No
     if slots is None:
         scan = scan_text(path, text, lambda entry: entry)
         slots, usable = scan.slots, scan.kept
+        in_order = slots is not None and in_render_order(text)
     else:
         usable = [entry for entry, slot in zip(entries or [], slots) if slot.problem is None]
+        in_order = True
     if slots is not None:
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        write_atomically(index_path(path), render_index(path, digest, slots, sdk_stamp(usable)))
+        write_atomically(index_path(path), render_index(path, digest, slots, sdk_stamp(usable), in_order))
+
+
+def in_render_order(text: str) -> bool:
+    """Whether `text` is exactly what `render` writes for the interactions it holds."""
+    data = yaml.load(text, Loader=_Loader)
+    entries = data.get("interactions") if isinstance(data, dict) else None
+    return isinstance(entries, list) and render(entries) == text
 
 
 def sdk_stamp(entries: list[dict[str, Any]]) -> str | None:

@@ -9,7 +9,9 @@ that changes nothing the path of record would decide:
   only serializes it. `verified_fingerprint` proves, for a model file, that the installed SDK turns
   every recorded body back into the same method, path and canonical body (it builds each request
   through a real client and stops it before it is sent) and returns the `fingerprint`
-  of the versions that did so: the SDK's distribution and every distribution it requires.
+  of the versions that did so: the SDK's distribution and every distribution it requires. A body
+  this process's SDK has just sent exactly as the wire gave it (`note_sent`, a recording) needs no
+  second build: rebuilding it is the same call through the same SDK.
 - The cassette index stores that fingerprint beside the rows it was checked against (`cassettes.index`).
   A replay answers a call without the SDK only when the model file's fingerprint is the installed
   one; the key it looks up is the canonical digest of the same body (`request_key`). So under that
@@ -25,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 from functools import lru_cache
 from importlib import metadata
 from typing import Any, Iterable
@@ -106,21 +109,34 @@ def verified_fingerprint(recorded: Iterable[tuple[str, bytes]]) -> str | None:
     endpoint. Each body goes through the wire's own route into a real SDK client, whose first request
     hook stops the request it built before any transport or recorder sees it; its method, path and
     canonical body must be the recorded ones, and the path must be `request_path` of the recorded base URL."""
-    clients: dict[str, Any] = {}
     providers: set[str] = set()
-    try:
-        for uri, raw in recorded:
-            provider = _rebuilds(uri, raw, clients)
-            if provider is None:
-                return None
-            providers.add(provider)
-    finally:
-        for client in clients.values():
-            client.close()
+    for uri, raw in recorded:
+        provider = _rebuilds(uri, raw)
+        if provider is None:
+            return None
+        providers.add(provider)
     return fingerprint(providers.pop()) if len(providers) == 1 else None
 
 
-def _rebuilds(uri: str, raw: bytes, clients: dict[str, Any]) -> str | None:
+_SENT: set[tuple[str, str, str]] = set()  # (provider, path, body digest) this process's SDK sent as given
+_CLIENTS: dict[tuple[str, str], Any] = {}  # capturing clients by (provider, base URL), made once
+_CLIENTS_LOCK = threading.Lock()
+
+
+def note_sent(provider: str, params: dict[str, Any], response: Any) -> Any:
+    """Note a call the installed SDK just sent (`response` is its httpx response) when the body it built is
+    `params` exactly, and return `response`. Rebuilding that body is then the same call through the
+    same SDK, so `verified_fingerprint` takes it as verified without building it again."""
+    request = getattr(response, "request", None)
+    try:
+        if request is not None and request.method == "POST" and json.loads(request.content) == params:
+            _SENT.add((provider, request.url.path, body_digest(params)))
+    except (TypeError, ValueError, UnicodeDecodeError, AttributeError):
+        pass
+    return response
+
+
+def _rebuilds(uri: str, raw: bytes) -> str | None:
     """The provider, when the SDK rebuilds this recorded request exactly; else None."""
     from .sdk_common import REPLAY_KEY, make_client
 
@@ -135,9 +151,12 @@ def _rebuilds(uri: str, raw: bytes, clients: dict[str, Any]) -> str | None:
         return None
     if request_path(provider, base) != path or not isinstance(body, dict):
         return None
-    client = clients.get(base)
-    if client is None:
-        client = clients[base] = _capturing_client(provider, base, make_client, REPLAY_KEY)
+    if (provider, path, body_digest(body)) in _SENT:
+        return provider
+    with _CLIENTS_LOCK:
+        client = _CLIENTS.get((provider, base))
+        if client is None:
+            client = _CLIENTS[(provider, base)] = _capturing_client(provider, base, make_client, REPLAY_KEY)
     sent = _build(client, provider, body)
     if sent is None or sent.method != "POST" or sent.url.path != path:
         return None

@@ -160,4 +160,7 @@ def send_body(client: Any, params: dict[str, Any]) -> Any:
     timeout = policy.timeout_for(params.get("service_tier"))
     if timeout != policy.timeout_s:
         options["timeout"] = timeout
-    return client.post("/chat/completions", cast_to=ChatCompletion, body=params, options=options).http_response
+    from .fidelity import note_sent
+
+    response = client.post("/chat/completions", cast_to=ChatCompletion, body=params, options=options)
+    return note_sent("openai", params, response.http_response)

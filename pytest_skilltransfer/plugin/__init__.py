@@ -41,7 +41,6 @@ Design choices:
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Generator
 
@@ -127,17 +126,6 @@ def pytest_cmdline_main(config: pytest.Config) -> Generator[None, Any, Any]:
     chose = getattr(option, "dist", "no") != "no" or getattr(option, "distload", False)
     config.stash[SEED_SCHEDULING] = bool(getattr(option, "numprocesses", None)) and not chose
     return (yield)
-
-
-@pytest.hookimpl(optionalhook=True, tryfirst=True)
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """`-n auto` in a skill-transfer run: the idle cores, none below 2 (see `workers`); other runs and
-    `PYTEST_XDIST_AUTO_NUM_WORKERS` keep xdist's own count."""
-    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS") or not engaged(config):
-        return None
-    from .workers import idle_workers
-
-    return idle_workers()
 
 
 @pytest.hookimpl(optionalhook=True)
