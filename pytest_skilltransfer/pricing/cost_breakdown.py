@@ -58,6 +58,15 @@ def _money(value: float | None) -> str:
     return "unpriced" if value is None else f"${value:.4f}"
 
 
+def errored_spend(error: dict[str, Any]) -> str:
+    """`, spent $x` for an errored item whose calls were paid (its dollars stay in the run's cost)."""
+    usd = (error.get("cost") or {}).get("total_usd")
+    calls = (error.get("cost") or {}).get("calls", 0)
+    if not calls:
+        return ""
+    return f", spent {'unpriced' if usd is None else f'${usd:.4f}'} on {calls} call(s)"
+
+
 def breakdown_lines(costs: dict[str, Any]) -> list[str]:
     """The bill's lines for the terminal, Markdown and `merge` (none when the run cost nothing: free models)."""
     if all(usd == 0.0 for usd in costs["by_phase"].values()):

@@ -98,7 +98,7 @@ def role_of(phase: str, role: str, model: str | None = None, source: str | None 
     optimization against a validation set, the source's calls are on the source, the listed models' on targets)."""
     if role == "optimizer":
         return "optimizer"
-    if phase == "optimize-portable":
+    if phase in ("optimize-portable", ERRORED_PHASE):
         return "agent_on_source" if model == source else "agent_on_target"
     return "agent_on_source" if phase == "optimize-source" else "agent_on_target"
 
@@ -292,6 +292,18 @@ def result_to_json(result: TransferResult, answer_chars: int = ANSWER_CHARS) -> 
     return record
 
 
+ERRORED_PHASE = "errored"  # the bill of an item that stopped before its result
+
+
+def errored_cost(costs: Costs, source: str | None = None) -> dict[str, Any]:
+    """The cost record of an item that errored (or stopped on the budget) before its result: what its calls
+    spent that no result paid, under the phase `errored`, so the run's totals keep it."""
+    rows = {ERRORED_PHASE: cost_rows(costs)} if costs else {}
+    return {"phases": rows, "roles": role_costs(rows, source), "total_usd": _round_usd(dollars(costs)),
+            "calls": calls(costs), "tokens": tokens(costs),
+            "usage_unreported_calls": sum(t.usage.unreported for t in costs.values())}
+
+
 def _portable(result: TransferResult, phases: dict[str, Costs], answer_chars: int) -> dict[str, Any]:
     """The skill optimized against the validation set: its nights, its score on the target, the family of three
     comparisons with the outcome word, and what it cost beyond today's arm (per model)."""
@@ -376,7 +388,7 @@ def run_report(results: list[dict[str, Any]], errors: list[dict[str, Any]] | Non
         "usd_source": totals["agent_on_source"]["usd"],
         "usd_target": totals["agent_on_target"]["usd"],
         "usd_optimizer": totals["optimizer"]["usd"],
-        "summary": summarize(results),
+        "summary": summarize(results, errors or []),
         "counts": item_counts(results, errors or []),
         "checks": run_checks(results),
         "errors": list(errors or []),
