@@ -40,7 +40,8 @@ def breakdown(results: list[dict[str, Any]]) -> dict[str, Any]:
                 reused_calls += row.get("cached", 0)
                 _add(phases, phase, row["usd"])
                 _add(roles, row["role"], row["usd"])
-                _add(lanes, row.get("lane", "standard"), row["usd"])
+                for lane, usd in (row.get("lanes") or {row.get("lane", "standard"): row["usd"]}).items():
+                    _add(lanes, lane, usd)
     ordered = {p: phases[p] for p in PHASE_ORDER if p in phases} | phases
     source, direct = ordered.get("optimize-source"), ordered.get("optimize-direct")
     ratio = (round(direct / source, 4) if source and direct is not None and "optimize-direct" in ordered

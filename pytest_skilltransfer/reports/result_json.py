@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any, Iterable
 
-from ..engine.ledger import evidence_digest
+from ..engine.ledger import Tally, evidence_digest
 from ..engine.results import Costs, Evaluation, Night, Optimization, TaskResult, TransferResult, total_costs
 from ..engine.validation import DEFAULT_TOLERANCE, ValidationScore
 from ..evidence.stats import clustered_score, mean, outcome
@@ -39,13 +39,23 @@ def cost_rows(costs: Costs) -> list[dict[str, Any]]:
         saved = cache_saving_usd(model_id, tally.usage)
         reused = cost_usd(model_id, tally.reused)
         rows.append({
-            "model": model_id, "role": role, "lane": lane_of(model_id), "calls": tally.calls, "cached": tally.cached,
+            "model": model_id, "role": role, "lane": lane_of(model_id), **_lane_parts(model_id, tally),
+            "calls": tally.calls, "cached": tally.cached,
             "input_tokens": tally.usage.input_tokens, "output_tokens": tally.usage.output_tokens,
             "cache_write_tokens": tally.usage.cache_write_tokens, "cache_read_tokens": tally.usage.cache_read_tokens,
             "usage_unreported": tally.usage.unreported,
             "usd": _round_usd(usd), "reused_usd": _round_usd(reused), "cache_saved_usd": _round_usd(saved),
         })
     return rows
+
+
+def _lane_parts(model_id: str, tally: Tally) -> dict[str, Any]:
+    """`lanes`: dollars per lane, for a row part of whose answers were paid outside the model's lane
+    (a batch lane's synchronous fallback, ...); nothing for the usual row."""
+    if not tally.usage.lanes:
+        return {}
+    return {"lanes": {lane: _round_usd(cost_usd(model_id, part, lane))
+                      for lane, part in tally.usage.parts(lane_of(model_id))}}
 
 
 def cache_saved(costs: Costs) -> float | None:
