@@ -165,11 +165,13 @@ class ProviderModel:
                     with answering_in("batch"):
                         http = self._through_batch(lane, wire, settings.api_key, request, collect_only)
                     live = http is not None and BATCH_ANSWER in http.extensions
+                paid_in = "batch" if live else None  # where a live answer was paid (a replay: nowhere)
                 if http is None:  # a synchronous call (after the lane: bounded by its own deadline)
                     with call_deadline(call_policy()) if batched else nullcontext(), answering_in(self.sync_lane), \
                             LIMITERS.get(self.model_id, DEFAULT_CONCURRENCY, self.server_slots).slot() as call:
                         http = wire.send(client, self.target, request)
                     live = call.live
+                    paid_in = self.sync_lane if live else None
                 answer, problem = read_answer(http.url.path, http.status_code, http.content)
                 if problem is not None:
                     raise bad_response(self.target, http.status_code, problem, excerpt(http.content))
@@ -184,7 +186,8 @@ class ProviderModel:
             reply = redact_reply(wire.parse_reply(answer, self.model_id))
             if spend is not None:
                 spend.settle(reply.usage)
-            reply = self._priced_where_paid(reply, "batch" if BATCH_ANSWER in http.extensions else self.sync_lane)
+            if paid_in is not None:
+                reply = self._priced_where_paid(reply, paid_in)
         if live:
             for listener in list(_spend_listeners):
                 listener(self.model_id, reply.usage)
