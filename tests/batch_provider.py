@@ -85,6 +85,8 @@ class _BatchHandler(_Handler):
             fake.maybe_kill("results:after", delay=0.3)
             return self._send_raw(200, fake.anthropic_results(batch))
         if path.startswith("/v1/messages/batches/") or path.startswith("/v1/batches/"):
+            if parts[-1] not in fake.batches:  # as the providers answer a batch id they do not know
+                return self._send(404, _error_body(path, 404))
             batch = fake.batch(parts[-1])
             fake.maybe_kill("status")
             fault = fake.next_batch_fault()

@@ -305,3 +305,38 @@ def test_a_look_up_that_keeps_failing_ends_in_a_clear_error_after_bounded_tries(
         again = _all(_model(fake, wire), _asks(2))
     assert not [o for o in again if isinstance(o, Exception)]
     assert len(fake.created) == 1 and fake.total_paid == 2 and _stored(tmp_path) == 2
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_abandon_looks_the_batch_up_first_and_refuses_when_it_exists(fake: BatchProvider, tmp_path: Path, wire: str,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """`batches abandon` on a submission whose batch exists at the provider would pay its requests twice: it
+    refuses, naming `adopt`; a batch id the provider does not know is abandoned; `--force` skips the look-up."""
+    from pytest_skilltransfer.commands.cli import main
+
+    configure_batch(BatchSettings(gather_s=0.1, poll_s=0.02, max_checks=2, max_wait_s=20), tmp_path)
+    fake.fail_batch_calls("reset-after-create")
+    fake.list_fault = 404
+    with recording(tmp_path, "seed", "new_episodes"):
+        _all(_model(fake, wire), _asks(2))
+    submission = Manifest.open(tmp_path).submissions.popitem()[0]
+    fake.list_fault = None
+    capsys.readouterr()
+    assert main(["batches", "abandon", submission, "--cassette-dir", str(tmp_path)]) == 2
+    refusal = capsys.readouterr().out
+    assert f"is batch {fake.created[0].id} at the provider" in refusal and "pay for them twice" in refusal
+    assert f"batches adopt {submission} {fake.created[0].id}" in refusal
+    assert not Manifest.open(tmp_path).submissions[submission].abandoned
+
+    fake.list_fault = 500  # a look-up that fails is no answer either
+    assert main(["batches", "abandon", submission, "--cassette-dir", str(tmp_path)]) == 2
+    assert "could not be looked up" in capsys.readouterr().out and "--force" in refusal
+    assert main(["batches", "abandon", submission, "--cassette-dir", str(tmp_path), "--force"]) == 0
+    assert Manifest.open(tmp_path).submissions[submission].abandoned
+
+    manifest = Manifest.open(tmp_path)  # a batch id the provider no longer has: abandoned after the look-up
+    manifest.append({"event": "submit", "submission": "gone", "group": Manifest.open(tmp_path).submissions[submission].group,
+                     "custom_ids": ["x"], "at": time.time()})
+    manifest.append({"event": "created", "submission": "gone", "batch_id": "batch_9999"})
+    fake.list_fault = None
+    assert main(["batches", "abandon", "gone", "--cassette-dir", str(tmp_path)]) == 0

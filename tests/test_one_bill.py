@@ -49,9 +49,11 @@ def provider_bill(fake: BatchProvider) -> tuple[float, int]:
             usd += _tokens("openai" if path.endswith("/chat/completions") else "anthropic", received["body"]) * PRICE
             answered += 1
     for batch in fake.created:
-        assert batch.outcomes.get("succeeded", 0) == len(batch.items)
-        usd += sum(_tokens(batch.provider, item["body"]) for item in batch.items) * BATCH_PRICE
-        answered += len(batch.items)
+        bodies = {item["custom_id"]: item["body"] for item in batch.items}
+        succeeded = [bodies[r["custom_id"]] for r in batch.results or []
+                     if (r.get("result") or {}).get("type") == "succeeded" or (r.get("response") or {}).get("status_code") == 200]
+        usd += sum(_tokens(batch.provider, body) for body in succeeded) * BATCH_PRICE
+        answered += len(succeeded)
     return usd / 1e6, answered
 
 
@@ -94,3 +96,68 @@ def test_every_dollar_figure_is_the_providers_bill(pytester: pytest.Pytester, na
     assert f"cost: ${cost['total_usd']:.4f} paid, each answer once" in (pytester.path / "r.md").read_text()
     progress = [float(m) for m in re.findall(r"skilltransfer: \d+/\d+ items · .* · \$([\d.,]+)", out)]
     assert progress and progress[-1] == pytest.approx(billed, abs=0.006)  # the last progress line: the same bill
+
+
+def _project(pytester: pytest.Pytester, fake: BatchProvider, wire: str) -> None:
+    shutil.copytree(PROJECT_SEEDS / "changelog-writer", pytester.path / "seeds" / "changelog-writer",
+                    ignore=shutil.ignore_patterns("__snapshots__"))
+    pytester.makeini("[pytest]\n")
+    url = fake.openai_url if wire == "openai" else fake.anthropic_url
+    pytester.makepyprojecttoml(f'''
+        [tool.skilltransfer.models]
+        a = "{wire}:fake-a@{url}"
+        b = "{wire}:fake-b@{url}"
+        [tool.skilltransfer.prices]
+        "fake-*" = {{ input = {PRICE}, output = {PRICE}, batch = {{ input = {BATCH_PRICE}, output = {BATCH_PRICE} }} }}
+    ''')
+
+
+def test_an_item_stopped_by_the_budget_keeps_its_spend_in_every_figure(pytester: pytest.Pytester) -> None:
+    """An item that errors (here: the budget stops it) spent what its answered calls cost: the JSON total,
+    its error record, the terminal and Markdown bills and the budget ledger all say the provider's bill."""
+    with BatchProvider() as fake:
+        _project(pytester, fake, "openai")
+        result = pytester.runpytest_subprocess(
+            "seeds", "--pair=a:b", "--record-mode=once", "--snapshot-update", "-p", "no:randomly",
+            "--skilltransfer-json=r.json", "--skilltransfer-md=r.md", "--skilltransfer-progress=60", "--max-cost=0.5")
+        billed, answered = provider_bill(fake)
+    report = json.loads((pytester.path / "r.json").read_text())
+    out = result.stdout.str()
+    assert not report["results"] and len(report["errors"]) == 1, out
+    error = report["errors"][0]
+    print(f"budget stop: provider billed ${billed:.4f} for {answered} answers; error record {error.get('cost')}")
+    assert answered > 0 and "budget" in error["reason"]
+    assert error["cost"]["calls"] == answered
+    assert error["cost"]["total_usd"] == pytest.approx(billed, rel=0.01)
+    assert report["summary"]["cost"]["total_usd"] == pytest.approx(billed, rel=0.01)
+    assert report["summary"]["cost"]["by_phase"] == {"errored": pytest.approx(billed, rel=0.01)}
+    assert report["budget"]["charged_usd"] == pytest.approx(billed, rel=0.01)
+    total = report["summary"]["cost"]["total_usd"]
+    assert f"cost: ${total:.4f} paid, each answer once" in out
+    assert f", spent ${total:.4f} on {answered} call(s)" in out
+    assert f"cost: ${total:.4f} paid, each answer once" in (pytester.path / "r.md").read_text()
+
+
+def test_the_batch_lanes_synchronous_fallback_is_billed_at_the_synchronous_rate(pytester: pytest.Pytester) -> None:
+    """Batch items that errored at the provider and were sent synchronously (`--transfer-batch-fallback=sync`)
+    cost the synchronous rate: the report's total, its lanes and the last progress line say the provider's bill."""
+    with BatchProvider() as fake:
+        fake.shuffle = False
+        fake.fail_items("errored", "errored", "errored")
+        _project(pytester, fake, "anthropic")
+        result = pytester.runpytest_subprocess(
+            "seeds", "--pair=a:b", "--record-mode=once", "--snapshot-update", "-p", "no:randomly",
+            "--skilltransfer-json=r.json", "--skilltransfer-progress=60", *FAST_BATCH, "--transfer-batch-fallback=sync")
+        billed, answered = provider_bill(fake)
+        sync = fake.served_sync
+    report = json.loads((pytester.path / "r.json").read_text())
+    cost = report["summary"]["cost"]
+    out = result.stdout.str()
+    print(f"sync fallback: provider billed ${billed:.4f} for {answered} answers ({sync} synchronous); "
+          f"report ${cost['total_usd']:.4f}, by lane {cost['by_lane']}")
+    assert len(report["results"]) == 1 and sync == 3, out
+    assert cost["total_usd"] == pytest.approx(billed, rel=0.01)
+    assert set(cost["by_lane"]) == {"batch", "standard"}
+    assert sum(r["cost"]["calls"] for r in report["results"]) == answered
+    progress = [float(m) for m in re.findall(r"skilltransfer: \d+/\d+ items · .* · \$([\d.,]+)", out)]
+    assert progress and progress[-1] == pytest.approx(billed, abs=0.006)

@@ -14,7 +14,8 @@ traffic per file. Matching is on method, path and canonical JSON body (never hea
 id travels in the body, so repeated samples replay distinctly.
 
 Record modes (as pytest-recording): `none` replays only; `once` records models that have no
-recordings for the seed yet and replays the others; `new_episodes` replays what matches and records
+recordings for the seed yet and replays the others (a model whose recording a killed process left
+unfinished, found in its journal, has none yet: the same command resumes it); `new_episodes` replays what matches and records
 the rest; `all` re-records everything. `default_record_mode()` is `none` when `CI` is set, else
 `once`. In `none` mode a network guard makes any socket connect fail loudly.
 
@@ -373,7 +374,9 @@ def _seed_cassette_class() -> type:
             self._loaded_count = len(self.data)
             self.dirty = False
             self.rewound = bool(self.data)
-            self.loaded_models = frozenset(models)
+            # `once`: a model whose recording a killed process left unfinished (its journal folded in now)
+            # is still being recorded, so the same command resumes it
+            self.loaded_models = frozenset(models - self.store.resumed_models)
 
         def _add_loaded(self, key: tuple[str, str, str], interaction: Any) -> None:
             self._index.setdefault(key, []).append(len(self.data))

@@ -192,6 +192,7 @@ class SeedStore:
         self._files: dict[Path, tuple[int, int, int]] = {}  # model files as last read: (inode, size, mtime)
         self.cleaned: list[Path] = []  # leftover temporary files removed on open
         self.recovered = 0  # interactions folded in from killed recorders' journals
+        self.resumed_models: frozenset[str] = frozenset()  # the models of those: their recording never finished
         self.indexed: list[Path] = []  # indexes written on open (they were missing or stale)
         self.loaded: Loaded | None = None  # what `open` gave; its files stay open until `close`
 
@@ -230,6 +231,7 @@ class SeedStore:
             for orphan in orphans:
                 orphan.remove()
             self.recovered = len(recovered)
+            self.resumed_models = frozenset(model_of_plain(e) for e in recovered)
 
             def counted(entry: dict[str, Any]) -> Any:  # what this recorder can answer, for `answers_from_others`
                 self._known[plain_key(entry)] += 1

@@ -133,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..plugin.reporting import SECTION, gate_failed, summary_lines, write
+    from ..plugin.reporting import SECTION, gate_failed, spend_lines, summary_lines, write
     from ..reports import markdown_report
 
     args = build_parser().parse_args(argv)
@@ -147,7 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     results = merged["results"]
     shards = len(reports)
     print(f" {SECTION} (merged from {shards} report(s)) ".center(80, "="))
-    for line in summary_lines(results) if results else ["no transfer items ran"]:
+    errors = merged["errors"]
+    lines = summary_lines(results, errors=errors) if results else (spend_lines([], errors) or ["no transfer items ran"])
+    for line in lines:
         print(safe(line))
     if args.json:
         write(args.json, json.dumps(merged, indent=2) + "\n")

@@ -77,6 +77,21 @@ def bill(phases: dict[str, dict[tuple[str, str], Tally]], paid: set[str]) -> dic
     return billed
 
 
+def unbilled(answered: dict[str, tuple[str, str, Usage]], paid: set[str]) -> dict[tuple[str, str], Tally]:
+    """The answers no bill has charged yet (`CallCache.answered` less `paid`), per (model id, role): what an
+    item that stopped before its result (an error, a budget stop) spent. `paid` is updated, so a later
+    result that uses them counts them as reused."""
+    costs: dict[tuple[str, str], Tally] = {}
+    for key, (model_id, role, usage) in sorted(answered.items()):
+        if key in paid:
+            continue
+        paid.add(key)
+        tally = costs.setdefault((model_id, role), Tally())
+        tally.calls += 1
+        tally.usage = tally.usage + usage
+    return costs
+
+
 def fingerprint(request_key: str, reply: Reply) -> str:
     """A call's identity as evidence: its request key and every field of its reply (as
     `dataclasses.asdict` gives them, built field by field)."""
@@ -180,6 +195,7 @@ class CallCache:
         self._fingerprints: dict[str, str] = {}
         self._pending: dict[str, Future[tuple[Reply, phases.Place]]] = {}
         self._users: dict[str, list[Meter]] = {}
+        self._answered: dict[str, tuple[str, str, Usage]] = {}  # key -> (model id, role, usage), as answered
         self._lock = threading.Lock()
         self.slots = slots
 
@@ -216,10 +232,16 @@ class CallCache:
         phases.advance_path(place)
         with self._lock:
             self._replies[key] = (reply, place)
+            self._answered[key] = (model.model_id, role, reply.usage)
             del self._pending[key]
         mine.set_result((reply, place))
         self._record(meter, model.model_id, role, key, reply)
         return reply
+
+    def answered(self) -> dict[str, tuple[str, str, Usage]]:
+        """Every answer this cache obtained (request key -> model id, the role that asked first, usage)."""
+        with self._lock:
+            return dict(self._answered)
 
     def _record(self, meter: Meter, model_id: str, role: str, key: str, reply: Reply) -> None:
         with self._lock:

@@ -374,6 +374,11 @@ class SeedSession:
         )
         return replace(result, bill=ledger.bill(result.phase_costs(), self._paid))
 
+    def unbilled(self) -> Costs:
+        """What this seed's calls spent that no result has paid (an item that stopped before its result),
+        charged now so no later result pays it again (`ledger.unbilled`)."""
+        return ledger.unbilled(self.cache.answered(), self._paid)
+
     def _run_chains(self, chains: list[Callable[[], object]]) -> list[object]:
         """Run phase chains (concurrently unless the session says otherwise); a failure names its phase."""
         try:

@@ -42,6 +42,11 @@ def unique(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(seen.values())
 
 
+def spent_by_errors(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The errored items that spent something, as records `breakdown` adds to the results' bill."""
+    return [{"cost": e["cost"]} for e in errors if (e.get("cost") or {}).get("phases")]
+
+
 def _holm_outcome(result: dict[str, Any], p_holm: float) -> str:
     """The item's outcome after Holm: its direction when the adjusted p-value is at most alpha."""
     if p_holm > ALPHA + 1e-12:
@@ -54,8 +59,9 @@ def over_seeds(gains: list[float], level: float = LEVEL) -> tuple[float, float]:
     return mean_gain_interval(gains, level)
 
 
-def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Holm-adjusted outcomes per item, the per-pair aggregate over seeds, and the verdict counts."""
+def summarize(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Holm-adjusted outcomes per item, the per-pair aggregate over seeds, and the verdict counts; the cost
+    counts what errored items (`errors`) spent too."""
     items = unique(results)
     adjusted = holm([r["gain"]["p_value"] for r in items])
     never = unreachable([r["gain"]["n"] for r in items], [restart_count_of(r["gain"]) for r in items])
@@ -97,5 +103,5 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
         "significant_gains": sum(i["outcome"] == TRANSFERS for i in per_item),
         "significant_losses": sum(i["outcome"] == HURTS for i in per_item),
         "verdicts": verdicts, "pairs": pairs, "items": per_item,
-        "cost": breakdown(items), "frontier": frontier(items),
+        "cost": breakdown(items + spent_by_errors(errors or [])), "frontier": frontier(items),
     }

@@ -12,10 +12,11 @@ Concurrency: each call holds a slot of its model's adaptive limiter (`limiter`),
 from __future__ import annotations
 
 import json
-from contextlib import nullcontext
+import threading
+from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from types import ModuleType
-from typing import Any
+from typing import Any, Iterator
 from urllib.parse import urlparse
 
 from ..guards.redaction import redact_json, register_key_variables, strip_userinfo
@@ -33,6 +34,7 @@ from .base import (
     register_family,
 )
 from .batch import (
+    BATCH_ANSWER,
     BATCH_CONCURRENCY,
     BatchLaneError,
     SendSynchronously,
@@ -157,13 +159,18 @@ class ProviderModel:
         # one bound for a call and its retries (a batched call waits for its batch instead)
         with spend_gate.tracking() as spend, nullcontext() if batched else call_deadline(call_policy()):
             try:
-                http = None
+                http, live = None, False
                 if lane is not None and settings is not None and not settings.replay:
-                    http = self._through_batch(lane, wire, settings.api_key, request, collect_only)
+                    with answering_in("batch"):
+                        http = self._through_batch(lane, wire, settings.api_key, request, collect_only)
+                    live = http is not None and BATCH_ANSWER in http.extensions
+                paid_in = "batch" if live else None  # where a live answer was paid (a replay: nowhere)
                 if http is None:  # a synchronous call (after the lane: bounded by its own deadline)
-                    with call_deadline(call_policy()) if batched else nullcontext(), \
-                            LIMITERS.get(self.model_id, DEFAULT_CONCURRENCY, self.server_slots).slot():
+                    with call_deadline(call_policy()) if batched else nullcontext(), answering_in(self.sync_lane), \
+                            LIMITERS.get(self.model_id, DEFAULT_CONCURRENCY, self.server_slots).slot() as call:
                         http = wire.send(client, self.target, request)
+                    live = call.live
+                    paid_in = self.sync_lane if live else None
                 answer, problem = read_answer(http.url.path, http.status_code, http.content)
                 if problem is not None:
                     raise bad_response(self.target, http.status_code, problem, excerpt(http.content))
@@ -178,8 +185,24 @@ class ProviderModel:
             reply = redact_reply(wire.parse_reply(answer, self.model_id))
             if spend is not None:
                 spend.settle(reply.usage)
+            if paid_in is not None:
+                reply = self._priced_where_paid(reply, paid_in)
         return reply
 
+    @property
+    def sync_lane(self) -> str:
+        """The price lane of this model's synchronous calls (flex with OpenAI's flex tier, else standard)."""
+        return "flex" if self.service_tier == "flex" else "standard"
+
+    def _priced_where_paid(self, reply: Reply, lane: str) -> Reply:
+        """The reply with its usage marked as paid in `lane` when that is not the model's lane in this run
+        (a batch lane's synchronous fallback, a batch of an earlier run collected without the lane), so
+        every bill prices it at the rate really paid (`Usage.paid_in`)."""
+        from ..pricing.prices import lane_of
+
+        if lane == lane_of(self.model_id):
+            return reply
+        return replace(reply, usage=reply.usage.paid_in(lane))
 
     def _replay_without_sdk(self, wire: ModuleType, request: Request) -> Reply | None:
         """The recorded answer, read without the SDK, when this call can only be replayed and the
@@ -230,6 +253,26 @@ def redact_reply(reply: Reply) -> Reply:
     text, refusal, arguments = clean
     calls = tuple(ToolCall(c.id, c.name, a) for c, a in zip(reply.tool_calls, arguments))
     return replace(reply, text=text, refusal=refusal, tool_calls=calls)
+
+
+_answering = threading.local()
+
+
+@contextmanager
+def answering_in(lane: str) -> Iterator[None]:
+    """Mark the calls this thread sends meanwhile as paid in `lane` (`answer_lane` reads it)."""
+    before = getattr(_answering, "lane", None)
+    _answering.lane = lane
+    try:
+        yield
+    finally:
+        _answering.lane = before
+
+
+def answer_lane() -> str | None:
+    """The lane the call this thread is sending is paid in (None outside `ProviderModel.complete`): the
+    answers a cassette records are priced where they were paid (the live progress line)."""
+    return getattr(_answering, "lane", None)
 
 
 def is_loopback_url(url: str | None) -> bool:

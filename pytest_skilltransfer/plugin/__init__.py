@@ -65,6 +65,7 @@ from .reporting import TransferReporting, is_worker
 from .spellings import add_short_spellings, flag
 from .state import (
     ENGAGE,
+    ERROR_COST,
     PAIR_ARG,
     RUN,
     RUN_DIR,
@@ -540,8 +541,14 @@ def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapsho
     spec = item.stash[SPEC]
     runner = runner_of(request.config)
     try:
-        result = runner.transfer(spec.seed_path, spec.source, spec.target, spec.optimizer, spec.validate_on,
-                                 spec.validate_tolerance)
+        try:
+            result = runner.transfer(spec.seed_path, spec.source, spec.target, spec.optimizer, spec.validate_on,
+                                     spec.validate_tolerance)
+        except BaseException:  # what the calls before the error spent stays in the bill, as this item's
+            from ..reports.result_json import errored_cost
+
+            item.stash[ERROR_COST] = errored_cost(runner.unbilled(spec.seed_path), runner.model(spec.source).model_id)
+            raise
         seed = runner.seed(spec.seed_path)
     except (SeedError, ModelError, ModelCallError, NoJudgeConfigured, CalibrationFailed) as exc:
         if hasattr(exc, "with_command"):  # a cassette miss: the command that re-records this very item

@@ -14,7 +14,7 @@ import pytest
 
 from ..guards.terminal import safe
 from .reporting import ERROR_ATTRIBUTE, REPORT_ATTRIBUTE, is_worker, plain_nodeid
-from .state import RUN, RUNNER, SPEC, ItemRun, runner_of, settings_of
+from .state import ERROR_COST, RUN, RUNNER, SPEC, ItemRun, runner_of, settings_of
 
 
 def junit_properties(data: dict[str, Any]) -> list[tuple[str, object]]:
@@ -175,7 +175,8 @@ def _runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Gener
         reason = str(getattr(call.excinfo, "value", "") or report.longreprtext).strip().splitlines()
         setattr(report, ERROR_ATTRIBUTE, {"item": plain_nodeid(report.nodeid), "seed": spec.seed_path.name,
                                           "source": spec.source, "target": spec.target, "when": report.when,
-                                          "reason": reason[0] if reason else "error"})
+                                          "reason": reason[0] if reason else "error",
+                                          **({"cost": item.stash[ERROR_COST]} if ERROR_COST in item.stash else {})})
     return report
 
 

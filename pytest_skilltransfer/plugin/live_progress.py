@@ -113,7 +113,10 @@ class LiveProgress:
             body = {}
         body = body if isinstance(body, dict) else {}
         model_id = str(body.get("model", ""))
-        lane = "batch" if lane_of(model_id) == "batch" else lane_of_body(body)  # each model in its own lane
+        from ..models.providers import answer_lane
+
+        # where it was paid: the batch lane or a synchronous call (each model in its own lane otherwise)
+        lane = answer_lane() or ("batch" if lane_of(model_id) == "batch" else lane_of_body(body))
         usd = answer_usd(provider_of_path(path), model_id, response_body, lane)
         with self._lock:
             self.own.calls += 1

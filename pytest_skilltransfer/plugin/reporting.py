@@ -103,7 +103,10 @@ class TransferReporting:
         spellings = self.config.stash.get(SPELLINGS, None)
         if spellings is not None and spellings.note():
             terminalreporter.write_line(safe(f"note: {spellings.note()}"))
-        for line in summary_lines(self.ordered(), verbose=self.config.option.verbose > 0) if self.results else []:
+        errors = errored(self.errors)
+        lines = (summary_lines(self.ordered(), verbose=self.config.option.verbose > 0, errors=errors) if self.results
+                 else spend_lines([], errors))  # what errored items spent stays in the bill
+        for line in lines:
             terminalreporter.write_line(safe(line))
         if self.errors:  # (without errors the table counts every item; `merge` prints the same lines)
             counts = item_counts(self.ordered(), self.errors)
@@ -111,17 +114,20 @@ class TransferReporting:
         for error in errored(self.errors):
             from ..guards.redaction import redact_text
 
-            terminalreporter.write_line(safe(redact_text(f"ERROR {error['item']}: {error['reason']}")))
+            from ..pricing.cost_breakdown import errored_spend
+
+            terminalreporter.write_line(safe(redact_text(f"ERROR {error['item']}{errored_spend(error)}: {error['reason']}")))
         for label, path in (("JSON", self.settings.json_path), ("Markdown", self.settings.md_path),
                             ("HTML", self.settings.html_path)):
             if path:
                 terminalreporter.write_line(safe(f"{label} report: {path}"))
 
 
-def summary_lines(results: list[dict[str, Any]], verbose: bool = False) -> list[str]:
+def summary_lines(results: list[dict[str, Any]], verbose: bool = False,
+                  errors: list[dict[str, Any]] | None = None) -> list[str]:
     """The terminal summary of a run's results: the table, the summary line, the price comparison, the
-    rubric judges (`verbose`: with every unstable check), and before -> after against the base ref.
-    `merge` prints the same lines for merged shards."""
+    bill (with what errored items spent), the rubric judges (`verbose`: with every unstable check), and
+    before -> after against the base ref. `merge` prints the same lines for merged shards."""
     from ..reports.judge_report import judge_lines, unstable_lines
     from ..reports.report import pair_lines, price_difference, summary_line, text_table, unfinished_answers
     from ..reports.comparison import summary_lines as against_base
@@ -131,7 +137,7 @@ def summary_lines(results: list[dict[str, Any]], verbose: bool = False) -> list[
     difference = price_difference(results)
     if difference:
         lines.append(difference)
-    lines += spend_lines(results)
+    lines += spend_lines(results, errors)
     for result in results:
         unfinished = unfinished_answers(result)
         if unfinished:
@@ -142,14 +148,15 @@ def summary_lines(results: list[dict[str, Any]], verbose: bool = False) -> list[
     return lines + against_base(results)
 
 
-def spend_lines(results: list[dict[str, Any]]) -> list[str]:
-    """Cost per phase, role and lane, and the source frontier of every target tried with several sources."""
+def spend_lines(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None = None) -> list[str]:
+    """Cost per phase, role and lane (what errored items spent included), and the source frontier of
+    every target tried with several sources."""
     from ..evidence.frontier import frontier, frontier_lines
-    from ..evidence.summary import unique
+    from ..evidence.summary import spent_by_errors, unique
     from ..pricing.cost_breakdown import breakdown, breakdown_lines
 
     items = unique(results)
-    return breakdown_lines(breakdown(items)) + frontier_lines(frontier(items))
+    return breakdown_lines(breakdown(items + spent_by_errors(errors or []))) + frontier_lines(frontier(items))
 
 
 def errored(errors: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:

@@ -24,7 +24,7 @@ from .options import Settings
 if TYPE_CHECKING:  # the engine is imported where a seed is first used: an xdist controller runs none
     from ..engine.aa import AACheck
     from ..engine.protocol import SeedSession
-    from ..engine.results import TransferResult
+    from ..engine.results import Costs, TransferResult
     from ..engine.rubric import JudgeSetup
     from ..engine.seed_data import Seed, SeedError
     from .budget import Budget
@@ -174,6 +174,11 @@ class Runner:
                 # a cassette miss: name the protocol phase (a judge call's miss already names `judge`)
                 raise exc.with_phase(session.phase) from exc.__cause__
             raise
+
+    def unbilled(self, path: Path) -> "Costs":
+        """What the seed's session spent that no result paid (`SeedSession.unbilled`; empty without a session)."""
+        session = self._sessions.get(self.key(path))
+        return session.unbilled() if session is not None else {}
 
     def aa(self, path: Path, target: str, skill: str) -> "AACheck":
         """The A/A check of `skill` on `target` over the seed's held-out tasks, in the seed's cassette."""

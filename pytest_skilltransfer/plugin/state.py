@@ -25,6 +25,7 @@ SETTINGS = pytest.StashKey[Settings]()
 RUNNER = pytest.StashKey["Runner"]()
 SPEC = pytest.StashKey["TransferSpec"]()
 RUN = pytest.StashKey["ItemRun"]()
+ERROR_COST = pytest.StashKey[dict]()  # an item that errored before its result: what it spent (JSON shape)
 PAIR_ARG = "transfer_pair"
 SEED_SCHEDULING = pytest.StashKey[bool]()
 RUN_DIR = pytest.StashKey[str]()  # the controller's run folder (see `run_folder`)

@@ -40,7 +40,8 @@ def breakdown(results: list[dict[str, Any]]) -> dict[str, Any]:
                 reused_calls += row.get("cached", 0)
                 _add(phases, phase, row["usd"])
                 _add(roles, row["role"], row["usd"])
-                _add(lanes, row.get("lane", "standard"), row["usd"])
+                for lane, usd in (row.get("lanes") or {row.get("lane", "standard"): row["usd"]}).items():
+                    _add(lanes, lane, usd)
     ordered = {p: phases[p] for p in PHASE_ORDER if p in phases} | phases
     source, direct = ordered.get("optimize-source"), ordered.get("optimize-direct")
     ratio = (round(direct / source, 4) if source and direct is not None and "optimize-direct" in ordered
@@ -56,6 +57,15 @@ def breakdown(results: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _money(value: float | None) -> str:
     return "unpriced" if value is None else f"${value:.4f}"
+
+
+def errored_spend(error: dict[str, Any]) -> str:
+    """`, spent $x` for an errored item whose calls were paid (its dollars stay in the run's cost)."""
+    usd = (error.get("cost") or {}).get("total_usd")
+    calls = (error.get("cost") or {}).get("calls", 0)
+    if not calls:
+        return ""
+    return f", spent {'unpriced' if usd is None else f'${usd:.4f}'} on {calls} call(s)"
 
 
 def breakdown_lines(costs: dict[str, Any]) -> list[str]:

@@ -227,8 +227,17 @@ def worst_case_usd(model_id: str, input_tokens: int, output_tokens: int, lane: s
 
 def cost_usd(model_id: str, usage: Usage, lane: str | None = None) -> float | None:
     """Dollars for `usage` on `model_id` (cache tokens at their rates) in `lane` (default: the lane the
-    model runs in, see `mark_lane`), or None when the model has no price there."""
-    rates = rates_of(model_id, lane or lane_of(model_id))
+    model runs in, see `mark_lane`), or None when the model has no price there. The parts of `usage`
+    paid in another lane (`Usage.lanes`) are priced in theirs."""
+    default = lane or lane_of(model_id)
+    if usage.lanes:
+        prices = [_lane_cost_usd(model_id, part, part_lane) for part_lane, part in usage.parts(default)]
+        return None if any(p is None for p in prices) else sum(prices)  # type: ignore[arg-type]
+    return _lane_cost_usd(model_id, usage, default)
+
+
+def _lane_cost_usd(model_id: str, usage: Usage, lane: str) -> float | None:
+    rates = rates_of(model_id, lane)
     if rates is None:
         return None
     write = rates.input if rates.cache_write is None else rates.cache_write
@@ -244,4 +253,6 @@ def cache_saving_usd(model_id: str, usage: Usage, lane: str | None = None) -> fl
     actual = cost_usd(model_id, usage, lane)
     if actual is None:
         return None
-    return cost_usd(model_id, Usage(usage.input_tokens, usage.output_tokens), lane) - actual  # type: ignore[operator]
+    uncached = Usage(usage.input_tokens, usage.output_tokens, lanes=tuple(
+        (name, Usage(part.input_tokens, part.output_tokens)) for name, part in usage.lanes))
+    return cost_usd(model_id, uncached, lane) - actual  # type: ignore[operator]

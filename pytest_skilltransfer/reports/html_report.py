@@ -30,8 +30,8 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from ..evidence.frontier import comparison_lines, frontier_rows, frontier_title
-from ..evidence.summary import summarize
-from ..pricing.cost_breakdown import breakdown_lines
+from ..evidence.summary import spent_by_errors, summarize
+from ..pricing.cost_breakdown import breakdown_lines, errored_spend
 from .html_item import item_section
 from .html_parts import (
     CSP,
@@ -108,9 +108,10 @@ def headline(report: dict[str, Any]) -> str:
     verdicts = _tally(_verdict(r) for r in matrix)
     if errors:
         verdicts["errored"] = len(errors)
-    usd = [r["cost"].get("total_usd") for r in results]
+    paid = [*results, *spent_by_errors(errors)]  # what errored items spent stays in the bill
+    usd = [r["cost"].get("total_usd") for r in paid]
     dollars = "n/a (unpriced model)" if any(u is None for u in usd) else f"${sum(usd):.4f}"
-    calls = sum(r["cost"].get("calls", 0) for r in results)
+    calls = sum(r["cost"].get("calls", 0) for r in paid)
     outcome_chips = " ".join(f'<span data-count="{esc(o)}">{_chip(f"{outcomes.get(o, 0)} {o}", _outcome_class(o))}</span>'
                              for o in OUTCOMES)
     verdict_chips = " ".join(_chip(f"{n} {v}", "v-" + v.replace(" ", "-")) for v, n in sorted(verdicts.items()))
@@ -269,7 +270,8 @@ def _errors(errors: list[dict[str, Any]]) -> str:
     if not errors:
         return ""
     rows = "".join(f"<li><code>{esc(e.get('item', ''))}</code> ({esc(e.get('source', ''))} -&gt; "
-                   f"{esc(e.get('target', ''))}, at {esc(e.get('when', ''))}): {esc(e.get('reason', ''))}</li>"
+                   f"{esc(e.get('target', ''))}, at {esc(e.get('when', ''))}{esc(errored_spend(e))}): "
+                   f"{esc(e.get('reason', ''))}</li>"
                    for e in errors)
     return f"<h2>Errored items ({len(errors)})</h2><ul>{rows}</ul>"
 

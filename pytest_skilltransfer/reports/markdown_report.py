@@ -240,14 +240,15 @@ def rerun_lines(result: dict[str, Any]) -> list[str]:
     return [f"- {what}: {_code(command, len(command))}" for what, command in rerun_commands(result)]
 
 
-def _spend(ordered: list[dict[str, Any]]) -> list[str]:
-    """Cost per phase, role and lane; the source frontier as a code block (it is a fixed-width table)."""
+def _spend(ordered: list[dict[str, Any]], errors: list[dict[str, Any]] | None = None) -> list[str]:
+    """Cost per phase, role and lane (errored items' spend included); the source frontier as a code block
+    (it is a fixed-width table)."""
     from ..evidence.frontier import frontier, frontier_lines
-    from ..evidence.summary import unique
+    from ..evidence.summary import spent_by_errors, unique
     from ..pricing.cost_breakdown import breakdown, breakdown_lines
 
     items = unique(ordered)
-    lines = [f"- {line}" for line in breakdown_lines(breakdown(items))]
+    lines = [f"- {line}" for line in breakdown_lines(breakdown(items + spent_by_errors(errors or [])))]
     table = frontier_lines(frontier(items))
     if table:
         lines += ["", "## Source frontier", "", "```", *table, "```"]
@@ -267,13 +268,15 @@ def render(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None = 
     lines += failure_sections(ordered)
     if errors:
         lines += [f"## Errored items ({len(errors)})", ""]
-        lines += [f"- `{e['item']}` ({e['source']} -> {e['target']}, at {e['when']}): {_cell(e['reason'])}"
-                  for e in errors]
+        from ..pricing.cost_breakdown import errored_spend
+
+        lines += [f"- `{e['item']}` ({e['source']} -> {e['target']}, at {e['when']}{errored_spend(e)}): "
+                  f"{_cell(e['reason'])}" for e in errors]
         lines.append("")
     if ordered:
         lines += narrow_table(ordered, holm_outcomes(summary))
         lines += portable_markdown(ordered)
-    details = details_lines(ordered)
+    details = details_lines(ordered, errors)
     if details:
         lines += ["<details><summary>Details: gates, the full table, the gain chart, spend, judges</summary>", "",
                   *details, "</details>", ""]
@@ -293,7 +296,7 @@ def run_check_lines(ordered: list[dict[str, Any]], top: int = 10) -> list[str]:
     return lines + [""]
 
 
-def details_lines(ordered: list[dict[str, Any]]) -> list[str]:
+def details_lines(ordered: list[dict[str, Any]], errors: list[dict[str, Any]] | None = None) -> list[str]:
     """Everything below the first screen."""
     lines = gate_lines(ordered)
     if ordered:
@@ -304,7 +307,7 @@ def details_lines(ordered: list[dict[str, Any]]) -> list[str]:
     difference = price_difference(ordered)
     if difference:
         lines += [difference, ""]
-    lines += _spend(ordered)
+    lines += _spend(ordered, errors)
     unfinished = [(r, text) for r in ordered if (text := unfinished_answers(r))]
     if unfinished:
         lines += ["## Unfinished answers", ""]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any, Iterable
 
-from ..engine.ledger import evidence_digest
+from ..engine.ledger import Tally, evidence_digest
 from ..engine.results import Costs, Evaluation, Night, Optimization, TaskResult, TransferResult, total_costs
 from ..engine.validation import DEFAULT_TOLERANCE, ValidationScore
 from ..evidence.stats import clustered_score, mean, outcome
@@ -39,13 +39,23 @@ def cost_rows(costs: Costs) -> list[dict[str, Any]]:
         saved = cache_saving_usd(model_id, tally.usage)
         reused = cost_usd(model_id, tally.reused)
         rows.append({
-            "model": model_id, "role": role, "lane": lane_of(model_id), "calls": tally.calls, "cached": tally.cached,
+            "model": model_id, "role": role, "lane": lane_of(model_id), **_lane_parts(model_id, tally),
+            "calls": tally.calls, "cached": tally.cached,
             "input_tokens": tally.usage.input_tokens, "output_tokens": tally.usage.output_tokens,
             "cache_write_tokens": tally.usage.cache_write_tokens, "cache_read_tokens": tally.usage.cache_read_tokens,
             "usage_unreported": tally.usage.unreported,
             "usd": _round_usd(usd), "reused_usd": _round_usd(reused), "cache_saved_usd": _round_usd(saved),
         })
     return rows
+
+
+def _lane_parts(model_id: str, tally: Tally) -> dict[str, Any]:
+    """`lanes`: dollars per lane, for a row part of whose answers were paid outside the model's lane
+    (a batch lane's synchronous fallback, ...); nothing for the usual row."""
+    if not tally.usage.lanes:
+        return {}
+    return {"lanes": {lane: _round_usd(cost_usd(model_id, part, lane))
+                      for lane, part in tally.usage.parts(lane_of(model_id))}}
 
 
 def cache_saved(costs: Costs) -> float | None:
@@ -98,7 +108,7 @@ def role_of(phase: str, role: str, model: str | None = None, source: str | None 
     optimization against a validation set, the source's calls are on the source, the listed models' on targets)."""
     if role == "optimizer":
         return "optimizer"
-    if phase == "optimize-portable":
+    if phase in ("optimize-portable", ERRORED_PHASE):
         return "agent_on_source" if model == source else "agent_on_target"
     return "agent_on_source" if phase == "optimize-source" else "agent_on_target"
 
@@ -294,6 +304,18 @@ def result_to_json(result: TransferResult, answer_chars: int = ANSWER_CHARS) -> 
     return record
 
 
+ERRORED_PHASE = "errored"  # the bill of an item that stopped before its result
+
+
+def errored_cost(costs: Costs, source: str | None = None) -> dict[str, Any]:
+    """The cost record of an item that errored (or stopped on the budget) before its result: what its calls
+    spent that no result paid, under the phase `errored`, so the run's totals keep it."""
+    rows = {ERRORED_PHASE: cost_rows(costs)} if costs else {}
+    return {"phases": rows, "roles": role_costs(rows, source), "total_usd": _round_usd(dollars(costs)),
+            "calls": calls(costs), "tokens": tokens(costs),
+            "usage_unreported_calls": sum(t.usage.unreported for t in costs.values())}
+
+
 def _portable(result: TransferResult, phases: dict[str, Costs], answer_chars: int) -> dict[str, Any]:
     """The skill optimized against the validation set: its nights, its score on the target, the family of three
     comparisons with the outcome word, and what it cost beyond today's arm (per model)."""
@@ -378,7 +400,7 @@ def run_report(results: list[dict[str, Any]], errors: list[dict[str, Any]] | Non
         "usd_source": totals["agent_on_source"]["usd"],
         "usd_target": totals["agent_on_target"]["usd"],
         "usd_optimizer": totals["optimizer"]["usd"],
-        "summary": summarize(results),
+        "summary": summarize(results, errors or []),
         "counts": item_counts(results, errors or []),
         "checks": run_checks(results),
         "errors": list(errors or []),
