@@ -330,8 +330,8 @@ class FakeProvider:
         with self._lock:
             self.received.append({"path": path, "headers": headers, "body": body})
 
-    def start(self) -> "FakeProvider":
-        self._server = _Server(("127.0.0.1", 0), _Handler)
+    def start(self, port: int = 0) -> "FakeProvider":
+        self._server = _Server(("127.0.0.1", port), _Handler)
         self._server.fake = self
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), name="fake-provider", daemon=True)
         self._thread.start()

@@ -108,6 +108,11 @@ class Recording:
             return None
         return self.cassette.play_without_sdk(model_id, fingerprint, key)
 
+    def will_replay(self, model_id: str, fingerprint: str, key: tuple[str, str, str]) -> bool:
+        """Whether the request with `key` finds a recorded answer left to play (False when unknown: `model_id`'s
+        file was not verified under SDK `fingerprint`); nothing is played."""
+        return self.cassette is not None and self.cassette.holds_unplayed(model_id, fingerprint, key)
+
     def prune_unused(self, spare: frozenset[str] = frozenset()) -> None:
         """On close, keep only the interactions this context replayed or recorded (record modes
         new_episodes and all) in every model file but those named in `spare`. For the files every item
@@ -426,6 +431,13 @@ def _seed_cassette_class() -> type:
             with self._lock:
                 index = play_first(self._index, self.play_counts, key, self.allow_playback_repeats)
             return None if index is None else answer_of(self.data[index])  # read outside the lock
+
+        def holds_unplayed(self, model: str, fingerprint: str, key: tuple[str, str, str]) -> bool:
+            """Whether `play_without_sdk` would find an interaction for `key` (nothing is played)."""
+            if self.sdk_verified.get(model) != fingerprint:
+                return False
+            with self._lock:
+                return any(self.play_counts[i] == 0 or self.allow_playback_repeats for i in self._index.get(key, ()))
 
         def carry_plays(self, played: Counter[tuple[str, str, str]]) -> None:
             """Count the plays a `ReplayTable` made before this cassette was opened (by request key)."""

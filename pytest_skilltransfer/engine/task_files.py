@@ -143,6 +143,9 @@ def _shared_judge(raw: Any, where: str, problems: list[SeedProblem], judges: dic
     return judge
 
 
+PLACEHOLDER = "TODO(init):"  # how a task slot `init --from` wrote starts until a person writes the task
+
+
 def read_tasks(path: Path, problems: list[SeedProblem], limits: SeedLimits | None = None,
                folder: ConfinedFolder | None = None) -> list[Task]:
     """Read a JSONL task file, appending every problem (with file:line) to `problems`."""
@@ -150,6 +153,7 @@ def read_tasks(path: Path, problems: list[SeedProblem], limits: SeedLimits | Non
     tasks: list[Task] = []
     seen: dict[str, int] = {}
     judges: dict[str, Judge] = {}  # a file's tasks mostly share a few judges: each is parsed once (they are frozen)
+    placeholders: list[str] = []
     for number, where, raw in json_lines(path, "{task_id, task, judge}", problems, folder):
         missing = [k for k in ("task_id", "task", "judge") if k not in raw]
         if missing:
@@ -161,6 +165,9 @@ def read_tasks(path: Path, problems: list[SeedProblem], limits: SeedLimits | Non
             continue
         if not isinstance(text, str) or not text.strip():
             problems.append(SeedProblem(where, f"task {task_id!r}: 'task' must be a non-empty string"))
+            continue
+        if text.startswith(PLACEHOLDER):
+            placeholders.append(where)
             continue
         over = _over(len(text.encode("utf-8")), limits, "task_bytes", f"task {task_id!r}: the text")
         if over:
@@ -179,6 +186,11 @@ def read_tasks(path: Path, problems: list[SeedProblem], limits: SeedLimits | Non
         judge = _shared_judge(raw["judge"], f"{where}: task {task_id!r}", problems, judges)
         if judge is not None:
             tasks.append(Task(id=task_id, text=text, judge=judge, origin=where, cluster=cluster))
+    if placeholders:
+        more = f" (and {len(placeholders) - 1} more placeholder line(s) in this file)" if len(placeholders) > 1 else ""
+        problems.append(SeedProblem(placeholders[0], f"a task slot `init --from` wrote is still a placeholder{more}: "
+                                                     f"replace the text after {PLACEHOLDER!r} with a request someone "
+                                                     "makes of the skill, and keep or edit its checks"))
     return tasks
 
 

@@ -360,12 +360,18 @@ def _port_of(url: str) -> int:
 
 
 def build_estimate(folder: Path | None = None) -> str:
-    """How long `build` will compile: the last build on this machine when one was timed, else the measured range."""
+    """How long `build` will compile here: the last build on this machine when one was timed, else the
+    measured idle time scaled by this machine's cores and its load right now (`BUILD_JOBS` compile jobs
+    share what the load leaves free)."""
     try:
         last = json.loads((folder or wheel_dir()).joinpath(BUILD_TIME_FILE).read_text(encoding="utf-8"))
         seconds = float(last["seconds"])
     except (OSError, ValueError, KeyError, TypeError):
-        return (f"about {BUILD_MINUTES_IDLE} min on 2 idle cores, about {BUILD_MINUTES_BUSY} min when they are busy")
+        cores = os.cpu_count() or 1
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+        minutes = min(BUILD_MINUTES_IDLE * max(1.0, (load + int(BUILD_JOBS)) / cores), 3 * BUILD_MINUTES_BUSY)
+        return (f"about {round(minutes)} min on this machine now ({cores} cores, load {load:.1f}; "
+                f"{BUILD_MINUTES_IDLE} min on 2 idle cores, {BUILD_MINUTES_BUSY} min measured on 2 busy ones)")
     return f"about {round(seconds / 60)} min: the last build on this machine took {_minutes(seconds)}"
 
 

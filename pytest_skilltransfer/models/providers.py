@@ -16,7 +16,7 @@ import threading
 from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from types import ModuleType
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 from urllib.parse import urlparse
 
 from ..guards.redaction import redact_json, register_key_variables, strip_userinfo
@@ -153,6 +153,7 @@ class ProviderModel:
         env = current_environment()
         if env is not None:
             env.prepare_sdk_call()
+        self._start_server_on_demand(env, request)
         client = self._client(wire)
         settings = client_settings(self.target) if lane is not None else None
         batched = lane is not None and settings is not None and not settings.replay
@@ -204,6 +205,17 @@ class ProviderModel:
             return reply
         return replace(reply, usage=reply.usage.paid_in(lane))
 
+    def _start_server_on_demand(self, env: Any, request: Request) -> None:
+        """Start the server behind this model's URL (see `start_on_demand`) unless the call will replay."""
+        start = _starters.get(self.target.base_url or "")
+        if start is None:
+            return
+        installed = fidelity.fingerprint(self.target.provider)
+        if env is not None and installed is not None and hasattr(env, "will_replay") \
+                and env.will_replay(self.model_id, installed, fidelity.request_key(self.target, request)):
+            return
+        start()
+
     def _replay_without_sdk(self, wire: ModuleType, request: Request) -> Reply | None:
         """The recorded answer, read without the SDK, when this call can only be replayed and the
         cassette vouches that the installed SDK builds exactly the bytes it looks up (`fidelity`);
@@ -253,6 +265,19 @@ def redact_reply(reply: Reply) -> Reply:
     text, refusal, arguments = clean
     calls = tuple(ToolCall(c.id, c.name, a) for c, a in zip(reply.tool_calls, arguments))
     return replace(reply, text=text, refusal=refusal, tool_calls=calls)
+
+
+_starters: dict[str, Callable[[], None]] = {}
+
+
+def start_on_demand(base_urls: tuple[str, ...], start: Callable[[], None] | None) -> None:
+    """Call `start()` before the first call to a model at one of `base_urls` that its cassette cannot
+    replay (a local model's server, started only when a call is to be recorded); None forgets them."""
+    for url in base_urls:
+        if start is None:
+            _starters.pop(url, None)
+        else:
+            _starters[url] = start
 
 
 _answering = threading.local()

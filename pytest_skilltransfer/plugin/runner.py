@@ -13,6 +13,7 @@ second pair of the same seed must find the context of the first still open.
 from __future__ import annotations
 
 import os
+import threading
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -61,7 +62,7 @@ class Runner:
     _models: dict[str, Model] = field(default_factory=dict)
     broken_seeds: set[str] = field(default_factory=set)  # node ids of seeds that failed to load
     _recording: tuple[str, ExitStack] | None = None  # (seed name, its open cassette context)
-    _local_server: ExitStack | None = None  # a local llama-server this process started
+    _local_server: OnDemandServer | None = None  # a local llama-server this process starts when needed
     budget: "Budget | None" = None  # --max-cost
     concurrent_phases: bool = True  # a transfer's independent phases run at the same time (see `phases`)
     recorded: bool = False  # a recording context that may write was opened (models.lock pins its aliases)
@@ -201,38 +202,37 @@ class Runner:
             session.phase = ""
 
     def start_local_server(self, models: list[Model]) -> bool:
-        """With --local-server=auto, start llama-server when a local model has calls to record.
+        """With --local-server=auto, when a local model may have calls to record, point it at a free loopback
+        port where llama-server starts on the first call its cassette cannot replay (once per process; a
+        fully recorded seed never starts it, nor needs it installed).
 
-        Returns True when it started one: local models are then resolved again against its URL.
+        Returns True when it chose the port: local models are then resolved again against its URL.
         """
         from .. import cassettes
         from ..models import local
         from ..models.aliases import local_aliases
+        from ..models.providers import start_on_demand
 
         local_names = [m.name for m in models if m.name in local_aliases()]
         rec = cassettes.active_recording()
         if (self.settings.local_server != "auto" or not local_names or local.env_base_url() or self._local_server
                 or rec is None or all(rec.replay_only(self.model(n).model_id) for n in local_names)):
             return False
-        if not local.server_available():
-            raise ModelError(local.not_installed_message(local_names))
-        stack = ExitStack()
-        try:
-            server = stack.enter_context(local.local_server(use_env=False))
-        except local.LocalSetupError as exc:
-            raise ModelError(f"--local-server=auto could not start the local model server: {exc}") from None
-        self._local_server = stack
+        server = OnDemandServer(local.free_port(), local_names, self.progress)
+        self._local_server = server
         os.environ[local.URL_ENV] = server.base_url
-        self.progress(f"started the local model server at {server.base_url}")
         for name in local_aliases():
             self._models.pop(name, None)
+        start_on_demand(server.base_urls, server.start)
         return True
 
     def stop_local_server(self) -> None:
-        """Stop a server `start_local_server` started."""
+        """Stop a server `start_local_server` started (and forget its port)."""
         if self._local_server is not None:
             from ..models.local import URL_ENV
+            from ..models.providers import start_on_demand
 
+            start_on_demand(self._local_server.base_urls, None)
             self._local_server.close()
             self._local_server = None
             os.environ.pop(URL_ENV, None)
@@ -263,3 +263,46 @@ class Runner:
             stack = self._recording[1]
             self._recording = None
             stack.close()
+
+
+class OnDemandServer:
+    """The local model server of a run, started at its port on the first call to record (thread-safe, once)."""
+
+    def __init__(self, port: int, names: list[str], progress: Callable[[str], None]):
+        from ..models.local import HOST
+
+        self.port = port
+        self.base_url = f"http://{HOST}:{port}"
+        self.base_urls = (self.base_url, self.base_url + "/v1")  # the Anthropic and the OpenAI protocol's
+        self.names = names
+        self.progress = progress
+        self._stack: ExitStack | None = None
+        self._failure: str | None = None
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        """Start llama-server unless it runs; a failure is raised again for every later call."""
+        from ..models import local
+
+        with self._lock:
+            if self._stack is not None:
+                return
+            if self._failure is None and not local.server_available():
+                self._failure = local.not_installed_message(self.names)
+            if self._failure is None:
+                stack = ExitStack()
+                try:
+                    stack.enter_context(local.local_server(self.port, use_env=False))
+                except local.LocalSetupError as exc:
+                    self._failure = f"--local-server=auto could not start the local model server: {exc}"
+                else:
+                    self._stack = stack
+                    self.progress(f"started the local model server at {self.base_url}")
+                    return
+            raise ModelError(self._failure)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._stack is not None:
+                self._stack.close()
+                self._stack = None

@@ -25,6 +25,7 @@ from .skill_reader import (
     REFUSAL,
     SECTION,
     TOOLS,
+    VERBATIM,
     Directive,
     vocabulary,
 )
@@ -45,6 +46,7 @@ class Plan:
     no_headings_after: int = -1  # the latest followed heading ban: earlier sections lose their `#`s, and no title
     no_bullets_after: int = -1
     unmentioned: tuple[str, ...] = ()  # words a followed prohibition keeps out of the prose
+    verbatim: tuple[Directive, ...] = ()  # blocks copied as written, each at the start or the end
 
 
 def resolve(directives: list[Directive], profile: Profile, noise: Noise, task: str) -> Plan:
@@ -79,6 +81,7 @@ def resolve(directives: list[Directive], profile: Profile, noise: Noise, task: s
         no_headings_after=max((d.position for d in followed if d.kind == BAN and d.mode == "headings"), default=-1),
         no_bullets_after=max((d.position for d in followed if d.kind == BAN and d.mode == "bullets"), default=-1),
         unmentioned=tuple(w for d in followed if d.kind == BAN and d.mode == "mention" for w in d.options),
+        verbatim=tuple({d.text: d for d in followed if d.kind == VERBATIM}.values()),
     )
 
 
@@ -258,7 +261,19 @@ def render_answer(plan: Plan, view: TaskView, skill: str, noise: Noise, profile:
     structure = "\n\n".join(blocks)
     chosen = _pick_sentences(body, fixed, target, count, plan.min_chars)
     paragraphs = [" ".join([lead] + chosen[:2])] + [" ".join(chosen[i:i + 3]) for i in range(2, len(chosen), 3)]
-    return "\n\n".join(part for part in [opener, title, *paragraphs, structure] if part)
+    head, tail = (_copied(plan, mode, view, noise) for mode in ("start", "end"))
+    return "\n\n".join(part for part in [*head, opener, title, *paragraphs, structure, *tail] if part)
+
+
+def _copied(plan: Plan, mode: str, view: TaskView, noise: Noise) -> list[str]:
+    """The verbatim blocks placed at `mode` ("start" or "end"), each `<...>` slot in the model's own words."""
+    def slot(match: re.Match[str]) -> str:
+        options = [o.strip() for o in match.group(1).split("|") if o.strip()]
+        if len(options) > 1:
+            return _prefer_mentioned(options, view, noise, match.group(0))
+        return _fill(noise.choice(f"value:{match.group(0)}", _FREE_VALUES), view)
+    blocks = [d for d in plan.verbatim if d.mode == mode]
+    return [re.sub(r"<([^<>\n]*)>", slot, d.text) if "<...>" in d.source else d.text for d in blocks]
 
 
 def _mentions(text: str, words: tuple[str, ...]) -> bool:

@@ -129,7 +129,9 @@ def _rubric_examples(criteria: tuple[Criterion, ...]) -> tuple[Criterion, ...]:
 
 
 def _elements(criteria: tuple[Criterion, ...]) -> tuple[list[Element], list[str]]:
-    """Required headings and labels, plus regexes this optimizer cannot turn into a template."""
+    """Required headings, labels, JSON fields and lines to copy verbatim (any other line a check's literal or
+    pattern shows: a lowercase `key: value`, a `---` separator, a bold label, a hex colour), plus regexes
+    this optimizer cannot turn into a template."""
     elements: dict[str, Element] = {}
     unreadable: list[str] = []
     criteria = _rubric_examples(criteria)
@@ -139,6 +141,9 @@ def _elements(criteria: tuple[Criterion, ...]) -> tuple[list[Element], list[str]
         if known is None or ("<" in "".join(lines) and "|" in "".join(lines) and "|" not in "".join(known.lines)):
             elements[key.casefold()] = Element(key, kind, lines)
 
+    def copy(line: str, at_start: bool) -> None:
+        elements.setdefault("\x00" + line, Element(line, "verbatim_start" if at_start else "verbatim", [line]))
+
     for c in criteria:
         if c.op not in STRUCTURE_OPS or not isinstance(c.arg, str):
             continue
@@ -147,10 +152,17 @@ def _elements(criteria: tuple[Criterion, ...]) -> tuple[list[Element], list[str]
             continue
         template = _contains_template(c.arg) if c.op == "contains" else template_for(c.arg)
         if template is None:
-            unreadable.append(c.arg)
+            if c.op == "contains" and c.arg.strip():  # a literal is always shown as it must appear
+                text = c.arg.strip("\n")
+                copy(text + (f" {FREE_HINT}" if text.rstrip().endswith(":") else ""), False)
+            else:
+                unreadable.append(c.arg)
             continue
         lines = template.replace(FREE, FREE_HINT).split("\n")
+        taken: set[int] = set()
         for index, line in enumerate(lines):
+            if index in taken:
+                continue
             field_line = re.fullmatch(r'\s*\{?\s*"([A-Za-z_][\w-]*)": (.+?)[,}]?\s*', line)
             bare_key = re.fullmatch(r'\s*\{?\s*"([A-Za-z_][\w-]*)"\s*:?\s*', line)  # `{"impact":` or `"root_cause"`
             if field_line:
@@ -162,12 +174,16 @@ def _elements(criteria: tuple[Criterion, ...]) -> tuple[list[Element], list[str]
             heading = re.match(r"#{1,6}\s+(.+)", line)
             label = re.match(r"([A-Z][\w /-]*):\s*(.*)", line)
             if heading:
-                add("section", heading.group(1), [line] + [ln for ln in lines[index + 1:index + 2] if ln.startswith("- ")])
+                bullet = [ln for ln in lines[index + 1:index + 2] if ln.startswith("- ")]
+                taken.update(range(index + 1, index + 1 + len(bullet)))
+                add("section", heading.group(1), [line] + bullet)
             elif label:
                 value = label.group(2)
                 if not value:
                     value = FREE_HINT
                 add("label", label.group(1), [f"{label.group(1)}: {value}"])
+            elif line.strip():
+                copy(line, c.op == "regex" and c.arg.startswith("\\A"))
     return list(elements.values()), unreadable
 
 
@@ -276,6 +292,26 @@ def _json_bundles(fields: list[Element], profile: Profile, noise: Noise) -> list
     return [[template], [schema]]
 
 
+def _verbatim_bundles(copied: list[Element]) -> list[Bundle]:
+    """Lines to copy as written, at the start of the answer when a check anchors them there; `key: value`
+    lines with a `---` line among them are laid out as front matter (between two `---` lines, first)."""
+    lines = [e.key for e in copied]
+    at_start = any(e.kind == "verbatim_start" for e in copied)
+    keys = [ln for ln in lines if re.match(r"[a-z][\w-]*:(?: |$)", ln)]
+    if "---" in lines and keys:
+        lines = ["---", *keys, "---"] + [ln for ln in lines if ln != "---" and ln not in keys]
+        at_start = True
+    slots = ""
+    if FREE_HINT in "\n".join(lines) or re.search(r"<[^<>|]*\|[^<>]*>", "\n".join(lines)):
+        slots = " (replace each <...> with real content, or with one of the choices it lists)"
+    block = f"\n{FENCE}\n" + "\n".join(lines) + f"\n{FENCE}"
+    if at_start:
+        return [[f"Start every answer with these lines, verbatim{slots}:{block}"],
+                [f"Open each answer by copying these lines verbatim, before anything else{slots}:{block}"]]
+    return [[f"End every answer with these lines, verbatim, each on its own line{slots}:{block}"],
+            [f"Copy these lines verbatim into every answer, each on its own line{slots}:{block}"]]
+
+
 def _structure_bundles(elements: list[Element], profile: Profile, noise: Noise) -> list[Bundle]:
     template = (f"Every answer must end with these parts, copied exactly (replace each <...> with real content; "
                 f"keep headings and labels exactly as written):\n{FENCE}\n{_template(elements)}\n{FENCE}")
@@ -377,7 +413,11 @@ def propose(prompt: ReflectPrompt, profile: Profile, noise: Noise) -> list[dict[
     elements, unreadable = _elements(prompt.criteria)
     fields = [e for e in elements if e.kind == "json"]
     elements = [e for e in elements if e.kind != "json"]
+    copied = [e for e in elements if e.kind.startswith("verbatim")]
+    elements = [e for e in elements if e not in copied]
     needs: list[tuple[str, list[Bundle]]] = []
+    if copied:
+        needs.append(("literal text", _verbatim_bundles(copied)))
     if fields:
         needs.append(("JSON output", _json_bundles(fields, profile, noise)))
     if elements:

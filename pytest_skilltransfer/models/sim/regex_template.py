@@ -18,6 +18,7 @@ from ...guards import timed_regex
 
 FREE = "\x01"  # a free-text slot; the optimizer replaces it with a hint such as <one line: the main reason>
 _SAMPLE_FREE = "placeholder text that is long enough for any minimum"
+_WORD = "sample"  # a run of a class of lowercase letters (`[a-z0-9-]+`), as a person writes an example
 
 
 class _Unsupported(Exception):
@@ -30,6 +31,7 @@ class _Reader:
     def __init__(self, pattern: str):
         self.pattern = pattern
         self.index = 0
+        self.word_class = False  # the last atom was a class holding every lowercase letter: a run of it is a word
 
     def peek(self) -> str:
         return self.pattern[self.index] if self.index < len(self.pattern) else ""
@@ -54,6 +56,7 @@ class _Reader:
         return "".join(out)
 
     def atom(self) -> tuple[str, bool]:
+        self.word_class = False
         char = self.take()
         if char in "^$":
             return "", False
@@ -99,6 +102,7 @@ class _Reader:
             raise _Unsupported("unterminated class")
         if negated:
             return ("X", False) if "\n" in members else (FREE, True)
+        self.word_class = set(_WORD) <= set(members)
         return _representative(members), False
 
     def group(self) -> str:
@@ -136,6 +140,8 @@ class _Reader:
             self.take()
         if free:
             return FREE
+        if self.word_class and (char in "+*" or (char == "{" and high > low and low <= len(_WORD))):
+            return _WORD
         if atom == "#":
             return "#" * max(low, min(2, high))
         if char == "*" and atom.strip():
@@ -152,7 +158,8 @@ def _representative(members: list[str]) -> str:
     if digits and len(digits) == len(members) and len(digits) <= 5:
         return "<" + "|".join(digits) + ">" if len(digits) > 1 else digits[0]
     upper = [m for m in members if m.isupper()]
-    return upper[0] if upper else members[0]
+    lower = [m for m in members if m.islower()]
+    return upper[0] if upper else lower[0] if lower else members[0]
 
 
 def instantiate(template: str) -> str:
@@ -174,6 +181,7 @@ def template_for(pattern: str) -> str | None:
     if re.fullmatch(r"[A-Z][\w /-]*:", template):
         template += " " + FREE
     candidates = [re.sub(r":(?=[^\s])", ": ", template), template]
+    candidates.append(f"{template} {FREE}")  # a key or a marker the pattern wants followed by a value (`^description: `)
     for candidate in candidates:
         try:
             if timed_regex.search(pattern, instantiate(candidate), regex.MULTILINE):

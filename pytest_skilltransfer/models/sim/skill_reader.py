@@ -13,6 +13,9 @@ worked example) into a `Directive` with a strength:
             JSON object with the keys a, b (one of x or y) and c (true or false)");
 - prohibitions are rules like any other: "never use headings", "no bullet points" and "do not mention
             prices" are literal; "keep the formatting plain" is the heading ban in general words;
+- verbatim: a fenced block introduced as lines to copy "verbatim" is copied whole, whatever its lines
+            look like (lowercase `key: value` lines, `---` separators, hex colours, bold labels), at the
+            start of the answer when the introduction says to start or open with it, else at the end;
 - natural:  behaviour models slip into anyway (verbosity, stock openers, declining a topic, not
             using tools when told not to).
 
@@ -22,12 +25,14 @@ Directives keep their position in the text, so a later rule can override an earl
 from __future__ import annotations
 
 import re
+import textwrap
 from dataclasses import dataclass
 
 LITERAL, ABSTRACT, NATURAL = "literal", "abstract", "natural"
 
 SECTION, LABEL, LENGTH, TOOLS, REFUSAL, PHRASE, JSON = "section", "label", "length", "tools", "refusal", "phrase", "json"
 BAN = "ban"  # a prohibition: mode "headings", "bullets" or "mention" (the words in `options`)
+VERBATIM = "verbatim"  # lines to copy as written (`text`), mode "start" or "end" of the answer
 
 
 @dataclass(frozen=True)
@@ -108,15 +113,33 @@ def parse_skill(text: str) -> list[Directive]:
     """Every directive the simulator recognizes in a skill, in text order."""
     found: list[Directive] = []
     position = 0
+    intro = ""
     for kind, piece in _segments(text):
         if kind == "block":
-            found += _template_directives(piece, position)
+            found += _verbatim_directives(piece, intro, position) or _template_directives(piece, position)
+            intro = ""
             position += len(piece.splitlines()) + 1
             continue
         for sentence in sentences(piece):
             found += _sentence_directives(sentence, position)
             position += 1
+        intro = piece
     return found
+
+
+_VERBATIM_INTRO = re.compile(r"\bverbatim\b", re.I)
+_AT_START = re.compile(r"\b(?:start|begin|open)\b", re.I)
+
+
+def _verbatim_directives(block: str, intro: str, start: int) -> list[Directive]:
+    """A block the prose just before it says to copy verbatim: its lines, copied whole, at the start or end."""
+    if not _VERBATIM_INTRO.search(intro):
+        return []
+    lines = textwrap.dedent(block).strip("\n")
+    if not lines.strip():
+        return []
+    mode = "start" if _AT_START.search(intro) else "end"
+    return [Directive(VERBATIM, LITERAL, start, mode=mode, text=lines, source=intro, unit=start)]
 
 
 # ---- templates and worked examples (fenced blocks) -------------------------------------------
