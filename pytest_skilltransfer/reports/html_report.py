@@ -61,7 +61,7 @@ from .report import (
     summary_line,
     usd_text,
 )
-from .why import holm_outcomes, is_hand_written, run_checks, why
+from .why import CAUSE_RULE, holm_outcomes, is_hand_written, run_checks, why
 
 CHART_WIDTH = 420  # px of the -1 .. +1 axis
 ROW_HEIGHT = 18
@@ -69,6 +69,9 @@ LABEL_WIDTH = 330
 
 
 RUN_CHECKS = 10  # the run's most missed checks shown on the page
+# The gates on the gain, as the results name them, and the sign that puts each threshold on the gain axis: a
+# tolerance or margin t is the line at -t.
+CHART_GATES = {"min_gain": 1, "harm_tolerance": -1, "noninferiority_margin": -1}
 
 
 def attention_first(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -152,9 +155,11 @@ def gain_chart(results: list[dict[str, Any]]) -> str:
                      f'{esc(_label(result))}</text></a>')
         for gate in (result.get("gate") or {}).get("gates", []):
             threshold = gate.get("threshold")
-            if gate.get("gate") in ("min_gain", "harm", "noninferiority") and isinstance(threshold, (int, float)):
-                parts.append(f'<line x1="{x(threshold):.1f}" y1="{y - 7:.1f}" x2="{x(threshold):.1f}" y2="{y + 7:.1f}" '
-                             f'stroke="#8250df" stroke-dasharray="2,2"><title>{esc(gate["gate"])} {threshold:+g}</title></line>')
+            if gate.get("gate") in CHART_GATES and isinstance(threshold, (int, float)):
+                at = CHART_GATES[gate["gate"]] * threshold
+                parts.append(f'<line class="threshold" data-gate="{esc(gate["gate"])}" x1="{x(at):.1f}" y1="{y - 7:.1f}" '
+                             f'x2="{x(at):.1f}" y2="{y + 7:.1f}" stroke="#8250df" stroke-dasharray="2,2">'
+                             f'<title>{esc(gate["gate"])} {threshold:g}: gain {at:+g}</title></line>')
         parts.append(f'<line x1="{x(gain["ci_low"]):.1f}" y1="{y:.1f}" x2="{x(gain["ci_high"]):.1f}" y2="{y:.1f}" '
                      f'stroke="{color}" stroke-width="3"/>')
         parts.append(f'<circle cx="{x(gain["mean"]):.1f}" cy="{y:.1f}" r="4" fill="{color}">'
@@ -180,8 +185,11 @@ def _why_item(result: dict[str, Any], holm: dict[tuple[str, str, str], str]) -> 
     checks = []
     for check in found["checks"]:
         lines = "".join(f'<li class="line">{esc(line)}</li>' for line in check["lines"])
-        points = (f"; the learned line(s) it points at:<ul>{lines}</ul>" if lines
-                  else '; <span class="muted">no learned line names it</span>')
+        mentions = "".join(f'<li class="line">{esc(line)}</li>' for line in check.get("mentions", []))
+        points = (f"; learned line(s) that may cause it:<ul>{lines}</ul>" if lines
+                  else '; <span class="muted">no learned line may cause it</span>')
+        points += (f'<span class="muted">learned line(s) that only mention it (they point the other way, so they '
+                   f'are not blamed):</span><ul>{mentions}</ul>' if mentions else "")
         checks.append(f'<li><code>{esc(check["check"])}</code> {found["kind"]} on <b>{check["tasks"]} of '
                       f'{check["of"]}</b> task(s){points}</li>')
     pointed = any(c["lines"] for c in found["checks"])
@@ -205,7 +213,8 @@ def _attention(results: list[dict[str, Any]], holm: dict[tuple[str, str, str], s
     flagged = needs_a_look(results)
     if not flagged:
         return "<p>No item failed, hurt its target or changed against the base.</p>"
-    return '<ul class="why">' + "".join(_why_item(r, holm) for r in flagged) + "</ul>"
+    return ('<ul class="why">' + "".join(_why_item(r, holm) for r in flagged) + "</ul>"
+            f'<p class="muted rule">How a learned line is matched to a check: {esc(CAUSE_RULE)}</p>')
 
 
 def _items_table(results: list[dict[str, Any]], holm: dict[tuple[str, str, str], str], hand: bool = False) -> str:

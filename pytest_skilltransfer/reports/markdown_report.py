@@ -180,8 +180,10 @@ def why_lines(result: dict[str, Any]) -> list[str]:
     lines = []
     for check in found["checks"]:
         pointed = "; ".join(_code(line, LINE_CHARS) for line in check["lines"])
+        mentions = "; ".join(_code(line, LINE_CHARS) for line in check.get("mentions", []))
         lines.append(f"- {found['kind']}: {_code(check['check'])} on **{check['tasks']} of {check['of']} tasks**"
-                     + (f" ← learned: {pointed}" if pointed else ""))
+                     + (f" ← may be caused by learned: {pointed}" if pointed else "")
+                     + (f" (mentioned, not blamed: {mentions})" if mentions else ""))
     if not any(c["lines"] for c in found["checks"]):
         learned = found["learned_lines"]
         lines.append("- learned lines: " + ("; ".join(_code(line, LINE_CHARS) for line in learned[:4])
