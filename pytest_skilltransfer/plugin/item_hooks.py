@@ -13,7 +13,7 @@ from typing import Any, Generator
 import pytest
 
 from ..guards.terminal import safe
-from .reporting import ERROR_ATTRIBUTE, REPORT_ATTRIBUTE, is_worker, plain_nodeid
+from .reporting import ERROR_ATTRIBUTE, FIX, REPORT_ATTRIBUTE, is_worker, plain_nodeid
 from .state import RUN, RUNNER, SPEC, ItemRun, runner_of, settings_of
 
 
@@ -175,6 +175,8 @@ def _runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Gener
         setattr(report, ERROR_ATTRIBUTE, {"item": plain_nodeid(report.nodeid), "seed": spec.seed_path.name,
                                           "source": spec.source, "target": spec.target, "when": report.when,
                                           "reason": reason[0] if reason else "error"})
+        if FIX in item.stash:  # the exact command that fixes it, for the reports to print
+            getattr(report, ERROR_ATTRIBUTE)["command"] = item.stash[FIX]
     return report
 
 

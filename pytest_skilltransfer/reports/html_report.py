@@ -278,9 +278,15 @@ def _errors(errors: list[dict[str, Any]]) -> str:
     if not errors:
         return ""
     rows = "".join(f"<li><code>{esc(e.get('item', ''))}</code> ({esc(e.get('source', ''))} -&gt; "
-                   f"{esc(e.get('target', ''))}, at {esc(e.get('when', ''))}): {esc(e.get('reason', ''))}</li>"
+                   f"{esc(e.get('target', ''))}, at {esc(e.get('when', ''))}): {esc(e.get('reason', ''))}"
+                   + (f"<br>fix: <code>{esc(e['command'])}</code>" if e.get("command") else "") + "</li>"
                    for e in errors)
-    return f"<h2>Errored items ({len(errors)})</h2><ul>{rows}</ul>"
+    seeds = sorted({e["seed"] for e in errors if e.get("command") and e.get("seed")})
+    every = "".join(f"<li>every item of {esc(seed)}: <code>python -m pytest_skilltransfer rerecord {esc(seed)}</code></li>"
+                    for seed in seeds)
+    return (f'<h2 id="errored">Errored items ({len(errors)})</h2><p>These items have no result: no count below '
+            f"includes them.</p><ul class=\"errors\">{rows}</ul>"
+            + (f"<p>re-record in one command per seed:</p><ul>{every}</ul>" if every else ""))
 
 
 def spend_section(report: dict[str, Any], summary: dict[str, Any]) -> str:
@@ -347,7 +353,7 @@ def render(report: dict[str, Any]) -> str:
     """The whole page from a JSON report."""
     results = attention_first(report.get("results") or [])
     errors = list(report.get("errors") or [])
-    body = [headline(report)]
+    body = [headline(report), _errors(errors)]
     if results:
         summary = _summary(report)
         holm = holm_outcomes(summary)
@@ -376,7 +382,6 @@ def render(report: dict[str, Any]) -> str:
                  plan_section(report)]
     else:
         body.append("<p>No transfer item produced a result.</p>")
-    body.append(_errors(errors))
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'

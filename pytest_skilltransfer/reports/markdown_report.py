@@ -266,12 +266,8 @@ def render(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None = 
     summary = summarize(ordered) if ordered else None
     if summary:
         lines += [outcome_line(ordered, summary), ""]
+    lines += error_lines(errors)
     lines += failure_sections(ordered)
-    if errors:
-        lines += [f"## Errored items ({len(errors)})", ""]
-        lines += [f"- `{e['item']}` ({e['source']} -> {e['target']}, at {e['when']}): {_cell(e['reason'])}"
-                  for e in errors]
-        lines.append("")
     if ordered:
         lines += narrow_table(ordered, holm_outcomes(summary))
         lines += portable_markdown(ordered)
@@ -280,6 +276,22 @@ def render(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None = 
         lines += ["<details><summary>Details: gates, the full table, the gain chart, spend, judges</summary>", "",
                   *details, "</details>", ""]
     return safe("\n".join(lines))
+
+
+def error_lines(errors: list[dict[str, Any]]) -> list[str]:
+    """The errored items first (they have no result), each with the command that fixes it when there is one."""
+    if not errors:
+        return []
+    lines = [f"## Errored items ({len(errors)})", ""]
+    for e in errors:
+        lines.append(f"- `{e['item']}` ({e['source']} -> {e['target']}, at {e['when']}): {_cell(e['reason'])}")
+        if e.get("command"):
+            lines.append(f"  - fix: {_code(e['command'], len(e['command']))}")
+    seeds = sorted({e["seed"] for e in errors if e.get("command") and e.get("seed")})
+    if seeds:
+        lines += ["", "Re-record every item of a seed in one command:", "",
+                  *(f"- `python -m pytest_skilltransfer rerecord {seed}`" for seed in seeds)]
+    return lines + [""]
 
 
 def run_check_lines(ordered: list[dict[str, Any]], top: int = 10) -> list[str]:
