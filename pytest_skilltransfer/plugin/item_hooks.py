@@ -86,7 +86,7 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
                               reference=base.reference if base is not None else None,
                               expected=run.seed.expected_outcome(run.spec.source, run.spec.target))
     if base is not None:
-        run.data["compare"] = base.record(run.data, outcome.as_dict())
+        run.data["compare"] = base.record(run.data, outcome.as_dict(), run.spec.seed_path)
     mismatch = snapshots.compare(run.snapshot, run.data) if settings.compare_snapshots else []
     verdict = "fail" if mismatch else outcome.verdict
     written = "updated" if run.snapshot.update_snapshots else "ok"

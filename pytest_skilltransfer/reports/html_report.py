@@ -61,6 +61,7 @@ from .report import (
     summary_line,
     usd_text,
 )
+from .comparison import accept_commands, label, learned_diff, newly_missed
 from .why import CAUSE_RULE, holm_outcomes, is_hand_written, run_checks, why
 
 CHART_WIDTH = 420  # px of the -1 .. +1 axis
@@ -199,13 +200,48 @@ def _why_item(result: dict[str, Any], holm: dict[tuple[str, str, str], str]) -> 
                 + "".join(f'<li class="line">{esc(line)}</li>' for line in learned[:6]) + "</ul>")
     if not learned:
         accepted = '<p class="muted">no night was accepted: the learned skill equals the seed\'s</p>'
-    commands = "".join(f"<li>{esc(what)}: <code>{esc(command)}</code></li>" for what, command in rerun_commands(result))
+    commands = "".join(f"<li>{esc(what)}: <code>{esc(command)}</code></li>"
+                       for what, command in [*accept_commands(result), *rerun_commands(result)])
     missed = (f"<p>checks {found['kind']} with the learned skill on the target:</p><ul>{''.join(checks)}</ul>"
               if checks else '<p class="muted">no check is missed with the learned skill</p>')
     return (f'<li class="{css}" data-item="{anchor(result)}"><a href="#{anchor(result)}"><b>{esc(_label(result))}</b></a> '
             f'{_chip(outcome, _outcome_class(outcome))} {_verdict_chip(verdict)} gain {esc(gain_text(result))}'
-            f'<p><b>{esc(reason(result))}</b></p>{missed}{accepted}'
+            f'<p><b>{esc(reason(result))}</b></p>{cause_block(result)}{missed}{accepted}'
             + (f"<ul>{commands}</ul>" if commands else "") + "</li>")
+
+
+def _diff_pre(lines: list[str]) -> str:
+    css = {"+": "add", "-": "del", "@": "hunk"}
+    return '<pre class="diff">' + "\n".join(f'<span class="{css.get(line[:1], "")}">{esc(line)}</span>'
+                                              for line in lines) + "</pre>"
+
+
+def cause_block(result: dict[str, Any]) -> str:
+    """The cause of a change against the base ref (`--compare-to`), side by side: the seed's diff from the ref
+    beside the checks newly missed on the tasks that dropped (with their scores), and the learned skill's
+    change; the accept line is among the item's commands."""
+    compare = result.get("compare") or {}
+    cause = compare.get("cause")
+    if cause is None:
+        return ""
+    tasks = cause.get("tasks", [])
+    before = "-" if compare.get("before") is None else f"{compare['before']:.2f}"
+    checks = "".join(f"<li><code>{esc(check)}</code> on <b>{n} of {len(tasks)}</b> task(s)</li>"
+                     for check, n in newly_missed(cause))
+    rows = "".join(f'<tr><td>{esc(t["task"])}</td><td class="num">{t["before"]:g}</td><td class="num">{t["after"]:g}'
+                   f'</td><td><code>{esc(", ".join(t["missed"]) or "none")}</code></td></tr>' for t in tasks[:8])
+    more = f'<p class="muted">{len(tasks) - 8} more task(s) in the item below</p>' if len(tasks) > 8 else ""
+    missed = (f"<p>checks newly missed on the {len(tasks)} task(s) lower than at {esc(compare.get('ref', ''))}:</p>"
+              f"<ul>{checks}</ul><table><tr><th>task</th><th>before</th><th>after</th><th>misses now</th></tr>{rows}"
+              f"</table>{more}" if tasks else '<p class="muted">no task scores lower than at the ref</p>')
+    diff = (cause.get("seed_diff") or "").splitlines()
+    seed = (f"<p>the seed's files {esc(label(compare))} (SKILL.md, tasks, seed.toml):</p>{_diff_pre(diff)}" if diff
+            else f'<p class="muted">the seed\'s files are as at {esc(compare.get("ref", "the ref"))}: the change is '
+                 "elsewhere (models, options, cassettes)</p>")
+    learned = learned_diff(result)
+    moved = f"<p>the learned skill now against the one at the ref:</p>{_diff_pre(learned)}" if learned else ""
+    return (f'<div class="cause"><p><b>cause, {esc(label(compare))}</b>: transferred {before} -&gt; '
+            f'{compare["after"]:.2f}</p><div class="cause-grid"><div>{seed}</div><div>{missed}{moved}</div></div></div>')
 
 
 def _attention(results: list[dict[str, Any]], holm: dict[tuple[str, str, str], str]) -> str:

@@ -205,9 +205,37 @@ def failure_sections(ordered: list[dict[str, Any]]) -> list[str]:
                   f"- on {result['target']}: baseline {result['baseline_target']:.2f} -> transferred "
                   f"{result['transferred']:.2f}" + ("" if direct is None else f" (direct {direct:.2f})")
                   + f"; gain {gain_text(result)}, p = {p_text(result['gain']['p_value'])}"]
+        lines += cause_markdown(result)
         lines += rerun_lines(result)
         lines.append("")
     return ["## Needs a look", "", *lines] if lines else []
+
+
+def cause_markdown(result: dict[str, Any]) -> list[str]:
+    """The cause of a change against the base ref: checks newly missed, the seed's diff, the accept line."""
+    from .comparison import accept_commands, label, learned_diff, newly_missed
+
+    compare = result.get("compare") or {}
+    cause = compare.get("cause")
+    if cause is None:
+        return []
+    tasks = cause.get("tasks", [])
+    lines = [f"- **cause, {label(compare)}**: transferred "
+             f"{'-' if compare.get('before') is None else format(compare['before'], '.2f')} -> {compare['after']:.2f}"]
+    if tasks:
+        lines.append(f"  - checks newly missed on the {len(tasks)} task(s) lower than at {compare['ref']}: "
+                     + ", ".join(f"{_code(check)} ({n})" for check, n in newly_missed(cause)))
+    diff = cause.get("seed_diff") or ""
+    if diff:
+        lines += [f"  - the seed's files {label(compare)}:", "", "```diff", *diff.splitlines(), "```", ""]
+    else:
+        lines.append(f"  - the seed's files are as at {compare['ref']}: the change is elsewhere (models, options, "
+                     "cassettes)")
+    learned = learned_diff(result)
+    if learned:
+        lines += ["  - the learned skill now against the one at the ref:", "", "```diff", *learned, "```", ""]
+    lines += [f"  - {what}: {_code(text, len(text))}" for what, text in accept_commands(result)]
+    return lines
 
 
 def narrow_table(ordered: list[dict[str, Any]], holm: dict[tuple[str, str, str], str]) -> list[str]:
