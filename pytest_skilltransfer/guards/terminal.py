@@ -3,8 +3,9 @@
 A task text or a model's answer can hold an escape sequence (clear the screen, retitle the window,
 hide a line), a bell, a NUL, a carriage return that overwrites the line before it, or a bidi
 override that makes a line read differently from what it holds. Every line the plugin prints goes
-through `safe`, which keeps newlines and tabs and writes every other C0/C1 control and every bidi
-control as a visible escape (`\\x1b`, `\\u202e`). Files (JSON, snapshots, cassettes) keep the text
+through `safe`, which keeps newlines and tabs and writes every other C0/C1 control, every bidi
+control and every invisible character (zero-width space and joiners, soft hyphen, word joiner) as a
+visible escape (`\\x1b`, `\\u202e`, `\\u200b`). Files (JSON, snapshots, cassettes) keep the text
 as it was; only what reaches a terminal is escaped.
 """
 
@@ -13,7 +14,8 @@ from __future__ import annotations
 import re
 
 BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f" + BIDI_CONTROLS + "\u2028\u2029\ufeff]")
+INVISIBLE = "\u00ad\u180e\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064"  # soft hyphen, zero widths, joiners
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f" + BIDI_CONTROLS + INVISIBLE + "\u2028\u2029\ufeff]")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -22,7 +24,8 @@ def _escape(match: re.Match[str]) -> str:
 
 
 def safe(text: str) -> str:
-    """`text` with control characters (but newline and tab) and bidi controls escaped visibly."""
+    """`text` with control characters (but newline and tab), bidi controls and invisible characters escaped
+    visibly."""
     return _UNSAFE.sub(_escape, text) if _UNSAFE.search(text) else text
 
 

@@ -62,11 +62,21 @@ from .report import (
     usd_text,
 )
 from .comparison import accept_commands, label, learned_diff, newly_missed
-from .why import CAUSE_RULE, holm_outcomes, is_hand_written, run_checks, why
+from .why import (
+    CAUSE_RULE,
+    holm_outcomes,
+    is_hand_written,
+    portable_text,
+    run_checks,
+    unlearnable,
+    unlearnable_text,
+    why,
+)
 
 CHART_WIDTH = 420  # px of the -1 .. +1 axis
 ROW_HEIGHT = 18
-LABEL_WIDTH = 330
+LABEL_WIDTH = 330  # px for item labels at least; more up to MAX_LABEL_WIDTH when a label needs it
+MAX_LABEL_WIDTH = 560
 
 
 RUN_CHECKS = 10  # the run's most missed checks shown on the page
@@ -133,16 +143,39 @@ def headline(report: dict[str, Any]) -> str:
             f'<p class="counts"><b>Cost</b> {esc(dollars)} over {calls} call(s)</p>')
 
 
+def _chart_label(result: dict[str, Any]) -> str:
+    return _label(result)
+
+
+def _text_width(text: str) -> float:
+    """A generous width in px of `text` at the chart's 11px sans-serif (wide letters count more)."""
+    return sum(8.5 if c in "mwMW@" else 7.5 if c.isupper() else 3.5 if c in "ilj.,:;!|' " else 6.3 for c in text)
+
+
+def _cut(text: str, width: float) -> str:
+    """`text` cut in its middle with an ellipsis so it fits `width` px: the seed's start and the pair's end
+    stay (the whole label is the element's title)."""
+    head, tail = text[: len(text) // 2], text[len(text) // 2:]
+    while (head or tail) and _text_width(head + "…" + tail) > width:
+        if len(head) >= len(tail):
+            head = head[:-1]
+        else:
+            tail = tail[1:]
+    return head + "…" + tail
+
+
 def gain_chart(results: list[dict[str, Any]]) -> str:
     """An SVG forest plot: each item's gain (dot) and 95% interval (bar) on -1 .. +1, zero and thresholds marked."""
     height = ROW_HEIGHT * (len(results) + 2)
-    width = LABEL_WIDTH + CHART_WIDTH + 150
+    labels = [_chart_label(r) for r in results]
+    label_width = round(min(MAX_LABEL_WIDTH, max([LABEL_WIDTH, *(_text_width(label) + 16 for label in labels)])))
+    width = label_width + CHART_WIDTH + 150
 
     def x(value: float) -> float:
-        return LABEL_WIDTH + (max(-1.0, min(1.0, value)) + 1) / 2 * CHART_WIDTH
+        return label_width + (max(-1.0, min(1.0, value)) + 1) / 2 * CHART_WIDTH
 
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-             f'aria-label="gain per item with 95% intervals">']
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" role="img" aria-label="gain per item with 95% intervals">']
     for tick in (-1, -0.5, 0, 0.5, 1):
         parts.append(f'<line x1="{x(tick):.1f}" y1="{ROW_HEIGHT - 4}" x2="{x(tick):.1f}" y2="{height - ROW_HEIGHT}" '
                      f'stroke="{"#57606a" if tick == 0 else "#d0d7de"}" stroke-width="{1.5 if tick == 0 else 1}"/>')
@@ -152,8 +185,10 @@ def gain_chart(results: list[dict[str, Any]]) -> str:
         y = ROW_HEIGHT * row + ROW_HEIGHT / 2
         gain = result["gain"]
         color = colors.get(outcome_of(result), "#9a6700")
-        parts.append(f'<a href="#{anchor(result)}"><text x="{LABEL_WIDTH - 8}" y="{y + 4:.1f}" text-anchor="end">'
-                     f'{esc(_label(result))}</text></a>')
+        label = labels[row - 1]
+        shown = label if _text_width(label) + 16 <= label_width else _cut(label, label_width - 16)
+        parts.append(f'<a href="#{anchor(result)}"><text x="{label_width - 8}" y="{y + 4:.1f}" text-anchor="end">'
+                     f'<title>{esc(label)}</title>{esc(shown)}</text></a>')
         for gate in (result.get("gate") or {}).get("gates", []):
             threshold = gate.get("threshold")
             if gate.get("gate") in CHART_GATES and isinstance(threshold, (int, float)):
@@ -165,14 +200,16 @@ def gain_chart(results: list[dict[str, Any]]) -> str:
                      f'stroke="{color}" stroke-width="3"/>')
         parts.append(f'<circle cx="{x(gain["mean"]):.1f}" cy="{y:.1f}" r="4" fill="{color}">'
                      f'<title>{esc(gain_text(result))}</title></circle>')
-        parts.append(f'<text x="{LABEL_WIDTH + CHART_WIDTH + 10}" y="{y + 4:.1f}">{esc(gain_text(result))}</text>')
+        parts.append(f'<text x="{label_width + CHART_WIDTH + 10}" y="{y + 4:.1f}">{esc(gain_text(result))}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
 
 def needs_a_look(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The items a reviewer must look at: failed, hurt, inconclusive or changed against the base."""
-    return [r for r in results if _verdict(r) in ("fail", "inconclusive") or outcome_of(r) == "hurts" or _changed(r)]
+    """The items a reviewer must look at: failed, hurt, inconclusive or changed against the base, probably
+    unlearnable as written, or with a portable-skill (--validate-on) outcome."""
+    return [r for r in results if _verdict(r) in ("fail", "inconclusive") or outcome_of(r) == "hurts" or _changed(r)
+            or unlearnable(r) or r.get("portable")]
 
 
 def _why_item(result: dict[str, Any], holm: dict[tuple[str, str, str], str]) -> str:
@@ -206,8 +243,14 @@ def _why_item(result: dict[str, Any], holm: dict[tuple[str, str, str], str]) -> 
               if checks else '<p class="muted">no check is missed with the learned skill</p>')
     return (f'<li class="{css}" data-item="{anchor(result)}"><a href="#{anchor(result)}"><b>{esc(_label(result))}</b></a> '
             f'{_chip(outcome, _outcome_class(outcome))} {_verdict_chip(verdict)} gain {esc(gain_text(result))}'
-            f'<p><b>{esc(reason(result))}</b></p>{cause_block(result)}{missed}{accepted}'
+            f'<p><b>{esc(reason(result))}</b></p>{_notes(result)}{cause_block(result)}{missed}{accepted}'
             + (f"<ul>{commands}</ul>" if commands else "") + "</li>")
+
+
+def _notes(result: dict[str, Any]) -> str:
+    """The portable skill's outcome and the unlearnable-as-written warning, when they apply."""
+    notes = [text for text in (portable_text(result), unlearnable(result) and unlearnable_text(result)) if text]
+    return "".join(f'<p class="note">{esc(text)}</p>' for text in notes)
 
 
 def _diff_pre(lines: list[str]) -> str:
@@ -248,7 +291,8 @@ def _attention(results: list[dict[str, Any]], holm: dict[tuple[str, str, str], s
     """"Needs a look": each failed, hurting, inconclusive or changed item and why."""
     flagged = needs_a_look(results)
     if not flagged:
-        return "<p>No item failed, hurt its target or changed against the base.</p>"
+        return ("<p>No item failed, hurt its target or changed against the base; none is unlearnable as written "
+                "or has a portable-skill outcome.</p>")
     return ('<ul class="why">' + "".join(_why_item(r, holm) for r in flagged) + "</ul>"
             f'<p class="muted rule">How a learned line is matched to a check: {esc(CAUSE_RULE)}</p>')
 
@@ -343,7 +387,7 @@ def spend_section(report: dict[str, Any], summary: dict[str, Any]) -> str:
     if budget:
         parts.append("<h3>Budget</h3>" + _table([("limit $", "charged $", "in flight $", "live calls",
                                                    "charged in full", "refused"),
-                                                  tuple(str(budget.get(k, "-")) for k in (
+                                                  tuple(human(budget.get(k, "-")) for k in (
                                                       "limit_usd", "charged_usd", "in_flight_usd", "live_calls",
                                                       "charged_in_full", "refused"))]))
     lines = breakdown_lines(costs) if costs else []
@@ -359,9 +403,19 @@ def frontier_section(summary: dict[str, Any]) -> str:
                    f"<pre>{esc(chr(10).join(comparison_lines(b)))}</pre>" for b in blocks)
 
 
+def human(value: Any) -> str:
+    """A number as a person reads it: floats to 4 decimals (dollars to the cent's hundredth), whole counts with
+    thousands separated; anything else as text."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "" if value is None else str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:,.4f}" if abs(value) < 1000 else f"{value:,.2f}"
+
+
 def _plan_rows(rows: list[dict[str, Any]]) -> str:
     keys = list(dict.fromkeys(k for row in rows if isinstance(row, dict) for k in row))
-    return _table([tuple(keys), *(tuple(str(row.get(k, "")) for k in keys) for row in rows if isinstance(row, dict))])
+    return _table([tuple(keys), *(tuple(human(row.get(k, "")) for k in keys) for row in rows if isinstance(row, dict))])
 
 
 def plan_section(report: dict[str, Any]) -> str:

@@ -34,7 +34,16 @@ from .report import (
     verdict_text,
 )
 from .result_json import item_counts
-from .why import changed, holm_outcomes, is_hand_written, run_checks, why
+from .why import (
+    changed,
+    holm_outcomes,
+    is_hand_written,
+    portable_text,
+    run_checks,
+    unlearnable,
+    unlearnable_text,
+    why,
+)
 
 PLOT_WIDTH = 41  # cells for gains -1 .. +1, 0.05 each
 CHECK_CHARS = 60
@@ -155,7 +164,7 @@ def flagged(ordered: list[dict[str, Any]]) -> list[dict[str, Any]]:
             return 0
         if result.get("outcome") == "hurts":
             return 1
-        return 2 if verdict == "inconclusive" or changed(result) else 3
+        return 2 if verdict == "inconclusive" or changed(result) or unlearnable(result) or result.get("portable") else 3
     return sorted((r for r in ordered if rank(r) < 3), key=rank)
 
 
@@ -199,9 +208,11 @@ def failure_sections(ordered: list[dict[str, Any]]) -> list[str]:
         direct = result["direct_target"]
         verdict = verdict_text(result)
         word = (verdict if verdict in ("fail", "inconclusive") else "hurts" if result.get("outcome") == "hurts"
-                else "changed")
+                else "changed" if changed(result) else "unlearnable as written?" if unlearnable(result)
+                else "portable skill")
+        notes = [text for text in (portable_text(result), unlearnable(result) and unlearnable_text(result)) if text]
         lines += [f"### {word}: {_name(result)}", "",
-                  f"- **{_cell(_reason(result))}**", *why_lines(result),
+                  f"- **{_cell(_reason(result))}**", *(f"- {_cell(text)}" for text in notes), *why_lines(result),
                   f"- on {result['target']}: baseline {result['baseline_target']:.2f} -> transferred "
                   f"{result['transferred']:.2f}" + ("" if direct is None else f" (direct {direct:.2f})")
                   + f"; gain {gain_text(result)}, p = {p_text(result['gain']['p_value'])}"]

@@ -179,6 +179,32 @@ def changed(result: dict[str, Any]) -> bool:
                               or compare.get("before") != compare.get("after"))
 
 
+def unlearnable(result: dict[str, Any]) -> bool:
+    """Probably unlearnable as written: the direct optimization on the target gains nothing over a baseline
+    with room to grow (the transferred skill does no better): the seed's tasks or checks may ask what no
+    edit of the skill can give. Needs the direct arm."""
+    direct, baseline = result.get("direct_target"), result.get("baseline_target")
+    if direct is None or baseline is None or baseline >= 1.0:
+        return False
+    return direct <= baseline and result.get("transferred", 0.0) <= baseline
+
+
+def unlearnable_text(result: dict[str, Any]) -> str:
+    return (f"unlearnable as written? even optimized directly on {result['target']} the skill gains nothing: "
+            f"baseline {result['baseline_target']:.2f}, transferred {result['transferred']:.2f}, direct "
+            f"{result['direct_target']:.2f}; look at the seed's tasks and checks")
+
+
+def portable_text(result: dict[str, Any]) -> str | None:
+    """A --validate-on item's outcome in one line (the word its record carries), None without one."""
+    portable = result.get("portable")
+    if not portable:
+        return None
+    return (f"portable skill (validated on {', '.join(portable['validate_on'])}): {portable['outcome']} on "
+            f"{result['target']}; single-model {result['transferred']:.2f}, multi-model "
+            f"{portable['transferred']['hard']['mean']:.2f}, baseline {result['baseline_target']:.2f}")
+
+
 def is_hand_written(result: dict[str, Any]) -> bool:
     """A hand-written test (a `transfer` fixture call in a test function), not an item of the seed matrix."""
     item = result.get("item", "")
