@@ -62,7 +62,8 @@ def test_a_miss_prints_a_command_that_re_records_exactly_that_item(pytester: pyt
     skill.write_text(skill.read_text() + "Answer in one line.\n")
     (pytester.path / "summary.md").write_text("# An earlier step\n")
     missed = pytester.runpytest_subprocess(*pair, "--record-mode=none", "--skilltransfer-json=r.json",
-                                           "--skilltransfer-md=summary.md", "--junitxml=junit.xml")
+                                           "--skilltransfer-md=summary.md", "--skilltransfer-html=page.html",
+                                           "--junitxml=junit.xml")
     missed.assert_outcomes(errors=1)
     item = "seeds/alpha/SKILL.md::transfer[toy-a->large]"
     assert f"ERROR {item}: alpha (toy-a -> large): cassette miss: seed 'alpha'" in missed.stdout.str()
@@ -76,6 +77,13 @@ def test_a_miss_prints_a_command_that_re_records_exactly_that_item(pytester: pyt
                "--record-mode=new_episodes --snapshot-update")
     assert f"To record the missing calls, start the server at {fake.anthropic_url}, then run:\n      {command}\n" \
         in missed.stdout.str()
+    assert report["errors"][0]["command"] == command  # the page and the Markdown print the fix, before any item
+    assert f"fix: `{command}`" in markdown
+    page = (pytester.path / "page.html").read_text()
+    from pytest_skilltransfer.reports.html_parts import esc
+
+    assert esc(command) in page and page.index("Errored items (1)") < page.index("No transfer item produced a result")
+    assert "python -m pytest_skilltransfer rerecord alpha" in page and "rerecord alpha" in markdown
     rerun = pytester.runpytest_subprocess(*shlex.split(command)[1:])  # the printed command, as printed
     rerun.assert_outcomes(passed=1)
     fake.stop()

@@ -7,6 +7,7 @@ snapshot comparison), so only a comparison with the base can see what changed.
 
 from __future__ import annotations
 
+import html
 import json
 import subprocess
 from pathlib import Path
@@ -90,6 +91,7 @@ def test_a_regressed_pull_request_fails_against_the_base_branch(pytester: pytest
     report = json.loads((pytester.path / "report.json").read_text())
     assert report["compare_to"] == {"ref": "main", "commit": commit, "chosen_by": "--compare-to"}
     record = report["results"][0]["compare"]
+    assert set(record.pop("cause")) == {"seed_diff", "tasks", "learned_before", "accept_tolerance", "seed_toml"}
     assert record == {"ref": "main", "commit": commit, "snapshot": SNAPSHOT, "status": "compared",
                       "before": 1.0, "after": 0.0, "verdict": "fail"}
 
@@ -174,3 +176,37 @@ def test_a_snapshot_at_the_ref_without_per_task_scores_is_reported_not_compared(
     assert lines == ["regression against main (0000000): 1 not compared (the snapshot at the ref has no per-task scores)",
                      "  seeds/router::transfer[cover-a->cover-b]: - -> 0.00  not compared (the snapshot at the ref has "
                      "no per-task scores)"]
+
+
+def test_a_regression_shows_its_cause_the_seed_diff_the_missed_checks_and_the_accept_line(
+        pytester: pytest.Pytester) -> None:
+    """The pull request's own SKILL.md edit beside the checks it newly misses, labelled with the ref, and the
+    tolerance that accepts the drop on purpose: in the terminal, the Markdown and the page's first section."""
+    history(pytester, GOOD, WORSE)
+    result = pytester.runpytest_subprocess("--compare-to=main", "--skilltransfer-json=report.json",
+                                           "--skilltransfer-md=report.md", "--skilltransfer-html=report.html")
+    result.assert_outcomes(failed=1)
+    commit = git(pytester.path, "rev-parse", "main").strip()[:7]
+    out = result.stdout.str()
+    assert f"cause of the change vs main ({commit}): transferred 1.00 -> 0.00 (regressed)" in out
+    assert f"-{GOOD}" in out and f"+{WORSE}" in out and "diff --git a/seeds/router/SKILL.md" in out
+    assert "checks they now miss: contains=Owner: (12 of 12)" in out
+    accept = "[thresholds] regression_tolerance = 0.48  # in seeds/router/seed.toml"
+    assert accept in out and "vs snapshot" not in out
+    record = json.loads((pytester.path / "report.json").read_text())["results"][0]["compare"]
+    assert record["cause"]["accept_tolerance"] == 0.48 and len(record["cause"]["tasks"]) == TASKS
+    assert "__snapshots__" not in record["cause"]["seed_diff"]  # the results are not the cause
+    markdown = (pytester.path / "report.md").read_text()
+    look = markdown.split("## Needs a look", 1)[1].split("\n## ", 1)[0]
+    assert f"**cause, vs main ({commit})**" in look and f"+{WORSE}" in look and accept in look
+    assert "`contains=Owner:` (12)" in look
+    page = (pytester.path / "report.html").read_text()
+    first = page.split("<h2>Needs a look</h2>", 1)[1].split("<h2>", 1)[0]
+    assert f"cause, vs main ({commit})" in first and f"+{WORSE}" in first and "regression_tolerance = 0.48" in first
+    item = json.loads((pytester.path / "report.json").read_text())["results"][0]["item"]
+    assert "--transfer-compare-to=main --transfer-regression-tolerance=0.48" in first and html.escape(item) in first
+    ini = pytester.path / "tox.ini"
+    ini.write_text(ini.read_text().replace("skilltransfer_regression_tolerance = 0.05", ""))
+    pytester.runpytest_subprocess("--compare-to=main").assert_outcomes(failed=1)  # the default tolerance
+    pytester.path.joinpath("seeds/router/seed.toml").write_text("[thresholds]\nregression_tolerance = 0.48\n")
+    pytester.runpytest_subprocess("--compare-to=main").assert_outcomes(passed=1)  # accepted on purpose

@@ -123,8 +123,9 @@ def test_markdown_report_parses_with_a_headline_one_chart_and_a_section_per_fail
     tokens = MarkdownIt().enable("table").parse(text)
     headings = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open"]
     assert headings[0] == "Skill transfer: 4 item(s), 0 passed, **1 failed**, 2 inconclusive, **1 errored**"
-    assert headings[1:] == ["Needs a look", "fail: beta (small -> large)", "inconclusive: alpha (small -> large)",
-                            "inconclusive: gamma (small -> large)", "Errored items (1)", "Gain per item"]
+    assert headings[1:] == ["Errored items (1)", "Needs a look", "fail: beta (small -> large)",
+                            "inconclusive: alpha (small -> large)", "inconclusive: gamma (small -> large)",
+                            "Gain per item"]
     rows = [t for t in tokens if t.type == "tr_open"]
     assert len(rows) == 2 * (1 + 3)  # the narrow table and, folded, the full one: a header and one row per item
     assert sum(1 for t in tokens if t.type == "fence") == 1  # one chart for every item

@@ -42,17 +42,18 @@ def test_the_learned_lines_are_the_diff_without_markers_and_headings() -> None:
     assert learned_lines(result(seed_skill=None)) == []
 
 
-def test_a_check_points_at_the_lines_naming_its_words_or_for_a_length_check_speaking_of_length() -> None:
+def test_a_check_points_at_the_lines_naming_its_words_in_the_miss_direction_or_for_length_pushing_that_way() -> None:
     lines = learned_lines(result())
     assert pointed_lines("min_chars=300", lines) == ["+ - Keep answers short."]
-    assert pointed_lines("not_contains=simply", lines) == ["+ - Never say simply."]
+    assert pointed_lines("not_contains=simply", lines) == []  # it forbids what the check looks for: a mention
     assert pointed_lines("regex=^Team: (Platform|Payments)$", lines) == []
 
 
 def test_why_names_the_checks_newly_missed_with_their_tasks_and_lines() -> None:
     found = why(result())
     assert found["kind"] == "newly missed"
-    assert found["checks"][0] == {"check": "min_chars=300", "tasks": 2, "of": 3, "lines": ["+ - Keep answers short."]}
+    assert found["checks"][0] == {"check": "min_chars=300", "tasks": 2, "of": 3, "lines": ["+ - Keep answers short."],
+                                  "mentions": []}
     still = why(result(scores={**result()["scores"], "transferred": result()["scores"]["baseline"]}))
     assert still["kind"] == "still missed" and still["checks"][0]["check"] == "max_chars=900"
 
@@ -80,3 +81,31 @@ def test_a_plan_only_report_shows_the_plan_with_its_breakdown() -> None:
     for text in ("<td>4.84</td>", "<h3>by phase</h3>", "<td>direct</td>", "<td>batch</td>", "<td>2.42</td>",
                  "seeds/a/SKILL.md::transfer[x-&gt;y]"):
         assert text in section, text
+
+
+def test_a_line_forbidding_what_a_missed_check_looks_for_is_a_mention_not_a_cause() -> None:
+    from pytest_skilltransfer.reports.why import CAUSE_RULE, mentioning_lines
+
+    lines = ["+ - Never write 'Great question'.", "+ - Open with 'Great question' to sound warm.",
+             "- - Do not say simply.", "+ - Always include an Owner: line.", "+ - Don't add an Owner: line."]
+    check = "not_contains=Great question"
+    assert mentioning_lines(check, lines) == lines[:2]
+    assert pointed_lines(check, lines) == ["+ - Open with 'Great question' to sound warm."]
+    assert pointed_lines("not_contains=simply", lines) == ["- - Do not say simply."]  # removing a ban may cause it
+    assert pointed_lines("contains=Owner:", lines) == ["+ - Don't add an Owner: line."]
+    assert pointed_lines("max_chars=900", ["+ - Keep answers short."]) == []
+    assert pointed_lines("max_chars=900", ["+ - Be exhaustive and detailed."]) == ["+ - Be exhaustive and detailed."]
+    skill = "# Skill\n\nAnswer.\n"
+    found = why(result(seed_skill=skill, learned_skill=skill + "- Never write 'Great question'.\n",
+                       scores={"baseline": arm([[]]), "transferred": arm([[check]]), "direct": None}))
+    assert found["checks"] == [{"check": check, "tasks": 1, "of": 1, "lines": [],
+                                "mentions": ["+ - Never write 'Great question'."]}]
+    assert "never its cause" in CAUSE_RULE
+
+
+def test_why_knows_only_ops_the_judges_have() -> None:
+    from pytest_skilltransfer.engine.judges import RULE_OPS
+    from pytest_skilltransfer.reports import why as why_module
+
+    named = set(why_module.KIND_WORDS) | set(why_module.PRESENT_MISSES) | set(why_module.ABSENT_MISSES)
+    assert named <= set(RULE_OPS), named - set(RULE_OPS)

@@ -396,6 +396,9 @@ def import_sdk(module: str) -> Any:
         return sdk
 
 
+HttpHook = Callable[[Any], None]  # an httpx event hook: called with the request or the response
+
+
 def make_client(client_class: tuple[str, str], api_key: str, base_url: str | None, max_retries: int,
                 timeout: float, policy: CallPolicy | None = None, transport: Any = None,
                 on_request: HttpHook | None = None) -> Any:

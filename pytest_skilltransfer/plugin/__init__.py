@@ -554,7 +554,10 @@ def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapsho
         if hasattr(exc, "with_command"):  # a cassette miss: the command that re-records this very item
             from .rerun import rerecord_command
 
-            exc = exc.with_command(rerecord_command(item, spec))
+            from .reporting import FIX
+
+            item.stash[FIX] = rerecord_command(item, spec)
+            exc = exc.with_command(item.stash[FIX])
         from ..guards.redaction import redact_text
 
         problem = redact_text(f"{spec.seed_path.name} ({spec.source} -> {spec.target}): {exc}")

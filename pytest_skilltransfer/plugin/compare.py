@@ -27,6 +27,7 @@ import pytest
 from ..reports.comparison import regression_verdict
 
 AUTO = "auto"
+DIFF_LINES = 120  # a seed's diff against the ref, as the reports carry it
 DEFAULT_BRANCHES = ("origin/HEAD", "origin/main", "origin/master", "main", "master")
 BASE = pytest.StashKey["BaseRef"]()
 T = TypeVar("T")
@@ -164,11 +165,16 @@ class Before:
         """What the regression gate compares with, parsed from the text at the ref (None: new)."""
         return None if self.text is None else parse(self.text)
 
-    def record(self, result: dict[str, Any], gate: dict[str, Any]) -> dict[str, Any]:
+    def record(self, result: dict[str, Any], gate: dict[str, Any], seed_path: Path | None = None) -> dict[str, Any]:
         """The item's `compare` record in the JSON report: ref, before -> after and the regression verdict.
 
         `status`: compared; new (no snapshot at the ref); unscored (a snapshot there without per-task
         scores, written before they were recorded: nothing to pair with, and said so).
+
+        When the item's score moved against the ref, the record also says what caused it (`cause`): the
+        diff of the seed's files (SKILL.md, tasks, seed.toml; its snapshots apart) from the ref to the
+        working tree, the held-out tasks whose score dropped with the checks they now miss, the learned
+        skill at the ref against this run's, and, for a regression, the tolerance that would accept it.
         """
         from .snapshots import parse_per_task
 
@@ -176,8 +182,43 @@ class Before:
         status = "new" if self.text is None else "unscored" if per_task is None else "compared"
         before = round(_mean_over_units(per_task, result), 3) if per_task else None
         verdict = regression_verdict(gate) if status == "compared" else status
-        return {"ref": self.base.name, "commit": self.base.commit, "snapshot": self.base.relative(self.path),
-                "status": status, "before": before, "after": result["transferred"], "verdict": verdict}
+        record = {"ref": self.base.name, "commit": self.base.commit, "snapshot": self.base.relative(self.path),
+                  "status": status, "before": before, "after": result["transferred"], "verdict": verdict}
+        if per_task and (verdict == "fail" or before != result["transferred"]):
+            record["cause"] = self.cause(result, per_task, gate, seed_path)
+        return record
+
+    def cause(self, result: dict[str, Any], per_task: dict[str, float], gate: dict[str, Any],
+              seed_path: Path | None) -> dict[str, Any]:
+        """What changed between the ref and this run, for the reports' "cause of a change"."""
+        from ..reports.comparison import accept_tolerance, dropped_tasks, learned_at
+
+        cause: dict[str, Any] = {"seed_diff": self.seed_diff(seed_path) if seed_path is not None else "",
+                                 "tasks": dropped_tasks(per_task, result),
+                                 "learned_before": learned_at(self.text or "")}
+        tolerance = accept_tolerance(gate)
+        if tolerance is not None:
+            cause["accept_tolerance"] = tolerance
+            if seed_path is not None:
+                cause["seed_toml"] = self.base.relative(seed_path / "seed.toml")
+        return cause
+
+    def seed_diff(self, seed_path: Path) -> str:
+        """`git diff REF -- <seed folder>`: the seed's files as the ref has them against the working tree,
+        its snapshots apart (they are the results, not the cause); cut at `DIFF_LINES`."""
+        relative = self.base.relative(seed_path)
+        if Path(relative).is_absolute():
+            return ""
+        try:
+            text = _git(self.base.toplevel, "diff", "--no-color", "--no-ext-diff", self.base.commit, "--", relative,
+                        f":(exclude){relative}/__snapshots__")
+        except RefError:
+            return ""
+        lines = text.splitlines()
+        if len(lines) > DIFF_LINES:
+            lines = [*lines[:DIFF_LINES], f"... ({len(lines) - DIFF_LINES} more diff lines: git diff "
+                                          f"{self.base.commit[:7]} -- {relative})"]
+        return "\n".join(lines)
 
 
 def _mean_over_units(per_task: dict[str, float], result: dict[str, Any]) -> float:

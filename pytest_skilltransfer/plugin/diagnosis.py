@@ -151,6 +151,11 @@ def diagnose(result: dict[str, Any], outcome: GateOutcome, seed_skill: str, task
             lines.append(f"{at} takes more restarts than {restarts}: no number of held-out tasks up to 2000 does it")
     if outcome.inconclusive and not outcome.failures:
         lines.append("  (an unproven claim is not a pass; --transfer-inconclusive=xfail|pass changes what it does)")
+    from ..reports.comparison import cause_lines
+
+    cause = cause_lines(result)
+    if cause:
+        lines += ["", "cause of the change " + cause[0], *cause[1:]]
     if snapshot_diff:
         from ..reports.rerun import rerun_commands
 

@@ -13,7 +13,7 @@ from typing import Any, Generator
 import pytest
 
 from ..guards.terminal import safe
-from .reporting import ERROR_ATTRIBUTE, REPORT_ATTRIBUTE, is_worker, plain_nodeid
+from .reporting import ERROR_ATTRIBUTE, FIX, REPORT_ATTRIBUTE, is_worker, plain_nodeid
 from .state import ERROR_COST, RUN, RUNNER, SPEC, ItemRun, runner_of, settings_of
 
 
@@ -87,7 +87,7 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
                               reference=base.reference if base is not None else None,
                               expected=run.seed.expected_outcome(runner.ref(run.spec.source), runner.ref(run.spec.target)))
     if base is not None:
-        run.data["compare"] = base.record(run.data, outcome.as_dict())
+        run.data["compare"] = base.record(run.data, outcome.as_dict(), run.spec.seed_path)
     mismatch = snapshots.compare(run.snapshot, run.data) if settings.compare_snapshots else []
     verdict = "fail" if mismatch else outcome.verdict
     written = "updated" if run.snapshot.update_snapshots else "ok"
@@ -177,6 +177,8 @@ def _runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Gener
                                           "source": spec.source, "target": spec.target, "when": report.when,
                                           "reason": reason[0] if reason else "error",
                                           **({"cost": item.stash[ERROR_COST]} if ERROR_COST in item.stash else {})})
+        if FIX in item.stash:  # the exact command that fixes it, for the reports to print
+            getattr(report, ERROR_ATTRIBUTE)["command"] = item.stash[FIX]
     return report
 
 

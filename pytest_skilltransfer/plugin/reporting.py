@@ -19,6 +19,7 @@ from .spellings import SPELLINGS
 
 REPORT_ATTRIBUTE = "skilltransfer"
 ERROR_ATTRIBUTE = "skilltransfer_error"  # an item that errored before it had a result: why
+FIX = pytest.StashKey[str]()  # an errored item's command that fixes it (a cassette miss: the re-record command)
 SECTION = "skill transfer"
 
 

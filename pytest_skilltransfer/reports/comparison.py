@@ -3,6 +3,9 @@ from the items' `compare` records in the JSON report (written by `plugin.compare
 
 from __future__ import annotations
 
+import difflib
+import math
+import shlex
 from typing import Any
 
 VERDICT_WORDS = {"pass": "ok", "fail": "regressed", "new": "new (no snapshot at the ref)",
@@ -45,4 +48,114 @@ def summary_lines(results: list[dict[str, Any]]) -> list[str]:
     if len(shown) < len(rows):
         lines.append(f"  ({len(rows) - len(shown)} more item(s) unchanged and passing; every item is in the "
                      "Markdown and JSON reports)")
+    return lines
+
+
+LEARNED_FENCE = "## Learned skill\n\n````markdown\n"  # how a snapshot holds the learned skill (`plugin.snapshots`)
+TASKS_SHOWN = 6
+
+
+def label(compare: dict[str, Any]) -> str:
+    """`vs main (1a2b3c4)`: what an item's change is measured against."""
+    return f"vs {compare.get('ref', 'the base')} ({str(compare.get('commit', ''))[:7]})"
+
+
+def accept_tolerance(gate: dict[str, Any]) -> float | None:
+    """The least `regression_tolerance` that accepts a failed regression gate's drop (its interval's upper
+    bound, rounded up to 0.01); None when the gate did not fail."""
+    for decision in gate.get("gates", []):
+        if decision["gate"] == "regression_tolerance" and decision["verdict"] == "fail" and decision.get("ci_high") is not None:
+            return math.ceil(-decision["ci_high"] * 100 - 1e-9) / 100
+    return None
+
+
+def dropped_tasks(per_task: dict[str, float], result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The held-out tasks scoring lower now than in the snapshot at the ref, with the checks they now miss."""
+    rows = []
+    for task in result["scores"]["transferred"]["tasks"]:
+        before = per_task.get(task["task_id"])
+        if before is None or task["hard"] >= before:
+            continue
+        missed = sorted({label for sample in task.get("samples", []) for label in sample.get("failed", [])})
+        rows.append({"task": task["task_id"], "before": before, "after": task["hard"], "missed": missed})
+    return rows
+
+
+def learned_at(snapshot: str) -> str | None:
+    """The learned skill a snapshot holds, None when it holds none."""
+    start = snapshot.find(LEARNED_FENCE)
+    if start < 0:
+        return None
+    body = snapshot[start + len(LEARNED_FENCE):]
+    end = body.rfind("\n````")
+    return body[:end] + "\n" if end >= 0 else None
+
+
+def newly_missed(cause: dict[str, Any]) -> list[tuple[str, int]]:
+    """Each check the dropped tasks now miss, with how many of them miss it; most first."""
+    counts: dict[str, int] = {}
+    for task in cause.get("tasks", []):
+        for check in task["missed"]:
+            counts[check] = counts.get(check, 0) + 1
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def learned_diff(result: dict[str, Any]) -> list[str]:
+    """The learned skill at the ref against this run's, as a unified diff ([] when equal or unknown, or when
+    this run's nights accepted no edit)."""
+    before = ((result.get("compare") or {}).get("cause") or {}).get("learned_before")
+    if before is None or result.get("learned_skill") == result.get("seed_skill"):
+        return []  # no night accepted an edit: the seed's diff says it all
+    return list(difflib.unified_diff(before.splitlines(), str(result.get("learned_skill", "")).splitlines(),
+                                     "learned skill (at the ref)", "learned skill (now)", lineterm="", n=1))
+
+
+def accept_commands(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """(what, text) that accepts a regression on purpose: the seed.toml line the reviewer sees in the diff,
+    and the command that checks it; [] when nothing regressed."""
+    compare = result.get("compare") or {}
+    cause = compare.get("cause") or {}
+    tolerance = cause.get("accept_tolerance")
+    if tolerance is None:
+        return []
+    where = cause.get("seed_toml") or f"seeds/{result['seed']}/seed.toml"
+    said = [("accept the drop on purpose", f"[thresholds] regression_tolerance = {tolerance:g}  # in {where}; "
+             "the ini's skilltransfer_regression_tolerance, a marker or the command line win over it")]
+    if result.get("item"):
+        said.append(("check it passes then", shlex.join([
+            "pytest", result["item"], "--transfer-pair", f"{result['source']}->{result['target']}",
+            f"--transfer-compare-to={compare.get('ref', 'main')}", f"--transfer-regression-tolerance={tolerance:g}"])))
+    return said
+
+
+def cause_lines(result: dict[str, Any]) -> list[str]:
+    """The cause of a change against the base ref, as text (terminal and Markdown): before -> after, the
+    checks newly missed on the tasks that dropped, the seed's diff from the ref, the learned skill's change,
+    and how to accept the drop on purpose; [] when the item did not move against the ref."""
+    compare = result.get("compare") or {}
+    cause = compare.get("cause")
+    if cause is None:
+        return []
+    before = "-" if compare.get("before") is None else f"{compare['before']:.2f}"
+    lines = [f"{label(compare)}: transferred {before} -> {compare['after']:.2f} "
+             f"({VERDICT_WORDS.get(compare.get('verdict', ''), compare.get('verdict', ''))})"]
+    tasks = cause.get("tasks", [])
+    if tasks:
+        lines.append(f"  held-out tasks lower than at {compare.get('ref', 'the ref')}: {len(tasks)}; checks they now miss: "
+                     + ", ".join(f"{check} ({n} of {len(tasks)})" for check, n in newly_missed(cause)))
+        lines += [f"    {t['task']}: {t['before']:g} -> {t['after']:g}, misses {', '.join(t['missed']) or 'none'}"
+                  for t in tasks[:TASKS_SHOWN]]
+        if len(tasks) > TASKS_SHOWN:
+            lines.append(f"    ({len(tasks) - TASKS_SHOWN} more)")
+    diff = cause.get("seed_diff") or ""
+    lines.append(f"  the seed's files {label(compare)} (git diff; SKILL.md, tasks, seed.toml):" if diff
+                 else f"  the seed's files are as at {compare.get('ref', 'the ref')} (no diff): the change is elsewhere "
+                      "(models, options, cassettes)")
+    lines += [f"    {line}" for line in diff.splitlines()]
+    moved = learned_diff(result)
+    if moved:
+        lines.append("  the learned skill now against the one at the ref:")
+        lines += [f"    {line}" for line in moved]
+    for what, text in accept_commands(result):
+        lines.append(f"  {what}: {text}")
     return lines

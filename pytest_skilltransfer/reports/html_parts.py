@@ -26,7 +26,8 @@ h3{font-size:14px;margin:12px 0 4px}
 code,pre{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace}
 pre{background:var(--bg);padding:6px 8px;overflow:auto;white-space:pre-wrap;margin:4px 0}
 table{border-collapse:collapse;margin:4px 0}td,th{border:1px solid var(--line);padding:2px 6px;text-align:left;vertical-align:top}
-th{background:var(--bg)}td.num{text-align:right;font-variant-numeric:tabular-nums}
+th{background:var(--bg)}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+table{max-width:100%}td{overflow-wrap:anywhere}svg{max-width:100%;height:auto}
 .chip{display:inline-block;padding:0 6px;border-radius:9px;font-size:12px;border:1px solid var(--line);white-space:nowrap}
 .o-transfers,.v-pass,.t-pass{background:#dafbe1;color:var(--ok)}.o-hurts,.v-fail,.t-fail{background:#ffebe9;color:var(--bad)}
 .o-none,.v-inconclusive{background:#fff8c5;color:var(--mid)}.v-no-gate,.v-unchanged-vs-snapshot,.hand{background:#eaeef2;color:var(--muted)}.v-errored{background:#ffebe9;color:var(--bad)}
@@ -46,6 +47,7 @@ td.worse{color:var(--bad);font-weight:600}td.better{color:var(--ok)}
 .js-only{display:none}body.js .js-only{display:block}
 #search{width:340px;padding:3px 6px;font:inherit}
 nav a{margin-right:10px}
+.cause-grid{display:grid;grid-template-columns:repeat(2,minmax(0,1fr));gap:10px}.cause-grid>div{min-width:0}
 svg text{font:11px system-ui,sans-serif}
 """
 SCRIPT = """
@@ -91,6 +93,11 @@ SCRIPT = """
     if(q&&!everything){everything=Promise.all(Array.prototype.map.call(document.querySelectorAll('details.item'),unfoldItem))
       .then(search);}}
   if(box){box.addEventListener('input',search);}
+  function openHash(){var id=decodeURIComponent((location.hash||'').slice(1));if(!id){return;}
+    var el=document.getElementById(id);if(!el){return;}
+    for(var d=el;d;d=d.parentElement){if(d.tagName==='DETAILS'){d.open=true;}}
+    el.scrollIntoView();}
+  window.addEventListener('hashchange',openHash);openHash();
   document.body.classList.add('js');
 })();
 """

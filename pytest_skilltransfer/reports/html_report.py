@@ -61,14 +61,28 @@ from .report import (
     summary_line,
     usd_text,
 )
-from .why import holm_outcomes, is_hand_written, run_checks, why
+from .comparison import accept_commands, label, learned_diff, newly_missed
+from .why import (
+    CAUSE_RULE,
+    holm_outcomes,
+    is_hand_written,
+    portable_text,
+    run_checks,
+    unlearnable,
+    unlearnable_text,
+    why,
+)
 
 CHART_WIDTH = 420  # px of the -1 .. +1 axis
 ROW_HEIGHT = 18
-LABEL_WIDTH = 330
+LABEL_WIDTH = 330  # px for item labels at least; more up to MAX_LABEL_WIDTH when a label needs it
+MAX_LABEL_WIDTH = 560
 
 
 RUN_CHECKS = 10  # the run's most missed checks shown on the page
+# The gates on the gain, as the results name them, and the sign that puts each threshold on the gain axis: a
+# tolerance or margin t is the line at -t.
+CHART_GATES = {"min_gain": 1, "harm_tolerance": -1, "noninferiority_margin": -1}
 
 
 def attention_first(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -130,16 +144,39 @@ def headline(report: dict[str, Any]) -> str:
             f'<p class="counts"><b>Cost</b> {esc(dollars)} over {calls} call(s)</p>')
 
 
+def _chart_label(result: dict[str, Any]) -> str:
+    return _label(result)
+
+
+def _text_width(text: str) -> float:
+    """A generous width in px of `text` at the chart's 11px sans-serif (wide letters count more)."""
+    return sum(8.5 if c in "mwMW@" else 7.5 if c.isupper() else 3.5 if c in "ilj.,:;!|' " else 6.3 for c in text)
+
+
+def _cut(text: str, width: float) -> str:
+    """`text` cut in its middle with an ellipsis so it fits `width` px: the seed's start and the pair's end
+    stay (the whole label is the element's title)."""
+    head, tail = text[: len(text) // 2], text[len(text) // 2:]
+    while (head or tail) and _text_width(head + "…" + tail) > width:
+        if len(head) >= len(tail):
+            head = head[:-1]
+        else:
+            tail = tail[1:]
+    return head + "…" + tail
+
+
 def gain_chart(results: list[dict[str, Any]]) -> str:
     """An SVG forest plot: each item's gain (dot) and 95% interval (bar) on -1 .. +1, zero and thresholds marked."""
     height = ROW_HEIGHT * (len(results) + 2)
-    width = LABEL_WIDTH + CHART_WIDTH + 150
+    labels = [_chart_label(r) for r in results]
+    label_width = round(min(MAX_LABEL_WIDTH, max([LABEL_WIDTH, *(_text_width(label) + 16 for label in labels)])))
+    width = label_width + CHART_WIDTH + 150
 
     def x(value: float) -> float:
-        return LABEL_WIDTH + (max(-1.0, min(1.0, value)) + 1) / 2 * CHART_WIDTH
+        return label_width + (max(-1.0, min(1.0, value)) + 1) / 2 * CHART_WIDTH
 
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-             f'aria-label="gain per item with 95% intervals">']
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" role="img" aria-label="gain per item with 95% intervals">']
     for tick in (-1, -0.5, 0, 0.5, 1):
         parts.append(f'<line x1="{x(tick):.1f}" y1="{ROW_HEIGHT - 4}" x2="{x(tick):.1f}" y2="{height - ROW_HEIGHT}" '
                      f'stroke="{"#57606a" if tick == 0 else "#d0d7de"}" stroke-width="{1.5 if tick == 0 else 1}"/>')
@@ -149,25 +186,31 @@ def gain_chart(results: list[dict[str, Any]]) -> str:
         y = ROW_HEIGHT * row + ROW_HEIGHT / 2
         gain = result["gain"]
         color = colors.get(outcome_of(result), "#9a6700")
-        parts.append(f'<a href="#{anchor(result)}"><text x="{LABEL_WIDTH - 8}" y="{y + 4:.1f}" text-anchor="end">'
-                     f'{esc(_label(result))}</text></a>')
+        label = labels[row - 1]
+        shown = label if _text_width(label) + 16 <= label_width else _cut(label, label_width - 16)
+        parts.append(f'<a href="#{anchor(result)}"><text x="{label_width - 8}" y="{y + 4:.1f}" text-anchor="end">'
+                     f'<title>{esc(label)}</title>{esc(shown)}</text></a>')
         for gate in (result.get("gate") or {}).get("gates", []):
             threshold = gate.get("threshold")
-            if gate.get("gate") in ("min_gain", "harm", "noninferiority") and isinstance(threshold, (int, float)):
-                parts.append(f'<line x1="{x(threshold):.1f}" y1="{y - 7:.1f}" x2="{x(threshold):.1f}" y2="{y + 7:.1f}" '
-                             f'stroke="#8250df" stroke-dasharray="2,2"><title>{esc(gate["gate"])} {threshold:+g}</title></line>')
+            if gate.get("gate") in CHART_GATES and isinstance(threshold, (int, float)):
+                at = CHART_GATES[gate["gate"]] * threshold
+                parts.append(f'<line class="threshold" data-gate="{esc(gate["gate"])}" x1="{x(at):.1f}" y1="{y - 7:.1f}" '
+                             f'x2="{x(at):.1f}" y2="{y + 7:.1f}" stroke="#8250df" stroke-dasharray="2,2">'
+                             f'<title>{esc(gate["gate"])} {threshold:g}: gain {at:+g}</title></line>')
         parts.append(f'<line x1="{x(gain["ci_low"]):.1f}" y1="{y:.1f}" x2="{x(gain["ci_high"]):.1f}" y2="{y:.1f}" '
                      f'stroke="{color}" stroke-width="3"/>')
         parts.append(f'<circle cx="{x(gain["mean"]):.1f}" cy="{y:.1f}" r="4" fill="{color}">'
                      f'<title>{esc(gain_text(result))}</title></circle>')
-        parts.append(f'<text x="{LABEL_WIDTH + CHART_WIDTH + 10}" y="{y + 4:.1f}">{esc(gain_text(result))}</text>')
+        parts.append(f'<text x="{label_width + CHART_WIDTH + 10}" y="{y + 4:.1f}">{esc(gain_text(result))}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
 
 def needs_a_look(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The items a reviewer must look at: failed, hurt, inconclusive or changed against the base."""
-    return [r for r in results if _verdict(r) in ("fail", "inconclusive") or outcome_of(r) == "hurts" or _changed(r)]
+    """The items a reviewer must look at: failed, hurt, inconclusive or changed against the base, probably
+    unlearnable as written, or with a portable-skill (--validate-on) outcome."""
+    return [r for r in results if _verdict(r) in ("fail", "inconclusive") or outcome_of(r) == "hurts" or _changed(r)
+            or unlearnable(r) or r.get("portable")]
 
 
 def _why_item(result: dict[str, Any], holm: dict[tuple[str, str, str], str]) -> str:
@@ -181,8 +224,11 @@ def _why_item(result: dict[str, Any], holm: dict[tuple[str, str, str], str]) -> 
     checks = []
     for check in found["checks"]:
         lines = "".join(f'<li class="line">{esc(line)}</li>' for line in check["lines"])
-        points = (f"; the learned line(s) it points at:<ul>{lines}</ul>" if lines
-                  else '; <span class="muted">no learned line names it</span>')
+        mentions = "".join(f'<li class="line">{esc(line)}</li>' for line in check.get("mentions", []))
+        points = (f"; learned line(s) that may cause it:<ul>{lines}</ul>" if lines
+                  else '; <span class="muted">no learned line may cause it</span>')
+        points += (f'<span class="muted">learned line(s) that only mention it (they point the other way, so they '
+                   f'are not blamed):</span><ul>{mentions}</ul>' if mentions else "")
         checks.append(f'<li><code>{esc(check["check"])}</code> {found["kind"]} on <b>{check["tasks"]} of '
                       f'{check["of"]}</b> task(s){points}</li>')
     pointed = any(c["lines"] for c in found["checks"])
@@ -192,21 +238,64 @@ def _why_item(result: dict[str, Any], holm: dict[tuple[str, str, str], str]) -> 
                 + "".join(f'<li class="line">{esc(line)}</li>' for line in learned[:6]) + "</ul>")
     if not learned:
         accepted = '<p class="muted">no night was accepted: the learned skill equals the seed\'s</p>'
-    commands = "".join(f"<li>{esc(what)}: <code>{esc(command)}</code></li>" for what, command in rerun_commands(result))
+    commands = "".join(f"<li>{esc(what)}: <code>{esc(command)}</code></li>"
+                       for what, command in [*accept_commands(result), *rerun_commands(result)])
     missed = (f"<p>checks {found['kind']} with the learned skill on the target:</p><ul>{''.join(checks)}</ul>"
               if checks else '<p class="muted">no check is missed with the learned skill</p>')
     return (f'<li class="{css}" data-item="{anchor(result)}"><a href="#{anchor(result)}"><b>{esc(_label(result))}</b></a> '
             f'{_chip(outcome, _outcome_class(outcome))} {_verdict_chip(verdict)} gain {esc(gain_text(result))}'
-            f'<p><b>{esc(reason(result))}</b></p>{missed}{accepted}'
+            f'<p><b>{esc(reason(result))}</b></p>{_notes(result)}{cause_block(result)}{missed}{accepted}'
             + (f"<ul>{commands}</ul>" if commands else "") + "</li>")
+
+
+def _notes(result: dict[str, Any]) -> str:
+    """The portable skill's outcome and the unlearnable-as-written warning, when they apply."""
+    notes = [text for text in (portable_text(result), unlearnable(result) and unlearnable_text(result)) if text]
+    return "".join(f'<p class="note">{esc(text)}</p>' for text in notes)
+
+
+def _diff_pre(lines: list[str]) -> str:
+    css = {"+": "add", "-": "del", "@": "hunk"}
+    return '<pre class="diff">' + "\n".join(f'<span class="{css.get(line[:1], "")}">{esc(line)}</span>'
+                                              for line in lines) + "</pre>"
+
+
+def cause_block(result: dict[str, Any]) -> str:
+    """The cause of a change against the base ref (`--compare-to`), side by side: the seed's diff from the ref
+    beside the checks newly missed on the tasks that dropped (with their scores), and the learned skill's
+    change; the accept line is among the item's commands."""
+    compare = result.get("compare") or {}
+    cause = compare.get("cause")
+    if cause is None:
+        return ""
+    tasks = cause.get("tasks", [])
+    before = "-" if compare.get("before") is None else f"{compare['before']:.2f}"
+    checks = "".join(f"<li><code>{esc(check)}</code> on <b>{n} of {len(tasks)}</b> task(s)</li>"
+                     for check, n in newly_missed(cause))
+    rows = "".join(f'<tr><td>{esc(t["task"])}</td><td class="num">{t["before"]:g}</td><td class="num">{t["after"]:g}'
+                   f'</td><td><code>{esc(", ".join(t["missed"]) or "none")}</code></td></tr>' for t in tasks[:8])
+    more = f'<p class="muted">{len(tasks) - 8} more task(s) in the item below</p>' if len(tasks) > 8 else ""
+    missed = (f"<p>checks newly missed on the {len(tasks)} task(s) lower than at {esc(compare.get('ref', ''))}:</p>"
+              f"<ul>{checks}</ul><table><tr><th>task</th><th>before</th><th>after</th><th>misses now</th></tr>{rows}"
+              f"</table>{more}" if tasks else '<p class="muted">no task scores lower than at the ref</p>')
+    diff = (cause.get("seed_diff") or "").splitlines()
+    seed = (f"<p>the seed's files {esc(label(compare))} (SKILL.md, tasks, seed.toml):</p>{_diff_pre(diff)}" if diff
+            else f'<p class="muted">the seed\'s files are as at {esc(compare.get("ref", "the ref"))}: the change is '
+                 "elsewhere (models, options, cassettes)</p>")
+    learned = learned_diff(result)
+    moved = f"<p>the learned skill now against the one at the ref:</p>{_diff_pre(learned)}" if learned else ""
+    return (f'<div class="cause"><p><b>cause, {esc(label(compare))}</b>: transferred {before} -&gt; '
+            f'{compare["after"]:.2f}</p><div class="cause-grid"><div>{seed}</div><div>{missed}{moved}</div></div></div>')
 
 
 def _attention(results: list[dict[str, Any]], holm: dict[tuple[str, str, str], str]) -> str:
     """"Needs a look": each failed, hurting, inconclusive or changed item and why."""
     flagged = needs_a_look(results)
     if not flagged:
-        return "<p>No item failed, hurt its target or changed against the base.</p>"
-    return '<ul class="why">' + "".join(_why_item(r, holm) for r in flagged) + "</ul>"
+        return ("<p>No item failed, hurt its target or changed against the base; none is unlearnable as written "
+                "or has a portable-skill outcome.</p>")
+    return ('<ul class="why">' + "".join(_why_item(r, holm) for r in flagged) + "</ul>"
+            f'<p class="muted rule">How a learned line is matched to a check: {esc(CAUSE_RULE)}</p>')
 
 
 def _items_table(results: list[dict[str, Any]], holm: dict[tuple[str, str, str], str], hand: bool = False) -> str:
@@ -271,9 +360,15 @@ def _errors(errors: list[dict[str, Any]]) -> str:
         return ""
     rows = "".join(f"<li><code>{esc(e.get('item', ''))}</code> ({esc(e.get('source', ''))} -&gt; "
                    f"{esc(e.get('target', ''))}, at {esc(e.get('when', ''))}{esc(errored_spend(e))}): "
-                   f"{esc(e.get('reason', ''))}</li>"
+                   f"{esc(e.get('reason', ''))}"
+                   + (f"<br>fix: <code>{esc(e['command'])}</code>" if e.get("command") else "") + "</li>"
                    for e in errors)
-    return f"<h2>Errored items ({len(errors)})</h2><ul>{rows}</ul>"
+    seeds = sorted({e["seed"] for e in errors if e.get("command") and e.get("seed")})
+    every = "".join(f"<li>every item of {esc(seed)}: <code>python -m pytest_skilltransfer rerecord {esc(seed)}</code></li>"
+                    for seed in seeds)
+    return (f'<h2 id="errored">Errored items ({len(errors)})</h2><p>These items have no result: no count below '
+            f"includes them.</p><ul class=\"errors\">{rows}</ul>"
+            + (f"<p>re-record in one command per seed:</p><ul>{every}</ul>" if every else ""))
 
 
 def spend_section(report: dict[str, Any], summary: dict[str, Any]) -> str:
@@ -294,7 +389,7 @@ def spend_section(report: dict[str, Any], summary: dict[str, Any]) -> str:
     if budget:
         parts.append("<h3>Budget</h3>" + _table([("limit $", "charged $", "in flight $", "live calls",
                                                    "charged in full", "refused"),
-                                                  tuple(str(budget.get(k, "-")) for k in (
+                                                  tuple(human(budget.get(k, "-")) for k in (
                                                       "limit_usd", "charged_usd", "in_flight_usd", "live_calls",
                                                       "charged_in_full", "refused"))]))
     lines = breakdown_lines(costs) if costs else []
@@ -310,9 +405,19 @@ def frontier_section(summary: dict[str, Any]) -> str:
                    f"<pre>{esc(chr(10).join(comparison_lines(b)))}</pre>" for b in blocks)
 
 
+def human(value: Any) -> str:
+    """A number as a person reads it: floats to 4 decimals (dollars to the cent's hundredth), whole counts with
+    thousands separated; anything else as text."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "" if value is None else str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:,.4f}" if abs(value) < 1000 else f"{value:,.2f}"
+
+
 def _plan_rows(rows: list[dict[str, Any]]) -> str:
     keys = list(dict.fromkeys(k for row in rows if isinstance(row, dict) for k in row))
-    return _table([tuple(keys), *(tuple(str(row.get(k, "")) for k in keys) for row in rows if isinstance(row, dict))])
+    return _table([tuple(keys), *(tuple(human(row.get(k, "")) for k in keys) for row in rows if isinstance(row, dict))])
 
 
 def plan_section(report: dict[str, Any]) -> str:
@@ -340,7 +445,7 @@ def render(report: dict[str, Any]) -> str:
     """The whole page from a JSON report."""
     results = attention_first(report.get("results") or [])
     errors = list(report.get("errors") or [])
-    body = [headline(report)]
+    body = [headline(report), _errors(errors)]
     if results:
         summary = _summary(report)
         holm = holm_outcomes(summary)
@@ -369,7 +474,6 @@ def render(report: dict[str, Any]) -> str:
                  plan_section(report)]
     else:
         body.append("<p>No transfer item produced a result.</p>")
-    body.append(_errors(errors))
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'

@@ -34,7 +34,16 @@ from .report import (
     verdict_text,
 )
 from .result_json import item_counts
-from .why import changed, holm_outcomes, is_hand_written, run_checks, why
+from .why import (
+    changed,
+    holm_outcomes,
+    is_hand_written,
+    portable_text,
+    run_checks,
+    unlearnable,
+    unlearnable_text,
+    why,
+)
 
 PLOT_WIDTH = 41  # cells for gains -1 .. +1, 0.05 each
 CHECK_CHARS = 60
@@ -155,7 +164,7 @@ def flagged(ordered: list[dict[str, Any]]) -> list[dict[str, Any]]:
             return 0
         if result.get("outcome") == "hurts":
             return 1
-        return 2 if verdict == "inconclusive" or changed(result) else 3
+        return 2 if verdict == "inconclusive" or changed(result) or unlearnable(result) or result.get("portable") else 3
     return sorted((r for r in ordered if rank(r) < 3), key=rank)
 
 
@@ -180,8 +189,10 @@ def why_lines(result: dict[str, Any]) -> list[str]:
     lines = []
     for check in found["checks"]:
         pointed = "; ".join(_code(line, LINE_CHARS) for line in check["lines"])
+        mentions = "; ".join(_code(line, LINE_CHARS) for line in check.get("mentions", []))
         lines.append(f"- {found['kind']}: {_code(check['check'])} on **{check['tasks']} of {check['of']} tasks**"
-                     + (f" ← learned: {pointed}" if pointed else ""))
+                     + (f" ← may be caused by learned: {pointed}" if pointed else "")
+                     + (f" (mentioned, not blamed: {mentions})" if mentions else ""))
     if not any(c["lines"] for c in found["checks"]):
         learned = found["learned_lines"]
         lines.append("- learned lines: " + ("; ".join(_code(line, LINE_CHARS) for line in learned[:4])
@@ -197,15 +208,45 @@ def failure_sections(ordered: list[dict[str, Any]]) -> list[str]:
         direct = result["direct_target"]
         verdict = verdict_text(result)
         word = (verdict if verdict in ("fail", "inconclusive") else "hurts" if result.get("outcome") == "hurts"
-                else "changed")
+                else "changed" if changed(result) else "unlearnable as written?" if unlearnable(result)
+                else "portable skill")
+        notes = [text for text in (portable_text(result), unlearnable(result) and unlearnable_text(result)) if text]
         lines += [f"### {word}: {_name(result)}", "",
-                  f"- **{_cell(_reason(result))}**", *why_lines(result),
+                  f"- **{_cell(_reason(result))}**", *(f"- {_cell(text)}" for text in notes), *why_lines(result),
                   f"- on {result['target']}: baseline {result['baseline_target']:.2f} -> transferred "
                   f"{result['transferred']:.2f}" + ("" if direct is None else f" (direct {direct:.2f})")
                   + f"; gain {gain_text(result)}, p = {p_text(result['gain']['p_value'])}"]
+        lines += cause_markdown(result)
         lines += rerun_lines(result)
         lines.append("")
     return ["## Needs a look", "", *lines] if lines else []
+
+
+def cause_markdown(result: dict[str, Any]) -> list[str]:
+    """The cause of a change against the base ref: checks newly missed, the seed's diff, the accept line."""
+    from .comparison import accept_commands, label, learned_diff, newly_missed
+
+    compare = result.get("compare") or {}
+    cause = compare.get("cause")
+    if cause is None:
+        return []
+    tasks = cause.get("tasks", [])
+    lines = [f"- **cause, {label(compare)}**: transferred "
+             f"{'-' if compare.get('before') is None else format(compare['before'], '.2f')} -> {compare['after']:.2f}"]
+    if tasks:
+        lines.append(f"  - checks newly missed on the {len(tasks)} task(s) lower than at {compare['ref']}: "
+                     + ", ".join(f"{_code(check)} ({n})" for check, n in newly_missed(cause)))
+    diff = cause.get("seed_diff") or ""
+    if diff:
+        lines += [f"  - the seed's files {label(compare)}:", "", "```diff", *diff.splitlines(), "```", ""]
+    else:
+        lines.append(f"  - the seed's files are as at {compare['ref']}: the change is elsewhere (models, options, "
+                     "cassettes)")
+    learned = learned_diff(result)
+    if learned:
+        lines += ["  - the learned skill now against the one at the ref:", "", "```diff", *learned, "```", ""]
+    lines += [f"  - {what}: {_code(text, len(text))}" for what, text in accept_commands(result)]
+    return lines
 
 
 def narrow_table(ordered: list[dict[str, Any]], holm: dict[tuple[str, str, str], str]) -> list[str]:
@@ -265,14 +306,8 @@ def render(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None = 
     summary = summarize(ordered) if ordered else None
     if summary:
         lines += [outcome_line(ordered, summary), ""]
+    lines += error_lines(errors)
     lines += failure_sections(ordered)
-    if errors:
-        lines += [f"## Errored items ({len(errors)})", ""]
-        from ..pricing.cost_breakdown import errored_spend
-
-        lines += [f"- `{e['item']}` ({e['source']} -> {e['target']}, at {e['when']}{errored_spend(e)}): "
-                  f"{_cell(e['reason'])}" for e in errors]
-        lines.append("")
     if ordered:
         lines += narrow_table(ordered, holm_outcomes(summary))
         lines += portable_markdown(ordered)
@@ -281,6 +316,25 @@ def render(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None = 
         lines += ["<details><summary>Details: gates, the full table, the gain chart, spend, judges</summary>", "",
                   *details, "</details>", ""]
     return safe("\n".join(lines))
+
+
+def error_lines(errors: list[dict[str, Any]]) -> list[str]:
+    """The errored items first (they have no result), each with the command that fixes it when there is one."""
+    if not errors:
+        return []
+    from ..pricing.cost_breakdown import errored_spend
+
+    lines = [f"## Errored items ({len(errors)})", ""]
+    for e in errors:
+        lines.append(f"- `{e['item']}` ({e['source']} -> {e['target']}, at {e['when']}{errored_spend(e)}): "
+                     f"{_cell(e['reason'])}")
+        if e.get("command"):
+            lines.append(f"  - fix: {_code(e['command'], len(e['command']))}")
+    seeds = sorted({e["seed"] for e in errors if e.get("command") and e.get("seed")})
+    if seeds:
+        lines += ["", "Re-record every item of a seed in one command:", "",
+                  *(f"- `python -m pytest_skilltransfer rerecord {seed}`" for seed in seeds)]
+    return lines + [""]
 
 
 def run_check_lines(ordered: list[dict[str, Any]], top: int = 10) -> list[str]:

@@ -379,9 +379,10 @@ GATE_LABELS = {"min_gain": "gain", "min_score": "score", "min_efficiency": "effi
                "regression_tolerance": "change vs snapshot", "harm_tolerance": "gain"}
 
 
-def gate_reason(gate: dict[str, Any]) -> str:
+def gate_reason(gate: dict[str, Any], against: str | None = None) -> str:
     """One gate record (`Gate.as_dict`) in a few words, e.g. `gain +0.04 [-0.38, +0.45] inconclusive for
-    min_gain +0.30: 61 tasks would decide it` (its `message` holds the full sentence)."""
+    min_gain +0.30: 61 tasks would decide it` (its `message` holds the full sentence); `against`: the base
+    ref a regression gate compared with (`--compare-to`), named instead of "snapshot"."""
     name, verdict, estimate, low, high = (gate[k] for k in ("gate", "verdict", "estimate", "ci_low", "ci_high"))
     if name == "judge_stability":
         return f"pass rests on {estimate:.0f} uncertain rubric verdict(s)"
@@ -389,6 +390,8 @@ def gate_reason(gate: dict[str, Any]) -> str:
         return gate.get("message", "").split("; ")[0] or f"expect {verdict}"
     fmt = "+.2f" if name in ("min_gain", "regression_tolerance", "harm_tolerance") else ".2f"
     label = GATE_LABELS.get(name, name)
+    if name == "regression_tolerance" and against:
+        label = f"change vs {against}"
     if estimate is None:
         shown = f"{label} undefined"
     elif low is None or high is None:
@@ -421,4 +424,5 @@ def failure_reason(result: dict[str, Any]) -> str:
     record = result.get("gate") or {}
     gates = sorted((g for g in record.get("gates", []) if g["verdict"] != "pass"), key=lambda g: g["verdict"] != "fail")
     snapshot = snapshot_reason(record.get("snapshot", "ok"))
-    return "; ".join([gate_reason(g) for g in gates] + ([snapshot] if snapshot else [])) or "skill transfer failed"
+    against = (result.get("compare") or {}).get("ref")
+    return "; ".join([gate_reason(g, against) for g in gates] + ([snapshot] if snapshot else [])) or "skill transfer failed"

@@ -5,9 +5,17 @@ and the Markdown summary say the same.
 A check counts as missed on a held-out task in an arm when any of the task's samples (any restart) missed
 it; counts are tasks. `newly_missed` is the tasks an arm misses that the baseline passed.
 
-A check points at a learned line when the line names the check's argument (a word of `not_contains=simply`
-is `simply`), or, for a length check, speaks of length (`short`, `concise`, ...); the learned lines are the
+A learned line *mentions* a check when it names the check's argument (a word of `not_contains=simply` is
+`simply`), or, for a length check, speaks of length (`short`, `concise`, ...); the learned lines are the
 lines the accepted nights changed: the unified diff of the learned skill against the seed's.
+
+A mentioning line is shown as a possible *cause* only when its direction agrees with the miss (`CAUSE_RULE`):
+a `not_contains` or `regex` miss (the answer has what it must not) is pushed by a line added that asks for it
+or a line removed that forbade it; a `contains` or section miss (the answer lacks it) by a line added that
+forbids it or a line removed that asked for it. A line forbids when it says never, don't, do not, avoid,
+no, without, ... before the check's word. "Never write 'Great question'" does not cause a missed
+`not_contains=Great question`: it is listed as a mention. A length miss is caused by a line pushing that
+way (too short for `min_chars`: short, concise...; too long for `max_chars`: detailed, exhaustive...).
 """
 
 from __future__ import annotations
@@ -17,11 +25,21 @@ import re
 from typing import Any
 
 ARMS = ("baseline", "transferred", "direct")
-LENGTH_WORDS = ("short", "shorter", "concise", "brief", "briefly", "terse", "length", "long", "longer", "words",
-                "characters", "chars", "exhaustive", "detailed", "detail", "succinct", "paragraph", "paragraphs")
-KIND_WORDS = {"min_chars": LENGTH_WORDS, "max_chars": LENGTH_WORDS, "min_words": LENGTH_WORDS,
-              "max_words": LENGTH_WORDS, "min_lines": LENGTH_WORDS, "max_lines": LENGTH_WORDS,
+SHORT_WORDS = ("short", "shorter", "concise", "brief", "briefly", "terse", "succinct")
+LONG_WORDS = ("long", "longer", "exhaustive", "detailed", "detail", "thorough")
+LENGTH_WORDS = (*SHORT_WORDS, *LONG_WORDS, "length", "words", "characters", "chars", "paragraph", "paragraphs")
+KIND_WORDS = {"min_chars": LENGTH_WORDS, "max_chars": LENGTH_WORDS,  # judge ops (`engine.judges.RULE_OPS`)
               "no_refusal": ("refuse", "decline", "cannot", "can't", "unable", "sorry")}
+PRESENT_MISSES = ("not_contains", "regex", "no_refusal")  # missed: the answer has what the check looks for
+ABSENT_MISSES = ("contains", "section_present", "section_contains")  # missed: the answer lacks it
+NEGATIONS = frozenset("never not no don't dont do-not avoid without stop drop omit remove skip nor none "
+                      "refrain forbid forbidden".split())
+CAUSE_RULE = ("A learned line mentions a check when it names the check's words. It is shown as a possible cause "
+              "only when its direction agrees with the miss: an answer that has what a not_contains check forbids is "
+              "pushed by a line added that asks for it (or removed that forbade it); an answer that lacks what a "
+              "contains check wants, by a line added that forbids it (or removed that asked for it); an answer too short "
+              "for a min_chars check, by a line asking for brevity (too long for max_chars: asking for detail). A line "
+              "that forbids what a missed not_contains check looks for is a mention, never its cause.")
 STOP_WORDS = frozenset("the and for with that this not are from your you its into than then when what which "
                        "line lines counts count top".split())
 MARKER = re.compile(r"^\s*<!--.*-->\s*$")
@@ -95,10 +113,45 @@ def _words(check: str) -> set[str]:
     return words | set(KIND_WORDS.get(kind.strip(), ()))
 
 
-def pointed_lines(check: str, lines: list[str]) -> list[str]:
+def _tokens(text: str) -> list[str]:
+    return [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'-]*", text.replace("do not", "do-not"))]
+
+
+def mentioning_lines(check: str, lines: list[str]) -> list[str]:
     """The learned lines that name the check's words (see the module's note)."""
     words = _words(check)
-    return [line for line in lines if words & {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'-]+", line)}]
+    return [line for line in lines if words & set(_tokens(line))]
+
+
+def forbids(line: str, check: str) -> bool:
+    """Whether the line speaks against the check's words: a negation before the first of them."""
+    tokens, words = _tokens(line), _words(check)
+    first = next((i for i, token in enumerate(tokens) if token in words), len(tokens))
+    return any(token in NEGATIONS for token in tokens[:first])
+
+
+def causes(line: str, check: str) -> bool:
+    """Whether a line mentioning a missed check may have caused the miss (`CAUSE_RULE`)."""
+    kind = check.partition("=")[0].strip()
+    added = line.startswith("+")
+    if kind in ("min_chars", "max_chars"):  # too short / too long: a line pushing that way
+        tokens = set(_tokens(line[1:]))
+        short = bool(tokens & set(SHORT_WORDS)) and not forbids(line[1:], check) or (
+            bool(tokens & set(LONG_WORDS)) and forbids(line[1:], check))
+        longer = bool(tokens & set(LONG_WORDS)) and not forbids(line[1:], check) or (
+            bool(tokens & set(SHORT_WORDS)) and forbids(line[1:], check))
+        pushes = short if kind == "min_chars" else longer
+        pulls = longer if kind == "min_chars" else short
+        return pushes if added else pulls
+    if kind not in PRESENT_MISSES + ABSENT_MISSES:
+        return False
+    pushes_presence = added != forbids(line[1:], check)  # added and asking, or removed and forbidding
+    return pushes_presence if kind in PRESENT_MISSES else not pushes_presence
+
+
+def pointed_lines(check: str, lines: list[str]) -> list[str]:
+    """The learned lines that may have caused a miss of the check: they mention it in the miss's direction."""
+    return [line for line in mentioning_lines(check, lines) if causes(line, check)]
 
 
 def why(result: dict[str, Any]) -> dict[str, Any]:
@@ -112,7 +165,10 @@ def why(result: dict[str, Any]) -> dict[str, Any]:
         kind = "still missed"
     lines = learned_lines(result)
     checks = [{"check": r["check"], "tasks": r["newly_missed"] if kind == "newly missed" else r["transferred"],
-               "of": r["tasks"], "lines": pointed_lines(r["check"], lines)[:TOP_LINES]} for r in newly[:TOP_CHECKS]]
+               "of": r["tasks"], "lines": pointed_lines(r["check"], lines)[:TOP_LINES],
+               "mentions": [line for line in mentioning_lines(r["check"], lines)
+                            if not causes(line, r["check"])][:TOP_LINES]}
+              for r in newly[:TOP_CHECKS]]
     return {"kind": kind, "checks": checks, "learned_lines": lines}
 
 
@@ -121,6 +177,32 @@ def changed(result: dict[str, Any]) -> bool:
     compare = result.get("compare") or {}
     return bool(compare) and (compare.get("verdict") not in (None, "pass")
                               or compare.get("before") != compare.get("after"))
+
+
+def unlearnable(result: dict[str, Any]) -> bool:
+    """Probably unlearnable as written: the direct optimization on the target gains nothing over a baseline
+    with room to grow (the transferred skill does no better): the seed's tasks or checks may ask what no
+    edit of the skill can give. Needs the direct arm."""
+    direct, baseline = result.get("direct_target"), result.get("baseline_target")
+    if direct is None or baseline is None or baseline >= 1.0:
+        return False
+    return direct <= baseline and result.get("transferred", 0.0) <= baseline
+
+
+def unlearnable_text(result: dict[str, Any]) -> str:
+    return (f"unlearnable as written? even optimized directly on {result['target']} the skill gains nothing: "
+            f"baseline {result['baseline_target']:.2f}, transferred {result['transferred']:.2f}, direct "
+            f"{result['direct_target']:.2f}; look at the seed's tasks and checks")
+
+
+def portable_text(result: dict[str, Any]) -> str | None:
+    """A --validate-on item's outcome in one line (the word its record carries), None without one."""
+    portable = result.get("portable")
+    if not portable:
+        return None
+    return (f"portable skill (validated on {', '.join(portable['validate_on'])}): {portable['outcome']} on "
+            f"{result['target']}; single-model {result['transferred']:.2f}, multi-model "
+            f"{portable['transferred']['hard']['mean']:.2f}, baseline {result['baseline_target']:.2f}")
 
 
 def is_hand_written(result: dict[str, Any]) -> bool:
