@@ -1,18 +1,15 @@
-"""Which items of a run can ever be a finding after Holm, known before any model is called.
+"""Which items of a run can ever be a finding of its family, known before any model is called.
 
 An item's exact test has a smallest attainable p-value, fixed by its number of held-out units (tasks, or
-clusters) and restarts: every unit moving fully one way (`smallest_p`). Holm's step-down rejects the
-k-th smallest p-value of m only when it and every smaller one pass their own bars, p_(j) <= alpha /
-(m - j + 1). So an item can be a finding in its run's family only if, with its p at that smallest value
-and some of the other items ahead of it at theirs, every bar up to its own is met (`reachable`): the most
-favourable case there is. When not even that case makes it, the item can print `transfers` or `hurts`
-on its own test and still never count after Holm; the run says so up front, with the number of held-out
-units that would make it reachable (`units_to_reach`), and the summary counts such items apart.
+clusters) and restarts: every unit moving fully one way (`smallest_p`). The run's family tests every item at
+Bonferroni's bar alpha / m (`run_family`), so an item can be a finding only if its smallest p-value passes that
+bar (`reachable`). When it cannot, the item says `undecidable at n tasks` instead of an outcome; the run says so
+up front, with the number of held-out units that would make it reachable (`units_to_reach`), and the summary
+counts such items apart.
 """
 
 from __future__ import annotations
 
-import bisect
 from functools import lru_cache
 
 from .gain_tests import gain_p_value, restart_p_value
@@ -34,31 +31,15 @@ def smallest_p(units: int, restarts: int = 1) -> float:
 
 
 def reachable(index: int, smallest: list[float], alpha: float = ALPHA) -> bool:
-    """Whether item `index` can be a Holm finding in a family whose items have these smallest p-values:
-    some of the others (those that can come first, the smallest of them) at their smallest p, then this one
-    at its own, each passing its step-down bar."""
+    """Whether item `index` can be a finding in a family whose items have these smallest p-values: its own passes
+    Bonferroni's bar alpha / m."""
     return _reachable_all(smallest, alpha)[index]
 
 
 def _reachable_all(smallest: list[float], alpha: float) -> list[bool]:
-    """`reachable` for every item at once, in O(m log m).
-
-    The others ahead of an item are those with a smallest p at or below its own: in the sorted list, the
-    values up to its own less one copy of it. Putting `count` of them first passes their bars only while
-    every one of them passes its own, a prefix condition on the sorted list that holds up to some length
-    L; the item's own bar alpha / (m - count) grows with `count`, so the most favourable case puts
-    min(L, those ahead) first."""
-    m = len(smallest)
-    ordered = sorted(smallest)
-    valid = 0  # the longest prefix of `ordered` whose every value passes its bar
-    while valid < m and ordered[valid] <= alpha / (m - valid) + EPSILON:
-        valid += 1
-    out = []
-    for mine in smallest:
-        ahead = bisect.bisect_right(ordered, mine) - 1
-        count = min(valid, ahead)
-        out.append(mine <= alpha / (m - count) + EPSILON)
-    return out
+    """`reachable` for every item at once."""
+    bar = alpha / max(len(smallest), 1) + EPSILON
+    return [mine <= bar for mine in smallest]
 
 
 def units_to_reach(index: int, units: list[int], restarts: list[int], alpha: float = ALPHA) -> int | None:
@@ -74,7 +55,7 @@ def units_to_reach(index: int, units: list[int], restarts: list[int], alpha: flo
 
 def unreachable(units: list[int], restarts: list[int], alpha: float = ALPHA) -> dict[int, int | None]:
     """{index: units that would make it reachable (None: more than `MAX_UNITS`)} for every item of the family
-    (given by its held-out units and restarts) that can never be a Holm finding in it."""
+    (given by its held-out units and restarts) that can never be a finding in it."""
     smallest = [smallest_p(n, r) for n, r in zip(units, restarts)]
     able = _reachable_all(smallest, alpha)
     return {i: units_to_reach(i, units, restarts, alpha) for i in range(len(units)) if not able[i]}

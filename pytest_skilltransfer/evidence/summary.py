@@ -3,13 +3,14 @@
 Because it reads only what every result carries (`gain.mean`, `gain.n`, `gain.p_value`, the gate's
 verdict), the summary of merged shards equals the summary of one run over the same items.
 
-* Error control across items: Holm's step-down correction of the gains' exact p-values (two-sided)
-  controls the family-wise error rate at 5% (the chance that *any* reported transfer or harm is a
-  fluke), not merely the false-discovery rate. Outcomes are counted in both directions: transfers,
-  hurts, no effect shown, and apart from them the items that no outcome could make a finding after Holm
-  in this family (`decidability`: too few held-out units for their smallest p-value to pass the
-  step-down bars; `undecidable`). An item counted twice (a hand-written test on
-  a matrix item's seed and pair) is one hypothesis and counts once.
+* Error control across items: each item's outcome word is its finding in the run's family
+  (`run_family`: Bonferroni over the run's distinct items, family-wise error 5%, the level its gates use;
+  an item whose evidence is unchanged keeps the family its snapshot records), and the summary counts the
+  words the rows show, so rows and counts agree: transfers, hurts, shown alone (the item's own 95% interval
+  excludes 0, the family's does not), no effect shown, and undecidable (no outcome could be a finding at
+  its level with its units). An item counted twice (a hand-written test on a matrix item's seed and pair),
+  and items whose answers are byte-identical (one model over two wire protocols), are one hypothesis and
+  count once.
 * Per pair (source -> target), an aggregate over seeds: the mean of the seeds' gains with an
   exact interval over seeds (the same exact family that bounds a gain over tasks, seeds as the
   units and their gains as fractional moves up and down). The interval refers to the population of seeds like these; below the
@@ -21,13 +22,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..pricing.cost_breakdown import breakdown
-from .decidability import unreachable
+from .run_family import UNDECIDABLE, RunFamily, kind, word
 from .family import seeds_needed  # noqa: F401 (re-exported: the summary's minimum of seeds)
 from .frontier import frontier
-from .stats import HURTS, LEVEL, NO_EFFECT, TRANSFERS, holm, mean, mean_gain_interval, restart_count_of
+from .stats import HURTS, LEVEL, NO_EFFECT, TRANSFERS, mean, mean_gain_interval
 
-CORRECTION = "holm"
+CORRECTION = "bonferroni"
 ALPHA = round(1 - LEVEL, 6)
+SHOWN_ALONE = "shown alone"
 
 
 def _key(result: dict[str, Any]) -> tuple[str, str, str, str]:
@@ -47,11 +49,32 @@ def spent_by_errors(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"cost": e["cost"]} for e in errors if (e.get("cost") or {}).get("phases")]
 
 
-def _holm_outcome(result: dict[str, Any], p_holm: float) -> str:
-    """The item's outcome after Holm: its direction when the adjusted p-value is at most alpha."""
-    if p_holm > ALPHA + 1e-12:
-        return NO_EFFECT
-    return TRANSFERS if result["gain"]["mean"] > 0 else HURTS
+def distinct_evidence(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The items once per body of answers: two targets that gave byte-identical answers (one model over two wire
+    protocols) are one hypothesis; the first in order is kept."""
+    seen: set[str] = set()
+    out = []
+    for result in items:
+        answers = (result.get("evidence") or {}).get("answers")
+        if answers is not None and answers in seen:
+            continue
+        if answers is not None:
+            seen.add(answers)
+        out.append(result)
+    return out
+
+
+def _family(result: dict[str, Any]) -> RunFamily:
+    """The family the item was judged in (its record), or the items alone for a record without one."""
+    record = result.get("family")
+    if not record:
+        return RunFamily(1, method="none")
+    return RunFamily(record["size"], record["alpha"], record["method"], record.get("recorded", False))
+
+
+def item_word(result: dict[str, Any]) -> str:
+    """The word the item's row shows."""
+    return result.get("outcome") or word(result["gain"], _family(result))
 
 
 def over_seeds(gains: list[float], level: float = LEVEL) -> tuple[float, float]:
@@ -60,20 +83,23 @@ def over_seeds(gains: list[float], level: float = LEVEL) -> tuple[float, float]:
 
 
 def summarize(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Holm-adjusted outcomes per item, the per-pair aggregate over seeds, and the verdict counts; the cost
-    counts what errored items (`errors`) spent too."""
+    """Each item's outcome in the run's family (as its row shows it), the per-pair aggregate over seeds, and the
+    counts of the words; the cost counts what errored items (`errors`) spent too."""
     items = unique(results)
-    adjusted = holm([r["gain"]["p_value"] for r in items])
-    never = unreachable([r["gain"]["n"] for r in items], [restart_count_of(r["gain"]) for r in items])
+    hypotheses = distinct_evidence(items)
+    counted = {id(r) for r in hypotheses}
     per_item = []
-    for index, (result, p_holm) in enumerate(zip(items, adjusted)):
-        gain = result["gain"]["mean"]
-        outcome = _holm_outcome(result, p_holm)
+    for result in items:
+        text = item_word(result)
+        family = _family(result)
         per_item.append({
             "seed": result["seed"], "source": result["source"], "target": result["target"],
-            "gain": gain, "p_value": result["gain"]["p_value"], "p_holm": float(f"{p_holm:.6g}"),
-            "significant": outcome != NO_EFFECT, "outcome": outcome, "decidable": index not in never,
-            **({"units_to_decide": never[index]} if index in never else {}),
+            "gain": result["gain"]["mean"], "p_value": result["gain"]["p_value"],
+            "p_adjusted": float(f"{min(1.0, result['gain']['p_value'] * family.size):.6g}"),
+            "level": round(family.level, 8), "family_size": family.size, "recorded": family.recorded,
+            "significant": text in (TRANSFERS, HURTS), "outcome": text, "kind": kind(text),
+            "decidable": kind(text) != UNDECIDABLE, "counted": id(result) in counted,
+            **({"same_answers_as": _same_as(result, hypotheses)} if id(result) not in counted else {}),
         })
     pairs = []
     needed = seeds_needed()
@@ -85,23 +111,43 @@ def summarize(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None
         pairs.append({"source": source, "target": target, "seeds": len(gains), "mean_gain": round(mean(gains), 4),
                       "ci_low": round(low, 4) if enough else None, "ci_high": round(high, 4) if enough else None,
                       "seeds_needed": needed, "population": "seeds like these, each scored on its own held-out tasks",
-                      "transfers": sum(i["outcome"] == TRANSFERS for i in mine),
-                      "hurts": sum(i["outcome"] == HURTS for i in mine),
-                      "no_effect": sum(i["outcome"] == NO_EFFECT and i["decidable"] for i in mine),
-                      "undecidable": sum(not i["decidable"] for i in mine),
-                      "significant_gains": sum(i["outcome"] == TRANSFERS for i in mine)})
+                      **_counts(mine), "significant_gains": sum(i["outcome"] == TRANSFERS for i in mine)})
     verdicts = {"pass": 0, "fail": 0, "inconclusive": 0}
     for result in results:
         verdict = (result.get("gate") or {}).get("verdict")
         if verdict in verdicts:
             verdicts[verdict] += 1
+    counted_items = [i for i in per_item if i["counted"]]
+    sizes = sorted({i["family_size"] for i in per_item})
     return {
-        "correction": CORRECTION, "alpha": ALPHA, "hypotheses": len(items),
+        "correction": CORRECTION if any(i["family_size"] > 1 for i in per_item) else "none", "alpha": ALPHA,
+        "hypotheses": len(hypotheses), "items": per_item,
+        "family": {"method": CORRECTION, "alpha": ALPHA, "sizes": sizes,
+                   "recorded": sum(i["recorded"] for i in per_item),
+                   "new": sum(not i["recorded"] for i in per_item),
+                   "same_answers": len(items) - len(hypotheses),
+                   "rule": "each item at 1 - alpha / m, m the distinct items of the run its evidence was new in"},
         "mean_gain": round(mean(r["gain"]["mean"] for r in items), 4),
-        "outcomes": {o: sum(i["outcome"] == o and i["decidable"] for i in per_item) for o in (TRANSFERS, HURTS, NO_EFFECT)},
-        "undecidable": sum(not i["decidable"] for i in per_item),
-        "significant_gains": sum(i["outcome"] == TRANSFERS for i in per_item),
-        "significant_losses": sum(i["outcome"] == HURTS for i in per_item),
-        "verdicts": verdicts, "pairs": pairs, "items": per_item,
+        "outcomes": {**{o: sum(i["outcome"] == o for i in counted_items) for o in (TRANSFERS, HURTS, NO_EFFECT)},
+                     **{k: sum(i["kind"] == k for i in counted_items) for k in (SHOWN_ALONE, UNDECIDABLE)}},
+        "shown_alone": sum(i["kind"] == SHOWN_ALONE for i in counted_items),
+        "undecidable": sum(i["kind"] == UNDECIDABLE for i in counted_items),
+        "significant_gains": sum(i["outcome"] == TRANSFERS for i in counted_items),
+        "significant_losses": sum(i["outcome"] == HURTS for i in counted_items),
+        "verdicts": verdicts, "pairs": pairs,
         "cost": breakdown(items + spent_by_errors(errors or [])), "frontier": frontier(items),
     }
+
+
+def _counts(items: list[dict[str, Any]]) -> dict[str, int]:
+    return {"transfers": sum(i["outcome"] == TRANSFERS for i in items),
+            "hurts": sum(i["outcome"] == HURTS for i in items),
+            "shown_alone": sum(i["kind"] == SHOWN_ALONE for i in items),
+            "no_effect": sum(i["outcome"] == NO_EFFECT for i in items),
+            "undecidable": sum(i["kind"] == UNDECIDABLE for i in items)}
+
+
+def _same_as(result: dict[str, Any], hypotheses: list[dict[str, Any]]) -> str:
+    answers = result["evidence"]["answers"]
+    first = next(r for r in hypotheses if (r.get("evidence") or {}).get("answers") == answers)
+    return f"{first['seed']} {first['source']} -> {first['target']}"

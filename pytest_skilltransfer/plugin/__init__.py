@@ -487,7 +487,7 @@ def pytest_collection_modifyitems_order_by_seed(items: list[pytest.Item]) -> Non
 
 @pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
 def pytest_collection_modifyitems_decidability(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """After deselection: each item of the run that can never be a finding after Holm says so, once. (pytest
+    """After deselection: each item of the run that can never be a finding of its family says so, once. (pytest
     registers a plugin's hook functions only under names that start with `pytest_`, whatever their specname.)"""
     if any(SPEC in item.stash for item in items) and not settings_of(config).plan:  # --plan prints it in the plan
         from .decidable import warn_undecidable

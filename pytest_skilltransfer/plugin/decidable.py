@@ -1,4 +1,4 @@
-"""Decidability up front: the items of a run that can never be a finding after Holm, said once at collection
+"""Decidability up front: the items of a run that can never be a finding of its family, said once at collection
 and in `--plan` (`evidence.decidability`)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 @dataclass(frozen=True)
 class Undecidable:
-    """One item of the run's family that cannot pass Holm in it, and what would let it."""
+    """One item of the run's family that cannot be a finding in it, and what would let it."""
 
     nodeid: str
     seed: str
@@ -27,7 +27,7 @@ class Undecidable:
         need = (f"{self.needed} {self.unit} would let it" if self.needed is not None
                 else "no number of them up to 400 would")
         return (f"its smallest possible p-value, {self.smallest_p:.3g} with {self.units} "
-                f"{self.unit}, cannot pass Holm among this run's {self.family} item(s) (FWER 5%), so it can never be "
+                f"{self.unit}, cannot pass the bar 0.05 / {self.family} of this run's family (Bonferroni over {self.family} item(s), FWER 5%), so it can never be "
                 f"counted as a transfer or a harm here; {need}")
 
 
@@ -46,7 +46,7 @@ def units_of(seed: Any, limit_test: int) -> tuple[int, str]:
 
 def undecidable_items(runner: Any, items: list[pytest.Item], spec_of: Callable[[pytest.Item], Any]) -> list[Undecidable]:
     """The run's family (one hypothesis per seed, pair and optimizer, as the summary counts them) and, of its
-    items, those that no outcome lets pass Holm in it, each with its first node id."""
+    items, those that no outcome lets be a finding in it, each with its first node id."""
     from ..engine.seed_data import SeedError
     from ..evidence.decidability import smallest_p, unreachable
 
@@ -71,7 +71,7 @@ def undecidable_items(runner: Any, items: list[pytest.Item], spec_of: Callable[[
 
 
 def warn_undecidable(runner: Any, items: list[pytest.Item], spec_of: Callable[[pytest.Item], Any]) -> None:
-    """One warning per item that can never be a Holm finding in this run's family (an item whose units cannot
+    """One warning per item that can never be a finding of this run's family (an item whose units cannot
     reach significance even alone was already named by its seed's own collection warning)."""
     from ..evidence.decidability import ALPHA
 
@@ -82,8 +82,8 @@ def warn_undecidable(runner: Any, items: list[pytest.Item], spec_of: Callable[[p
 
 
 def plan_lines(found: list[Undecidable]) -> list[str]:
-    """For `--plan`: the items that can never be a finding after Holm in this run (nothing when every item can)."""
+    """For `--plan`: the items that can never be a finding of this run's family (nothing when every item can)."""
     if not found:
         return []
-    return ["", f"decidability: {len(found)} of this run's {found[0].family} item(s) can never be a finding after Holm:",
+    return ["", f"decidability: {len(found)} of this run's {found[0].family} item(s) can never be a finding of its family (Bonferroni):",
             *(f"  {f.nodeid}: {f.text()}" for f in found)]

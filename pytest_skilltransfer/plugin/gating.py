@@ -30,8 +30,10 @@ interval over tasks of the restart-averaged gains, with no bound over restarts) 
 both are shown beside the population interval. A harmless skill is then failed for harm with probability
 at most 2 x 2.5% (two one-sided tests), against 2.5% for one optimization.
 
-With `correction="bonferroni"` the intervals are taken at level 1 - 0.05 / m for the m transfer items
-of the run (the run summary applies Holm to all items; a gate cannot wait for the others).
+With `correction="bonferroni"` (the default) every gate's interval is taken at level 1 - 0.05 / m for the m
+distinct transfer items of the run, so the gates that fail a build control the family-wise error over the run's
+new evidence (`evidence.run_family`); an item whose evidence is unchanged keeps the m recorded in its snapshot.
+`none` tests each item alone at 95%.
 
 A pass never rests on uncertain rubric verdicts (unstable judge samples, judge errors): the gates
 are applied again with each of them resolved against the transferred skill (and in the baseline's
@@ -52,7 +54,8 @@ DEFAULT_REGRESSION_TOLERANCE = 0.05
 DEFAULT_HARM_TOLERANCE = 0.0
 POWER_MARGIN = 0.1  # the min_gain power note: tasks to pass the gate at a true gain of min_gain + this
 HARM_SIZE = 0.2  # the harm gate's power note: tasks to show a harm this much beyond the tolerance
-CORRECTIONS = ("none", "bonferroni")
+FAMILY_GATES = ("min_gain", "min_score", "harm_tolerance", "noninferiority_margin", "regression_tolerance", "expect")
+CORRECTIONS = ("bonferroni", "none")  # the first is the default (`run_family`)
 # What more samples per task can do: a task's value is the mean of its samples, so on a noisy task more samples
 # average out moves up and down that are only sampling noise (fewer discordant tasks, a narrower interval); on
 # steady tasks they change nothing, and no number of them stands in for more units.
@@ -117,7 +120,8 @@ class GateOutcome:
         return {"verdict": self.verdict, "passed": self.passed, "claims": list(self.claims),
                 "failures": list(self.failures),
                 "inconclusive": list(self.inconclusive), "notes": list(self.notes), "level": round(self.level, 6),
-                "gates": [g.as_dict() for g in self.gates], "thresholds": self.thresholds}
+                "gates": [{**g.as_dict(), "level": round(self.level if g.name in FAMILY_GATES else stats.LEVEL, 8)}
+                          for g in self.gates], "thresholds": self.thresholds}
 
 
 def gate_level(correction: str, family: int) -> float:
@@ -329,19 +333,20 @@ def _noninferiority_gate(result: dict[str, Any], margin: float, level: float) ->
     return Gate("noninferiority_margin", verdict, margin, mean, low, high, text, tasks)
 
 
-def _expect_gate(result: dict[str, Any], expected: str) -> Gate:
-    """Pass when the measured outcome is the one the seed declares for this pair."""
+def _expect_gate(result: dict[str, Any], expected: str, level: float = stats.LEVEL) -> Gate:
+    """Pass when the measured outcome, at the run family's level, is the one the seed declares for this pair."""
     gain = result["gain"]
-    measured = stats.outcome(gain["ci_low"], gain["ci_high"])
-    shown = _shown_gain(gain["mean"], gain["ci_low"], gain["ci_high"], gain, stats.LEVEL)
+    low, high = stats.gain_bounds_of(gain, level)
+    measured = stats.outcome(low, high)
+    shown = _shown_gain(gain["mean"], low, high, gain, level)
     few = too_few_clusters(gain)
     if few is not None:
-        return Gate("expect", stats.INCONCLUSIVE, 0.0, gain["mean"], gain["ci_low"], gain["ci_high"],
+        return Gate("expect", stats.INCONCLUSIVE, 0.0, gain["mean"], low, high,
                     f"cannot show the declared outcome '{expected}' or any other: {shown}; {few}")
     if measured == expected:
-        return Gate("expect", stats.PASS, 0.0, gain["mean"], gain["ci_low"], gain["ci_high"],
+        return Gate("expect", stats.PASS, 0.0, gain["mean"], low, high,
                     f"shows the declared outcome '{expected}': {shown}")
-    return Gate("expect", stats.FAIL, 0.0, gain["mean"], gain["ci_low"], gain["ci_high"],
+    return Gate("expect", stats.FAIL, 0.0, gain["mean"], low, high,
                 f"seed.toml declares '{expected}' for {pair_text(result)} but the run shows "
                 f"'{measured}': {shown}; the seed's behaviour changed (fix it, or change its expect)")
 
@@ -361,7 +366,7 @@ def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str
     level = gate_level(correction, family)
     gates: list[Gate] = []
     notes: list[str] = []
-    corrected = f", Bonferroni over {family} items" if level != stats.LEVEL else ""
+    corrected = f", Bonferroni over {family} items" if level != stats.LEVEL else ""  # the level is in the CI text
     if thresholds.min_gain is not None:
         gain = result["gain"]
         gate = _interval_gate("min_gain", "gain", gain["mean"], gain["n"], thresholds.min_gain, level, True,
@@ -378,19 +383,19 @@ def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str
         decision = _efficiency_gate(result, thresholds.min_efficiency)
         (notes.append if isinstance(decision, str) else gates.append)(decision)  # type: ignore[arg-type]
     if expected is not None:
-        gates.append(_expect_gate(result, expected))
+        gates.append(_expect_gate(result, expected, level))
     elif thresholds.harm_tolerance is not None:
         gates.append(_harm_gate(result, thresholds.harm_tolerance, level))
     if thresholds.noninferiority_margin is not None:
         gates.append(_noninferiority_gate(result, thresholds.noninferiority_margin, level))
     if thresholds.regression_tolerance is not None and committed is not None and not updating:
         transferred = result["scores"]["transferred"]
-        check = stats.regression(committed, per_task(transferred), thresholds.regression_tolerance,
+        check = stats.regression(committed, per_task(transferred), thresholds.regression_tolerance, level,
                                  clusters=per_task_clusters(transferred))
         message = check.message()
         first = per_task_first(transferred)
         if first is not None and check.verdict != stats.FAIL:  # restart 1 alone: the run without --restarts
-            alone = stats.regression(committed, first, thresholds.regression_tolerance,
+            alone = stats.regression(committed, first, thresholds.regression_tolerance, level,
                                      clusters=per_task_clusters(transferred))
             if alone.verdict == stats.FAIL:
                 check = alone

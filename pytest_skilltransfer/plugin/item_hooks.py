@@ -12,6 +12,7 @@ from typing import Any, Generator
 
 import pytest
 
+from ..evidence.run_family import RunFamily, record as family_record, word
 from ..guards.terminal import safe
 from .reporting import ERROR_ATTRIBUTE, FIX, REPORT_ATTRIBUTE, is_worker, plain_nodeid
 from .state import ERROR_COST, RUN, RUNNER, SPEC, ItemRun, runner_of, settings_of
@@ -68,6 +69,33 @@ def _runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
     return outcome
 
 
+_FAMILY_SIZE = pytest.StashKey[int]()
+
+
+def family_size(item: pytest.Item) -> int:
+    """The run's distinct transfer items (seed, pair, optimizer): a hand-written test of a matrix item's seed and
+    pair is the same hypothesis. The same on every xdist worker (each collects every item)."""
+    config = item.config
+    if _FAMILY_SIZE not in config.stash:
+        keys = {(str(spec.seed_path), spec.source, spec.target, spec.optimizer or "")
+                for spec in (other.stash.get(SPEC, None) for other in item.session.items) if spec is not None}
+        config.stash[_FAMILY_SIZE] = max(len(keys), 1)
+    return config.stash[_FAMILY_SIZE]
+
+
+def run_family(item: pytest.Item, run: ItemRun) -> RunFamily:
+    """The family this item is judged in: the one its committed snapshot records when its evidence is unchanged
+    (so it keeps its verdict and words), else Bonferroni over the run's distinct items (`evidence.run_family`)."""
+    from . import snapshots
+
+    if settings_of(item.config).correction == "none":
+        return RunFamily(1, method="none")
+    recorded = snapshots.recorded_family(run.snapshot, run.data)
+    if recorded is not None:
+        return RunFamily(recorded[1], method=recorded[0], recorded=True)
+    return RunFamily(family_size(item))
+
+
 def _gate(item: pytest.Item, run: ItemRun) -> None:
     from ..reports.report import failure_reason
     from . import compare, gating, snapshots
@@ -80,10 +108,12 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
     base = compare.before(item.config, snapshots.location(run.snapshot))
     if base is not None:  # --compare-to: the snapshot committed at the base ref, also while updating
         committed, updating = base.committed(snapshots.parse_per_task), False
-    family = sum(1 for other in item.session.items if SPEC in other.stash)
+    family = run_family(item, run)
+    run.data["outcome"] = word(run.data["gain"], family)
+    run.data["family"] = family_record(run.data["gain"], family)
     runner = runner_of(item.config)
     outcome = gating.evaluate(run.data, thresholds, committed, updating=updating,
-                              correction=settings.correction, family=family,
+                              correction=family.method if family.size > 1 else "none", family=family.size,
                               reference=base.reference if base is not None else None,
                               expected=run.seed.expected_outcome(runner.ref(run.spec.source), runner.ref(run.spec.target)))
     if base is not None:

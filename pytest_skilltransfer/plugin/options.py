@@ -109,8 +109,9 @@ def add_options(parser: Any) -> None:
          "(the CLI's default; the regression gate still reads them)", action="store_true", default=None)
     _add(group, parser, "transfer-inconclusive", "what an inconclusive gate does to its test: fail (default: an "
          "unproven claim is not a pass), xfail, or pass (with a warning)", metavar="ACTION")
-    _add(group, parser, "transfer-correction", "gate intervals corrected for the number of transfer items: none "
-         "(default) or bonferroni (the run summary always reports Holm)", metavar="METHOD")
+    _add(group, parser, "transfer-correction", "error control of the gates and outcome words "
+         "over the run's items: bonferroni (default: family-wise error 0.05 over the run's new evidence) or none "
+         "(each item alone at level 0.95)", metavar="METHOD")
     _add(group, parser, "skilltransfer-json", "write the JSON report (the CLI's --json shape) to PATH; "
          "gzip-compressed when PATH ends in .gz", metavar="PATH")
     _add(group, parser, "skilltransfer-md", "write a Markdown report with charts (for CI job summaries) to PATH",
@@ -209,7 +210,7 @@ class Settings:
     only_seeds: tuple[str, ...] = ()  # --only-seed: keep only these seeds' items
     compare_snapshots: bool = True
     inconclusive: str = "fail"
-    correction: str = "none"
+    correction: str = "bonferroni"
     concurrency: int | None = None  # --max-concurrency N (None: each backend's default)
     model_concurrency: dict[str, int] = field(default_factory=dict)  # --max-concurrency MODEL=N
     plan: bool = False

@@ -115,6 +115,35 @@ def _night_lines(optimization: dict[str, Any] | None, label: str) -> list[str]:
     return lines + [""]
 
 
+FAMILY_LINE = re.compile(r"^- judged in: (\w+) over (\d+) item\(s\)", re.M)
+DIGEST_LINE = re.compile(r"evidence digest ([0-9a-f]+)$", re.M)
+
+
+def _family_line(result: dict[str, Any]) -> list[str]:
+    """The family the outcome and gates were judged in (`evidence.run_family`): read back when the evidence is
+    unchanged, so a replay keeps its verdict and words whatever else the run holds."""
+    family = result.get("family")
+    if not family:
+        return []
+    return [f"- judged in: {family['method']} over {family['size']} item(s) of its run, level "
+            f"{family['level'] * 100:.6g}% (family-wise error {family['alpha']:g})"]
+
+
+def recorded_family(snapshot: "SnapshotAssertion", result: dict[str, Any]) -> tuple[str, int] | None:
+    """(method, size) of the family the committed snapshot was judged in, when this run's evidence digest equals
+    the one it records (the evidence is unchanged); None otherwise."""
+    path = location(snapshot)
+    if not path.is_file() or not result.get("evidence"):
+        return None
+    text = path.read_text(encoding="utf-8")
+    digest, family = DIGEST_LINE.search(text), FAMILY_LINE.search(text)
+    if digest is None or family is None or not result["evidence"]["digest"].startswith(digest.group(1)):
+        return None
+    if settings_changes(text, render(result)):
+        return None
+    return family.group(1), int(family.group(2))
+
+
 def _evidence_line(result: dict[str, Any]) -> list[str]:
     """Which answers the result was computed from: a tampered cassette changes this line."""
     evidence = result.get("evidence")
@@ -137,7 +166,7 @@ def render(result: dict[str, Any]) -> str:
         f"- gain: {gain_text(result)} over {units_text(result['gain'])}{design_effect_text(result['gain'])}, "
         f"p = {p_text(result['gain']['p_value'])} "
         f"({method_text(result)}), minimal detectable gain {mdg_text(result)}",
-        f"- outcome: {outcome_text(result)}",
+        f"- outcome: {outcome_text(result)}", *_family_line(result),
         f"- efficiency: {efficiency}",
         f"- transferred per task: `{per_task_text(scores['transferred'])}`", *_evidence_line(result),
         *_settings_line(result),

@@ -13,7 +13,7 @@ from .report import failure_reason, gain_text, gate_reason, verdict_text
 from .why import changed, is_hand_written
 
 ARMS = ("baseline", "transferred", "direct")
-OUTCOMES = ("hurts", "transfers", "no effect shown")
+OUTCOMES = ("hurts", "transfers", "shown alone", "no effect shown", "undecidable")
 FOLD_CHARS = 1200  # longer answers are folded
 FOLDED_NOTE = ("Answers folded away: each task's answers, stop reasons and missed checks are stored compressed in "
                "this page and appear here when the item is opened with JavaScript on. Without JavaScript, the task x "
@@ -121,7 +121,7 @@ def outcome_of(result: dict[str, Any]) -> str:
 
 
 def holm_outcome_of(result: dict[str, Any], holm: dict[tuple[str, str, str], str]) -> str:
-    """The item's outcome after Holm's correction over the run's (seed, pair) items: what every count on the
+    """The item's outcome in the run's family (Bonferroni over its (seed, pair) items): what every count on the
     page counts (an item absent from the summary keeps its own outcome)."""
     return holm.get((result["seed"], result["source"], result["target"]), outcome_of(result))
 

@@ -54,6 +54,7 @@ from .html_parts import (
 )
 from .report import (
     clusters_text,
+    family_text,
     gain_text,
     mdg_text,
     p_text,
@@ -138,7 +139,7 @@ def headline(report: dict[str, Any]) -> str:
     return (f'<h1>Skill transfer: {summary["hypotheses"]} (seed, pair)'
             f'{f" + {len(hand)} hand-written test(s)" if hand else ""}'
             f'{f" + {len(errors)} errored" if errors else ""}</h1>'
-            f'<p class="counts"><b>Outcome</b> after Holm (FWER 5%) over {summary["hypotheses"]} (seed, pair): '
+            f'<p class="counts"><b>Outcome</b>, {esc(family_text(summary))}, over {summary["hypotheses"]} (seed, pair): '
             f'{outcome_chips}</p>'
             f'<p class="counts"><b>Gates</b> of the {len(matrix)} matrix item(s): {verdict_chips}</p>{hand_text}'
             f'<p class="counts"><b>Cost</b> {esc(dollars)} over {calls} call(s)</p>')
@@ -301,7 +302,7 @@ def _attention(results: list[dict[str, Any]], holm: dict[tuple[str, str, str], s
 def _items_table(results: list[dict[str, Any]], holm: dict[tuple[str, str, str], str], hand: bool = False) -> str:
     clustered = any(clusters_text(r) for r in results)
     head = ("seed", *(("test",) if hand else ()), "pair", "baseline", "transferred", "direct", "gain [95% CI]", "p",
-            "mdg", *(("clusters",) if clustered else ()), "outcome (Holm)", "gates", "$")
+            "mdg", *(("clusters",) if clustered else ()), "outcome (run family)", "gates", "$")
     rows = []
     for r in results:
         clusters = f'<td class="num">{esc(clusters_text(r) or "-")}</td>' if clustered else ""
@@ -458,7 +459,7 @@ def render(report: dict[str, Any]) -> str:
                  "<h2>Gain per item</h2>",
                  '<p class="muted">dot: gain transferred - baseline; bar: its 95% interval; dark line: zero; '
                  'dashed: a gate threshold</p>', gain_chart(matrix),
-                 "<h2>Items</h2>", '<p class="muted">outcome after Holm over the (seed, pair) items, as counted above; '
+                 "<h2>Items</h2>", '<p class="muted">outcome in the run\'s family (Bonferroni over the (seed, pair) items), as counted above; '
                  'the gain column is each item\'s own interval</p>', _filters(matrix, holm), _items_table(matrix, holm)]
         if hand:
             body += ["<h2>Hand-written tests</h2>",

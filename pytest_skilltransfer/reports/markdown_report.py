@@ -253,7 +253,7 @@ def narrow_table(ordered: list[dict[str, Any]], holm: dict[tuple[str, str, str],
     """seed | pair | gain [95% CI] | outcome (after Holm) | verdict: flagged items first."""
     first = flagged(ordered)
     rows = first + [r for r in ordered if r not in first]
-    lines = ["| seed | pair | gain [95% CI] | outcome (Holm) | verdict |", "|---|---|---|---|---|"]
+    lines = ["| seed | pair | gain [95% CI] | outcome (run family) | verdict |", "|---|---|---|---|---|"]
     for r in rows:
         seed = r["seed"] + (" (hand-written test)" if is_hand_written(r) else "")
         outcome = holm.get(_key(r), r.get("outcome", ""))
@@ -263,14 +263,18 @@ def narrow_table(ordered: list[dict[str, Any]], holm: dict[tuple[str, str, str],
 
 
 def outcome_line(ordered: list[dict[str, Any]], summary: dict[str, Any]) -> str:
-    """The (seed, pair) outcomes after Holm, hand-written tests named apart, and the dollars."""
+    """The counts of the rows' words in the run's family, hand-written tests named apart, and the dollars."""
     counts = summary["outcomes"]
     hurt = f"**{counts['hurts']} hurt**" if counts["hurts"] else "0 hurt"
     hand = [r for r in ordered if is_hand_written(r)]
     total = [r["cost"]["total_usd"] for r in ordered]
     usd = "n/a" if any(v is None for v in total) else f"{sum(total):.4f}"
-    return (f"**Outcome after Holm (FWER 5%) over {summary['hypotheses']} (seed, pair):** {counts['transfers']} transfer, "
-            f"{hurt}, {counts['no effect shown']} no effect shown"
+    from .report import alone_text, family_text, same_answers_text, undecidable_text
+
+    return (f"**Outcome, {family_text(summary)}, over {summary['hypotheses']} (seed, pair)"
+            f"{same_answers_text(summary)}:** {counts['transfers']} transfer, "
+            f"{hurt}{alone_text(summary.get('shown_alone', 0))}, {counts['no effect shown']} no effect shown"
+            f"{undecidable_text(summary.get('undecidable', 0), why=False)}"
             + (f" · {len(hand)} hand-written test(s), each counted once with the matrix item of its seed and pair"
                if hand else "") + f" · cost ${usd}")
 

@@ -24,8 +24,11 @@ LEGEND = ("gain: paired per-task gain transferred - baseline with its exact 95% 
           "optimizations, includes it); these skills: the mean gain of the R skills actually learned, exact over "
           "tasks with no bound over restarts (harm, min_gain and regression also fail on it, and on restart 1 alone); "
           "eff.: gain / direct headroom, shown when the headroom is significant; "
-          "outcome: transfers / hurts (interval wholly above / below 0), no effect shown (it spans 0: "
-          "read it with mdg, it is not evidence of safety); "
+          "outcome: transfers / hurts only for a finding of the run's family (Bonferroni over the run's items, "
+          "FWER 5%: the interval at that level wholly above / below 0), gain / harm shown alone (the item's own "
+          "95% interval, the unadjusted figures in gain and p, excludes 0; the family's does not), undecidable at "
+          "n tasks (no outcome could be a finding at the family's level), no effect shown (read it with mdg, it is "
+          "not evidence of safety); "
           "verdict: pass / fail / inconclusive of the gates, no gate when no claim gate applies and "
           "unchanged vs snapshot when, in addition, the committed snapshot matched")
 
@@ -205,7 +208,7 @@ def method_text(result: dict[str, Any]) -> str:
 
 
 def outcome_text(result: dict[str, Any]) -> str:
-    """`transfers`, `hurts` or `no effect shown`: what the gain's interval shows (`stats.outcome`)."""
+    """The item's word in the run's family (`evidence.run_family`); a record without one: what its interval shows."""
     from ..evidence.stats import outcome
 
     return result.get("outcome") or outcome(result["gain"]["ci_low"], result["gain"]["ci_high"])
@@ -227,7 +230,8 @@ def seed_line(result: dict[str, Any]) -> str:
 
 
 def summary_line(results: list[dict[str, Any]]) -> str:
-    """`=== transfer a -> b: P/N positive (S significant, Holm), mean gain +x ===`."""
+    """`=== transfer a -> b: of N (seed, pair), in the run's family (...): T transfer, ... ===`: the counts of the
+    words the rows show."""
     from ..evidence.summary import summarize
 
     pairs = sorted({pair_text(r) for r in results})
@@ -235,10 +239,34 @@ def summary_line(results: list[dict[str, Any]]) -> str:
     counts = summary["outcomes"]
     total = [r["cost"]["total_usd"] for r in results]
     usd = None if any(v is None for v in total) else sum(total)
-    return (f"=== transfer {', '.join(pairs)}: of {summary['hypotheses']} (seed, pair), after Holm (FWER 5%): "
-            f"{counts['transfers']} transfer, {counts['hurts']} hurt, {counts['no effect shown']} no effect shown"
+    return (f"=== transfer {', '.join(pairs)}: of {summary['hypotheses']} (seed, pair){same_answers_text(summary)}, "
+            f"{family_text(summary)}: "
+            f"{counts['transfers']} transfer, {counts['hurts']} hurt{alone_text(summary.get('shown_alone', 0))}, "
+            f"{counts['no effect shown']} no effect shown"
             f"{undecidable_text(summary.get('undecidable', 0))}; "
             f"mean gain {summary['mean_gain']:+.2f}, cost ${usd_text(usd)}{cache_text(results)} ===")
+
+
+def family_text(summary: dict[str, Any]) -> str:
+    """How the words were judged: `Bonferroni over the run's 40 items (FWER 5%)`, and how many kept the family
+    their snapshot recorded."""
+    if summary.get("correction") != "bonferroni":
+        return "each item alone at 95% (no error control over the run)"
+    family = summary["family"]
+    sizes = "/".join(str(size) for size in family["sizes"])
+    kept = (f"; {family['recorded']} unchanged kept their recorded family" if family["recorded"] else "")
+    return f"Bonferroni over {sizes} item(s) (FWER 5%{kept})"
+
+
+def same_answers_text(summary: dict[str, Any]) -> str:
+    """`, 2 with byte-identical answers counted once`, or nothing."""
+    same = (summary.get("family") or {}).get("same_answers", 0)
+    return f" ({same} more with byte-identical answers counted once)" if same else ""
+
+
+def alone_text(count: int) -> str:
+    """`, 2 shown alone` (the item's own test shows it, the family's does not), or nothing."""
+    return f", {count} shown alone (not after adjustment)" if count else ""
 
 
 def cache_text(results: list[dict[str, Any]]) -> str:
@@ -253,19 +281,20 @@ def cache_text(results: list[dict[str, Any]]) -> str:
 
 
 def undecidable_text(count: int, why: bool = True) -> str:
-    """`, 3 undecidable (...)`: the items that could never pass Holm in this run's family, counted apart; empty
+    """`, 3 undecidable (...)`: the items no outcome could make a finding of the run's family, counted apart; empty
     when there are none."""
     if not count:
         return ""
-    return f", {count} undecidable" + (" (too few held-out tasks to ever pass Holm among these items)" if why else "")
+    return f", {count} undecidable" + (" (too few held-out units for any finding at the family's level)" if why else "")
 
 
 def pair_lines(results: list[dict[str, Any]]) -> list[str]:
-    """Per pair, the mean gain over seeds with its exact 95% interval over seeds."""
+    """Per pair, the counts of its rows' words and the mean gain over seeds with its exact 95% interval over seeds."""
     from ..evidence.summary import summarize
 
-    return [f"{p['source']} -> {p['target']}: {p['transfers']} transfer, {p['hurts']} hurt, "
-            f"{p['no_effect']} no effect shown{undecidable_text(p.get('undecidable', 0), why=False)} after Holm; mean gain over {p['seeds']} seed(s) {p['mean_gain']:+.2f} "
+    return [f"{p['source']} -> {p['target']}: {p['transfers']} transfer, {p['hurts']} hurt"
+            f"{alone_text(p.get('shown_alone', 0))}, "
+            f"{p['no_effect']} no effect shown{undecidable_text(p.get('undecidable', 0), why=False)}; mean gain over {p['seeds']} seed(s) {p['mean_gain']:+.2f} "
             + (f"[{p['ci_low']:+.2f}, {p['ci_high']:+.2f}] (interval over seeds like these)" if p["ci_low"] is not None
                else f"(too few seeds for an interval over seeds: {p['seeds_needed']} needed)")
             for p in summarize(results)["pairs"]]

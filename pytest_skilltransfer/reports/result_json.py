@@ -8,6 +8,8 @@ The CLI's `--json`, the plugin's `--skilltransfer-json` and the snapshots all us
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import asdict
 from typing import Any, Iterable
 
@@ -361,7 +363,18 @@ def _evidence(result: TransferResult) -> dict[str, Any]:
     them (see `ledger`); what the optimization's calls produced is the learned skill, recorded as text."""
     scored = [result.baseline, *(ev for run in result.runs for ev in (run.transferred, run.direct) if ev is not None)]
     used: frozenset[str] = frozenset().union(*(t.evidence for ev in scored for t in ev.costs.values()))
-    return {"calls": len(used), "digest": evidence_digest(used)}
+    return {"calls": len(used), "digest": evidence_digest(used), "answers": answers_digest(result)}
+
+
+def answers_digest(result: TransferResult) -> str:
+    """One digest over what the gain was computed from, without the model's name or wire: the seed, the source and
+    optimizer, and every held-out answer and score of the baseline and the transferred skill. Two targets with
+    the same digest (one model over two wire protocols) gave byte-identical evidence: one hypothesis."""
+    arms = [result.baseline, *(run.transferred for run in result.runs)]
+    body = {"seed": result.seed, "source": result.source, "optimizer": result.optimizer,
+            "arms": [[(t.task_id, [(s.sample_id, s.hard, s.answer) for s in t.samples]) for t in ev.tasks]
+                     for ev in arms]}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()
 
 
 def _round_usd(value: float | None) -> float | None:
