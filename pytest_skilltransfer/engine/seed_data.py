@@ -12,7 +12,8 @@ from ..guards.confined import ConfinedFolder, ConfinementError, read_confined
 from ..models.base import ModelRef
 from .judges import Judge, has_rubric
 from .rubric import CalibrationItem
-from .seed_layout import GATE_NAMES, LIMIT_OPTIONS
+from .gate_specs import GATES, threshold_gates
+from .seed_layout import LIMIT_OPTIONS
 from .tools import decode_utf8
 
 CHECK_FIELDS = ("op", "arg")
@@ -108,22 +109,49 @@ class ContextTurn:
     origin: str = ""
 
 
-@dataclass(frozen=True)
 class Thresholds:
-    """Transfer gates for a seed. None means the gate is off."""
+    """A layer of gate thresholds (seed.toml, ini, marker, command line, or their merge), keyed by the gates of
+    `engine.gate_specs`: a number sets a gate, None leaves it unset; `off` names the gates this layer turns off
+    (`harm_tolerance = "off"`), overriding their defaults. `thresholds.min_gain` reads one gate (None: unset)."""
 
-    min_gain: float | None = None
-    min_score: float | None = None
-    min_efficiency: float | None = None
-    regression_tolerance: float | None = None
-    harm_tolerance: float | None = None  # the harm gate: fail when the whole gain interval is below -tolerance
-    noninferiority_margin: float | None = None  # pass only when the whole gain interval is at or above -margin
-    off: tuple[str, ...] = ()  # gates seed.toml turns off (`harm_tolerance = "off"`), overriding their defaults
+    __slots__ = ("_values", "off")
+
+    def __init__(self, off: tuple[str, ...] = (), **values: float | None) -> None:
+        unknown = sorted(set(values) - set(threshold_gates()))
+        if unknown:
+            raise TypeError(f"unknown gate(s) {', '.join(unknown)}; gates: {', '.join(threshold_gates())}")
+        object.__setattr__(self, "_values", {k: v for k, v in values.items() if v is not None})
+        object.__setattr__(self, "off", tuple(off))
+
+    def __getattr__(self, name: str) -> float | None:
+        if name in GATES:
+            return self._values.get(name)
+        raise AttributeError(name)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("Thresholds is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Thresholds) and (self._values, self.off) == (other._values, other.off)
+
+    def __hash__(self) -> int:
+        return hash((tuple(sorted(self._values.items())), self.off))
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={v!r}" for k, v in self._values.items())
+        return f"Thresholds({fields}{', ' if fields and self.off else ''}{f'off={self.off!r}' if self.off else ''})"
+
+    def get(self, name: str) -> float | None:
+        """The threshold of one gate, None when unset."""
+        return self._values.get(name)
+
+    def set(self) -> dict[str, float]:
+        """{gate: threshold} of the gates set, in declaration order."""
+        return {k: self._values[k] for k in threshold_gates() if k in self._values}
 
     def values(self) -> dict[str, float | None]:
         """{gate: threshold} of the gates this layer sets: numbers, and None for a gate it turns off."""
-        return {**{k: v for k, v in self.__dict__.items() if k in GATE_NAMES and v is not None},
-                **{k: None for k in self.off}}
+        return {**self.set(), **{k: None for k in self.off}}
 
 
 THRESHOLD_OFF_WORDS = ("off", "none")

@@ -14,8 +14,6 @@ TEST_FILE = "held-out.jsonl"
 CONFIG_FILE = "seed.toml"
 CALIBRATION_FILE = "judge-calibration.jsonl"
 CONTEXT_FILE = "context.jsonl"  # fixed conversation turns every arm receives before each task
-GATE_NAMES = ("min_gain", "min_score", "min_efficiency", "regression_tolerance", "harm_tolerance",
-              "noninferiority_margin")  # a seed's [thresholds] keys, the marker's and the options' gates
 LIMIT_OPTIONS = {"skill_bytes": "--max-skill-bytes", "task_bytes": "--max-task-bytes",  # SeedLimits field -> option
                  "corpus_bytes": "--max-corpus-bytes"}
 

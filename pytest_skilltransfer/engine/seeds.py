@@ -26,6 +26,7 @@ from typing import Any
 from ..guards.bounds import over_maximum
 from ..guards.confined import ConfinedFolder
 from .rubric import CalibrationItem
+from .gate_specs import threshold_gates
 from .seed_data import (
     ANSWER_MAX_TOKENS,
     ANY_PAIR,
@@ -50,7 +51,6 @@ from .seed_layout import (
     CALIBRATION_FILE,
     CONFIG_FILE,
     CONTEXT_FILE,
-    GATE_NAMES,
     SKILL_FILE,
     TEST_FILE,
     TRAIN_FILE,
@@ -279,9 +279,9 @@ def _load_folder(root: Path, limits: SeedLimits, folder: ConfinedFolder) -> Seed
         problems.append(SeedProblem(f"{config_path} [split]", f"seed must be an integer, got {split.seed!r}"))
     threshold_table = dict(config.get("thresholds", {}) if isinstance(config.get("thresholds"), dict) else {})
     thresholds_off = tuple(k for k, v in threshold_table.items()
-                           if k in GATE_NAMES and isinstance(v, str) and v.strip().lower() in THRESHOLD_OFF_WORDS)
+                           if k in threshold_gates() and isinstance(v, str) and v.strip().lower() in THRESHOLD_OFF_WORDS)
     threshold_values = _number_table({k: v for k, v in threshold_table.items() if k not in thresholds_off},
-                                     GATE_NAMES, f"{config_path} [thresholds]", problems)
+                                     threshold_gates(), f"{config_path} [thresholds]", problems)
     expect = _parse_expect(config.get("expect") if isinstance(config.get("expect"), (str, dict)) else None,
                            f"{config_path} expect", problems)
     pairs = []

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generator
 
 import pytest
 
+from ..engine.gate_specs import threshold_gates
 from ..engine.seed_layout import is_collectable_seed, is_seed_file
 from ..guards.terminal import safe
 from .aa_fixture import transfer_aa  # noqa: F401  (a fixture: pytest finds it in this module)
@@ -152,9 +153,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[ENGAGE] = _engage  # how `state.settings_of` engages a run that meets a seed late
     config.addinivalue_line(
         "markers",
-        f"{MARKER}(seed, source=None, target=None, optimizer=None, min_gain=None, min_score=None, "
-        "min_efficiency=None, regression_tolerance=None): run the skill-transfer protocol for this test "
-        "(fixture transfer_result); without source/target the test runs once per configured pair",
+        f"{MARKER}(seed, source=None, target=None, optimizer=None, "
+        + ", ".join(f"{name}=None" for name in threshold_gates())
+        + "): run the skill-transfer protocol for this test (fixture transfer_result); without source/target "
+        "the test runs once per configured pair",
     )
     from . import markers
 
@@ -250,6 +252,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
         batch.unconfigure(config)
         clear_scrubbers()  # a conftest's scrubbers belong to its run, not to the next one in this process
+        from ..engine.gate_specs import BUILT_IN, GATES, forget_gates
+
+        forget_gates(tuple(name for name in GATES if name not in BUILT_IN))  # likewise its gates
     folder = config.stash.get(RUN_DIR, None)
     if folder:
         import shutil

@@ -29,7 +29,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from ..engine.seed_layout import CONFIG_FILE, GATE_NAMES, is_seed_dir, seed_file
+from ..engine.gate_specs import threshold_gates
+from ..engine.seed_layout import CONFIG_FILE, is_seed_dir, seed_file
 from .options import Pair
 
 try:  # the id suffix `[src->tgt]` travels in a callspec, as for parametrized tests (structured ids, pytest 9.2)
@@ -40,7 +41,6 @@ except ImportError:  # pragma: no cover - pytest < 9.2
 MARKER = "skilltransfer"
 ITEM_PREFIX = "transfer["
 SPEC_KEYS = ("seed", "source", "target", "optimizer")
-THRESHOLD_KEYS = GATE_NAMES
 
 
 def seed_nodeid(path: Path, config: pytest.Config) -> Any:
@@ -194,10 +194,10 @@ def marker_spec(item: pytest.Item, seeds_dirs: tuple[Path, ...], pair: Pair | No
     """Merge an item's skilltransfer marks (closest wins) and the pair it was parametrized with."""
     kwargs: dict[str, Any] = {}
     for mark in reversed(list(item.iter_markers(MARKER))):
-        unknown = set(mark.kwargs) - set(SPEC_KEYS) - set(THRESHOLD_KEYS)
+        unknown = set(mark.kwargs) - set(SPEC_KEYS) - set(threshold_gates())
         if unknown or mark.args:
             raise pytest.UsageError(f"{item.nodeid}: skilltransfer marker takes keyword arguments "
-                                    f"{', '.join(SPEC_KEYS + THRESHOLD_KEYS)}; got {sorted(unknown) or mark.args}")
+                                    f"{', '.join(SPEC_KEYS + threshold_gates())}; got {sorted(unknown) or mark.args}")
         kwargs.update(mark.kwargs)
     if "seed" not in kwargs:
         raise pytest.UsageError(f"{item.nodeid}: uses transfer_result but has no @pytest.mark.skilltransfer(seed=...)")
@@ -211,7 +211,7 @@ def marker_spec(item: pytest.Item, seeds_dirs: tuple[Path, ...], pair: Pair | No
         source=source,
         target=target,
         optimizer=kwargs.get("optimizer") or optimizer,
-        thresholds={k: kwargs[k] for k in THRESHOLD_KEYS if k in kwargs},
+        thresholds={k: kwargs[k] for k in threshold_gates() if k in kwargs},
     )
 
 

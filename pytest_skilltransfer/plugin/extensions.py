@@ -49,6 +49,20 @@ class Registry:
         except ValueError as exc:
             raise pytest.UsageError(f"pytest_skilltransfer_configure: {exc}") from None
 
+    def add_gate(self, name: str, check: Callable[[dict[str, Any], float, float], Any], help: str,
+                 label: str = "gain", claim: bool = True, chart: int | None = None, family: bool = True,
+                 signed: bool = True) -> None:
+        """A gate set like the built-in ones (seed.toml `[thresholds]`, the marker): `check(result, threshold,
+        level)` returns a `pytest_skilltransfer.plugin.gating.Gate` for the item's JSON result, at `level` (the
+        run family's, or 0.95 with `family=False`); `claim`: a pass claims something; `chart`: +1 or -1 to draw
+        its threshold on the page's gain axis at +t or -t (see `engine.gate_specs.GateSpec`)."""
+        from ..engine.gate_specs import GateSpec, register_gate
+
+        try:
+            register_gate(GateSpec(name, help, label, claim, chart, family, signed, True, check))
+        except ValueError as exc:
+            raise pytest.UsageError(f"pytest_skilltransfer_configure: {exc}") from None
+
     def add_scrubbers(self, request: Callable[[Any], Any] | None = None,
                       response: Callable[[Any], Any] | None = None) -> None:
         """vcrpy `before_record_request` / `before_record_response` functions run after the built-in ones."""

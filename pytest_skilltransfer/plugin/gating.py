@@ -45,16 +45,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..engine.gate_specs import GATES, claim_gates, family_gates, threshold_gates
 from ..engine.seed_data import Thresholds
 from ..evidence import stats
-from ..reports.report import CLAIM_GATES, pair_text, too_few_clusters, units_text, verdict_label  # noqa: F401  (verdict_label: the plugin labels its records)
+from ..reports.report import pair_text, too_few_clusters, units_text, verdict_label  # noqa: F401  (verdict_label: the plugin labels its records)
 
 EPSILON = 1e-9
 DEFAULT_REGRESSION_TOLERANCE = 0.05
 DEFAULT_HARM_TOLERANCE = 0.0
 POWER_MARGIN = 0.1  # the min_gain power note: tasks to pass the gate at a true gain of min_gain + this
 HARM_SIZE = 0.2  # the harm gate's power note: tasks to show a harm this much beyond the tolerance
-FAMILY_GATES = ("min_gain", "min_score", "harm_tolerance", "noninferiority_margin", "regression_tolerance", "expect")
 CORRECTIONS = ("bonferroni", "none")  # the first is the default (`run_family`)
 # What more samples per task can do: a task's value is the mean of its samples, so on a noisy task more samples
 # average out moves up and down that are only sampling noise (fewer discordant tasks, a narrower interval); on
@@ -114,13 +114,13 @@ class GateOutcome:
     @property
     def claims(self) -> tuple[str, ...]:
         """The claim gates applied (guards, harm and regression, only rule out the worst)."""
-        return tuple(g.name for g in self.gates if g.name in CLAIM_GATES)
+        return tuple(g.name for g in self.gates if g.name in claim_gates())
 
     def as_dict(self) -> dict[str, Any]:
         return {"verdict": self.verdict, "passed": self.passed, "claims": list(self.claims),
                 "failures": list(self.failures),
                 "inconclusive": list(self.inconclusive), "notes": list(self.notes), "level": round(self.level, 6),
-                "gates": [{**g.as_dict(), "level": round(self.level if g.name in FAMILY_GATES else stats.LEVEL, 8)}
+                "gates": [{**g.as_dict(), "level": round(self.level if g.name in family_gates() else stats.LEVEL, 8)}
                           for g in self.gates], "thresholds": self.thresholds}
 
 
@@ -412,7 +412,11 @@ def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str
                           None if gain is None else gain.high, message))
     if expected is not None and thresholds.harm_tolerance is not None:
         notes.append(f"harm gate replaced by the declared outcome '{expected}' (seed.toml expect)")
-    recorded = {k: v for k, v in thresholds.__dict__.items() if k != "off"}
+    for spec in GATES.values():  # gates registered from outside the package (`gate_specs.register_gate`)
+        threshold = thresholds.get(spec.name) if spec.threshold else None
+        if spec.check is not None and threshold is not None:
+            gates.append(spec.check(result, threshold, level if spec.family else stats.LEVEL))
+    recorded = {name: thresholds.get(name) for name in threshold_gates()}
     outcome = GateOutcome(tuple(gates), tuple(notes), level, {**recorded, "expect": expected})
     return _judge_stability(outcome, result, thresholds, committed, updating, correction, family, expected)
 

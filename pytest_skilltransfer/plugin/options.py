@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..engine.seed_layout import GATE_NAMES, LIMIT_OPTIONS
+from ..engine.gate_specs import GATES, threshold_gates
+from ..engine.seed_layout import LIMIT_OPTIONS
 from ..guards.bounds import MAXIMA
 from .spellings import _add, dest, flag, ini_name
 from .values import OFF_WORDS, Pair, _bool, _fraction, _int, _path, _seconds, _threshold, parse_pair, split_names
@@ -45,14 +46,6 @@ INT_SETTINGS = {  # option -> (ProtocolConfig field, smallest allowed value, hel
     "restarts": ("restarts", 1, "independent optimizations per seed and pair, each with its own train/val split "
                  "and optimizer sample ids; the gain's interval includes their spread, and harm, min_gain and "
                  "regression still fail whenever restart 1 alone or the mean of these skills fails them"),
-}
-THRESHOLD_OPTIONS = {  # option -> Thresholds field
-    "transfer-min-gain": "min_gain",
-    "transfer-min-score": "min_score",
-    "transfer-min-efficiency": "min_efficiency",
-    "transfer-regression-tolerance": "regression_tolerance",
-    "transfer-harm-tolerance": "harm_tolerance",
-    "transfer-noninferiority-margin": "noninferiority_margin",
 }
 INCONCLUSIVE_ACTIONS = ("fail", "xfail", "pass")  # what an inconclusive gate does to its pytest item
 
@@ -102,8 +95,8 @@ def add_options(parser: Any) -> None:
          "args", action="append", metavar="SEED")
     _add(group, parser, "seeds-dir", "folder of seeds (or one seed) to collect as well; repeatable", "paths",
          action="append", metavar="DIR")
-    for option, name in THRESHOLD_OPTIONS.items():
-        _add(group, parser, option, f"gate: {name.replace('_', ' ')} (overrides seed.toml; 'off' disables)",
+    for name in threshold_gates():
+        _add(group, parser, GATES[name].option, f"gate {name}: {GATES[name].help} (overrides seed.toml; 'off' disables)",
              metavar="X")
     _add(group, parser, "no-snapshots", "measure and gate without comparing the committed snapshots "
          "(the CLI's default; the regression gate still reads them)", action="store_true", default=None)
@@ -249,7 +242,7 @@ class Settings:
         values = {"regression_tolerance": DEFAULT_REGRESSION_TOLERANCE, "harm_tolerance": DEFAULT_HARM_TOLERANCE,
                   **seed.values(), **self.ini_thresholds,
                   **(marker or {}), **self.cli_thresholds}
-        return Thresholds(**{k: v for k, v in values.items() if k in GATE_NAMES})
+        return Thresholds(**{k: v for k, v in values.items() if k in threshold_gates()})
 
 
 class _Reader:
@@ -476,7 +469,8 @@ def read_settings(config: pytest.Config) -> Settings:
     on_demand, where = reader.get("direct-on-demand")
     protocol["direct_on_demand"] = _bool(on_demand, where) if on_demand is not None else False
     layers: dict[str, dict[str, float | None]] = {"ini": {}, "cli": {}}
-    for option, name in THRESHOLD_OPTIONS.items():
+    for name in threshold_gates():
+        option = GATES[name].option
         for layer, value, where in (("ini", reader.ini(option), ini_name(option)), ("cli", reader.cli(option), reader.flag(option))):
             if value is not None:
                 layers[layer][name] = _threshold(value, where)

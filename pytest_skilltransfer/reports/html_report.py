@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from ..engine.gate_specs import chart_gates
 from ..evidence.frontier import comparison_lines, frontier_rows, frontier_title
 from ..evidence.summary import spent_by_errors, summarize
 from ..pricing.cost_breakdown import breakdown_lines, errored_spend
@@ -81,9 +82,6 @@ MAX_LABEL_WIDTH = 560
 
 
 RUN_CHECKS = 10  # the run's most missed checks shown on the page
-# The gates on the gain, as the results name them, and the sign that puts each threshold on the gain axis: a
-# tolerance or margin t is the line at -t.
-CHART_GATES = {"min_gain": 1, "harm_tolerance": -1, "noninferiority_margin": -1}
 
 
 def attention_first(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -192,9 +190,9 @@ def gain_chart(results: list[dict[str, Any]]) -> str:
         parts.append(f'<a href="#{anchor(result)}"><text x="{label_width - 8}" y="{y + 4:.1f}" text-anchor="end">'
                      f'<title>{esc(label)}</title>{esc(shown)}</text></a>')
         for gate in (result.get("gate") or {}).get("gates", []):
-            threshold = gate.get("threshold")
-            if gate.get("gate") in CHART_GATES and isinstance(threshold, (int, float)):
-                at = CHART_GATES[gate["gate"]] * threshold
+            threshold, sign = gate.get("threshold"), chart_gates().get(gate.get("gate"))
+            if sign is not None and isinstance(threshold, (int, float)):
+                at = sign * threshold  # a tolerance or margin t is the line at -t
                 parts.append(f'<line class="threshold" data-gate="{esc(gate["gate"])}" x1="{x(at):.1f}" y1="{y - 7:.1f}" '
                              f'x2="{x(at):.1f}" y2="{y + 7:.1f}" stroke="#8250df" stroke-dasharray="2,2">'
                              f'<title>{esc(gate["gate"])} {threshold:g}: gain {at:+g}</title></line>')

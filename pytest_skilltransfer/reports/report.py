@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..engine.gate_specs import claim_gates, is_signed, label_of
+
 COLUMNS = ("seed", "pair", "base", "transf.", "gain [95% CI]", "p", "mdg", "eff.", "outcome", "verdict")
 MD_COLUMNS = ("seed", "pair", "baseline", "transferred", "direct", "gain [95% CI]", "p", "mdg", "eff. [95% CI]",
               "calls", "tokens", "$", "outcome", "verdict")
-CLAIM_GATES = ("min_gain", "min_score", "min_efficiency", "noninferiority_margin", "expect")
 NO_GATE, UNCHANGED = "no gate", "unchanged vs snapshot"
 SEED_CHARS = 20
 TABLE_WIDTH = 120  # the terminal table stays narrower than this
@@ -188,7 +189,7 @@ def verdict_label(record: dict[str, Any]) -> str:
         return verdict
     claims = record.get("claims")
     if claims is None:
-        claims = [g["gate"] for g in record.get("gates", []) if g["gate"] in CLAIM_GATES]
+        claims = [g["gate"] for g in record.get("gates", []) if g["gate"] in claim_gates()]
     if claims:
         return "pass"
     return UNCHANGED if record.get("snapshot") == "ok" else NO_GATE
@@ -404,10 +405,6 @@ def price_difference(results: list[dict[str, Any]]) -> str | None:
     return f"optimization cost: on source ${source:.4f} vs direct on target ${direct:.4f}{ratio}"
 
 
-GATE_LABELS = {"min_gain": "gain", "min_score": "score", "min_efficiency": "efficiency",
-               "regression_tolerance": "change vs snapshot", "harm_tolerance": "gain"}
-
-
 def gate_reason(gate: dict[str, Any], against: str | None = None) -> str:
     """One gate record (`Gate.as_dict`) in a few words, e.g. `gain +0.04 [-0.38, +0.45] inconclusive for
     min_gain +0.30: 61 tasks would decide it` (its `message` holds the full sentence); `against`: the base
@@ -417,8 +414,8 @@ def gate_reason(gate: dict[str, Any], against: str | None = None) -> str:
         return f"pass rests on {estimate:.0f} uncertain rubric verdict(s)"
     if name == "expect":  # "seed.toml declares 'hurts' for A -> B but the run shows '...': gain ... (95% CI, n)"
         return gate.get("message", "").split("; ")[0] or f"expect {verdict}"
-    fmt = "+.2f" if name in ("min_gain", "regression_tolerance", "harm_tolerance") else ".2f"
-    label = GATE_LABELS.get(name, name)
+    fmt = "+.2f" if is_signed(name) else ".2f"
+    label = label_of(name)
     if name == "regression_tolerance" and against:
         label = f"change vs {against}"
     if estimate is None:
