@@ -9,12 +9,21 @@ It answers with a JSON array.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass
 
 from ..guards.edits import Edit
 from ..guards.json_text import embedded_json
+from ..guards.prompt_format import (
+    CURRENT_SKILL,
+    FAILING_ATTEMPTS,
+    FAILING_CRITERIA,
+    PASSING_ATTEMPTS,
+    REJECTED_EDITS,
+    budget_line,
+    check_tag,
+    rejected_line,
+)
 from ..models.base import Message, Request
 from .judges import Judge, describe_check
 
@@ -69,13 +78,13 @@ def _criteria(failures: list[Observation]) -> list[str]:
     for obs in failures:
         if obs.judge.kind == "qrels":
             key = "qrels"
-            lines[key] = "the agent retrieves the page about the task's topic with a tool call (check: qrels)"
+            lines[key] = f"the agent retrieves the page about the task's topic with a tool call {check_tag('qrels', with_arg=False)}"
             counts[key] += 1
             continue
         for check in obs.judge.checks:
             if check.label() in obs.failed:
                 key = check.label()
-                lines[key] = f"{describe_check(check)} (check: {check.op} {json.dumps(check.arg)})"
+                lines[key] = f"{describe_check(check)} {check_tag(check.op, check.arg)}"
                 counts[key] += 1
     return [f"- {lines[key]} -- failed on {n} of {len(failures)} failing tasks" for key, n in counts.most_common()]
 
@@ -102,18 +111,17 @@ def build_reflect_request(
     sample_id: int = 0,
 ) -> Request:
     """The optimizer request for one night."""
-    parts = ["# Current skill", skill.strip(), "", "# Failing criteria (training tasks)"]
+    parts = [CURRENT_SKILL, skill.strip(), "", FAILING_CRITERIA]
     parts += _criteria(failures) or ["- (none)"]
-    parts += ["", f"# Failing attempts ({min(len(failures), MAX_FAILURES_SHOWN)} of {len(failures)})"]
+    parts += ["", f"{FAILING_ATTEMPTS} ({min(len(failures), MAX_FAILURES_SHOWN)} of {len(failures)})"]
     parts += [_observation_block(o) for o in failures[:MAX_FAILURES_SHOWN]] or ["(none)"]
-    parts += ["", f"# Passing attempts, keep these working ({min(len(successes), MAX_SUCCESSES_SHOWN)} of {len(successes)})"]
+    parts += ["", f"{PASSING_ATTEMPTS} ({min(len(successes), MAX_SUCCESSES_SHOWN)} of {len(successes)})"]
     parts += [_observation_block(o) for o in successes[:MAX_SUCCESSES_SHOWN]] or ["(none)"]
-    parts += ["", "# Edits already tried and rejected by validation"]
+    parts += ["", REJECTED_EDITS]
     parts += [
-        f"- night {r.night}: {r.edit.op} {json.dumps(r.edit.content or r.edit.anchor)} (validation {r.before:.2f} -> {r.after:.2f})"
-        for r in rejected
+        rejected_line(r.night, r.edit.op, r.edit.content or r.edit.anchor, r.before, r.after) for r in rejected
     ] or ["- (none)"]
-    parts += ["", f"Return at most {edit_budget} edits as a JSON array."]
+    parts += ["", budget_line(edit_budget)]
     return Request(
         system=REFLECT_SYSTEM.replace("__BUDGET__", str(edit_budget)),
         messages=(Message(role="user", content="\n".join(parts)),),

@@ -25,6 +25,7 @@ from typing import Any
 
 from ..evidence.stats import interval_of_sum
 from ..guards.json_text import embedded_json
+from ..guards.prompt_format import ANSWER_HEADER, CRITERION_HEADER, TASK_HEADER
 from ..models.base import Message, Model, ModelCallError, Reply, Request, ResponseSchema
 from .judges import Grade, RubricVerdict
 from .ledger import CallCache, Meter
@@ -50,7 +51,6 @@ decide whether the answer meets the criterion. Judge only the criterion, not sty
 unless the criterion asks for them. Reply with a verdict, "pass" or "fail", and a one-line reason,
 as JSON: {"verdict": "pass" | "fail", "reason": "<one line>"}.
 """
-TASK_HEADER, ANSWER_HEADER, CRITERION_HEADER = "# Task", "# Answer", "# Criterion"
 RETRY_NOTE = 'Your reply could not be read. Reply with ONLY the JSON object {"verdict": "pass" | "fail", "reason": "<one line>"}.'
 JUDGE_MAX_TOKENS = 256
 REASON_CHARS = 200

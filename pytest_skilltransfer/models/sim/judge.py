@@ -26,10 +26,11 @@ import json
 import re
 from dataclasses import dataclass
 
+from ...guards.prompt_format import ANSWER_HEADER, CRITERION_HEADER, RUBRIC_SECTIONS
 from ..base import ModelError, Reply, Request, Usage, register_family
 
 FAMILY = "sim-judge"
-HEADERS = ("# Task", "# Answer", "# Criterion")
+HEADERS = RUBRIC_SECTIONS
 
 # (concept, words in a criterion that name it, cues in an answer that show it)
 CONCEPTS: tuple[tuple[str, str, str], ...] = (
@@ -154,7 +155,7 @@ class SimJudge:
         if parts is None:
             text = "I only grade requests with # Task, # Answer and # Criterion sections."
         else:
-            reading = read(parts["# Criterion"], parts["# Answer"])
+            reading = read(parts[CRITERION_HEADER], parts[ANSWER_HEADER])
             passed, reason = reading.passed, reading.reason
             error = self.profile.base_error + self.profile.vague_error * reading.vagueness
             if self._draw(request, "flip") < error:

@@ -18,12 +18,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...guards.edits import split_skill
+from ...guards.prompt_format import (
+    CURRENT_SKILL,
+    FAILING_ATTEMPTS,
+    FAILING_CRITERIA,
+    PASSING_ATTEMPTS,
+    REJECTED_EDITS,
+    read_budget,
+    read_check_tag,
+    read_rejected_line,
+)
 from .noise import Noise
 from .profiles import Profile
 from .regex_template import FREE, template_for
 from .skill_reader import LENGTH, PHRASE, REFUSAL, TOOLS, parse_skill
 
-REFLECT_MARKER = "# Failing criteria (training tasks)"
+REFLECT_MARKER = FAILING_CRITERIA
 FENCE = "~~~"  # a Markdown fence; templates use it because edit parsing strips backtick fences from replies
 STRUCTURE_OPS = ("section_present", "section_contains", "regex", "contains")
 USELESS_EDITS = ("Be accurate and helpful.", "Double-check facts before answering.", "Write clearly and professionally.")
@@ -69,8 +79,8 @@ def _normalize(text: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"```|~~~", "", text)).strip().casefold()
 
 
-_HEADERS = ("# Current skill\n", "\n# Failing criteria (training tasks)\n", "\n# Failing attempts", "\n# Passing attempts",
-            "\n# Edits already tried and rejected by validation\n")
+_HEADERS = (f"{CURRENT_SKILL}\n", f"\n{FAILING_CRITERIA}\n", f"\n{FAILING_ATTEMPTS}", f"\n{PASSING_ATTEMPTS}",
+            f"\n{REJECTED_EDITS}\n")
 
 
 def _between(text: str, start: str, end: str | None) -> str:
@@ -84,10 +94,10 @@ def _between(text: str, start: str, end: str | None) -> str:
 
 
 def _criterion(line: str) -> Criterion | None:
-    match = re.search(r"\(check: (\w+)", line)
-    if not match:
+    tag = read_check_tag(line)
+    if tag is None:
         return None
-    rest = line[match.end():]
+    op, rest = tag
     arg: Any = None
     if rest.startswith(" "):
         try:
@@ -95,7 +105,7 @@ def _criterion(line: str) -> Criterion | None:
         except ValueError:
             return None
     count = re.search(r"-- failed on (\d+) of", rest)
-    return Criterion(match.group(1), arg, int(count.group(1)) if count else 1)
+    return Criterion(op, arg, int(count.group(1)) if count else 1)
 
 
 def read_prompt(text: str) -> ReflectPrompt:
@@ -105,11 +115,11 @@ def read_prompt(text: str) -> ReflectPrompt:
     criteria = tuple(c for c in (_criterion(line) for line in criteria_lines if line.startswith("- ")) if c)
     rejected = set()
     for line in _between(text, _HEADERS[4], None).splitlines():
-        match = re.match(r"- night \d+: \w+ (\".*\") \(validation", line)
-        if match:
-            rejected.add(_normalize(json.loads(match.group(1))))
-    budget = re.search(r"Return at most (\d+) edits", text)
-    return ReflectPrompt(skill, criteria, frozenset(rejected), int(budget.group(1)) if budget else 3)
+        edit = read_rejected_line(line)
+        if edit is not None:
+            rejected.add(_normalize(edit))
+    budget = read_budget(text)
+    return ReflectPrompt(skill, criteria, frozenset(rejected), budget if budget is not None else 3)
 
 
 # ---- what is required ------------------------------------------------------------------------
