@@ -48,43 +48,53 @@ import regex
 from ..guards import timed_regex
 from ..guards.regex_size import too_large
 
-TEXT_OPS = ("section_present", "section_contains", "regex", "contains", "not_contains")
-BOUND_OPS = ("max_chars", "min_chars")
 RUBRIC_OP = "rubric"
-RULE_OPS = TEXT_OPS + BOUND_OPS + ("no_refusal", "tool_called", RUBRIC_OP)
 JUDGE_KINDS = ("rule", "qrels", "rubric")
 REGEX_FLAGS = regex.MULTILINE | regex.ASCII
 REGEX_TIMEOUT_SECONDS = timed_regex.TIMEOUT_SECONDS
 RegexTimeoutWarning = timed_regex.RegexTimeoutWarning
 PatternTimeout = timed_regex.PatternTimeout
 
-ARG_KINDS = ("string", "integer", "none")
+ARG_KINDS = ("string", "integer", "none")  # what a registered op's argument is
+PRESENT, ABSENT, LENGTH = "present", "absent", "length"  # what a missed check means (`Op.miss`)
 
 
 @dataclass(frozen=True)
-class ExtraOp:
-    """A registered rule op: its test on the answer text, its argument kind, its plain-English wording."""
+class Op:
+    """A rule op, defined once: its argument kind (`string`, `regex`, `integer`, `none`, `criterion`), its
+    plain-English wording (with `{arg}`), what a miss means (`present`: the answer has what the check
+    forbids; `absent`: it lacks what the check asks; `length`: too short or too long; None: other), and its
+    test on the answer text (None: `tool_called` and `rubric`, decided from the attempt or by a judge)."""
 
-    passes: Callable[[str, Any], bool]
-    arg: str = "string"
-    description: str = ""
+    arg: str
+    wording: str
+    miss: str | None = None
+    passes: Callable[[str, Any], bool] | None = None
+    built_in: bool = True
 
 
-EXTRA_OPS: dict[str, ExtraOp] = {}
+OPS: dict[str, Op] = {}  # every rule op: the built-in ones (below, after their tests), then registered ones
 
 
 def register_op(name: str, passes: Callable[[str, Any], bool], arg: str = "string", description: str = "") -> None:
     """Add a rule op: `passes(answer_text, arg)`; `arg` is string, integer or none; `description` may use {arg}."""
-    if name in RULE_OPS:
+    if name in OPS and OPS[name].built_in:
         raise ValueError(f"judge op {name!r} is built in; choose another name")
     if arg not in ARG_KINDS:
         raise ValueError(f"judge op {name!r}: arg must be one of {', '.join(ARG_KINDS)}, got {arg!r}")
-    EXTRA_OPS[name] = ExtraOp(passes, arg, description or f"passes the {name} check" + (" {arg}" if arg != "none" else ""))
+    wording = description or f"passes the {name} check" + (" {arg}" if arg != "none" else "")
+    OPS[name] = Op(arg, wording, None, passes, built_in=False)
 
 
 def rule_ops() -> tuple[str, ...]:
     """Built-in ops, then the registered ones."""
-    return RULE_OPS + tuple(sorted(EXTRA_OPS))
+    return RULE_OPS + tuple(sorted(name for name, op in OPS.items() if not op.built_in))
+
+
+def miss_of(op: str) -> str | None:
+    """What a missed check of `op` means (`Op.miss`); None for an unknown op."""
+    spec = OPS.get(op)
+    return spec.miss if spec is not None else None
 
 
 REFUSAL_OPENINGS = (
@@ -237,16 +247,23 @@ def _no_refusal(text: str, _arg: Any) -> bool:
     return bool(opening) and not opening.startswith(REFUSAL_OPENINGS)
 
 
-TEXT_CHECKS: dict[str, Callable[[str, Any], bool]] = {
-    "section_present": _section_present,
-    "section_contains": _section_contains,
-    "regex": lambda text, arg: regex_search(arg, text),
-    "contains": lambda text, arg: arg in text,
-    "not_contains": lambda text, arg: arg.casefold() not in text.casefold(),
-    "max_chars": lambda text, arg: utf16_length(text) <= int(arg),
-    "min_chars": lambda text, arg: utf16_length(text) >= int(arg),
-    "no_refusal": _no_refusal,
-}
+OPS.update({
+    "section_present": Op("string", 'has a Markdown heading whose whole text is "{arg}"', ABSENT, _section_present),
+    "section_contains": Op("string", 'has a Markdown heading that mentions "{arg}"', ABSENT, _section_contains),
+    "regex": Op("regex", "matches the regular expression /{arg}/ (multiline)", ABSENT,
+                lambda text, arg: regex_search(arg, text)),
+    "contains": Op("string", 'contains the exact text "{arg}"', ABSENT, lambda text, arg: arg in text),
+    "not_contains": Op("string", 'never contains the phrase "{arg}" (in any case)', PRESENT,
+                       lambda text, arg: arg.casefold() not in text.casefold()),
+    "max_chars": Op("integer", "is at most {arg} characters long", LENGTH,
+                    lambda text, arg: utf16_length(text) <= int(arg)),
+    "min_chars": Op("integer", "is at least {arg} characters long", LENGTH,
+                    lambda text, arg: utf16_length(text) >= int(arg)),
+    "no_refusal": Op("none", "answers the request instead of refusing it", PRESENT, _no_refusal),
+    "tool_called": Op("string", 'calls the "{arg}" tool before answering'),
+    RUBRIC_OP: Op("criterion", 'meets this criterion, as a judge model reads it: "{arg}"'),
+})
+RULE_OPS = tuple(OPS)  # the built-in ops, in the order docs and schemas list them
 
 
 class NoJudgeModel(ValueError):
@@ -259,13 +276,10 @@ def check_passes(check: Check, attempt: Attempt) -> bool:
         raise NoJudgeModel(f"rubric check {check.arg!r} needs a judge model (--judge MODEL)")
     if check.op == "tool_called":
         return check.arg in attempt.tools_called
-    if check.op in EXTRA_OPS:
-        return bool(EXTRA_OPS[check.op].passes(attempt.text, check.arg))
-    try:
-        rule = TEXT_CHECKS[check.op]
-    except KeyError:
-        raise ValueError(f"unknown judge op {check.op!r}; known ops: {', '.join(rule_ops())}") from None
-    return rule(attempt.text, check.arg)
+    op = OPS.get(check.op)
+    if op is None or op.passes is None:
+        raise ValueError(f"unknown judge op {check.op!r}; known ops: {', '.join(rule_ops())}")
+    return bool(op.passes(attempt.text, check.arg))
 
 
 def ndcg_at_k(retrieved: tuple[str, ...], expected: tuple[str, ...], k: int) -> float:
@@ -324,21 +338,8 @@ def has_rubric(judge: Judge) -> bool:
 
 def describe_check(check: Check) -> str:
     """Plain-English wording of a check, as an optimizer or a reviewer would read it."""
-    arg = check.arg
-    if check.op in EXTRA_OPS:
-        return f"the answer {EXTRA_OPS[check.op].description.format(arg=arg)}"
-    wording = {
-        "section_present": f'has a Markdown heading whose whole text is "{arg}"',
-        "section_contains": f'has a Markdown heading that mentions "{arg}"',
-        "regex": f"matches the regular expression /{arg}/ (multiline)",
-        "contains": f'contains the exact text "{arg}"',
-        "not_contains": f'never contains the phrase "{arg}" (in any case)',
-        "max_chars": f"is at most {arg} characters long",
-        "min_chars": f"is at least {arg} characters long",
-        "no_refusal": "answers the request instead of refusing it",
-        "tool_called": f'calls the "{arg}" tool before answering',
-        RUBRIC_OP: f'meets this criterion, as a judge model reads it: "{arg}"',
-    }.get(check.op)
-    return f"the answer {wording}" if wording else f"{check.op} {arg}"
+    op = OPS.get(check.op)
+    wording = op.wording.format(arg=check.arg) if op is not None else None
+    return f"the answer {wording}" if wording else f"{check.op} {check.arg}"
 
 

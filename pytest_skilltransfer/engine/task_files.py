@@ -12,7 +12,7 @@ import regex
 
 from ..guards.confined import ConfinedFolder
 from ..guards.regex_portability import javascript_problems
-from .judges import BOUND_OPS, EXTRA_OPS, JUDGE_KINDS, RUBRIC_OP, TEXT_OPS, Check, Judge, compile_pattern, rule_ops
+from .judges import JUDGE_KINDS, OPS, RUBRIC_OP, Check, Judge, compile_pattern, rule_ops
 from .seed_data import (
     CHECK_FIELDS,
     CONTEXT_FIELDS,
@@ -86,8 +86,8 @@ def _parse_check(raw: Any, where: str, problems: list[SeedProblem]) -> Check | N
     if op not in rule_ops():
         problems.append(SeedProblem(where, f"unknown op {op!r}; known ops: {', '.join(rule_ops())}"))
         return None
-    kind = EXTRA_OPS[op].arg if op in EXTRA_OPS else None
-    if op in BOUND_OPS or kind == "integer":
+    kind = OPS[op].arg
+    if kind == "integer":
         if not _is_int(arg) or arg < 0:
             problems.append(SeedProblem(where, f"{op} needs a non-negative integer, got {arg!r}"))
             return None
@@ -97,7 +97,7 @@ def _parse_check(raw: Any, where: str, problems: list[SeedProblem]) -> Check | N
             problems.append(SeedProblem(where, "rubric needs a criterion: a non-empty string saying what a good "
                                         "answer does, e.g. \"names the root cause of the incident\""))
             return None
-    elif op in TEXT_OPS or op == "tool_called" or kind == "string":
+    elif kind in ("string", "regex"):
         if not isinstance(arg, str) or not arg.strip():
             problems.append(SeedProblem(where, f"{op} needs a non-empty string argument"))
             return None

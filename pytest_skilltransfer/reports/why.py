@@ -24,14 +24,14 @@ import difflib
 import re
 from typing import Any
 
+from ..engine.judges import ABSENT, LENGTH, PRESENT, miss_of
+
 ARMS = ("baseline", "transferred", "direct")
 SHORT_WORDS = ("short", "shorter", "concise", "brief", "briefly", "terse", "succinct")
 LONG_WORDS = ("long", "longer", "exhaustive", "detailed", "detail", "thorough")
 LENGTH_WORDS = (*SHORT_WORDS, *LONG_WORDS, "length", "words", "characters", "chars", "paragraph", "paragraphs")
 KIND_WORDS = {"min_chars": LENGTH_WORDS, "max_chars": LENGTH_WORDS,  # judge ops (`engine.judges.RULE_OPS`)
               "no_refusal": ("refuse", "decline", "cannot", "can't", "unable", "sorry")}
-PRESENT_MISSES = ("not_contains", "regex", "no_refusal")  # missed: the answer has what the check looks for
-ABSENT_MISSES = ("contains", "section_present", "section_contains")  # missed: the answer lacks it
 NEGATIONS = frozenset("never not no don't dont do-not avoid without stop drop omit remove skip nor none "
                       "refrain forbid forbidden".split())
 CAUSE_RULE = ("A learned line mentions a check when it names the check's words. It is shown as a possible cause "
@@ -134,7 +134,8 @@ def causes(line: str, check: str) -> bool:
     """Whether a line mentioning a missed check may have caused the miss (`CAUSE_RULE`)."""
     kind = check.partition("=")[0].strip()
     added = line.startswith("+")
-    if kind in ("min_chars", "max_chars"):  # too short / too long: a line pushing that way
+    miss = miss_of(kind)
+    if miss == LENGTH:  # too short / too long: a line pushing that way
         tokens = set(_tokens(line[1:]))
         short = bool(tokens & set(SHORT_WORDS)) and not forbids(line[1:], check) or (
             bool(tokens & set(LONG_WORDS)) and forbids(line[1:], check))
@@ -143,10 +144,10 @@ def causes(line: str, check: str) -> bool:
         pushes = short if kind == "min_chars" else longer
         pulls = longer if kind == "min_chars" else short
         return pushes if added else pulls
-    if kind not in PRESENT_MISSES + ABSENT_MISSES:
+    if miss not in (PRESENT, ABSENT):
         return False
     pushes_presence = added != forbids(line[1:], check)  # added and asking, or removed and forbidding
-    return pushes_presence if kind in PRESENT_MISSES else not pushes_presence
+    return pushes_presence if miss == PRESENT else not pushes_presence
 
 
 def pointed_lines(check: str, lines: list[str]) -> list[str]:
