@@ -122,6 +122,7 @@ class StopOnSignal:
     def pytest_unconfigure(self) -> None:
         self._done.set()
         self._restore()
+        resume()  # the run is over (a process that runs pytest again, as pytester does, may send again)
 
     def told(self) -> str | None:
         """Why the run stopped: this process's signal, or the one another process wrote, else None."""
@@ -154,7 +155,8 @@ def interruption(config: pytest.Config, exitstatus: int) -> dict[str, Any] | Non
         return None
     progress = config.pluginmanager.get_plugin("skilltransfer-progress")
     paid = progress.paid() if progress is not None else {"usd": 0.0, "answers": 0, "unpriced": 0}
-    return {"by": why or "KeyboardInterrupt", **{f"paid_{k}" if k == "usd" else k: v for k, v in paid.items()},
+    return {"by": why or "KeyboardInterrupt", "paid_usd": paid["usd"], "answers": paid["answers"],
+            "unpriced": paid["unpriced"],
             "resume": "run the same command again: answers already paid are in the cassettes and are not paid "
                       "again; batches in flight are collected"}
 
