@@ -80,13 +80,13 @@ class TransferReporting:
             report.update(fields())
         return report
 
-    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if is_worker(self.config):
             return
         from ..reports import markdown_report
         from .stopping import interruption, interruption_line
 
-        self.interrupted = interruption(self.config, exitstatus)
+        self.interrupted = interruption(self.config)
         if self.interrupted is not None:
             self.run_fields.append(lambda: {"interrupted": self.interrupted})
         if self.settings.json_path:

@@ -119,6 +119,12 @@ class StopOnSignal:
                                              daemon=True)
             self._watcher.start()
 
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        """A KeyboardInterrupt itself (a second signal, or a SIGINT this plugin did not handle) is a stop
+        too; pytest's and xdist's `Interrupted` (`-x` under xdist, `--stepwise`) are not."""
+        if type(excinfo.value) is KeyboardInterrupt and self.reason is None:
+            self.reason = "KeyboardInterrupt"
+
     def pytest_unconfigure(self) -> None:
         self._done.set()
         self._restore()
@@ -146,16 +152,16 @@ def register(config: pytest.Config) -> None:
 PLUGIN_NAME = "skilltransfer-stop"
 
 
-def interruption(config: pytest.Config, exitstatus: int) -> dict[str, Any] | None:
+def interruption(config: pytest.Config) -> dict[str, Any] | None:
     """What the reports say of a stopped run: why, and what was paid (the live counts' bill: the budget's
     ledger with `--max-cost`, else the recorded answers priced by their usage); None for a run that ended."""
     stopper = config.pluginmanager.get_plugin(PLUGIN_NAME)
     why = stopper.told() if stopper is not None else None
-    if why is None and exitstatus != pytest.ExitCode.INTERRUPTED:
+    if why is None:
         return None
     progress = config.pluginmanager.get_plugin("skilltransfer-progress")
     paid = progress.paid() if progress is not None else {"usd": 0.0, "answers": 0, "unpriced": 0}
-    return {"by": why or "KeyboardInterrupt", "paid_usd": paid["usd"], "answers": paid["answers"],
+    return {"by": why, "paid_usd": paid["usd"], "answers": paid["answers"],
             "unpriced": paid["unpriced"],
             "resume": "run the same command again: answers already paid are in the cassettes and are not paid "
                       "again; batches in flight are collected"}
