@@ -40,10 +40,10 @@ import binascii
 import os
 import re
 import threading
-from urllib.parse import quote, quote_plus
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
+from urllib.parse import quote, quote_plus
 
 SDK_KEY_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY")
 MIN_SECRET_LENGTH = 8  # shorter values (placeholders, "x") would redact ordinary words; also the shortest echo

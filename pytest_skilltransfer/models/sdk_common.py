@@ -45,6 +45,7 @@ from typing import Any, Callable, Protocol
 from ..guards.redaction import redact_text, strip_userinfo
 from .aliases import Target
 from .base import ModelCallError, find_in_chain
+from .halt import RunStopped, refuse_if_halted
 
 REPLAY_KEY = "skilltransfer-replay-placeholder"
 LOCAL_KEY = "skilltransfer-local-placeholder"
@@ -209,7 +210,9 @@ def deadline_exceeded(model: str, where: str) -> CallDeadlineExceeded:
 
 
 def _clamp_attempt(request: Any) -> None:
-    """httpx request hook: the attempt may take only the time the call has left."""
+    """httpx request hook: nothing is sent once the run is stopped (`halt`); the attempt may take only the
+    time the call has left."""
+    refuse_if_halted()
     left = _time_left()
     if left is None:
         return
@@ -312,6 +315,9 @@ def _status_message(exc: Any) -> str:
 
 def call_failed(exc: Exception, target: Target, timeout: float) -> ModelCallError:
     """An SDK or transport exception as a ModelCallError that says what to do (secrets redacted)."""
+    stopped = find_in_chain(exc, RunStopped)
+    if stopped is not None:
+        return stopped  # type: ignore[return-value]
     env = current_environment()
     explained = env.explain(exc) if env is not None else None
     if explained is not None:
@@ -362,6 +368,7 @@ def _retry_timeout(self: Any, remaining_retries: int, options: Any, response_hea
     when the call's deadline would pass before the next attempt could start."""
     if _call.stop is not None:
         raise _call.stop
+    refuse_if_halted()
     attempt = max(0, options.get_max_retries(self.max_retries) - remaining_retries)
     wait = self._skilltransfer_policy.wait_before_retry(attempt, self._parse_retry_after_header(response_headers))
     if response_headers is None and _call.tried is not None:

@@ -163,6 +163,9 @@ def pytest_configure(config: pytest.Config) -> None:
     markers.register(config)
     if config.option.help or not engaged(config):  # --help must work even when the configuration is wrong
         return
+    from . import stopping
+
+    stopping.register(config)  # SIGINT / SIGTERM: an orderly stop in every process, from the start
     if not starts_workers(config):
         _engage(config)
         return

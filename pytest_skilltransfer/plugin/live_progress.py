@@ -15,7 +15,7 @@ and at each item's end, and the controller sums them. Only the controller writes
 `--skilltransfer-progress` (ini `skilltransfer_progress`): `auto` (default: a line every 10 s on a
 terminal, every 60 s in a log, only when something changed, and only when some item can record:
 record mode other than `none` and a provider model, or the batch lane; a last line when the session
-ends), `off`, or seconds. Under `CI=true` replay nothing is recorded, so nothing is printed.
+ends), `off` (no line; the counts are still kept, for a stopped run's report), or seconds. Under `CI=true` replay nothing is recorded, so nothing is printed.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def _auto_interval(config: pytest.Config) -> float:
 class LiveProgress:
     """The plugin object: counts in every process, publishes on workers, prints on the controller."""
 
-    def __init__(self, config: pytest.Config, every_s: float, can_record: bool, batch: bool,
+    def __init__(self, config: pytest.Config, every_s: float | None, can_record: bool, batch: bool,
                  budget: Any = None, plan: Callable[[list[pytest.Item]], tuple[int, int]] | None = None) -> None:
         self.config = config
         self.every_s = every_s
@@ -164,8 +164,8 @@ class LiveProgress:
     def pytest_runtestloop(self, session: pytest.Session) -> None:
         """The controller (or the only process) starts printing as the items start (an xdist controller
         registers this plugin only once its workers have started, after the session start)."""
-        if self.worker_id is not None or self._thread is not None:
-            return
+        if self.worker_id is not None or self._thread is not None or self.every_s is None:
+            return  # a worker, or progress `off` (the counts are still kept, for an interrupted run's report)
         from .lines import line_writer
 
         self._write = line_writer(self.config)
@@ -203,6 +203,13 @@ class LiveProgress:
             return
         self._last_figures = figures
         self._write(line)
+
+    def paid(self) -> dict[str, Any]:
+        """What the run paid so far, as the progress line shows it: the budget's settled charge with
+        `--max-cost`, else the recorded answers priced by their usage."""
+        counts = self.totals()
+        usd = self.budget.state().settled_usd if self.budget is not None else counts.usd
+        return {"usd": round(usd, 6), "answers": counts.calls, "unpriced": counts.unpriced}
 
     def totals(self) -> Counts:
         """The run's counts: this process's, plus every worker's publication."""
@@ -248,15 +255,14 @@ def _elapsed(seconds: float) -> str:
 
 
 def register(config: pytest.Config, settings: Any, runner: Any, spec_of: Callable[[pytest.Item], Any]) -> None:
-    """Add the live progress to an engaged run unless `--skilltransfer-progress off`."""
+    """Add the live progress to an engaged run that records (`--skilltransfer-progress off` counts without
+    printing: a stopped run's report still says what was paid)."""
     from ..cassettes import default_record_mode
     from . import batch
     from .options import _Reader
 
     value, _ = _Reader(config).get("skilltransfer-progress")
-    every = interval(value)
-    if every is None:
-        return
+    every = interval(value)  # None (off): counted, never printed
     mode = settings.record_mode or default_record_mode()
     batch_lane = batch.read(config) is not None
     if (mode == "none" and not batch_lane) or settings.plan or config.option.collectonly:

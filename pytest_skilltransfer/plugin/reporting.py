@@ -55,6 +55,7 @@ class TransferReporting:
         self.results: dict[str, dict[str, Any]] = {}  # by item: a rerun (pytest-rerunfailures) replaces its try
         self.run_fields: list[Callable[[], dict[str, Any]]] = []  # extra top-level JSON fields (shard, ref)
         self.errors: dict[str, dict[str, Any]] = {}  # by item: errored before a result (a cassette miss, ...)
+        self.interrupted: dict[str, Any] | None = None  # a stopped run: why and what was paid (`stopping`)
 
     def ordered(self) -> list[dict[str, Any]]:
         return ordered(list(self.results.values()))
@@ -84,11 +85,17 @@ class TransferReporting:
         if is_worker(self.config):
             return
         from ..reports import markdown_report
+        from .stopping import interruption, interruption_line
 
+        self.interrupted = interruption(self.config)
+        if self.interrupted is not None:
+            self.run_fields.append(lambda: {"interrupted": self.interrupted})
         if self.settings.json_path:
             write(self.settings.json_path, json.dumps(self.report(), indent=2) + "\n")
         if self.settings.md_path:
             text = markdown_report.render(self.ordered(), errored(self.errors))
+            if self.interrupted is not None:
+                text = f"**{interruption_line(self.interrupted)}**\n\n{text}"
             path = self.settings.md_path
             text = ("\n" if path.is_file() and path.stat().st_size else "") + text
             write(self.settings.md_path, text, append=True)
@@ -98,9 +105,13 @@ class TransferReporting:
             write(self.settings.html_path, html_report.render(self.report()))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if is_worker(self.config) or not (self.results or self.errors):
+        if is_worker(self.config) or not (self.results or self.errors or self.interrupted):
             return
         terminalreporter.write_sep("=", SECTION)
+        if self.interrupted is not None:
+            from .stopping import interruption_line
+
+            terminalreporter.write_line(safe(interruption_line(self.interrupted)))
         spellings = self.config.stash.get(SPELLINGS, None)
         if spellings is not None and spellings.note():
             terminalreporter.write_line(safe(f"note: {spellings.note()}"))

@@ -444,7 +444,13 @@ def render(report: dict[str, Any]) -> str:
     """The whole page from a JSON report."""
     results = attention_first(report.get("results") or [])
     errors = list(report.get("errors") or [])
-    body = [headline(report), _errors(errors)]
+    body = [headline(report)]
+    stopped = report.get("interrupted")
+    if stopped:
+        body.append(f'<p class="interrupted"><strong>Interrupted ({esc(stopped["by"])})</strong>: '
+                    f'${stopped["paid_usd"]:.4f} paid for {stopped["answers"]} answer(s) recorded; '
+                    f'{esc(stopped["resume"])}</p>')
+    body.append(_errors(errors))
     if results:
         summary = _summary(report)
         holm = holm_outcomes(summary)

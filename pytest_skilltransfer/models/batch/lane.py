@@ -23,6 +23,10 @@ never trickled out as single requests (each batch is a provider round trip of mi
 request already in a batch (a resumed run adopts it) sends nothing; it reserves on its own, so its
 answer is charged when it arrives.
 
+A stopped run (`halt`: SIGINT or SIGTERM) ends the wait at once: the waiting calls fail with `RunStopped`,
+nothing more is submitted or polled, and the batches stay at the provider and in the manifest for the
+next run to collect (or, with `pending="cancel"`, to cancel), as after kill -9.
+
 `max_wait_s` bounds the wait: past it every waiting call fails with `BatchWaitExceeded`, the
 batches stay at the provider and in the manifest, and the same command later collects them.
 
@@ -46,6 +50,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..base import ModelCallError
+from ..halt import RunStopped, halted
 from .apis import BatchApi, Item, Outcome
 from .manifest import Manifest, Submission
 
@@ -189,7 +194,10 @@ class BatchLane:
 
             parked.reservation = reserve_request(raw, "batch")  # already in a batch: charged when it answers
         with self._cond:
-            if self._stopped:
+            if halted() is not None:
+                parked.error = RunStopped(str(halted()))
+                parked.done.set()
+            elif self._stopped:
                 parked.error = BatchWaitExceeded(self._stopped)
                 parked.done.set()
             else:
@@ -274,6 +282,11 @@ class BatchLane:
     def _run(self) -> None:
         while True:
             with self._cond:
+                stopped = halted()
+                if stopped is not None:  # the run was stopped: nothing more is submitted, polled or waited for
+                    self._fail_all_locked(RunStopped(stopped))
+                    self._thread = None
+                    return
                 if self._closing:
                     self._fail_all_locked(BatchLaneError("the run ended while requests waited for their batch; "
                                                          "run the same command again to collect them"))
