@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import importlib
+import os
 import pkgutil
 
 import pytest
@@ -39,9 +40,23 @@ def _no_provider_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    """pytester whose runs (in-process and subprocess) start with the optional plugins off."""
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> pytest.Pytester:
+    """pytester whose runs (in-process and subprocess) start with the optional plugins off.
+
+    `runpytest_subprocess` runs in this process (`runpytest_inprocess`: no interpreter, pytest or SDK
+    start-up per run) unless the test is marked `subprocess` (what it tests is a process of its own:
+    its exit, signals, start-up, imports) or the run starts xdist workers. `SKILLTRANSFER_TEST_SUBPROCESS=1`
+    runs every one in a process of its own, as pytester does."""
     monkeypatch.setenv("PYTEST_ADDOPTS", OPTIONAL_PLUGINS_OFF)
+    if request.node.get_closest_marker("subprocess") is None and not os.environ.get("SKILLTRANSFER_TEST_SUBPROCESS"):
+        real = pytester.runpytest_subprocess
+
+        def run(*args: str | os.PathLike[str], timeout: float | None = None) -> pytest.RunResult:
+            if any(str(arg).startswith(("-n", "--numprocesses", "--dist")) for arg in args):
+                return real(*args, timeout=timeout)
+            return pytester.runpytest_inprocess(*args)
+
+        monkeypatch.setattr(pytester, "runpytest_subprocess", run)
     return pytester
 
 

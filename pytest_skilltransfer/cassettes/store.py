@@ -552,8 +552,15 @@ def sdk_stamp(entries: list[dict[str, Any]]) -> str | None:
         return None
     from ..models.fidelity import verified_fingerprint
 
-    return verified_fingerprint((entry["request"]["uri"], decode_body(entry["request"].get("body")))
+    return verified_fingerprint((entry["request"]["uri"], _parsed_body(entry["request"].get("body")))
                                 for entry in entries)
+
+
+def _parsed_body(stored: Any) -> Any:
+    """A stored request body as its JSON object when stored as one (nothing encoded again), else bytes."""
+    if isinstance(stored, dict) and isinstance(stored.get("json"), dict):
+        return stored["json"]
+    return decode_body(stored)
 
 
 def _slots_of_rendered(text: str, entries: list[dict[str, Any]]) -> list[Slot] | None:

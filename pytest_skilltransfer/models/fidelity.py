@@ -102,10 +102,10 @@ def request_key(target: Target, request: Request) -> tuple[str, str, str]:
     return "POST", request_path(target.provider, target.base_url), body_digest(request_body(target, request))
 
 
-def verified_fingerprint(recorded: Iterable[tuple[str, bytes]]) -> str | None:
+def verified_fingerprint(recorded: Iterable[tuple[str, bytes | dict[str, Any]]]) -> str | None:
     """The fingerprint under which the installed SDK rebuilds every recorded request exactly, or None.
 
-    `recorded` holds (URI, body bytes) of one model file's requests, all to one provider's synchronous
+    `recorded` holds (URI, body bytes or parsed JSON) of one model file's requests, all to one provider's synchronous
     endpoint. Each body goes through the wire's own route into a real SDK client, whose first request
     hook stops the request it built before any transport or recorder sees it; its method, path and
     canonical body must be the recorded ones, and the path must be `request_path` of the recorded base URL."""
@@ -118,7 +118,7 @@ def verified_fingerprint(recorded: Iterable[tuple[str, bytes]]) -> str | None:
     return fingerprint(providers.pop()) if len(providers) == 1 else None
 
 
-_SENT: set[tuple[str, str, str]] = set()  # (provider, path, body digest) this process's SDK sent as given
+_SENT: set[tuple[str, str, str, str | None]] = set()  # (provider, path, body digest, SDK fingerprint) sent as given
 _CLIENTS: dict[tuple[str, str], Any] = {}  # capturing clients by (provider, base URL), made once
 _CLIENTS_LOCK = threading.Lock()
 
@@ -130,13 +130,13 @@ def note_sent(provider: str, params: dict[str, Any], response: Any) -> Any:
     request = getattr(response, "request", None)
     try:
         if request is not None and request.method == "POST" and json.loads(request.content) == params:
-            _SENT.add((provider, request.url.path, body_digest(params)))
+            _SENT.add((provider, request.url.path, body_digest(params), fingerprint(provider)))
     except (TypeError, ValueError, UnicodeDecodeError, AttributeError):
         pass
     return response
 
 
-def _rebuilds(uri: str, raw: bytes) -> str | None:
+def _rebuilds(uri: str, raw: bytes | dict[str, Any]) -> str | None:
     """The provider, when the SDK rebuilds this recorded request exactly; else None."""
     from .sdk_common import REPLAY_KEY, make_client
 
@@ -146,12 +146,12 @@ def _rebuilds(uri: str, raw: bytes) -> str | None:
         return None
     base = uri.split("?")[0][: -len(SUFFIXES[provider])]
     try:
-        body = json.loads(raw)
+        body = raw if isinstance(raw, dict) else json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         return None
     if request_path(provider, base) != path or not isinstance(body, dict):
         return None
-    if (provider, path, body_digest(body)) in _SENT:
+    if (provider, path, body_digest(body), fingerprint(provider)) in _SENT:
         return provider
     with _CLIENTS_LOCK:
         client = _CLIENTS.get((provider, base))
