@@ -161,3 +161,12 @@ def test_the_batch_lanes_synchronous_fallback_is_billed_at_the_synchronous_rate(
     assert sum(r["cost"]["calls"] for r in report["results"]) == answered
     progress = [float(m) for m in re.findall(r"skilltransfer: \d+/\d+ items · .* · \$([\d.,]+)", out)]
     assert progress and progress[-1] == pytest.approx(billed, abs=0.006)
+
+
+def test_answers_without_usage_are_labelled_in_the_bill() -> None:
+    """A reply that carried no usage is counted at 0 tokens: the bill's first line says so, it never passes silently."""
+    from pytest_skilltransfer.pricing.cost_breakdown import breakdown, breakdown_lines
+
+    rows = [{"model": "m", "role": "agent", "usd": 0.1, "usage_unreported": 2}]
+    line = breakdown_lines(breakdown([{"cost": {"phases": {"baseline": rows}}}]))[0]
+    assert line.startswith("cost: $0.1000 paid, each answer once; 2 answer(s) came without usage"), line
