@@ -81,6 +81,9 @@ class LiveProgress:
                  path: Callable[[list[pytest.Item]], int] | None = None) -> None:
         self.config = config
         self.path = path  # round trips on the critical path of the collected items (`planning.critical_path`)
+        from ..engine.phases import furthest_on_path
+
+        self._path_start = furthest_on_path()  # the path clock of an earlier session in this process (pytester)
         self.every_s = every_s
         self.can_record = can_record  # record mode other than none
         self.batch = batch
@@ -222,7 +225,7 @@ class LiveProgress:
         from ..engine.phases import furthest_on_path
         from ..models.limiter import LIMITERS
 
-        self.own.path_done = furthest_on_path()
+        self.own.path_done = max(0, furthest_on_path() - self._path_start)
         self.own.throttled_since = LIMITERS.throttled_since() or 0.0
 
     def totals(self) -> Counts:
