@@ -12,7 +12,7 @@ from fake_provider import FakeProvider
 from plugin_support import TOY_CONFTEST, make_seed
 
 LINE = re.compile(r"^skilltransfer: (\d+)/(\d+) items · (\d+) calls? \(plan ≤ ([\d,]+)\) · \$[\d,]+\.\d\d(?: \+ (\d+) unpriced)? · "
-                  r"\d+s$")
+                  r"(?:(\d+) round trip\(s\) (?:on the critical path|left, ends in ~\d+s \(~(?:<1s|\d+s) each\)) · )?\d+s$")
 
 
 @pytest.fixture(autouse=True)
@@ -58,6 +58,30 @@ def test_a_recording_run_shows_items_calls_and_dollars_as_it_goes(pytester: pyte
     assert int(last[3]) <= int(last[4].replace(",", ""))  # the plan is an upper bound
     counts = [(int(m[1]), int(m[3])) for m in lines]
     assert counts == sorted(counts)  # figures only grow
+    left = [int(m[6]) for m in lines if m[6]]  # the round trips left on the critical path, while items run
+    assert left and left == sorted(left, reverse=True) and last[6] is None, [m[0] for m in lines]
+
+
+def test_the_eta_and_the_rate_limit_wait_come_from_what_was_observed() -> None:
+    """Round trips left x the turnaround observed so far; a run answered only with 429s says so and for how long."""
+    import time
+
+    from pytest_skilltransfer.models.limiter import LIMITERS, AdaptiveLimiter
+    from pytest_skilltransfer.plugin.live_progress import Counts, when_it_ends
+
+    assert when_it_ends(Counts(path_total=18), 5.0) == " · 18 round trip(s) on the critical path"
+    assert when_it_ends(Counts(path_total=18, path_done=6), 120.0) == " · 12 round trip(s) left, ends in ~4m00s (~20s each)"
+    assert when_it_ends(Counts(path_total=18, path_done=18), 120.0, finished=True) == ""
+    waiting = when_it_ends(Counts(path_total=18, path_done=6, throttled_since=time.time() - 242), 120.0)
+    assert waiting.startswith(" · waiting on rate limits (HTTP 429) for 4m0"), waiting
+
+    limiter = AdaptiveLimiter("m", 4)
+    limiter.throttled(429, 0.0)
+    since = limiter.throttled_since
+    limiter.throttled(429, 0.0)
+    assert since is not None and limiter.throttled_since == since  # since the first throttle in a row
+    limiter.succeeded()
+    assert limiter.throttled_since is None and LIMITERS.throttled_since() is None
 
 
 def test_replay_under_ci_prints_no_progress(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:

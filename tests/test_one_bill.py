@@ -134,8 +134,9 @@ def test_an_item_stopped_by_the_budget_keeps_its_spend_in_every_figure(pytester:
     assert report["budget"]["charged_usd"] == pytest.approx(billed, rel=0.01)
     total = report["summary"]["cost"]["total_usd"]
     assert f"cost: ${total:.4f} paid, each answer once" in out
-    assert f", spent ${total:.4f} on {answered} call(s)" in out
-    assert f"cost: ${total:.4f} paid, each answer once" in (pytester.path / "r.md").read_text()
+    assert f"cost by phase: errored ${total:.4f}" in out
+    markdown = (pytester.path / "r.md").read_text()
+    assert f"cost: ${total:.4f} paid, each answer once" in markdown and f", spent ${total:.4f} on {answered} call(s)" in markdown
 
 
 def test_the_batch_lanes_synchronous_fallback_is_billed_at_the_synchronous_rate(pytester: pytest.Pytester) -> None:
@@ -161,3 +162,12 @@ def test_the_batch_lanes_synchronous_fallback_is_billed_at_the_synchronous_rate(
     assert sum(r["cost"]["calls"] for r in report["results"]) == answered
     progress = [float(m) for m in re.findall(r"skilltransfer: \d+/\d+ items · .* · \$([\d.,]+)", out)]
     assert progress and progress[-1] == pytest.approx(billed, abs=0.006)
+
+
+def test_answers_without_usage_are_labelled_in_the_bill() -> None:
+    """A reply that carried no usage is counted at 0 tokens: the bill's first line says so, it never passes silently."""
+    from pytest_skilltransfer.pricing.cost_breakdown import breakdown, breakdown_lines
+
+    rows = [{"model": "m", "role": "agent", "usd": 0.1, "usage_unreported": 2}]
+    line = breakdown_lines(breakdown([{"cost": {"phases": {"baseline": rows}}}]))[0]
+    assert line.startswith("cost: $0.1000 paid, each answer once; 2 answer(s) came without usage"), line

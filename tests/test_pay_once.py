@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 import json
+import re
 
 import pytest
 import yaml
@@ -43,13 +44,17 @@ if fail_after >= 0:  # the disk is full after `fail_after` journal writes, and s
         raise OSError(errno.ENOSPC, "No space left on device")
     journal.Journal.append = append
     seedstore.write_model_file = full
+from pytest_skilltransfer.pricing.prices import configure_prices, cost_usd
+configure_prices({"payonce": {"input": 100, "output": 100}})
 model = build_model(f"anthropic:payonce@{url}")
 try:
     with recording(root, "seed", "new_episodes"):
         for i in range(calls):
             try:
-                model.complete(Request(system="s", messages=(Message("user", f"call {i}"),), max_tokens=16))
-                print(f"answered {i}", flush=True)
+                reply = model.complete(Request(system="s", messages=(Message("user", f"call {i}"),), max_tokens=16))
+                usage = reply.usage.tokens_only()
+                print(f"answered {i} paid {cost_usd(model.model_id, reply.usage):.9f} "
+                      f"worth {cost_usd(model.model_id, usage):.9f}", flush=True)
             except ModelCallError as err:
                 print(f"refused {i}: {err}", flush=True)
 except Exception as err:
@@ -83,6 +88,12 @@ def test_two_recorders_on_the_same_seed_send_each_request_once(tmp_path: Path, a
     assert _stored(tmp_path / "seed") == sorted(f"call {i}" for i in range(CALLS))
     assert journals(tmp_path / "seed") == []
     assert sorted(p.name for p in (tmp_path / "seed").iterdir()) == [".lock", "payonce.yaml", "payonce.yaml.index"]
+    # each recorder's bill is what it paid: an answer the other sent costs it nothing, and the two add up to
+    # the provider's bill (every distinct answer at its price, once)
+    paid = [[float(w) for w in re.findall(r"^answered \d+ paid ([\d.]+)", o, re.M)] for o in outputs]
+    worth = {int(i): float(w) for o in outputs for i, w in re.findall(r"^answered (\d+) paid [\d.]+ worth ([\d.]+)", o, re.M)}
+    billed = sum(worth.values())
+    assert billed > 0 and sum(map(sum, paid)) == pytest.approx(billed, rel=0.01), (paid, worth)
 
 
 def test_a_full_disk_stops_sending_at_once_and_keeps_what_was_received(tmp_path: Path) -> None:

@@ -280,6 +280,7 @@ def _seed_cassette_class() -> type:
             self.unsaved: list[tuple[str, str]] = []  # (model, why) of answers that were not stored
             self._keys: list[tuple[str, str, str]] = []  # the request key of each interaction in `data`
             self._recorded: set[tuple[str, str, str]] = set()
+            self._others: set[int] = set()  # interactions other recorders paid for while this one ran
             self.sdk_verified: dict[str, str] = {}  # model -> fingerprint its file's index vouches for
             self.prune_unused = False
             self.prune_spare: frozenset[str] = frozenset()  # model files pruning leaves alone
@@ -361,6 +362,7 @@ def _seed_cassette_class() -> type:
             with self._lock:
                 for entry in self.store.answers_from_others():
                     self._add_loaded(plain_key(entry), from_plain(entry))
+                    self._others.add(len(self.data) - 1)
                     self.rewound = True
                 return self._unplayed(request) is not None
 
@@ -419,6 +421,8 @@ def _seed_cassette_class() -> type:
                     raise UnhandledHTTPRequestError(
                         f"The cassette ({self._path!r}) doesn't contain the request ({request!r}) asked for")
                 self.play_counts[index] += 1
+                if index in self._others:
+                    sdk_common.note_paid_by_another_run()  # this run's bill does not charge it
             return self.data[index][1]  # a stored interaction is read from its file here, outside the lock
 
         def play_without_sdk(self, model: str, fingerprint: str, key: tuple[str, str, str]) -> tuple[int, Any] | None:

@@ -94,13 +94,24 @@ def rounds_on_path() -> int:
     return _PATH.get().rounds
 
 
+_furthest = [0]  # the furthest answer on this process's path clock (its items run one after another)
+
+
 def sent(model_id: str) -> Place:
     """A call to `model_id` was sent from here: the place of its answer (one further on both clocks)."""
     here = _PATH.get()
     models = _SENT.get()
     if models is not None:
         models.add(model_id)
+    if here.calls + 1 > _furthest[0]:
+        _furthest[0] = here.calls + 1
     return Place(here.calls + 1, here.rounds + 1)
+
+
+def furthest_on_path() -> int:
+    """The round trips this process's critical path has covered so far: the furthest answer on the path clock
+    (its items run one after another, so the clock runs on from one item to the next)."""
+    return _furthest[0]
 
 
 def advance_path(to: Place) -> None:

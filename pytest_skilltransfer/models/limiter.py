@@ -68,6 +68,7 @@ class AdaptiveLimiter:
         self.limit = maximum
         self.notify = notify or (lambda _line: None)
         self.throttles = 0  # throttling responses seen
+        self.throttled_since: float | None = None  # wall time of the first throttle since the last success
         self.lowest = maximum  # the lowest limit reached
         self._cond = threading.Condition()
         self._in_flight = 0
@@ -110,6 +111,8 @@ class AdaptiveLimiter:
         with self._cond:
             now = time.monotonic()
             self.throttles += 1
+            if self.throttled_since is None:
+                self.throttled_since = time.time()
             self._streak = 0
             self._paused_until = max(self._paused_until, now + pause)
             old = self.limit
@@ -126,6 +129,7 @@ class AdaptiveLimiter:
         """One success; after `limit` in a row the limit grows by one, up to the maximum."""
         with self._cond:
             self._success_since_cut = True
+            self.throttled_since = None
             self._streak += 1
             if self.limit >= self.maximum or self._streak < self.limit:
                 return
@@ -211,6 +215,11 @@ class Limiters:
     def all(self) -> list[AdaptiveLimiter]:
         with self._lock:
             return list(self._limiters.values())
+
+    def throttled_since(self) -> float | None:
+        """Wall time since which some model has answered only with throttling (429, 529, 503), or None."""
+        times = [t for t in (limiter.throttled_since for limiter in self.all()) if t is not None]
+        return min(times) if times else None
 
 
 LIMITERS = Limiters()

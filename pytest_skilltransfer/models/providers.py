@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator
 from urllib.parse import urlparse
 
 from ..guards.redaction import redact_json, register_key_variables, strip_userinfo
+from ..pricing.usage import ANOTHER_RUN
 from . import aliases, fidelity, spend_gate
 from .aliases import Target
 from .base import (
@@ -53,6 +54,7 @@ from .sdk_common import (
     client_settings,
     current_environment,
     make_client,
+    take_paid_by_another_run,
 )
 from .validity import excerpt, read_answer
 
@@ -161,6 +163,7 @@ class ProviderModel:
         with spend_gate.tracking() as spend, nullcontext() if batched else call_deadline(call_policy()):
             try:
                 http, live = None, False
+                take_paid_by_another_run()
                 if lane is not None and settings is not None and not settings.replay:
                     with answering_in("batch"):
                         http = self._through_batch(lane, wire, settings.api_key, request, collect_only)
@@ -172,6 +175,8 @@ class ProviderModel:
                         http = wire.send(client, self.target, request)
                     live = call.live
                     paid_in = self.sync_lane if live else None
+                if take_paid_by_another_run() and paid_in is None:
+                    paid_in = ANOTHER_RUN  # a concurrent recorder of the seed sent it and journaled its answer
                 answer, problem = read_answer(http.url.path, http.status_code, http.content)
                 if problem is not None:
                     raise bad_response(self.target, http.status_code, problem, excerpt(http.content))

@@ -164,6 +164,21 @@ def on_call_end(listener: Callable[[], None]) -> Callable[[], None]:
     return lambda: _call_end_listeners.remove(listener) if listener in _call_end_listeners else None
 
 
+_played = threading.local()
+
+
+def note_paid_by_another_run() -> None:
+    """The cassette played this thread's call from the answer another recorder paid for during this run."""
+    _played.elsewhere = True
+
+
+def take_paid_by_another_run() -> bool:
+    """Whether the call this thread just made was answered that way (`note_paid_by_another_run`); resets it."""
+    elsewhere = getattr(_played, "elsewhere", False)
+    _played.elsewhere = False
+    return elsewhere
+
+
 def stop_retrying(reason: BaseException) -> None:
     """Make the SDK call in progress in this thread end with `reason` instead of retrying (raised from
     the SDK's wait before a retry, so no further attempt is sent)."""

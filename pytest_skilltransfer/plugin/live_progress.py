@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 import threading
 import time
@@ -48,6 +49,9 @@ class Counts:
     calls: int = 0  # answers recorded
     usd: float = 0.0  # their dollars, where priced
     unpriced: int = 0  # answers without a price
+    path_total: int = 0  # round trips on the critical path of the items collected, run one after another
+    path_done: int = 0  # round trips this process's critical path has covered
+    throttled_since: float = 0.0  # wall time since which a model answers only with rate limits (0: none)
 
 
 def interval(value: str | None) -> float | None:
@@ -73,8 +77,13 @@ class LiveProgress:
     """The plugin object: counts in every process, publishes on workers, prints on the controller."""
 
     def __init__(self, config: pytest.Config, every_s: float | None, can_record: bool, batch: bool,
-                 budget: Any = None, plan: Callable[[list[pytest.Item]], tuple[int, int]] | None = None) -> None:
+                 budget: Any = None, plan: Callable[[list[pytest.Item]], tuple[int, int]] | None = None,
+                 path: Callable[[list[pytest.Item]], int] | None = None) -> None:
         self.config = config
+        self.path = path  # round trips on the critical path of the collected items (`planning.critical_path`)
+        from ..engine.phases import furthest_on_path
+
+        self._path_start = furthest_on_path()  # the path clock of an earlier session in this process (pytester)
         self.every_s = every_s
         self.can_record = can_record  # record mode other than none
         self.batch = batch
@@ -135,6 +144,7 @@ class LiveProgress:
             if not force and now - self._published < PUBLISH_EVERY_S:
                 return
             self._published = now
+            self._refresh_locked()
             text = json.dumps(asdict(self.own))
         target = self.folder / f"{self.worker_id}.json"
         try:
@@ -151,8 +161,13 @@ class LiveProgress:
             live, planned = self.plan(items) if self.plan is not None and self.can_record else (0, 0)
         except Exception:  # noqa: BLE001 - a broken seed is reported by its own item; progress goes without a plan
             live, planned = 0, 0
+        try:
+            path = self.path(items) if self.path is not None else 0
+        except Exception:  # noqa: BLE001 - as above: progress goes without an ETA
+            path = 0
         with self._lock:
             self.own.items, self.own.live_items, self.own.planned_calls = len(items), live, planned
+            self.own.path_total = path
         self._publish(force=True)
 
     def pytest_runtest_logfinish(self) -> None:
@@ -198,7 +213,8 @@ class LiveProgress:
 
     def _print(self, force: bool = False) -> None:
         line = self.line()
-        figures = line.rsplit(" · ", 1)[0] if line else None  # the line without the elapsed time
+        # the line without its times (elapsed, ETA, waits): a line is written when a figure changed
+        figures = _TIMES.sub("T", line.rsplit(" · ", 1)[0]) if line else None
         if line is None or self._write is None or (figures == self._last_figures and not force):
             return
         self._last_figures = figures
@@ -211,21 +227,40 @@ class LiveProgress:
         usd = self.budget.state().settled_usd if self.budget is not None else counts.usd
         return {"usd": round(usd, 6), "answers": counts.calls, "unpriced": counts.unpriced}
 
+    def _refresh_locked(self) -> None:
+        """This process's place on its critical path and its rate-limit wait, as of now."""
+        from ..engine.phases import furthest_on_path
+        from ..models.limiter import LIMITERS
+
+        self.own.path_done = max(0, furthest_on_path() - self._path_start)
+        self.own.throttled_since = LIMITERS.throttled_since() or 0.0
+
     def totals(self) -> Counts:
-        """The run's counts: this process's, plus every worker's publication."""
+        """The run's counts: this process's, plus every worker's publication (`path_total` and `path_done`
+        per process: the run's critical path is its workers' longest, each running a share of the items)."""
         with self._lock:
+            self._refresh_locked()
             total = Counts(**asdict(self.own))
+        workers = 0
         for path in sorted(self.folder.glob("gw*.json")) if self.folder is not None else []:
             try:
                 theirs = Counts(**json.loads(path.read_text(encoding="utf-8")))
             except (OSError, ValueError, TypeError):
                 continue
+            workers += 1
             total.items = max(total.items, theirs.items)  # every worker collects every item
             total.live_items = max(total.live_items, theirs.live_items)
             total.planned_calls = max(total.planned_calls, theirs.planned_calls)
             total.calls += theirs.calls
             total.usd += theirs.usd
             total.unpriced += theirs.unpriced
+            total.path_total = max(total.path_total, theirs.path_total)
+            total.path_done += theirs.path_done
+            if theirs.throttled_since and (not total.throttled_since or theirs.throttled_since < total.throttled_since):
+                total.throttled_since = theirs.throttled_since
+        if workers:  # the items (and their round trips) are shared out among the workers
+            total.path_total = -(-total.path_total // workers)
+            total.path_done = -(-total.path_done // workers)
         return total
 
     def line(self) -> str | None:
@@ -243,8 +278,30 @@ class LiveProgress:
         else:
             dollars = f"${counts.usd:,.2f}" + (f" + {counts.unpriced:,} unpriced" if counts.unpriced else "")
         lane = " · batch lane" if self.batch else ""
-        return (f"skilltransfer: {done}/{counts.items} items · {calls} · {dollars}{lane} · "
-                f"{_elapsed(time.monotonic() - self.started)}")
+        elapsed = time.monotonic() - self.started
+        return (f"skilltransfer: {done}/{counts.items} items · {calls} · {dollars}{lane}"
+                f"{when_it_ends(counts, elapsed, done >= counts.items)} · {_elapsed(elapsed)}")
+
+
+_TIMES = re.compile(r"\b\d+h\d\dm\b|\b\d+m\d\ds\b|\b\d+s\b")
+
+
+def when_it_ends(counts: Counts, elapsed: float, finished: bool = False) -> str:
+    """` · N round trip(s) left, ends in ~T`: the round trips left on the critical path and the run's ETA at
+    the turnaround observed so far (elapsed time per round trip covered); and, while every answer is a rate
+    limit, ` · waiting on rate limits (HTTP 429) for T`. Nothing once every item is done or with no plan."""
+    parts = []
+    if counts.throttled_since:
+        parts.append(f"waiting on rate limits (HTTP 429) for {_elapsed(max(0.0, time.time() - counts.throttled_since))}")
+    if counts.path_total and not finished:
+        left = max(1, counts.path_total - counts.path_done)
+        if counts.path_done:
+            each = elapsed / counts.path_done
+            parts.append(f"{left:,} round trip(s) left, ends in ~{_elapsed(left * each)} "
+                         f"(~{_elapsed(each) if each >= 1 else '<1s'} each)")
+        else:
+            parts.append(f"{left:,} round trip(s) on the critical path")
+    return "".join(f" · {part}" for part in parts)
 
 
 def _elapsed(seconds: float) -> str:
@@ -269,6 +326,9 @@ def register(config: pytest.Config, settings: Any, runner: Any, spec_of: Callabl
         return  # replay only, a plan or a collection: nothing is recorded, nothing to watch
     from .planning import recording_bound  # (the planner: only a run that records shows progress)
 
+    from .planning import critical_path
+
     progress = LiveProgress(config, every, mode != "none", batch_lane, runner.budget,
-                            lambda items: recording_bound(runner, items, spec_of))
+                            lambda items: recording_bound(runner, items, spec_of),
+                            lambda items: critical_path(runner, items, spec_of))
     config.pluginmanager.register(progress, "skilltransfer-progress")

@@ -140,6 +140,42 @@ def recording_bound(runner: Runner, items: list[pytest.Item], spec_of: Callable[
     return count, sum(s.calls for u in units.values() for s in u.shares if s.model_id in provider_ids)
 
 
+AGENT_TURNS_WITH_TOOLS = 2  # an ETA's assumption: a task with tools takes a search, then the answer
+
+
+def critical_path(runner: Runner, items: list[pytest.Item], spec_of: Callable[[pytest.Item], Any]) -> int:
+    """Round trips on the critical path of these items run one after another (as a process runs them): per
+    item, the longest of its concurrent chains, every night run, each evaluation one round trip per agent
+    turn (`AGENT_TURNS_WITH_TOOLS` with tools) plus one for a rubric judge, each night's reflection one; an
+    optimization or baseline an earlier item of the seed computed costs none; the direct reference on
+    demand is counted as run. For the progress line's ETA (`live_progress`)."""
+    nights = runner.settings.protocol.nights
+    direct, on_demand = runner.settings.protocol.direct, runner.settings.protocol.direct_on_demand
+    total = 0
+    seen: set[tuple[Any, ...]] = set()
+    for item in items:
+        spec = spec_of(item)
+        if spec is None:
+            continue
+        try:
+            seed = runner.seed(spec.seed_path)
+        except Exception:  # noqa: BLE001 - a broken seed is reported by its own item
+            continue
+        step = (AGENT_TURNS_WITH_TOOLS if seed.corpus_dir else 1) + (1 if seed.rubric_origin else 0)
+        optimize = nights * (3 * step + 1)  # val, train, reflect, candidate
+
+        def once(*key: Any) -> bool:
+            fresh = key not in seen
+            seen.add(key)
+            return fresh
+
+        baseline = step if once("baseline", spec.seed_path, spec.target) else 0
+        transfer = (optimize if once("optimize", spec.seed_path, spec.source) else 0) + step
+        reference = ((optimize if once("optimize", spec.seed_path, spec.target) else 0) + step) if direct else 0
+        total += max(baseline, transfer + reference) if on_demand else max(baseline, transfer, reference)
+    return total
+
+
 def _replay(runner: Runner, seed: str, session: SeedSession, seed_plans: list[tuple[ItemPlan, list[Model], Any]],
             calibration: Calibration | None) -> None:
     from ..cassettes import recording

@@ -126,9 +126,7 @@ class TransferReporting:
         for error in errored(self.errors):
             from ..guards.redaction import redact_text
 
-            from ..pricing.cost_breakdown import errored_spend
-
-            terminalreporter.write_line(safe(redact_text(f"ERROR {error['item']}{errored_spend(error)}: {error['reason']}")))
+            terminalreporter.write_line(safe(redact_text(f"ERROR {error['item']}: {error['reason']}")))
         for label, path in (("JSON", self.settings.json_path), ("Markdown", self.settings.md_path),
                             ("HTML", self.settings.html_path)):
             if path:

@@ -31,10 +31,11 @@ def breakdown(results: list[dict[str, Any]]) -> dict[str, Any]:
     roles: dict[str, float | None] = {}
     lanes: dict[str, float | None] = {}
     totals: dict[str, float | None] = {}
-    reused_calls = 0
+    reused_calls = unreported = 0
     for result in results:
         for phase, rows in (result.get("cost") or {}).get("phases", {}).items():
             for row in rows:
+                unreported += row.get("usage_unreported", 0)
                 _add(totals, "total", row["usd"])
                 _add(totals, "reused", row.get("reused_usd", 0.0))
                 reused_calls += row.get("cached", 0)
@@ -48,6 +49,7 @@ def breakdown(results: list[dict[str, Any]]) -> dict[str, Any]:
              else None)
     rounded = _rounded({"total": totals.get("total", 0.0), "reused": totals.get("reused", 0.0)})
     return {"total_usd": rounded["total"], "reused_usd": rounded["reused"], "reused_calls": reused_calls,
+            **({"usage_unreported_calls": unreported} if unreported else {}),
             "by_phase": _rounded(ordered), "by_role": _rounded(dict(sorted(roles.items()))),
             "by_lane": _rounded(dict(sorted(lanes.items()))),
             "optimization": {"source_usd": None if source is None else round(source, 6),
@@ -75,6 +77,9 @@ def breakdown_lines(costs: dict[str, Any]) -> list[str]:
     reused = costs.get("reused_calls", 0)
     head = [f"cost: {_money(costs.get('total_usd'))} paid, each answer once"
             + (f"; {reused} use(s) of answers already paid reused at no cost (worth {_money(costs.get('reused_usd'))})"
-               if reused else "")]
+               if reused else "")
+            + (f"; {costs['usage_unreported_calls']} answer(s) came without usage: their tokens are unknown and "
+               "counted as 0 here (--max-cost charges each its whole reservation, labelled in its summary)"
+               if costs.get("usage_unreported_calls") else "")]
     return head + [f"cost by {what}: " + ", ".join(f"{name} {_money(usd)}" for name, usd in costs[key].items())
                    for what, key in (("phase", "by_phase"), ("role", "by_role"), ("lane", "by_lane"))]

@@ -30,7 +30,7 @@ from importlib import resources
 from typing import Any
 
 from ..guards.errors import ModelError
-from .usage import Usage
+from .usage import ANOTHER_RUN, Usage
 
 Price = tuple[float, float]
 CACHE_FIELDS = ("cache_write", "cache_read")
@@ -237,6 +237,8 @@ def cost_usd(model_id: str, usage: Usage, lane: str | None = None) -> float | No
 
 
 def _lane_cost_usd(model_id: str, usage: Usage, lane: str) -> float | None:
+    if lane == ANOTHER_RUN:
+        return 0.0  # another process paid for it (and its own bill says so)
     rates = rates_of(model_id, lane)
     if rates is None:
         return None

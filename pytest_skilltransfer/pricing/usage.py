@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+ANOTHER_RUN = "another run"  # the `lanes` part another process paid for: an answer a concurrent recorder sent
+
 
 @dataclass(frozen=True)
 class Usage:
@@ -14,7 +16,8 @@ class Usage:
     `unreported` counts the calls whose reply carried no usage at all (their tokens are unknown, not 0).
     `lanes` names the parts of these tokens paid in a lane other than the one the model's calls go
     through in this run (a batch lane's synchronous fallback, a batch of an earlier run collected by a
-    run without the lane): prices apply to each part in its own lane (`parts`).
+    run without the lane): prices apply to each part in its own lane (`parts`); the part named
+    `ANOTHER_RUN` was paid by a concurrent recorder of the same seed and costs this run nothing.
     """
 
     input_tokens: int = 0
