@@ -58,6 +58,26 @@ def test_check_shows_which_checks_an_answer_passes(tmp_path: Path) -> None:
     assert bad.returncode == 1 and "  FAIL  regex=" in bad.stdout and "0/1 checks pass" in bad.stdout
     unknown = cli("check", str(seed), "nope", "-", stdin="")
     assert unknown.returncode == 2 and "has no task 'nope'; its tasks: held-001" in unknown.stderr
+    assert "  regex checks: multiline (^ and $ match at every line), case-sensitive" in good.stdout
+
+
+def test_check_grades_rubric_checks_through_the_judge_model(capsys: pytest.CaptureFixture[str],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from pytest_skilltransfer.commands.answer_check import main
+
+    seed = str(ROOT / "seeds" / "change-review")  # [judge] model = "sim-judge", 3 votes
+    with_verdict = "## Summary\nMoves uploads to object storage.\nVerdict: safe to merge once the bucket policy lands.\n"
+    without = "## Summary\nMoves uploads to object storage.\n"
+    for text, code, word in ((with_verdict, 0, "pass"), (without, 1, "FAIL")):
+        monkeypatch.setattr("sys.stdin", io.StringIO(text))
+        assert main([seed, "test-001", "-"]) == code
+        out = capsys.readouterr().out
+        assert f"  {word}  rubric=" in out and "(judge sim-judge, 3 vote(s): " in out, out
+    monkeypatch.setattr("sys.stdin", io.StringIO(with_verdict))
+    main([seed, "test-001", "-", "--judge", "no-such-model"])
+    assert "  not checked  rubric=" in capsys.readouterr().out
 
 
 def test_models_lists_aliases_ids_prices_and_recordings() -> None:
