@@ -770,21 +770,31 @@ COUNT_MODULES = ("import sys, pytest; code = pytest.main(sys.argv[1:]); "
 FOREIGN_ENV_DROPPED = ("PYTEST_ADDOPTS", "PYTHONDONTWRITEBYTECODE")  # bytecode cached, as in a user's environment
 
 
-def _foreign_run(project: Path, args: list[str]) -> tuple[float, str, int]:
-    start = time.perf_counter()
+FOREIGN_TESTS = 200
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _foreign_run(project: Path, args: list[str]) -> tuple[float, float, str, int]:
+    """(wall, CPU of the run and its workers, output without the timing line, plugin modules imported)."""
+    start, cpu = time.perf_counter(), _children_cpu()
     done = subprocess.run([sys.executable, "-c", COUNT_MODULES, "-q", "-p", "no:cacheprovider", *args], cwd=project,
                           capture_output=True, text=True,
                           env={k: v for k, v in os.environ.items() if k not in FOREIGN_ENV_DROPPED})
-    elapsed = time.perf_counter() - start
+    elapsed, used = time.perf_counter() - start, _children_cpu() - cpu
     if done.returncode != 0:
         raise RuntimeError(done.stdout + done.stderr)
     output = "\n".join(line for line in done.stdout.splitlines() if " passed in " not in line)
-    return elapsed, output, int(done.stderr.strip().splitlines()[-1])
+    return elapsed, used, output, int(done.stderr.strip().splitlines()[-1])
 
 
 def foreign_project(work: Path, rounds: int) -> list[Row]:
-    """A project without seeds (10 files of 20 tests): wall time with and without the plugin, alternating,
-    median of `rounds`; the outputs must be identical but for the timing line."""
+    """A project without seeds (10 files of 20 tests): CPU (the run and its workers) and wall time with and
+    without the plugin, alternating, median of `rounds`, and the plugin's CPU per test; the outputs must be
+    identical but for the timing line."""
     project = work / "foreign"
     project.mkdir()
     (project / "pyproject.toml").write_text("[project]\nname = 'foreign'\n")
@@ -794,20 +804,26 @@ def foreign_project(work: Path, rounds: int) -> list[Row]:
     _foreign_run(project, [])  # writes the bytecode caches both variants then read
     for label, extra in (("in-process", []), ("-n 2", ["-n", "2"])):
         times: dict[bool, list[float]] = {True: [], False: []}
+        cpus: dict[bool, list[float]] = {True: [], False: []}
         outputs: dict[bool, set[str]] = {True: set(), False: set()}
         modules: dict[bool, int] = {}
         for _ in range(rounds):
             for plugin in (True, False):
-                elapsed, output, count = _foreign_run(project, extra + ([] if plugin else ["-p", "no:skilltransfer"]))
+                elapsed, used, output, count = _foreign_run(project, extra + ([] if plugin else ["-p", "no:skilltransfer"]))
                 times[plugin].append(elapsed)
+                cpus[plugin].append(used)
                 outputs[plugin].add(output)
                 modules[plugin] = count
-        with_plugin, without = sorted(times[True])[rounds // 2], sorted(times[False])[rounds // 2]
+        median = lambda values: sorted(values)[rounds // 2]  # noqa: E731
+        with_plugin, without = median(times[True]), median(times[False])
+        cpu_with, cpu_without = median(cpus[True]), median(cpus[False])
         same = "identical output" if outputs[True] == outputs[False] and len(outputs[True]) == 1 else "OUTPUT DIFFERS"
-        rows.append((f"foreign project, 200 tests, {label}",
-                     f"{with_plugin:.3f} s with the plugin vs {without:.3f} s without (median of {rounds}); "
-                     f"{same}; plugin modules imported: {modules[True]}",
-                     f"{(with_plugin / without - 1) * 100:+.1f}% wall"))
+        per_test = (cpu_with - cpu_without) * 1000 / FOREIGN_TESTS
+        rows.append((f"foreign project, {FOREIGN_TESTS} tests, {label}",
+                     f"CPU {cpu_with:.3f} s with the plugin vs {cpu_without:.3f} s without ({per_test:+.2f} ms per test); "
+                     f"wall {with_plugin:.3f} s vs {without:.3f} s (medians of {rounds}); {same}; plugin modules "
+                     f"imported: {modules[True]}",
+                     f"{cpu_with / cpu_without:.3f}x CPU (goal <= 1.05x), {(with_plugin / without - 1) * 100:+.1f}% wall"))
     return rows
 
 

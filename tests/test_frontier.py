@@ -45,6 +45,27 @@ def test_a_source_is_dominated_only_by_one_at_least_as_good_with_confidence_and_
     assert block["direct"]["usd_per_seed"] == pytest.approx(0.4)
 
 
+def test_sources_are_ranked_per_target_and_a_model_paired_with_itself_is_the_direct_reference() -> None:
+    items = [_result(s, src, g, usd, headroom=None, target=tgt) for s in SEEDS[:6]
+             for src, tgt, g, usd in (("a", "c", 0.5, 0.01), ("b", "c", 0.5, 0.02), ("c", "c", 0.7, 0.03),
+                                      ("a", "d", 0.2, 0.01), ("b", "d", 0.6, 0.01))]
+    blocks = {b["target"]: b for b in frontier(items)}
+    assert [(r["rank"], r["source"]) for r in blocks["c"]["sources"]] == [(1, "a"), (2, "b")]  # the same gain for less
+    assert [(r["rank"], r["source"]) for r in blocks["d"]["sources"]] == [(1, "b"), (2, "a")]
+    assert blocks["c"]["direct"]["mean_gain"] == 0.7 and blocks["c"]["direct"]["usd_per_seed"] == pytest.approx(0.03)
+    assert blocks["d"]["direct"] is None
+    lines = frontier_lines(list(blocks.values()))
+    assert sum(" c " in f" {line} " and "direct" not in line for line in lines if line.startswith("  ")) == 0
+
+
+def test_a_cross_product_leaves_out_a_model_with_itself_where_the_target_has_other_sources() -> None:
+    from pytest_skilltransfer.plugin.options import cross_product
+
+    assert cross_product(["a", "b"], ["c", "d"]) == {("a", "c"), ("a", "d"), ("b", "c"), ("b", "d")}
+    assert cross_product(["a", "b"], ["a", "b"]) == {("a", "b"), ("b", "a")}
+    assert cross_product(["a"], ["a"]) == {("a", "a")}  # its only source: the item stays
+
+
 def test_dollars_per_seed_and_paired_seeds_rank_the_issue_case_right() -> None:
     """A source at $0.10/seed over 14 seeds (+0.60) against one at $1.00/seed over one seed (+0.60): by total
     dollars and point means the cheap one looked dominated; per seed it is ten times cheaper, and one seed is
@@ -95,19 +116,23 @@ def test_three_sources_for_one_target_print_the_frontier_everywhere(pytester: py
                                                "--record-mode=once", "--snapshot-update", "--skilltransfer-json=r.json",
                                                "--skilltransfer-md=r.md", "--skilltransfer-html=r.html", "-n", "2")
     assert result.parseoutcomes().get("errors") is None
+    # sim-large -> sim-large is not an item: the other pairs' direct reference is that run
     result.stdout.fnmatch_lines(["source frontier for target sim-large *",
-                                 "  source * seeds * mean gain [[]95% CI[]] * efficiency * $ per seed * gain per $*",
-                                 "  sim-large *", "  sim-small *", "  fake-paid *$0.0*", "  direct on sim-large *reference*"])
+                                 "  # * source * seeds * mean gain [[]95% CI[]] * efficiency * $ per seed * gain per $*",
+                                 "  1 * sim-small *on the frontier", "  2 * fake-paid *$0.0*",
+                                 "  * direct on sim-large *reference*"])
     report = json.loads((pytester.path / "r.json").read_text())
+    assert {(r["source"], r["target"]) for r in report["results"]} == {("sim-small", "sim-large"), ("fake-paid", "sim-large")}
     (block,) = report["summary"]["frontier"]
-    assert block["target"] == "sim-large" and len(block["sources"]) == 3
+    assert block["target"] == "sim-large" and [r["source"] for r in block["sources"]] == ["sim-small", "fake-paid"]
+    assert [r["rank"] for r in block["sources"]] == [1, 2]
     assert any(r["frontier"] for r in block["sources"])
     assert report["summary"]["cost"]["optimization"]["direct_usd"] == 0.0
     markdown = (pytester.path / "r.md").read_text()
     assert "## Source frontier" in markdown and "cost by lane" in markdown
     page = (pytester.path / "r.html").read_text()
     frontier = page.split("<h2>Source frontier</h2>", 1)[1].split("<h2>", 1)[0]
-    assert "source frontier for target sim-large" in frontier and frontier.count("<tr>") == 1 + 3 + 1  # and direct
+    assert "source frontier for target sim-large" in frontier and frontier.count("<tr>") == 1 + 2 + 1  # and direct
     assert "on the frontier" in frontier and "<h2>Spend</h2>" in page and "optimize-direct" in page
 
     merged = pytester.run(sys.executable, "-m", "pytest_skilltransfer", "merge", "r.json")

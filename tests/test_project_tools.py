@@ -59,6 +59,26 @@ def test_check_shows_which_checks_an_answer_passes(tmp_path: Path) -> None:
     assert bad.returncode == 1 and "  FAIL  regex=" in bad.stdout and "0/1 checks pass" in bad.stdout
     unknown = cli("check", str(seed), "nope", "-", stdin="")
     assert unknown.returncode == 2 and "has no task 'nope'; its tasks: held-001" in unknown.stderr
+    assert "  regex checks: multiline (^ and $ match at every line), case-sensitive" in good.stdout
+
+
+def test_check_grades_rubric_checks_through_the_judge_model(capsys: pytest.CaptureFixture[str],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from pytest_skilltransfer.commands.answer_check import main
+
+    seed = str(ROOT / "seeds" / "change-review")  # [judge] model = "sim-judge", 3 votes
+    with_verdict = "## Summary\nMoves uploads to object storage.\nVerdict: safe to merge once the bucket policy lands.\n"
+    without = "## Summary\nMoves uploads to object storage.\n"
+    for text, code, word in ((with_verdict, 0, "pass"), (without, 1, "FAIL")):
+        monkeypatch.setattr("sys.stdin", io.StringIO(text))
+        assert main([seed, "test-001", "-"]) == code
+        out = capsys.readouterr().out
+        assert f"  {word}  rubric=" in out and "(judge sim-judge, 3 vote(s): " in out, out
+    monkeypatch.setattr("sys.stdin", io.StringIO(with_verdict))
+    main([seed, "test-001", "-", "--judge", "no-such-model"])
+    assert "  not checked  rubric=" in capsys.readouterr().out
 
 
 def test_models_lists_aliases_ids_prices_and_recordings() -> None:
@@ -169,3 +189,28 @@ def test_k_source_to_target_selects_hand_written_tests_too(pytester: pytest.Pyte
     ''')
     result = pytester.runpytest("--co", "-q", "-k", "toy-a_to_toy-b")
     assert result.outlines[:2] == ["seeds/alpha/SKILL.md::transfer[toy-a->toy-b]", "test_gates.py::test_alpha[toy-a->toy-b]"]
+
+
+def test_doctor_warns_but_passes_on_a_plugin_known_to_coexist(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_skilltransfer.commands import doctor
+
+    helped = ("  --shard-id=SHARD_ID  (--shard-id is another plugin's here; ini: skilltransfer_shard_id)\n"
+              "  --frob=X  (--frob is another plugin's here; ini: skilltransfer_frob)\n")
+    monkeypatch.setattr(doctor.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, stdout=helped))
+    lines: list[tuple[bool | None, str]] = []
+    doctor.check_plugins(lambda ok, text: lines.append((ok, text)))
+    assert lines == [(None, "--shard-id belong to pytest-shard, which coexists with this plugin: use this plugin's "
+                            "--transfer-shard-id (the short spelling reaches pytest-shard)"),
+                     (False, "--frob belong to another installed plugin: use this plugin's --transfer-frob (the short "
+                             "spelling reaches the other plugin)")]
+
+
+def test_the_free_models_table_line_keeps_the_models_key_variable(_aliases_reset: None) -> None:
+    from pytest_skilltransfer.models.providers import configure_aliases
+    from pytest_skilltransfer.plugin.budget import unpriced
+
+    configure_aliases({"gw": {"provider": "openai", "model": "gw-1", "base_url": "http://127.0.0.1:9/v1",
+                              "api_key_env": "GATEWAY_KEY"}})
+    (line,) = unpriced([resolve_model("gw")])
+    assert ('"gw" = { provider = "openai", model = "gw-1", base_url = "http://127.0.0.1:9/v1", '
+            'api_key_env = "GATEWAY_KEY", free = true }') in line

@@ -2,14 +2,15 @@
 
     python -m pytest_skilltransfer [run] [--data-root seeds] [--seeds a,b] [--json] [-v] [OPTIONS]
     python -m pytest_skilltransfer init DIR [--skill PATH]
+    python -m pytest_skilltransfer init [DIR] --from PATH/SKILL.md   (a seed started from an existing skill)
     python -m pytest_skilltransfer merge SHARD.json...   (merges sharded pytest runs' reports, see `merge`)
     python -m pytest_skilltransfer index [DIR] [--check] (cassette indexes, see `cassettes.reindex`)
     python -m pytest_skilltransfer html REPORT.json -o PAGE.html   (the HTML page of a JSON report)
     python -m pytest_skilltransfer models                (names, resolved ids, prices, recordings, pins)
     python -m pytest_skilltransfer doctor                (keys, models, prices, cassettes, snapshots, plugins)
     python -m pytest_skilltransfer batches [adopt|abandon ...]  (the batch manifest, see `commands.batches`)
-    python -m pytest_skilltransfer check SEED TASK_ID ANSWER_FILE  (which checks an answer passes)
-    python -m pytest_skilltransfer rerecord SEED [PYTEST ARGS]    (re-records every item of a seed, see `rerecord`)
+    python -m pytest_skilltransfer check SEED TASK_ID ANSWER_FILE [--judge MODEL]  (which checks an answer passes)
+    python -m pytest_skilltransfer rerecord SEED... | --skill PATH [PYTEST ARGS]  (re-records what the seeds miss)
 
 `run` is a front end to pytest with this plugin: its OPTIONS are the options of pytest's
 *skill transfer* group (built from the same table), read with the same ini keys, the same
@@ -84,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
                "merge SHARD.json... merges the JSON reports of sharded runs (see merge --help); "
                "index [DIR] [--check] writes or checks the cassette indexes (see index --help); "
                "html REPORT.json -o PAGE.html builds the HTML page of a JSON report; "
-               "rerecord SEED re-records every item of a seed (see rerecord --help).",
+               "rerecord SEED... or --skill PATH re-records what those seeds miss (see rerecord --help).",
     )
     own = parser.add_argument_group("run")
     own.add_argument("--data-root", default="seeds", help="folder of seeds (default: seeds)")

@@ -21,7 +21,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Callable
 
-Report = Callable[[bool, str], None]
+Report = Callable[[bool | None, str], None]  # ok, a problem, or (None) a warning
 
 
 def _ini(pyproject: Path) -> dict[str, Any]:
@@ -66,15 +66,26 @@ def seed_pairs(seeds_root: Path) -> dict[str, list[tuple[str, str]]]:
     return found
 
 
+# Plugins known to coexist with this one: their options take the short spellings, the `--transfer-` ones stay
+COEXISTING = {"--shard-id": "pytest-shard", "--num-shards": "pytest-shard", "--record-mode": "pytest-recording"}
+
+
 def check_plugins(report: Report) -> None:
     done = subprocess.run([sys.executable, "-m", "pytest", "--help", "-p", "no:cacheprovider"], capture_output=True,
                           text=True, timeout=120)
     taken = re.findall(r"(--[a-z-]+) is another plugin's here", " ".join(done.stdout.split()))
+    known = [t for t in taken if t in COEXISTING]
+    unknown = [t for t in taken if t not in COEXISTING]
     if done.returncode != 0:
         report(False, f"`pytest --help` fails: {(done.stderr or done.stdout).strip().splitlines()[-1:]}")
     elif taken:
-        report(False, f"{', '.join(taken)} belong to another installed plugin: use this plugin's "
-               f"{', '.join('--transfer-' + t[2:] for t in taken)} (the short spelling reaches the other plugin)")
+        if known:
+            owners = ", ".join(sorted({COEXISTING[t] for t in known}))
+            report(None, f"{', '.join(known)} belong to {owners}, which coexists with this plugin: use this plugin's "
+                   f"{', '.join('--transfer-' + t[2:] for t in known)} (the short spelling reaches {owners})")
+        if unknown:
+            report(False, f"{', '.join(unknown)} belong to another installed plugin: use this plugin's "
+                   f"{', '.join('--transfer-' + t[2:] for t in unknown)} (the short spelling reaches the other plugin)")
     else:
         report(True, "options: every short spelling (--source, --shard-id, ...) is this plugin's here")
 
@@ -227,10 +238,10 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     problems = 0
 
-    def report(ok: bool, text: str) -> None:
+    def report(ok: bool | None, text: str) -> None:
         nonlocal problems
-        problems += not ok
-        print(f"{'ok     ' if ok else 'problem'}  {text}")
+        problems += ok is False
+        print(f"{'warning' if ok is None else 'ok     ' if ok else 'problem'}  {text}")
 
     try:
         tool = _ini(Path("pyproject.toml"))

@@ -52,6 +52,7 @@ from .results import (
     SampleResult,
     TaskResult,
     TransferResult,
+    checks_never_passed,
     paired_gain,
 )
 from .rubric import Calibration, JudgeSetup, RubricJudge, calibrate, family_warning
@@ -372,6 +373,10 @@ class SeedSession:
             portable=tuple(portable),
             direct_skipped=self.config.direct_on_demand and ("direct", 1) not in done,
         )
+        if result.unlearnable:
+            labels = {t.id: tuple(c.label() for c in t.judge.checks) for t in self.splits["test"]}
+            arms = [baseline, *(e for run in result.runs for e in (run.transferred, run.direct) if e is not None)]
+            result = replace(result, never_passed=checks_never_passed(labels, arms))
         return replace(result, bill=ledger.bill(result.phase_costs(), self._paid))
 
     def unbilled(self) -> Costs:

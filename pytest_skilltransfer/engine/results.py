@@ -75,6 +75,18 @@ class SampleResult:
     stop_reason: str = ""  # the provider's, for the final reply of the attempt
 
 
+def checks_never_passed(labels: dict[str, tuple[str, ...]], evaluations: list["Evaluation"]) -> tuple[str, ...]:
+    """The check labels (per task id, `labels`) that no sample of any of `evaluations` passed, in first-seen
+    order (a check that timed out counts as failed)."""
+    passed: set[str] = set()
+    for evaluation in evaluations:
+        for task in evaluation.tasks:
+            for sample in task.samples:
+                missed = {label.split(" (timed out", 1)[0] for label in sample.failed}
+                passed |= set(labels.get(task.task_id, ())) - missed
+    return tuple(label for label in dict.fromkeys(x for ls in labels.values() for x in ls) if label not in passed)
+
+
 @dataclass(frozen=True)
 class TaskResult:
     """A task's samples and their means, and the task's cluster (None: a cluster of its own)."""
@@ -217,6 +229,13 @@ class TransferResult:
     direct_skipped: bool = False  # the direct reference was on demand and could not change the reading
     source_name: str = ""  # the name the run gave the source (an alias of `source`, the id); "" = the id
     target_name: str = ""  # likewise for the target
+    never_passed: tuple[str, ...] = ()  # checks of the held-out tasks that no sample of any arm passed
+
+    @property
+    def unlearnable(self) -> bool:
+        """Whether even the direct optimization on the target gained nothing (and neither did the transfer):
+        the skill could not be taught these checks here. False without a direct run (nothing to say)."""
+        return self.headroom is not None and self.headroom.mean <= 0 and self.gain.mean <= 0
 
     @property
     def runs(self) -> tuple[RestartRun, ...]:

@@ -24,7 +24,12 @@ same frontier as one run. Per target, for each source that was tried on it:
   `inconclusive` (and `too few seeds` below the minimum).
 
 Direct optimization on the target is listed beside the sources as the reference (its mean headroom
-and its optimization dollars per seed); it is not a source and is never on the frontier.
+and its optimization dollars per seed); it is not a source and is never on the frontier. An item whose
+source is its target (`--pair m:m`) is that reference too, never a source row: it stands for the direct
+run where no other item of the target ran one.
+
+Sources are ranked per target: on the frontier first, then by gain per dollar, then by mean gain (a
+source without a price last); `rank` is the position, 1 the best.
 """
 
 from __future__ import annotations
@@ -115,12 +120,20 @@ def _standing(source: str, on_target: list[dict[str, Any]], sources: list[str]) 
     return [other for other, c in comparisons.items() if dominates(c)], comparisons
 
 
-def _direct(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The direct reference over the target's seeds (one item per seed carries it)."""
+def _direct(rows: list[dict[str, Any]], own: list[dict[str, Any]] = ()) -> dict[str, Any] | None:  # type: ignore[assignment]
+    """The direct reference over the target's seeds (one item per seed carries it); without one, the items
+    whose source is the target (`own`: optimized and scored on the target, which is what direct means)."""
     per_seed: dict[str, dict[str, Any]] = {}
     for r in rows:
         if r.get("headroom"):
             per_seed.setdefault(r["seed"], r)
+    if not per_seed and own:
+        picked = list(_by_seed(list(own)).values())
+        gains = [r["gain"]["mean"] for r in picked]
+        low, high = _interval(gains)
+        usd = _usd_per_seed(picked)
+        return {"seeds": len(picked), "mean_gain": round(mean(gains), 4), "ci_low": low, "ci_high": high,
+                "usd_per_seed": usd, "gain_per_usd": _per_dollar(mean(gains), usd)}
     if not per_seed:
         return None
     picked = list(per_seed.values())
@@ -136,15 +149,25 @@ def frontier(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     `items`: one result per (seed, source, target), as `summary.unique` gives them."""
     targets = []
     for target in sorted({r["target"] for r in items}):
-        on_target = [r for r in items if r["target"] == target]
+        own = [r for r in items if r["target"] == target and r["source"] == target]
+        on_target = [r for r in items if r["target"] == target and r["source"] != target]
         sources = sorted({r["source"] for r in on_target})
         rows = [_source_row(source, [r for r in on_target if r["source"] == source]) for source in sources]
         for row in rows:
             row["dominated_by"], row["against"] = _standing(row["source"], on_target, sources)
             row["frontier"] = row["usd_per_seed"] is not None and not row["dominated_by"]
-        targets.append({"target": target, "sources": rows, "direct": _direct(on_target),
+        rows.sort(key=_rank_key)
+        for rank, row in enumerate(rows, 1):
+            row["rank"] = rank
+        targets.append({"target": target, "sources": rows, "direct": _direct(on_target, own),
                         "seeds_needed": seeds_needed()})
     return targets
+
+
+def _rank_key(row: dict[str, Any]) -> tuple[Any, ...]:
+    """On the frontier first, then the most gain per dollar (free counts as the most), then the most gain."""
+    per_dollar = float("inf") if row["usd_per_seed"] == 0 else row["gain_per_usd"]
+    return (not row["frontier"], per_dollar is None, -(per_dollar or 0.0), -row["mean_gain"], row["source"])
 
 
 def _money(value: float | None) -> str:
@@ -203,15 +226,15 @@ def frontier_title(block: dict[str, Any]) -> str:
 
 
 def frontier_rows(block: dict[str, Any]) -> list[tuple[str, ...]]:
-    """One target's frontier as rows (a header row first): each source, cheapest per seed first, then direct."""
-    rows = [("source", "seeds", "mean gain [95% CI]", "efficiency", "$ per seed", "gain per $", "")]
-    for row in sorted(block["sources"], key=lambda r: (r["usd_per_seed"] is None, r["usd_per_seed"] or 0)):
+    """One target's frontier as rows (a header row first): each source in rank order, then direct."""
+    rows = [("#", "source", "seeds", "mean gain [95% CI]", "efficiency", "$ per seed", "gain per $", "")]
+    for row in sorted(block["sources"], key=lambda r: r.get("rank", 0)):
         eff = "-" if row["efficiency"] is None else f"{row['efficiency']:.2f}"
-        rows.append((row["source"], str(row["seeds"]), _gain_cell(row), eff, _money(row["usd_per_seed"]),
-                     _per(row["gain_per_usd"], row["usd_per_seed"]), _note(row)))
+        rows.append((str(row.get("rank", "")), row["source"], str(row["seeds"]), _gain_cell(row), eff,
+                     _money(row["usd_per_seed"]), _per(row["gain_per_usd"], row["usd_per_seed"]), _note(row)))
     direct = block["direct"]
     if direct is not None:
-        rows.append((f"direct on {block['target']}", str(direct["seeds"]), _gain_cell(direct), "1.00",
+        rows.append(("", f"direct on {block['target']}", str(direct["seeds"]), _gain_cell(direct), "1.00",
                      _money(direct["usd_per_seed"]), _per(direct["gain_per_usd"], direct["usd_per_seed"]),
                      "reference: optimized on the target"))
     return rows

@@ -50,9 +50,10 @@ def unpriced(models: Iterable[Any]) -> list[str]:
         target = getattr(model, "target", None)
         if target is not None and lane == "standard":
             url = f', base_url = "{target.base_url}"' if target.base_url else ""
+            key = f', api_key_env = "{target.api_key_env}"' if getattr(target, "api_key_env", None) else ""
             alias = model.name if ":" not in model.name else model.model_id
             line += (f'; or, if it really costs nothing, [tool.skilltransfer.models] "{alias}" = '
-                     f'{{ provider = "{target.provider}", model = "{model.model_id}"{url}, free = true }}')
+                     f'{{ provider = "{target.provider}", model = "{model.model_id}"{url}{key}, free = true }}')
         lines.append(line)
     return lines
 

@@ -33,11 +33,24 @@ def _decide(config: pytest.Config) -> bool:
 
     if any(getattr(config.option, name, None) not in (None, False, []) for name in DESTS):
         return True
-    if any(_ini_set(config, key) for key in INI_KEYS):
+    if _ini_mentions_keys(config) and any(_ini_set(config, key) for key in INI_KEYS):
         return True
     if _project_table(config.rootpath / "pyproject.toml"):
         return True
     return any(holds_seeds(path) for path in _collected_paths(config))
+
+
+def _ini_mentions_keys(config: pytest.Config) -> bool:
+    """Whether the ini file or an `-o` override could set a `skilltransfer_` key: a cheap look at the text
+    before asking pytest for every key (which parses each one)."""
+    if any(str(o).startswith("skilltransfer_") for o in getattr(config.option, "override_ini", None) or ()):
+        return True
+    if config.inipath is None:
+        return False
+    try:
+        return "skilltransfer_" in config.inipath.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return True  # unreadable here: ask pytest for each key
 
 
 def _ini_set(config: pytest.Config, key: str) -> bool:

@@ -4,7 +4,8 @@ Every option is also an ini key: `skilltransfer_` + the option name without a le
 `transfer-`/`skilltransfer-` (`--nights` -> `skilltransfer_nights`, `--transfer-min-gain` ->
 `skilltransfer_min_gain`, `--skilltransfer-json` -> `skilltransfer_json`). The command line wins.
 
-The model matrix is `source x target` plus explicit `--pair SRC:TGT`s. When the command line names
+The model matrix is `source x target` (a model paired with itself only where it is a target's sole
+source: elsewhere that pair is the other pairs' direct reference) plus explicit `--pair SRC:TGT`s. When the command line names
 any of `--source`, `--target`, `--pair`, it replaces the ini matrix (a side it leaves out, such as
 the targets of `pytest --source=haiku`, comes from the ini). Bad values raise `pytest.UsageError`
 naming the option.
@@ -285,8 +286,14 @@ def build_matrix(reader: _Reader, ini_only: bool = False) -> tuple[Pair, ...]:
     if bool(sources) != bool(targets):
         raise pytest.UsageError(f"{where}: sources need targets and targets need sources "
                                 "(or name pairs with --pair SRC:TGT)")
-    matrix = {(s, t) for s in sources for t in targets} | {parse_pair(p, pair_where) for p in pairs}
+    matrix = cross_product(sources, targets) | {parse_pair(p, pair_where) for p in pairs}
     return tuple(sorted(matrix))
+
+
+def cross_product(sources: list[str], targets: list[str]) -> set[Pair]:
+    """Every source with every target, except a model with itself where the target has another source: that
+    pair is the direct reference (optimized and scored on the target), which the other pairs' items run."""
+    return {(s, t) for s in sources for t in targets if s != t or not set(sources) - {t}}
 
 
 def _ini_matrix(reader: _Reader) -> tuple[Pair, ...]:

@@ -148,6 +148,7 @@ def summary_lines(results: list[dict[str, Any]], verbose: bool = False,
     if difference:
         lines.append(difference)
     lines += spend_lines(results, errors)
+    lines += unlearnable_lines(results)
     for result in results:
         unfinished = unfinished_answers(result)
         if unfinished:
@@ -156,6 +157,20 @@ def summary_lines(results: list[dict[str, Any]], verbose: bool = False,
         for line in judge_lines([result]):
             lines += [line, *(f"  unstable: {text}" for text in (unstable_lines(result) if verbose else ()))]
     return lines + against_base(results)
+
+
+def unlearnable_lines(results: list[dict[str, Any]]) -> list[str]:
+    """One line per item where even the direct optimization on the target gained nothing, naming the checks
+    that no arm ever passed (what neither model could be taught here)."""
+    lines = []
+    for result in results:
+        if result.get("unlearnable") is None:
+            continue
+        never = result["unlearnable"].get("checks_never_passed") or []
+        lines.append(f"unlearnable here: {result['seed']} ({result['source']} -> {result['target']}): even direct "
+                     f"optimization on {result['target']} gained nothing; checks never passed in any arm: "
+                     + (", ".join(never) if never else "none (each passed somewhere, never all together)"))
+    return lines
 
 
 def spend_lines(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None = None) -> list[str]:

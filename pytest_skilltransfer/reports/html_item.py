@@ -241,6 +241,16 @@ def _compare(result: dict[str, Any]) -> str:
             f"{compare['after']:.2f}: <b>{esc(compare.get('verdict', ''))}</b> {esc(compare.get('message', ''))}</p>")
 
 
+def _unlearnable(result: dict[str, Any]) -> str:
+    """A paragraph when even the direct optimization on the target gained nothing, naming the checks no arm passed."""
+    if result.get("unlearnable") is None:
+        return ""
+    never = result["unlearnable"].get("checks_never_passed") or []
+    listed = ", ".join(f"<code>{esc(label)}</code>" for label in never) or "none (each passed somewhere, never all together)"
+    return (f'<p class="unlearnable"><b>Unlearnable here:</b> even direct optimization on {esc(result["target"])} '
+            f"gained nothing; checks never passed in any arm: {listed}</p>")
+
+
 def item_section(result: dict[str, Any], holm: dict[tuple[str, str, str], str] | None = None) -> str:
     """One folded section with everything about an item."""
     outcome, verdict = holm_outcome_of(result, holm or {}), _verdict(result)
@@ -251,7 +261,7 @@ def item_section(result: dict[str, Any], holm: dict[tuple[str, str, str], str] |
     return (f'<details class="item" id="{anchor(result)}" data-outcome="{esc(outcome)}" data-verdict="{esc(verdict)}">'
             f'<summary>{hand}<b>{esc(_label(result))}</b> {_chip(outcome, _outcome_class(outcome))} '
             f'{_verdict_chip(verdict)} gain {esc(gain_text(result))}</summary>'
-            f"{rerun}<h3>Gates</h3>{_gates(result)}<h3>Scores</h3>{_scores(result)}{_compare(result)}"
+            f"{rerun}{_unlearnable(result)}<h3>Gates</h3>{_gates(result)}<h3>Scores</h3>{_scores(result)}{_compare(result)}"
             f"<h3>Checks x arms</h3>{check_table(result.get('checks') or check_arms(result))}"
             f"<h3>Tasks</h3>{task_matrix(result)}"
             f"<h3>Learned skill (diff against the seed's)</h3>{skill_diff(result)}"

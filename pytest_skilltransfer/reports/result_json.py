@@ -301,6 +301,7 @@ def result_to_json(result: TransferResult, answer_chars: int = ANSWER_CHARS) -> 
         **({"portable": _portable(result, phases, answer_chars)} if result.portable else {}),
         "config": asdict(result.config),
         **({"judge": judge_json(result)} if result.judge is not None else {}),
+        **({"unlearnable": {"checks_never_passed": list(result.never_passed)}} if result.unlearnable else {}),
     }
     record["checks"] = check_arms(record)
     return record
