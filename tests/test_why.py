@@ -78,7 +78,7 @@ def test_a_plan_only_report_shows_the_plan_with_its_breakdown() -> None:
     page = html_report.render({"results": [], "plan": plan})
     section = page.split("<h2>Plan</h2>", 1)[1]
     assert "No transfer item produced a result" not in page
-    for text in ("<td>4.84</td>", "<h3>by phase</h3>", "<td>direct</td>", "<td>batch</td>", "<td>2.42</td>",
+    for text in ("<td>4.8400</td>", "<h3>by phase</h3>", "<td>direct</td>", "<td>batch</td>", "<td>2.4200</td>",
                  "seeds/a/SKILL.md::transfer[x-&gt;y]"):
         assert text in section, text
 

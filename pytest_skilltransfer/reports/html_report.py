@@ -76,7 +76,7 @@ from .why import (
 CHART_WIDTH = 420  # px of the -1 .. +1 axis
 ROW_HEIGHT = 18
 LABEL_WIDTH = 330  # px for item labels at least; more up to MAX_LABEL_WIDTH when a label needs it
-MAX_LABEL_WIDTH = 560
+MAX_LABEL_WIDTH = 600
 
 
 RUN_CHECKS = 10  # the run's most missed checks shown on the page
