@@ -10,6 +10,7 @@
     python -m pytest_skilltransfer batches [adopt|abandon ...]  (the batch manifest, see `commands.batches`)
     python -m pytest_skilltransfer check SEED TASK_ID ANSWER_FILE  (which checks an answer passes)
     python -m pytest_skilltransfer rerecord SEED [PYTEST ARGS]    (re-records every item of a seed, see `rerecord`)
+    python -m pytest_skilltransfer history [--seeds a,b] [--html PAGE]  (each seed x pair's gain over the commits)
 
 `run` is a front end to pytest with this plugin: its OPTIONS are the options of pytest's
 *skill transfer* group (built from the same table), read with the same ini keys, the same
@@ -195,6 +196,10 @@ def main(argv: list[str] | None = None) -> int:
         from .doctor import main as doctor_main
 
         return doctor_main(argv[1:])
+    if argv[:1] == ["history"]:
+        from .history import main as history_main
+
+        return history_main(argv[1:])
     if argv[:1] == ["rerecord"]:
         from .rerecord import main as rerecord_main
 
