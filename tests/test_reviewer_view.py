@@ -1,7 +1,8 @@
-"""The reviewer's view of the page, over one run of the main job (shared by every test here): each link
-opens its item, nothing scrolls sideways at 1,400 px, chart labels are never cut, headers say what their
-table holds, numbers are rounded for people, invisible characters are escaped, and the chart draws every
-gate threshold. Opened in Debian's chromium; screenshots land in the test's temp folder."""
+"""The reviewer's view of the page and the docs' samples, over one run of the main job's shards (shared by
+every test here): each link opens its item, nothing scrolls sideways at 1,400 px, chart labels are never
+cut, headers say what their table holds, numbers are rounded for people, invisible characters are escaped,
+and the chart draws every gate threshold (opened in Debian's chromium; screenshots land in the test's temp
+folder); every sample in README.md and docs/ equals what its command prints today (docs/samples.py)."""
 
 from __future__ import annotations
 
@@ -19,16 +20,21 @@ from pytest_skilltransfer.guards.terminal import is_safe
 from pytest_skilltransfer.reports import html_parts, html_report
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "docs"))
+import samples  # noqa: E402  (docs/samples.py: the script that writes the docs' samples)
+
 WIDE = {"width": 1400, "height": 900}
 
 
 def main_job(tmp: Path) -> dict[str, Any]:
-    """The main job as CI runs it (`CI=true pytest`, replayed offline), with its three report files."""
+    """The main job as CI's sharded workflow runs it (`CI=true pytest`, replayed offline, in the shards of
+    docs/samples.py, then `merge`), with the merged report files and the merge's terminal output: the
+    page of merged shards equals the unsharded run's (tests/test_html_report.py)."""
+    shards = samples.shards(tmp)
     paths = {kind: tmp / f"main.{kind}" for kind in ("json", "html", "md")}
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "-n", "0",
-         f"--skilltransfer-json={paths['json']}", f"--skilltransfer-html={paths['html']}",
-         f"--skilltransfer-md={paths['md']}"],
+        [sys.executable, "-m", "pytest_skilltransfer", "merge", *map(str, shards), "--json", str(paths["json"]),
+         "--html", str(paths["html"]), "--md", str(paths["md"])],
         cwd=ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, "CI": "true"})
     assert done.returncode == 0, done.stdout + done.stderr
     return {**paths, "tmp": tmp, "stdout": done.stdout, "report": json.loads(paths["json"].read_text())}
@@ -164,3 +170,29 @@ def test_a_regression_against_the_base_shows_its_cause_on_the_first_screen(pytes
         assert "change vs main" in text and "vs snapshot" not in text
     finally:
         context.close()
+
+
+def test_every_docs_sample_is_what_its_command_prints_today(run: dict[str, Any]) -> None:
+    """The merged sample (docs/ci.md) is this run's merge output; the README's main-job table is the same table
+    (merge prints what an unsharded run prints) with pytest's own count below; the plan sample (docs/spend.md)
+    is rerun. A stale sample names the command that rewrites it."""
+    marked = samples.found()
+    assert set(marked) == set(samples.SAMPLES), "every sample in docs/samples.py has its marker"
+    fix = "stale: python docs/samples.py {} rewrites it from a real run"
+    merged = samples.between(run["stdout"], r"=+ skill transfer \(merged")
+    assert samples.normalized(merged) == samples.normalized(marked["merged"][1]), fix.format("merged")
+    readme = marked["main-job"][1].splitlines()
+    footer = readme.index(next(line for line in readme if "snapshot report summary" in line))
+    assert readme[1:footer] == merged.splitlines()[1:], fix.format("main-job")
+    items = sum(run["report"]["counts"].values())
+    assert samples.normalized("\n".join(readme[footer + 1:])) == samples.normalized(
+        f"{items} snapshots passed.\n{f' {items} passed in 1.00s '.center(80, '=')}"), fix.format("main-job")
+    plan = samples.plan(run["tmp"])
+    assert samples.normalized(plan) == samples.normalized(marked["plan"][1]), fix.format("plan")
+
+
+def test_a_stale_sample_is_found(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "README.md").write_text("<!-- sample: plan -->\n```text\nold figures\n```\n")
+    assert samples.found(tmp_path)["plan"][1] == "old figures"
+    assert samples.normalized("==== 46 passed in 5.51s ====") == samples.normalized("46 passed in 12.00s")
