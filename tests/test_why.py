@@ -109,3 +109,10 @@ def test_why_knows_only_ops_the_judges_have() -> None:
 
     named = set(why_module.KIND_WORDS) | set(why_module.PRESENT_MISSES) | set(why_module.ABSENT_MISSES)
     assert named <= set(RULE_OPS), named - set(RULE_OPS)
+
+
+def test_a_length_line_pushes_the_way_its_first_length_word_says() -> None:
+    line = "+ - Hard limit: keep every answer under 450 characters, even when other rules ask for detail."
+    assert pointed_lines("max_chars=700", [line]) == [] and pointed_lines("min_chars=300", [line]) == [line]
+    assert pointed_lines("max_chars=700", ["+ - Never be brief: explain every step."]) == [
+        "+ - Never be brief: explain every step."]
