@@ -240,9 +240,9 @@ def test_frontier_spend_budget_and_plan_are_on_the_page_when_the_report_has_them
     assert f"source frontier for target {block['target']}" in frontier and "sim-tiny" in frontier
     assert "reference: optimized on the target" in frontier
     spend = page.split("<h2>Spend</h2>", 1)[1].split("<h2>", 1)[0]
-    assert "optimize-source" in spend and "<td>1.25</td>" in spend and "<td>5.0</td>" in spend
+    assert "optimize-source" in spend and "<td>1.2500</td>" in spend and "<td>5.0000</td>" in spend
     plan = page.split("<h2>Plan</h2>", 1)[1].split("<h2>", 1)[0]
-    assert "<td>0.42</td>" in plan and "<td>120</td>" in plan
+    assert "<td>0.4200</td>" in plan and "<td>120</td>" in plan
     assert "<h2>Plan</h2>" not in html_report.render(run["report"])  # absent when the report has none
 
 

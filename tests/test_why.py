@@ -78,7 +78,7 @@ def test_a_plan_only_report_shows_the_plan_with_its_breakdown() -> None:
     page = html_report.render({"results": [], "plan": plan})
     section = page.split("<h2>Plan</h2>", 1)[1]
     assert "No transfer item produced a result" not in page
-    for text in ("<td>4.84</td>", "<h3>by phase</h3>", "<td>direct</td>", "<td>batch</td>", "<td>2.42</td>",
+    for text in ("<td>4.8400</td>", "<h3>by phase</h3>", "<td>direct</td>", "<td>batch</td>", "<td>2.4200</td>",
                  "seeds/a/SKILL.md::transfer[x-&gt;y]"):
         assert text in section, text
 
@@ -109,3 +109,10 @@ def test_why_knows_only_ops_the_judges_have() -> None:
 
     named = set(why_module.KIND_WORDS)
     assert named <= set(RULE_OPS), named - set(RULE_OPS)
+
+
+def test_a_length_line_pushes_the_way_its_first_length_word_says() -> None:
+    line = "+ - Hard limit: keep every answer under 450 characters, even when other rules ask for detail."
+    assert pointed_lines("max_chars=700", [line]) == [] and pointed_lines("min_chars=300", [line]) == [line]
+    assert pointed_lines("max_chars=700", ["+ - Never be brief: explain every step."]) == [
+        "+ - Never be brief: explain every step."]

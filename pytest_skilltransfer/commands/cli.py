@@ -11,6 +11,7 @@
     python -m pytest_skilltransfer batches [adopt|abandon ...]  (the batch manifest, see `commands.batches`)
     python -m pytest_skilltransfer check SEED TASK_ID ANSWER_FILE [--judge MODEL]  (which checks an answer passes)
     python -m pytest_skilltransfer rerecord SEED... | --skill PATH [PYTEST ARGS]  (re-records what the seeds miss)
+    python -m pytest_skilltransfer history [--seeds a,b] [--html PAGE]  (each seed x pair's gain over the commits)
 
 `run` is a front end to pytest with this plugin: its OPTIONS are the options of pytest's
 *skill transfer* group (built from the same table), read with the same ini keys, the same
@@ -196,6 +197,10 @@ def main(argv: list[str] | None = None) -> int:
         from .doctor import main as doctor_main
 
         return doctor_main(argv[1:])
+    if argv[:1] == ["history"]:
+        from .history import main as history_main
+
+        return history_main(argv[1:])
     if argv[:1] == ["rerecord"]:
         from .rerecord import main as rerecord_main
 

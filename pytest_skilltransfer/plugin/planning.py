@@ -33,10 +33,28 @@ class ItemPlan:
     replayed: int = 0
     miss_phase: str | None = None  # None: everything replayed (or no cassette needed)
     error: str = ""
+    provider_ids: frozenset[str] = frozenset()  # the item's models that are called over a wire (and recorded)
 
     @property
     def calls(self) -> int:
-        return sum(u.calls for u in self.units)
+        """Calls to providers at most: what a recording run sends (and its progress line counts)."""
+        return provider_calls(self.units, self.provider_ids)
+
+    @property
+    def in_process_calls(self) -> int:
+        """Calls answered in this process (the simulator, its judge): never sent, never recorded, free."""
+        return sum(u.calls for u in self.units) - self.calls
+
+
+def provider_calls(units: list[Unit], provider_ids: frozenset[str] | set[str]) -> int:
+    """The units' calls to the given provider models (shares of other models are in-process)."""
+    return sum(s.calls for u in units for s in u.shares if s.model_id in provider_ids)
+
+
+def _provider_ids(models: list[Model]) -> frozenset[str]:
+    from ..models.providers import ProviderModel
+
+    return frozenset(m.model_id for m in models if isinstance(m, ProviderModel))
 
 
 @dataclass
@@ -110,8 +128,11 @@ def build_plans(runner: Runner, items: list[pytest.Item], spec_of: Callable[[pyt
     for seed, rows in _planned(runner, items, spec_of):
         # one phase after another: the plan counts the calls that replay before the first miss
         session = SeedSession(seed, runner.settings.protocol, concurrency=concurrency, concurrent_phases=False)
+        judge = runner.judge(seed)
+        judged = [judge.model] if judge is not None else []
         seed_plans = [(ItemPlan(item.nodeid, units, needs_recording(models),
-                                f"{models[0].model_id}->{models[1].model_id}"), models, spec)
+                                f"{models[0].model_id}->{models[1].model_id}",
+                                provider_ids=_provider_ids(models + judged)), models, spec)
                       for item, spec, units, models in rows]
         if any(plan.needs_cassette for plan, _, _ in seed_plans):
             _replay(runner, seed.name, session, seed_plans, calibration)
@@ -124,8 +145,6 @@ def build_plans(runner: Runner, items: list[pytest.Item], spec_of: Callable[[pyt
 
 def recording_bound(runner: Runner, items: list[pytest.Item], spec_of: Callable[[pytest.Item], Any]) -> tuple[int, int]:
     """(items that talk to a provider, calls to providers those items make at most, shared phases once)."""
-    from ..models.providers import ProviderModel
-
     units: dict[tuple[str, ...], Unit] = {}
     provider_ids: set[str] = set()
     count = 0
@@ -136,8 +155,8 @@ def recording_bound(runner: Runner, items: list[pytest.Item], spec_of: Callable[
             if needs_recording(models):
                 count += 1
                 units.update((u.key, u) for u in item_units)
-                provider_ids |= {m.model_id for m in models if isinstance(m, ProviderModel)}
-    return count, sum(s.calls for u in units.values() for s in u.shares if s.model_id in provider_ids)
+                provider_ids |= _provider_ids(models)
+    return count, provider_calls(list(units.values()), provider_ids)  # the plan's "calls ≤" total, as counted there
 
 
 AGENT_TURNS_WITH_TOOLS = 2  # an ETA's assumption: a task with tools takes a search, then the answer
@@ -242,8 +261,13 @@ def plan_json(plans: list[ItemPlan], price_date: str, calibration: Calibration |
     """The plan as JSON (`--plan --skilltransfer-json PATH`): items, the total, the lanes and the breakdown."""
     unique = list({u.key: u for plan in plans for u in plan.units}.values())
 
+    providers = frozenset().union(*(plan.provider_ids for plan in plans))
+
     def figures(units: list[Unit]) -> dict[str, Any]:
-        return {"calls": sum(u.calls for u in units), "input_tokens": _sum(units, "input_tokens"),
+        calls = sum(u.calls for u in units)
+        sent = provider_calls(units, providers)
+        return {"calls": calls, "provider_calls": sent, "in_process_calls": calls - sent,
+                "input_tokens": _sum(units, "input_tokens"),
                 "output_tokens": _sum(units, "output_tokens"), "bound_usd": _usd(units),
                 "expected_usd": _usd(units, "expected")}
 
@@ -294,26 +318,30 @@ def calibration_lines(calibration: Calibration | None) -> list[str]:
 
 def plan_lines(plans: list[ItemPlan], price_date: str, calibration: Calibration | None = None) -> list[str]:
     """The table the plan option prints."""
-    header = ("item", "calls ≤", "input tok ≤", "output tok ≤", "$ ≤", "$ expected", "cassettes")
+    header = ("item", "calls ≤", "input tok ≤", "output tok ≤", "$ ≤", "$ expected", "cassettes", "in-process")
     rows = [header]
     for plan in plans:
         rows.append((plan.nodeid, str(plan.calls), str(_sum(plan.units, "input_tokens")),
                      str(_sum(plan.units, "output_tokens")), _money(_usd(plan.units)),
-                     _money(_usd(plan.units, "expected")), _cassette_text(plan)))
+                     _money(_usd(plan.units, "expected")), _cassette_text(plan), str(plan.in_process_calls)))
     unique = list({u.key: u for plan in plans for u in plan.units}.values())
+    providers = frozenset().union(*(plan.provider_ids for plan in plans))
+    sent = provider_calls(unique, providers)
     pending = list({u.key: u for plan in plans if plan.needs_cassette and plan.miss_phase for u in plan.units}.values())
     recorded = sum(plan.replayed for plan in plans)
-    rows.append(("total (shared phases once)", str(sum(u.calls for u in unique)), str(_sum(unique, "input_tokens")),
+    rows.append(("total (shared phases once)", str(sent), str(_sum(unique, "input_tokens")),
                  str(_sum(unique, "output_tokens")), _money(_usd(unique)), _money(_usd(unique, "expected")),
-                 f"{recorded} call(s) recorded; to record: ≤ ${_money(_usd(pending))}"))
+                 f"{recorded} call(s) recorded; to record: ≤ ${_money(_usd(pending))}",
+                 str(sum(u.calls for u in unique) - sent)))
     on_demand = [u for u in unique if u.on_demand]
     if on_demand:
         chance = _run_chance(on_demand)
-        rows.append(("direct references on demand (if all run)", str(sum(u.calls for u in on_demand)),
+        on_demand_sent = provider_calls(on_demand, providers)
+        rows.append(("direct references on demand (if all run)", str(on_demand_sent),
                      str(_sum(on_demand, "input_tokens")), str(_sum(on_demand, "output_tokens")),
                      "in total", _money(_usd(on_demand, "on-demand")),
                      f"in the expected total at {'its chance to run' if chance is None else f'{chance:.3g}'} of "
-                     "this: the chance a transfer shows no gain"))
+                     "this: the chance a transfer shows no gain", str(sum(u.calls for u in on_demand) - on_demand_sent)))
     unpriced = sorted({s.model_id for plan in plans for u in plan.units for s in u.shares if s.usd is None})
     priced = ([f"$ n/a: no price for {', '.join(unpriced)}; add it to pyproject.toml as [tool.skilltransfer.prices] "
                f'"{unpriced[0]}" = {{ input = USD_PER_MTOK, output = USD_PER_MTOK }}'] if unpriced else [])
@@ -328,7 +356,9 @@ def plan_lines(plans: list[ItemPlan], price_date: str, calibration: Calibration 
         "",
         *lane_lines(unique),
         "",
-        "How: calls follow the protocol at its longest (all held-out tasks unless --limit-* caps them, every "
+        "How: calls ≤ counts the calls sent to providers (recorded in cassettes, what a recording run's progress "
+        "line counts); in-process: the calls the simulator and its judge answer here (never sent, free). Calls "
+        "follow the protocol at its longest (all held-out tasks unless --limit-* caps them, every "
         "sample, restart, night and tool step, every rubric vote with its retry, the optimizer's retry, the judge's "
         "calibration); a prompt counts at most one token per UTF-8 byte plus the providers' overheads, text a model "
         "wrote at its max_tokens + 10%, every reply at its max_tokens, every prompt token at the highest prompt "

@@ -119,12 +119,11 @@ def task_matrix(result: dict[str, Any]) -> str:
                      f'{" (differs)" if css == "differs" else ""}</summary><div class="answers">'
                      + "".join(_answer_block(a, arms.get(a)) for a in ARMS) + "</div></details>")
     differ = sum(1 for row in rows if row.startswith('<tr class="differs" '))
-    caption = (f'<caption class="muted">all {len(rows)} held-out task(s) x arms: pass or fail, soft score; '
-               f"{differ} differ between arms</caption>")
-    toggle = (f'<input type="checkbox" id="{box}" class="differs-box"> <label for="{box}">show only the {differ} '
-              f"task(s) whose result differs between arms</label>" if differ else
-              f'<p class="muted">every task gives the same result in every arm</p>')
-    return (toggle + f'<table class="matrix">{caption}<tr><th>task</th>' + "".join(f"<th>{a}</th>" for a in ARMS) + "</tr>"
+    held = f"all {len(rows)} held-out task(s) x arms, pass or fail and soft score"
+    toggle = (f'<span class="muted">{held};</span> <input type="checkbox" id="{box}" class="differs-box"> '
+              f'<label for="{box}">show only the {differ} whose pass or fail differs between arms</label>' if differ else
+              f'<p class="muted">{held}; every task passes or fails alike in every arm</p>')
+    return (toggle + '<table class="matrix"><tr><th>task</th>' + "".join(f"<th>{a}</th>" for a in ARMS) + "</tr>"
             + "".join(rows) + "</table><h3>Answers per task</h3>" + answer_store("".join(drill)))
 
 

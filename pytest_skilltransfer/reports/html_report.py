@@ -78,7 +78,7 @@ from .why import (
 CHART_WIDTH = 420  # px of the -1 .. +1 axis
 ROW_HEIGHT = 18
 LABEL_WIDTH = 330  # px for item labels at least; more up to MAX_LABEL_WIDTH when a label needs it
-MAX_LABEL_WIDTH = 560
+MAX_LABEL_WIDTH = 600
 
 
 RUN_CHECKS = 10  # the run's most missed checks shown on the page
@@ -440,8 +440,9 @@ def plan_section(report: dict[str, Any]) -> str:
     return "".join(parts)
 
 
-def render(report: dict[str, Any]) -> str:
-    """The whole page from a JSON report."""
+def render(report: dict[str, Any], history: str = "") -> str:
+    """The whole page from a JSON report; `history`: the history section (`reports.history.html_section`, read
+    from git by `html --history`), placed before the items' sections."""
     results = attention_first(report.get("results") or [])
     errors = list(report.get("errors") or [])
     body = [headline(report)]
@@ -473,12 +474,15 @@ def render(report: dict[str, Any]) -> str:
         body += ["<h2>Source frontier</h2>", frontier] if frontier else []
         body += ["<h2>Spend</h2>", spend] if spend else []
         body += ["<h2>Plan</h2>", plan] if plan else []
+        body += ["<h2>History: gain over commits</h2>", history] if history else []
         body += ["<h2>Per item</h2>", *(item_section(r, holm) for r in results)]
     elif report.get("plan"):
         body += ["<h2>Plan</h2>", '<p class="muted">no model was called: what the run would send and cost</p>',
                  plan_section(report)]
     else:
         body.append("<p>No transfer item produced a result.</p>")
+    if history and not results:
+        body += ["<h2>History: gain over commits</h2>", history]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'

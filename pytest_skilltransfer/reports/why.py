@@ -15,7 +15,8 @@ or a line removed that forbade it; a `contains` or section miss (the answer lack
 forbids it or a line removed that asked for it. A line forbids when it says never, don't, do not, avoid,
 no, without, ... before the check's word. "Never write 'Great question'" does not cause a missed
 `not_contains=Great question`: it is listed as a mention. A length miss is caused by a line pushing that
-way (too short for `min_chars`: short, concise...; too long for `max_chars`: detailed, exhaustive...).
+way (too short for `min_chars`: short, concise, under...; too long for `max_chars`: detailed, exhaustive...),
+read from the first such word of the line.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from typing import Any
 from ..engine.judges import ABSENT, LENGTH, PRESENT, miss_of
 
 ARMS = ("baseline", "transferred", "direct")
-SHORT_WORDS = ("short", "shorter", "concise", "brief", "briefly", "terse", "succinct")
+SHORT_WORDS = ("short", "shorter", "concise", "brief", "briefly", "terse", "succinct", "under", "limit", "fewer",
+               "less", "max", "maximum", "cap")
 LONG_WORDS = ("long", "longer", "exhaustive", "detailed", "detail", "thorough")
 LENGTH_WORDS = (*SHORT_WORDS, *LONG_WORDS, "length", "words", "characters", "chars", "paragraph", "paragraphs")
 KIND_WORDS = {"min_chars": LENGTH_WORDS, "max_chars": LENGTH_WORDS,  # judge ops (`engine.judges.RULE_OPS`)
@@ -136,14 +138,12 @@ def causes(line: str, check: str) -> bool:
     added = line.startswith("+")
     miss = miss_of(kind)
     if miss == LENGTH:  # too short / too long: a line pushing that way
-        tokens = set(_tokens(line[1:]))
-        short = bool(tokens & set(SHORT_WORDS)) and not forbids(line[1:], check) or (
-            bool(tokens & set(LONG_WORDS)) and forbids(line[1:], check))
-        longer = bool(tokens & set(LONG_WORDS)) and not forbids(line[1:], check) or (
-            bool(tokens & set(SHORT_WORDS)) and forbids(line[1:], check))
-        pushes = short if kind == "min_chars" else longer
-        pulls = longer if kind == "min_chars" else short
-        return pushes if added else pulls
+        tokens = _tokens(line[1:])
+        first = next((i for i, t in enumerate(tokens) if t in SHORT_WORDS or t in LONG_WORDS), None)
+        if first is None:
+            return False
+        short = (tokens[first] in SHORT_WORDS) != any(t in NEGATIONS for t in tokens[:first])  # its first word rules
+        return short == (kind == "min_chars") if added else short != (kind == "min_chars")
     if miss not in (PRESENT, ABSENT):
         return False
     pushes_presence = added != forbids(line[1:], check)  # added and asking, or removed and forbidding

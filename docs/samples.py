@@ -1,0 +1,144 @@
+"""The command-output samples in README.md and docs/*.md, written from real runs.
+
+    python docs/samples.py            # rerun every sample's commands and rewrite the samples
+    python docs/samples.py --check    # exit 1 naming each sample that differs from what its command prints
+
+A sample is the fenced block right after a marker line `<!-- sample: NAME -->` in a Markdown file;
+NAME is a key of `SAMPLES`, which says which commands produce it and which lines of their output it
+shows. Timings (`in 5.51s`) are compared as `in N.NNs`. `tests/test_reviewer_view.py` checks every
+sample against one run of the main job's shards, so a sample cannot go stale.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+MARKER = re.compile(r"^<!-- sample: (?P<name>[\w-]+) -->\n(?P<fence>`{3,})(?P<lang>\w*)\n(?P<body>.*?)\n(?P=fence)$",
+                    re.M | re.S)
+TIMING = re.compile(r"=* ?(\d+ \w+(?:, \d+ \w+)*) in [\d.]+s(?: \([\d:]+\))? ?=*")
+REPORT_FILES = re.compile(r"^(JSON|Markdown|HTML) report: ")
+SHARDS = 3
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> str:
+    """A command's stdout, from the project root, replaying offline as CI does."""
+    done = subprocess.run(list(args), cwd=ROOT, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "CI": "true", **(env or {})})
+    return done.stdout
+
+
+def between(text: str, start: str, stop: str | None = None, keep_stop: bool = False) -> str:
+    """The lines from the first matching `start` (a regex) to the end, or to the first later `stop`."""
+    lines = [line for line in text.splitlines() if not REPORT_FILES.match(line)]
+    first = next(i for i, line in enumerate(lines) if re.match(start, line))
+    last = len(lines)
+    if stop is not None:
+        last = next(i for i in range(first + 1, len(lines)) if re.match(stop, lines[i])) + keep_stop
+    return "\n".join(lines[first:last]).rstrip("\n")
+
+
+def main_job(tmp: Path) -> str:
+    """The README's main job: `CI=true pytest -n auto`, its transfer table to the end."""
+    return between(run(sys.executable, "-m", "pytest", "-n", "auto", "-p", "no:randomly"), r"=+ skill transfer =+$")
+
+
+def shards(tmp: Path) -> list[Path]:
+    """The main job run as `SHARDS` shards, each writing its JSON report."""
+    paths = []
+    for shard in range(SHARDS):
+        path = tmp / f"shard-{shard}.json"
+        run(sys.executable, "-m", "pytest", "-n", "0", "-p", "no:randomly", f"--transfer-shard-id={shard}",
+            f"--transfer-num-shards={SHARDS}", f"--skilltransfer-json={path}")
+        paths.append(path)
+    return paths
+
+
+def merged(tmp: Path) -> str:
+    """docs/ci.md: `merge` of the main job's shards (the same table an unsharded run prints)."""
+    return between(run(sys.executable, "-m", "pytest_skilltransfer", "merge", *map(str, shards(tmp))),
+                   r"=+ skill transfer \(merged")
+
+
+def plan(tmp: Path) -> str:
+    """docs/spend.md: `--plan` of one seed on a priced pair, the table and the lanes."""
+    return between(run(sys.executable, "-m", "pytest", "seeds/alert-intake", "--source", "haiku", "--target", "luna",
+                       "--plan", "-p", "no:randomly"), r"item +calls", r"How: ")
+
+
+@dataclass(frozen=True)
+class Sample:
+    file: str
+    produce: Callable[[Path], str]
+
+
+SAMPLES = {
+    "main-job": Sample("README.md", main_job),
+    "merged": Sample("docs/ci.md", merged),
+    "plan": Sample("docs/spend.md", plan),
+}
+
+
+def normalized(text: str) -> str:
+    """A sample as compared: timings as `N.NNs`, trailing blanks off."""
+    return "\n".join(TIMING.sub(lambda m: f"{m.group(1)} in N.NNs", line).rstrip() for line in text.splitlines())
+
+
+def found(root: Path = ROOT) -> dict[str, tuple[Path, str]]:
+    """Every marked sample: name -> (file, its block's text); a marker NAME missing from `SAMPLES` fails."""
+    samples: dict[str, tuple[Path, str]] = {}
+    for path in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        for match in MARKER.finditer(path.read_text(encoding="utf-8")):
+            if match["name"] not in SAMPLES:
+                raise SystemExit(f"{path}: sample {match['name']!r} is not in docs/samples.py SAMPLES")
+            samples[match["name"]] = (path, match["body"])
+    return samples
+
+
+def write(name: str, text: str) -> None:
+    path = ROOT / SAMPLES[name].file
+    source = path.read_text(encoding="utf-8")
+
+    def replace(match: re.Match[str]) -> str:
+        if match["name"] != name:
+            return match.group(0)
+        return f"<!-- sample: {name} -->\n{match['fence']}{match['lang']}\n{text}\n{match['fence']}"
+
+    path.write_text(MARKER.sub(replace, source), encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a sample is stale")
+    parser.add_argument("names", nargs="*", help="only these samples (default: all)")
+    args = parser.parse_args(argv)
+    marked = found()
+    stale = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.names or list(SAMPLES):
+            if name not in marked:
+                print(f"{SAMPLES[name].file}: no marker <!-- sample: {name} --> before a fenced block")
+                stale.append(name)
+                continue
+            text = SAMPLES[name].produce(Path(tmp))
+            if normalized(text) == normalized(marked[name][1]):
+                print(f"{name}: up to date ({SAMPLES[name].file})")
+            elif args.check:
+                print(f"{name}: STALE ({SAMPLES[name].file}): rerun python docs/samples.py {name}")
+                stale.append(name)
+            else:
+                write(name, text)
+                print(f"{name}: rewritten ({SAMPLES[name].file})")
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
