@@ -55,6 +55,7 @@ DEFAULT_HARM_TOLERANCE = 0.0
 POWER_MARGIN = 0.1  # the min_gain power note: tasks to pass the gate at a true gain of min_gain + this
 HARM_SIZE = 0.2  # the harm gate's power note: tasks to show a harm this much beyond the tolerance
 FAMILY_GATES = ("min_gain", "min_score", "harm_tolerance", "noninferiority_margin", "regression_tolerance", "expect")
+GUARDS = ("harm_tolerance", "regression_tolerance")  # rule out the worst: an inconclusive guard never passes
 CORRECTIONS = ("bonferroni", "none")  # the first is the default (`run_family`)
 # What more samples per task can do: a task's value is the mean of its samples, so on a noisy task more samples
 # average out moves up and down that are only sampling noise (fewer discordant tasks, a narrower interval); on
@@ -124,6 +125,22 @@ class GateOutcome:
                           for g in self.gates], "thresholds": self.thresholds}
 
 
+def item_fails(outcome: GateOutcome, inconclusive: str) -> bool:
+    """Whether an item's test fails on its gates: a gate fails, or one is inconclusive and `inconclusive`
+    (`--transfer-inconclusive`) is `fail`, or an inconclusive gate is a guard (harm, regression): a guard that can
+    fire neither way is not a pass, whatever the option says."""
+    if outcome.verdict == stats.FAIL:
+        return True
+    if outcome.verdict != stats.INCONCLUSIVE:
+        return False
+    return inconclusive == "fail" or inconclusive_guard(outcome) is not None
+
+
+def inconclusive_guard(outcome: GateOutcome) -> Gate | None:
+    """The first guard gate (harm, regression) that is inconclusive, if any."""
+    return next((g for g in outcome.gates if g.name in GUARDS and g.verdict == stats.INCONCLUSIVE), None)
+
+
 def gate_level(correction: str, family: int) -> float:
     """The interval level of the gates: 95%, or Bonferroni's 1 - 0.05 / m over m items."""
     if correction == "bonferroni" and family > 1:
@@ -179,10 +196,14 @@ def _interval_gate(name: str, label: str, estimate: float, n: int, threshold: fl
 
 
 def _efficiency_gate(result: dict[str, Any], threshold: float) -> Gate | str:
+    if result["direct_target"] is None and result.get("direct_skipped"):
+        # an option that skips the evidence a gate needs leaves the gate undecided, never passed
+        return Gate("min_efficiency", stats.INCONCLUSIVE, threshold, None, None, None,
+                    "efficiency is undefined: the direct reference ran on demand and was skipped (the transferred skill "
+                    "shows a gain); neither shows min_efficiency nor rules it out: leave "
+                    "--transfer-direct-on-demand off for an item gated on efficiency")
     if result["direct_target"] is None:
-        why = ("the direct reference ran on demand and the transferred skill shows a gain"
-               if result.get("direct_skipped") else "--no-direct")
-        return f"min_efficiency gate skipped: efficiency is undefined (no direct run ({why}))"
+        return "min_efficiency gate skipped: efficiency is undefined (no direct run (--no-direct))"
     estimate = result.get("efficiency_ci")
     if estimate is None:
         headroom = result.get("headroom") or {}
@@ -316,6 +337,40 @@ def _harm_gate(result: dict[str, Any], tolerance: float, level: float) -> Gate:
                 tasks_for_power=needed)
 
 
+def _task_level_gain(result: dict[str, Any], level: float) -> stats.Gain | None:
+    """The gain over tasks, each its own unit (the run without clusters), from the per-task scores of a result in
+    the JSON shape (restart-averaged with restarts); None when the scores are not there."""
+    scores = result.get("scores") or {}
+    before, after = per_task(scores.get("baseline")), per_task(scores.get("transferred"))
+    common = [task for task in before if task in after]
+    if not common:
+        return None
+    return stats.paired_gain([before[t] for t in common], [after[t] for t in common], level)
+
+
+TASK_RULE = ("with clusters a gate also fails whenever the tasks, each its own unit (the run without clusters), fail "
+             "it: an option never passes what the plain run fails")
+
+
+def _task_floor(gate: Gate, result: dict[str, Any], level: float) -> Gate:
+    """A harm or min_gain gate over clusters fails when the same gate over tasks, each its own unit (the run without
+    clusters), fails: the interval over clusters is the honest one for a claim, but it must not pass what the plain
+    run fails."""
+    if gate.verdict == stats.FAIL or result["gain"].get("unit") != "cluster":
+        return gate
+    tasks = _task_level_gain(result, level)
+    threshold = -gate.threshold if gate.name == "harm_tolerance" else gate.threshold
+    if tasks is None or tasks.high >= threshold - EPSILON:
+        return gate
+    what = (f"harm: the learned skill makes {result['target']} worse than its own baseline over the held-out tasks"
+            if gate.name == "harm_tolerance" else f"below {gate.name} {gate.threshold:+.3f} over the held-out tasks")
+    over = f"over clusters gain {gate.estimate:+.3f} [{gate.low:+.3f}, {gate.high:+.3f}]: {gate.message}"
+    return Gate(gate.name, stats.FAIL, gate.threshold, tasks.mean, tasks.low, tasks.high,
+                f"{what}: gain {tasks.mean:+.3f} [{tasks.low:+.3f}, {tasks.high:+.3f}] ({level * 100:.4g}% CI, "
+                f"{tasks.n} task(s), each its own unit) lies below {threshold:+.3f}; {tasks.worsened} of {tasks.n} "
+                f"task(s) got worse; {over} ({TASK_RULE})", tasks_for_power=gate.tasks_for_power)
+
+
 def _noninferiority_gate(result: dict[str, Any], margin: float, level: float) -> Gate:
     """Pass only when the whole gain interval is at or above -margin (the burden of proof on safety)."""
     mean, low, high, n = _gain_interval(result, level)
@@ -374,7 +429,7 @@ def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str
                               gain=gain)
         gate = replace(gate, tasks_for_power=stats.tasks_to_pass(thresholds.min_gain, POWER_MARGIN, level,
                                                                   restarts=restart_count(gain)))
-        gates.append(_single_floor(gate, single_views(gain, level), level))
+        gates.append(_task_floor(_single_floor(gate, single_views(gain, level), level), result, level))
     if thresholds.min_score is not None:
         hard = result["scores"]["transferred"]["hard"]
         gates.append(_interval_gate("min_score", "transferred score", hard["mean"], hard["n"], thresholds.min_score,
@@ -385,7 +440,7 @@ def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str
     if expected is not None:
         gates.append(_expect_gate(result, expected, level))
     elif thresholds.harm_tolerance is not None:
-        gates.append(_harm_gate(result, thresholds.harm_tolerance, level))
+        gates.append(_task_floor(_harm_gate(result, thresholds.harm_tolerance, level), result, level))
     if thresholds.noninferiority_margin is not None:
         gates.append(_noninferiority_gate(result, thresholds.noninferiority_margin, level))
     if thresholds.regression_tolerance is not None and committed is not None and not updating:
@@ -400,6 +455,11 @@ def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str
             if alone.verdict == stats.FAIL:
                 check = alone
                 message = f"restart 1 alone (the kept skill, as a run without --restarts): {alone.message()} ({SINGLE_RULE})"
+        if check.verdict != stats.FAIL and any(per_task_clusters(transferred).values()):
+            plain = stats.regression(committed, per_task(transferred), thresholds.regression_tolerance, level)
+            if plain.verdict == stats.FAIL:  # over tasks, each its own unit: the run without clusters
+                check = plain
+                message = f"over tasks, each its own unit: {plain.message()} ({TASK_RULE})"
         if reference is not None:
             message = message.replace("the committed snapshot", reference)
         if check.verdict == stats.FAIL:

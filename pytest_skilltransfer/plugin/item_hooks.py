@@ -130,7 +130,11 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
             item.user_properties.append((f"skilltransfer_tasks_for_{name}", gate.tasks_for_power))
     item.user_properties.append(("skilltransfer_outcome", run.data["outcome"]))
     item.user_properties.append(("skilltransfer_verdict", run.data["gate"]["label"]))
-    if verdict == "fail" or (verdict == "inconclusive" and settings.inconclusive == "fail"):
+    guard = gating.inconclusive_guard(outcome)
+    if verdict == "inconclusive" and guard is not None and settings.inconclusive != "fail":
+        warnings.warn(pytest.PytestWarning(safe(f"{item.nodeid}: --transfer-inconclusive={settings.inconclusive} does "
+                                                f"not apply to the {guard.name} guard: {guard.message}")), stacklevel=1)
+    if verdict == "fail" or gating.item_fails(outcome, settings.inconclusive):
         texts = {task.id: task.text for task in run.seed.test}
         raise TransferFailed(diagnose({**run.data, "item": plain_nodeid(item.nodeid)}, outcome, run.seed.skill, texts,
                                       mismatch),

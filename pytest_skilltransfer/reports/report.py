@@ -411,6 +411,9 @@ def gate_reason(gate: dict[str, Any]) -> str:
         shown = f"{label} {estimate:{fmt}}"
     else:
         shown = f"{label} {estimate:{fmt}} [{low:{fmt}}, {high:{fmt}}]"
+        level = gate.get("level")
+        if level is not None and abs(level - 0.95) > 1e-9:  # tested at the run family's level: say which
+            shown += f" ({level * 100:.6g}% CI)"
     if name == "regression_tolerance":
         return f"{'regression' if verdict == 'fail' else verdict}: {shown} beyond tolerance {gate['threshold']:.2f}"
     threshold = f"{name} {gate['threshold']:{fmt}}"
