@@ -337,11 +337,14 @@ def _harm_gate(result: dict[str, Any], tolerance: float, level: float) -> Gate:
                 tasks_for_power=needed)
 
 
-def _task_level_gain(result: dict[str, Any], level: float) -> stats.Gain | None:
+def _task_level_gain(result: dict[str, Any], level: float, first: bool = False) -> stats.Gain | None:
     """The gain over tasks, each its own unit (the run without clusters), from the per-task scores of a result in
-    the JSON shape (restart-averaged with restarts); None when the scores are not there."""
+    the JSON shape (restart-averaged with restarts, or restart 1's with `first`); None when they are not there."""
     scores = result.get("scores") or {}
-    before, after = per_task(scores.get("baseline")), per_task(scores.get("transferred"))
+    before = per_task(scores.get("baseline"))
+    after = per_task_first(scores.get("transferred")) if first else per_task(scores.get("transferred"))
+    if after is None:
+        return None
     common = [task for task in before if task in after]
     if not common:
         return None
@@ -358,9 +361,10 @@ def _task_floor(gate: Gate, result: dict[str, Any], level: float) -> Gate:
     run fails."""
     if gate.verdict == stats.FAIL or result["gain"].get("unit") != "cluster":
         return gate
-    tasks = _task_level_gain(result, level)
     threshold = -gate.threshold if gate.name == "harm_tolerance" else gate.threshold
-    if tasks is None or tasks.high >= threshold - EPSILON:
+    readings = (_task_level_gain(result, level), _task_level_gain(result, level, first=True))
+    tasks = next((g for g in readings if g is not None and g.high < threshold - EPSILON), None)
+    if tasks is None:
         return gate
     what = (f"harm: the learned skill makes {result['target']} worse than its own baseline over the held-out tasks"
             if gate.name == "harm_tolerance" else f"below {gate.name} {gate.threshold:+.3f} over the held-out tasks")
@@ -456,10 +460,13 @@ def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str
                 check = alone
                 message = f"restart 1 alone (the kept skill, as a run without --restarts): {alone.message()} ({SINGLE_RULE})"
         if check.verdict != stats.FAIL and any(per_task_clusters(transferred).values()):
-            plain = stats.regression(committed, per_task(transferred), thresholds.regression_tolerance, level)
-            if plain.verdict == stats.FAIL:  # over tasks, each its own unit: the run without clusters
-                check = plain
-                message = f"over tasks, each its own unit: {plain.message()} ({TASK_RULE})"
+            for scores in (per_task(transferred), first):
+                plain = None if scores is None else stats.regression(committed, scores,
+                                                                     thresholds.regression_tolerance, level)
+                if plain is not None and plain.verdict == stats.FAIL:  # tasks as units: the run without clusters
+                    check = plain
+                    message = f"over tasks, each its own unit: {plain.message()} ({TASK_RULE})"
+                    break
         if reference is not None:
             message = message.replace("the committed snapshot", reference)
         if check.verdict == stats.FAIL:
