@@ -250,4 +250,8 @@ def seed_validation(spec: TransferSpec, runner: Any) -> TransferSpec:
     tolerance = settings.validate_tolerance
     if tolerance is None:
         tolerance = seed.validate_tolerance if seed and seed.validate_tolerance is not None else 0.0
-    return replace(spec, validate_on=models, validate_tolerance=tolerance)
+    from .in_sample import warn_in_sample
+
+    validated = replace(spec, validate_on=models, validate_tolerance=tolerance)
+    warn_in_sample(validated, runner)
+    return validated
