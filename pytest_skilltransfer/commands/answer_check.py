@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
+from ..engine.constant_answer import constant_answer
 from ..engine.judges import RUBRIC_OP, Attempt, PatternTimeout, check_passes, describe_check
 from ..engine.seeds import load_seed
 from ..engine.seed_data import SeedError
@@ -57,4 +59,12 @@ def main(argv: list[str]) -> int:
         print(f"  {'pass' if passed else 'FAIL'}  {check.label()}  ({why})")
     ran = sum(1 for c in task.judge.checks if c.op != RUBRIC_OP)
     print(f"{ran - failed}/{ran} checks pass")
+    print(constant_answer_line(seed.test, text))
     return 1 if failed else 0
+
+
+def constant_answer_line(held_out: Any, text: str) -> str:
+    """How many held-out tasks this one answer passes, as a fixed answer (rule checks only): at half or more, the
+    seed's checks cannot tell a right answer from a wrong one."""
+    found = constant_answer(held_out, [text])
+    return f"as a fixed answer on every held-out task: {found.text()}"
