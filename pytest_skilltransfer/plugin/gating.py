@@ -182,7 +182,7 @@ def _interval_gate(name: str, label: str, estimate: float, n: int, threshold: fl
     over = f", {len(values)} restarts" if len(values) > 1 else ""
     record = gain if gain is not None else record
     counted = units_text(record) if record is not None else f"{n} task(s)"
-    shown += f" ({level * 100:.4g}% CI, {counted}{over}{extra})"
+    shown += f" ({level * 100:.6g}% CI, {counted}{over}{extra})"
     sign = "+" if paired else ""
     if verdict == stats.PASS:
         return Gate(name, verdict, threshold, estimate, low, high, f"{shown} is at least {name} {threshold:{sign}.3f}")
@@ -285,7 +285,7 @@ def _single_floor(gate: Gate, views: tuple[View, ...], level: float) -> Gate:
         return replace(gate, message=gate.message + _beside(views)) if views else gate
     population = f"gain {gate.estimate:+.3f} [{gate.low:+.3f}, {gate.high:+.3f}]"
     return Gate(gate.name, stats.FAIL, gate.threshold, failed.mean, failed.low, failed.high,
-                f"{failed.text()} ({level * 100:.4g}% CI) is below {gate.name} {gate.threshold:+.3f} ({SINGLE_RULE}); "
+                f"{failed.text()} ({level * 100:.6g}% CI) is below {gate.name} {gate.threshold:+.3f} ({SINGLE_RULE}); "
                 f"over the population of optimizations {population}{_beside(views)}",
                 tasks_for_power=gate.tasks_for_power)
 
@@ -305,7 +305,7 @@ def _gain_interval(result: dict[str, Any], level: float) -> tuple[float, float, 
 def _shown_gain(mean: float, low: float, high: float, gain: dict[str, Any], level: float) -> str:
     restarts = restart_count(gain)
     over = f", {restarts} restarts" if restarts > 1 else ""
-    return f"gain {mean:+.3f} [{low:+.3f}, {high:+.3f}] ({level * 100:.4g}% CI, {units_text(gain)}{over})"
+    return f"gain {mean:+.3f} [{low:+.3f}, {high:+.3f}] ({level * 100:.6g}% CI, {units_text(gain)}{over})"
 
 
 def _harm_gate(result: dict[str, Any], tolerance: float, level: float) -> Gate:
@@ -370,7 +370,7 @@ def _task_floor(gate: Gate, result: dict[str, Any], level: float) -> Gate:
             if gate.name == "harm_tolerance" else f"below {gate.name} {gate.threshold:+.3f} over the held-out tasks")
     over = f"over clusters gain {gate.estimate:+.3f} [{gate.low:+.3f}, {gate.high:+.3f}]: {gate.message}"
     return Gate(gate.name, stats.FAIL, gate.threshold, tasks.mean, tasks.low, tasks.high,
-                f"{what}: gain {tasks.mean:+.3f} [{tasks.low:+.3f}, {tasks.high:+.3f}] ({level * 100:.4g}% CI, "
+                f"{what}: gain {tasks.mean:+.3f} [{tasks.low:+.3f}, {tasks.high:+.3f}] ({level * 100:.6g}% CI, "
                 f"{tasks.n} task(s), each its own unit) lies below {threshold:+.3f}; {tasks.worsened} of {tasks.n} "
                 f"task(s) got worse; {over} ({TASK_RULE})", tasks_for_power=gate.tasks_for_power)
 
