@@ -14,21 +14,28 @@ ids, which must show no effect.
 import pytest
 
 
+def _direct_optimizer_is_the_seeds(transfer_result) -> None:
+    """The direct reference, when it ran, was optimized by the seed's `optimizer` (sim-small); with
+    `--transfer-direct-on-demand` it is skipped where the gain is already shown."""
+    direct = transfer_result.direct_optimization
+    assert (direct is None and transfer_result.direct_skipped) or direct.optimizer_id == "sim-small"
+
+
 @pytest.mark.skilltransfer(seed="review-tagger", source="sim-small", target="smollm2-135m")
 def test_aa_check_on_the_real_model(transfer_result, transfer_aa):
-    assert transfer_result.direct_optimization.optimizer_id == "sim-small"
+    _direct_optimizer_is_the_seeds(transfer_result)
     assert transfer_aa.no_effect, transfer_aa.summary()
 
 
 @pytest.mark.skilltransfer(seed="review-tagger-context", source="sim-small", target="smollm2-135m")
 def test_aa_check_on_the_real_model_with_a_fixed_context(transfer_result, transfer_aa):
-    assert transfer_result.direct_optimization.optimizer_id == "sim-small"
+    _direct_optimizer_is_the_seeds(transfer_result)
     assert transfer_aa.no_effect, transfer_aa.summary()
 
 
 @pytest.mark.skilltransfer(seed="review-tagger-other-example", source="sim-small", target="smollm2-135m")
 def test_aa_check_on_the_real_model_with_an_example_from_another_domain(transfer_result, transfer_aa):
-    assert transfer_result.direct_optimization.optimizer_id == "sim-small"
+    _direct_optimizer_is_the_seeds(transfer_result)
     assert transfer_aa.no_effect, transfer_aa.summary()
 
 

@@ -81,9 +81,13 @@ def break_seed(root: Path, name: str) -> Path:
 
 
 def project(pytester: pytest.Pytester, ini: str = "", seeds: tuple[str, ...] = ("alpha", "beta")) -> Path:
-    """A pytester project: toy conftest, an ini with the limits off, and seeds under seeds/."""
+    """A pytester project: toy conftest, an ini with the limits off, and seeds under seeds/.
+
+    Its items are judged each alone at 95% (`skilltransfer_correction = none`) unless `ini` sets the
+    correction: these projects test one item's gates; the run family's tests set `bonferroni`."""
     pytester.makeconftest(TOY_CONFTEST)
-    pytester.makeini("[pytest]\nskilltransfer_limit_replay = 0\nskilltransfer_limit_holdout = 0\n" + ini)
+    correction = "" if "skilltransfer_correction" in ini else "skilltransfer_correction = none\n"
+    pytester.makeini("[pytest]\nskilltransfer_limit_replay = 0\nskilltransfer_limit_holdout = 0\n" + correction + ini)
     root = pytester.path / "seeds"
     for name in seeds:
         make_seed(root, name)

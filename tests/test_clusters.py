@@ -191,15 +191,28 @@ def test_too_few_clusters_for_any_verdict_is_said_plainly(pytester: pytest.Pytes
     project(pytester, ini="skilltransfer_source = toy-a\nskilltransfer_target = toy-contrary\n", seeds=())
     make_seed(pytester.path / "seeds", "three-topics", tasks=12, cluster_size=4)
     result = pytester.runpytest_subprocess("--snapshot-update", "--skilltransfer-json=out.json")
-    result.assert_outcomes(failed=1)  # harm can be neither shown nor ruled out: inconclusive, failing by default
     result.stdout.fnmatch_lines([
         "*seed three-topics: 3 cluster(s) of 12 held-out task(s) can never show a significant gain or harm*"
         "add clusters*(at least 6)*",
     ], consecutive=False)
-    result.stdout.fnmatch_lines(["*INCONCLUSIVE harm neither shown nor ruled out: gain -1.000 *3 cluster(s) of "
-                                 "12 task(s)*too few clusters for any verdict*"], consecutive=False)
     report = json.loads((pytester.path / "out.json").read_text())["results"][0]
-    assert report["outcome"] == "no effect shown" and report["gate"]["verdict"] == "inconclusive"
+    assert report["outcome"] == "undecidable at 3 clusters"
+
+
+def test_an_inconclusive_clustered_harm_never_passes_what_the_tasks_fail(pytester: pytest.Pytester) -> None:
+    """24 held-out tasks in 4 clusters, every task worse: over clusters no verdict is possible (inconclusive), so
+    the harm gate reads the tasks, as the run without clusters does, and fails; `--transfer-inconclusive=pass`
+    cannot turn it green."""
+    project(pytester, ini="skilltransfer_source = toy-a\nskilltransfer_target = toy-contrary\n", seeds=())
+    make_seed(pytester.path / "seeds", "harm-probe", tasks=24, cluster_size=6)
+    for action in ("pass", "xfail", "fail"):
+        result = pytester.runpytest_subprocess("--snapshot-update", f"--transfer-inconclusive={action}",
+                                               "-p", "no:cacheprovider")
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines(["*FAILED harm: the learned skill makes toy-contrary worse than its own baseline "
+                                     "over the held-out tasks: gain -1.000 *24 task(s), each its own unit) lies below "
+                                     "-0.000*over clusters gain -1.000 *4 cluster(s) of 24 task(s)*too few clusters*"],
+                                    consecutive=False)
 
 
 def test_a_declared_outcome_cannot_be_shown_by_too_few_clusters() -> None:

@@ -122,3 +122,21 @@ def test_on_demand_in_the_batch_lane_replays_offline_with_the_same_results(pytes
         assert replay.ret == 0, replay.stdout.str()
     assert results("replay.json") == results("batch.json")
     assert all(r["direct_skipped"] == (r["direct_target"] is None) for r in results("batch.json"))
+
+
+def test_the_aa_check_runs_with_the_direct_reference_on_demand(pytester: pytest.Pytester) -> None:
+    """A hand-written test with `transfer_aa` beside an item whose direct reference was skipped: the A/A check runs
+    on the transferred skill and the test reads `direct_skipped` rather than the missing direct optimization."""
+    from plugin_support import make_seed, project
+
+    root = project(pytester, seeds=())
+    make_seed(root, "alpha", tasks=12)
+    (root / "test_aa.py").write_text(
+        "import pytest\n\n\n"
+        "@pytest.mark.skilltransfer(seed='alpha', source='toy-a', target='toy-b')\n"
+        "def test_aa(transfer_result, transfer_aa):\n"
+        "    assert transfer_result.direct_skipped and transfer_result.direct_optimization is None\n"
+        "    assert transfer_aa.no_effect, transfer_aa.summary()\n")
+    result = pytester.runpytest("seeds/test_aa.py", "--transfer-direct-on-demand", "--no-snapshots",
+                                "-p", "no:randomly")
+    result.assert_outcomes(passed=1)

@@ -94,7 +94,8 @@ def test_needs_a_look_says_why_on_the_first_screen(run: dict[str, Any], browser:
         assert entry.is_visible() and entry.bounding_box()["y"] + 200 < 900  # read without scrolling
         text = " ".join(entry.inner_text().split())
         assert text.startswith("howto-answers sim-large -> sim-small hurts fail gain -0.71")
-        assert "gain -0.71 [-0.87, -0.46] below min_gain +0.10" in text  # the gate's one-line reason
+        # the gate's one-line reason, at the run family's level
+        assert "gain -0.71 [-0.94, -0.25] (99.875% CI) below min_gain +0.10" in text
         assert "min_chars=300 newly missed on 17 of 24 task(s)" in text
         assert f"+ - {LEARNED_LINE}" in text
         assert ("rerun: pytest 'seeds/howto-answers/SKILL.md::transfer[sim-large->sim-small]' "
@@ -127,7 +128,8 @@ def test_the_checks_by_arms_table_matches_the_json(run: dict[str, Any], browser:
 def test_badges_headline_and_summaries_give_one_count(run: dict[str, Any], browser: Any) -> None:
     summary = run["report"]["summary"]
     outcomes = summary["outcomes"]
-    assert (summary["hypotheses"], outcomes) == (4, {"transfers": 2, "hurts": 1, "no effect shown": 1})
+    assert (summary["hypotheses"], outcomes) == (4, {"transfers": 2, "hurts": 1, "no effect shown": 1, "shown alone": 0,
+                                                     "undecidable": 0})
     context, page, _ = open_page(browser, run["html"], javascript=True)
     try:
         badges = {b.get_attribute("data-count"): int(b.inner_text().split()[0])
@@ -146,7 +148,8 @@ def test_badges_headline_and_summaries_give_one_count(run: dict[str, Any], brows
         context.close()
     markdown = run["md"].read_text()
     assert "over 4 (seed, pair):** 2 transfer, **1 hurt**, 1 no effect shown · 1 hand-written test(s)" in markdown
-    assert "of 4 (seed, pair), after Holm (FWER 5%): 2 transfer, 1 hurt, 1 no effect shown" in run["stdout"]
+    assert ("of 4 (seed, pair), Bonferroni over 40 item(s) (FWER 5%; 4 unchanged kept their recorded family): "
+            "2 transfer, 1 hurt, 1 no effect shown") in run["stdout"]
     assert "sim-small -> sim-large, hand-written tests (each counted once" in run["stdout"]
     assert "(test~" not in run["stdout"]
 
@@ -180,9 +183,9 @@ def test_the_search_box_filters_items_and_tasks(run: dict[str, Any], browser: An
 def test_the_markdown_first_screen_names_the_failing_item_and_why(run: dict[str, Any]) -> None:
     first_screen = "\n".join(run["md"].read_text().splitlines()[:15])
     assert "### fail: howto-answers (sim-large -> sim-small)" in first_screen
-    assert "**gain -0.71 [-0.87, -0.46] below min_gain +0.10**" in first_screen
+    assert "**gain -0.71 [-0.94, -0.25] (99.875% CI) below min_gain +0.10**" in first_screen
     assert f"`min_chars=300` on **17 of 24 tasks** ← may be caused by learned: `+ - {LEARNED_LINE}`" in first_screen
-    table = run["md"].read_text().split("| seed | pair | gain [95% CI] | outcome (Holm) | verdict |", 1)[1]
+    table = run["md"].read_text().split("| seed | pair | gain [95% CI] | outcome (run family) | verdict |", 1)[1]
     assert table.split("\n")[2] == "| howto-answers | sim-large->sim-small | -0.71 [-0.87, -0.46] | **hurts** | **FAIL** |"
     assert "<details><summary>" in table
 

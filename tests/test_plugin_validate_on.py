@@ -11,6 +11,8 @@ import pytest
 from fake_provider import FakeProvider
 from plugin_support import copy_project_seed, loopback_project, make_seed, project
 
+from pytest_skilltransfer.reports.result_json import IN_SAMPLE
+
 PORTABLE_HEADING = "portable skills (--validate-on)*"
 
 
@@ -27,23 +29,25 @@ def test_the_harmed_target_listed_keeps_the_harmful_edit_out(pytester: pytest.Py
                                 "--transfer-harm-tolerance=off", "--skilltransfer-md=r.md")
     assert result.ret == 0, result.stdout.str()
     markdown = (pytester.path / "r.md").read_text()
-    assert "## Portable skills (--validate-on)" in markdown and "| more portable |" in markdown
+    # the target itself is the validation model: the comparison is in sample, and the run says so instead of a claim
+    assert "## Portable skills (--validate-on)" in markdown and f"| {IN_SAMPLE} |" in markdown
+    assert "--validate-on names the target toy-contrary" in result.stdout.str()
     result.stdout.fnmatch_lines([
         "*validated on toy-contrary: night 1: val 0.25 -> 1.00, toy-contrary 1.00 -> *, 1 edit(s) rejected "
         "(blocked by toy-contrary (max_chars 1.00 -> 0.00))",
         PORTABLE_HEADING,
         "seed*pair*validated on*base*single*multi*single - base*multi - base*multi - single*p (Holm)*extra cost*outcome",
-        "alpha*toy-small -> toy-contrary*toy-contrary*1.00*0.00*1.00*-1.00 *+0.00 *+1.00 [[]+0.*more portable",
+        "alpha*toy-small -> toy-contrary*toy-contrary*1.00*0.00*1.00*-1.00 *+0.00 *+1.00 [[]+0.* at 9*%*" + IN_SAMPLE,
         "alpha (toy-small -> toy-contrary): edits blocked: night 1 by toy-contrary (max_chars 1.00 -> 0.00); "
         "night 2 by toy-contrary (max_chars 1.00 -> 0.00)",
     ])
     (portable,) = _portable(pytester)
-    assert portable["outcome"] == "more portable" and portable["validate_on"] == ["toy-contrary"]
+    assert portable["outcome"] == IN_SAMPLE and portable["in_sample"] and portable["validate_on"] == ["toy-contrary"]
     from pytest_skilltransfer.plugin.item_hooks import junit_properties
 
     report = json.loads((pytester.path / "r.json").read_text())["results"][0]
     properties = dict(junit_properties(report))
-    assert properties["skilltransfer_portable_outcome"] == "more portable"
+    assert properties["skilltransfer_portable_outcome"] == IN_SAMPLE
     assert properties["skilltransfer_validate_on"] == "toy-contrary" and properties["skilltransfer_portable"] == 1.0
     from pytest_skilltransfer.reports.html_item import item_section
 
@@ -211,7 +215,7 @@ def test_status_report_small_to_large_validated_on_large_is_not_hurt_offline(pyt
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines([
         PORTABLE_HEADING,
-        "status-report*sim-small -> sim-large*sim-large*0.88*0.29*0.88*-0.58 *+0.00 [[]-0.14, +0.14]*+0.58 *more portable",
+        "status-report*sim-small -> sim-large*sim-large*0.88*0.29*0.88*-0.58 *+0.00 [[]-0.14, +0.14]*+0.58 *" + IN_SAMPLE,
         "status-report (sim-small -> sim-large): edits blocked: night 1 by sim-large (section_present 1.00 -> 0.50); "
         "night 2 by sim-large (section_present 1.00 -> 0.83)",
     ])

@@ -55,6 +55,8 @@ def test_check_shows_which_checks_an_answer_passes(tmp_path: Path) -> None:
     seed = ROOT / "seeds" / "ticket-router"
     good = cli("check", str(seed), "held-001", "-", stdin="Team: Payments\nPriority: P2")
     assert good.returncode == 0 and "  pass  regex=" in good.stdout and "1/1 checks pass" in good.stdout
+    assert ("as a fixed answer on every held-out task: a constant answer passes 24/24: these checks cannot tell a "
+            "right answer from a wrong one") in good.stdout
     bad = cli("check", str(seed), "held-001", "-", stdin="Payments, urgent")
     assert bad.returncode == 1 and "  FAIL  regex=" in bad.stdout and "0/1 checks pass" in bad.stdout
     unknown = cli("check", str(seed), "nope", "-", stdin="")

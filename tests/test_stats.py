@@ -288,8 +288,11 @@ def test_run_summary_is_a_pure_function_of_the_item_records() -> None:
     shuffled = rng.sample(records + [twin], len(records) + 1)
     assert summarize([r for shard in shards for r in shard]) == summarize(shuffled) == whole
     assert whole["hypotheses"] == 12 and whole["verdicts"]["pass"] == 13
-    raw = [r["gain"]["p_value"] for r in sorted(records, key=lambda r: (r["seed"], r["source"]))]
-    assert [i["p_holm"] for i in whole["items"]] == pytest.approx(stats.holm(raw), rel=1e-5)
+    ordered = sorted(records, key=lambda r: (r["seed"], r["source"]))
+    # records judged in no family (each alone): the word is the item's own 95% outcome, p unadjusted
+    assert [i["p_adjusted"] for i in whole["items"]] == pytest.approx([r["gain"]["p_value"] for r in ordered], rel=1e-5)
+    assert [i["outcome"] for i in whole["items"]] == [stats.outcome(r["gain"]["ci_low"], r["gain"]["ci_high"])
+                                                      for r in ordered]
     pair = whole["pairs"][0]
     gains = [r["gain"]["mean"] for r in records if r["source"] == "a"]
     assert pair["mean_gain"] == pytest.approx(stats.mean(gains), abs=1e-4)

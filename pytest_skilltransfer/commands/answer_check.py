@@ -12,7 +12,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
+from ..engine.constant_answer import constant_answer
 from ..engine.judges import RUBRIC_OP, Attempt, Check, PatternTimeout, check_passes, describe_check
 from ..engine.seeds import load_seed
 from ..engine.seed_data import Seed, SeedError, Task
@@ -88,6 +90,7 @@ def main(argv: list[str]) -> int:
         failed += not passed
         print(f"  {'pass' if passed else 'FAIL'}  {check.label()}  ({why})")
     print(f"{ran - failed}/{ran} checks pass")
+    print(constant_answer_line(seed.test, text))
     return 1 if failed else 0
 
 
@@ -107,3 +110,10 @@ def _outcome(check: Check, attempt: Attempt, task: Task, grade, judged_by: str) 
     except PatternTimeout as exc:  # as in a run: the check fails, and says why
         return False, (f"{exc}: it fails in a run too; simplify it in {task.origin} (nested or overlapping "
                        "repeats such as (a|aa)+ backtrack exponentially)")
+
+
+def constant_answer_line(held_out: Any, text: str) -> str:
+    """How many held-out tasks this one answer passes, as a fixed answer (rule checks only): at half or more, the
+    seed's checks cannot tell a right answer from a wrong one."""
+    found = constant_answer(held_out, [text])
+    return f"as a fixed answer on every held-out task: {found.text()}"

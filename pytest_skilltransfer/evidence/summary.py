@@ -97,6 +97,7 @@ def summarize(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None
             "gain": result["gain"]["mean"], "p_value": result["gain"]["p_value"],
             "p_adjusted": float(f"{min(1.0, result['gain']['p_value'] * family.size):.6g}"),
             "level": round(family.level, 8), "family_size": family.size, "recorded": family.recorded,
+            "method": family.method,
             "significant": text in (TRANSFERS, HURTS), "outcome": text, "kind": kind(text),
             "decidable": kind(text) != UNDECIDABLE, "counted": id(result) in counted,
             **({"same_answers_as": _same_as(result, hypotheses)} if id(result) not in counted else {}),
@@ -120,7 +121,7 @@ def summarize(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None
     counted_items = [i for i in per_item if i["counted"]]
     sizes = sorted({i["family_size"] for i in per_item})
     return {
-        "correction": CORRECTION if any(i["family_size"] > 1 for i in per_item) else "none", "alpha": ALPHA,
+        "correction": "none" if any(i["method"] == "none" for i in per_item) else CORRECTION, "alpha": ALPHA,
         "hypotheses": len(hypotheses), "items": per_item,
         "family": {"method": CORRECTION, "alpha": ALPHA, "sizes": sizes,
                    "recorded": sum(i["recorded"] for i in per_item),

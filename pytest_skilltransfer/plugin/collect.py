@@ -130,6 +130,7 @@ class SeedModule(pytest.Module):
             runner.broken_seeds.add(self.nodeid)
             raise self.CollectError(str(exc)) from None
         _warn_if_undecidable(seed)
+        _warn_if_format_only(seed)
         settings = settings_of(self.config)
         pairs = settings.pairs if settings.matrix_from_cli else tuple(sorted(set(settings.pairs) | set(seed.pairs)))
         for name in sorted({name for pair in pairs for name in pair}):
@@ -153,6 +154,21 @@ class SeedModule(pytest.Module):
             item.add_marker(pytest.mark.skilltransfer(seed=str(seed_path), source=pair[0], target=pair[1]))
             item.extra_keyword_matches.add(f"{pair[0]}_to_{pair[1]}")  # `-k` cannot spell "->"
             yield item
+
+
+def _warn_if_format_only(seed: Any) -> None:
+    """A seed whose held-out tasks all carry the same rule checks and no rubric says so: any answer that passes one
+    passes every one, so a constant answer can pass them all (`engine.constant_answer`)."""
+    from ..engine.constant_answer import identical_checks
+
+    if not identical_checks(seed.test):
+        return
+    checks = ", ".join(c.label() for c in seed.test[0].judge.checks)
+    warnings.warn(pytest.PytestWarning(
+        f"seed {seed.name}: its {len(seed.test)} held-out tasks carry the same checks ({checks[:160]}) and no "
+        f"per-task correctness check: a constant answer that passes one passes {len(seed.test)}/{len(seed.test)}: "
+        f"these checks cannot tell a right answer from a wrong one; add a per-task check of the expected content "
+        f"to {seed.path / 'held-out.jsonl'} (docs/seeds.md)"), stacklevel=1)
 
 
 def _warn_if_undecidable(seed: Any) -> None:
@@ -250,4 +266,8 @@ def seed_validation(spec: TransferSpec, runner: Any) -> TransferSpec:
     tolerance = settings.validate_tolerance
     if tolerance is None:
         tolerance = seed.validate_tolerance if seed and seed.validate_tolerance is not None else 0.0
-    return replace(spec, validate_on=models, validate_tolerance=tolerance)
+    from .in_sample import warn_in_sample
+
+    validated = replace(spec, validate_on=models, validate_tolerance=tolerance)
+    warn_in_sample(validated, runner)
+    return validated

@@ -55,6 +55,7 @@ DEFAULT_REGRESSION_TOLERANCE = 0.05
 DEFAULT_HARM_TOLERANCE = 0.0
 POWER_MARGIN = 0.1  # the min_gain power note: tasks to pass the gate at a true gain of min_gain + this
 HARM_SIZE = 0.2  # the harm gate's power note: tasks to show a harm this much beyond the tolerance
+GUARDS = ("harm_tolerance", "regression_tolerance")  # rule out the worst: an inconclusive guard never passes
 CORRECTIONS = ("bonferroni", "none")  # the first is the default (`run_family`)
 # What more samples per task can do: a task's value is the mean of its samples, so on a noisy task more samples
 # average out moves up and down that are only sampling noise (fewer discordant tasks, a narrower interval); on
@@ -124,6 +125,22 @@ class GateOutcome:
                           for g in self.gates], "thresholds": self.thresholds}
 
 
+def item_fails(outcome: GateOutcome, inconclusive: str) -> bool:
+    """Whether an item's test fails on its gates: a gate fails, or one is inconclusive and `inconclusive`
+    (`--transfer-inconclusive`) is `fail`, or an inconclusive gate is a guard (harm, regression): a guard that can
+    fire neither way is not a pass, whatever the option says."""
+    if outcome.verdict == stats.FAIL:
+        return True
+    if outcome.verdict != stats.INCONCLUSIVE:
+        return False
+    return inconclusive == "fail" or inconclusive_guard(outcome) is not None
+
+
+def inconclusive_guard(outcome: GateOutcome) -> Gate | None:
+    """The first guard gate (harm, regression) that is inconclusive, if any."""
+    return next((g for g in outcome.gates if g.name in GUARDS and g.verdict == stats.INCONCLUSIVE), None)
+
+
 def gate_level(correction: str, family: int) -> float:
     """The interval level of the gates: 95%, or Bonferroni's 1 - 0.05 / m over m items."""
     if correction == "bonferroni" and family > 1:
@@ -165,7 +182,7 @@ def _interval_gate(name: str, label: str, estimate: float, n: int, threshold: fl
     over = f", {len(values)} restarts" if len(values) > 1 else ""
     record = gain if gain is not None else record
     counted = units_text(record) if record is not None else f"{n} task(s)"
-    shown += f" ({level * 100:.4g}% CI, {counted}{over}{extra})"
+    shown += f" ({level * 100:.6g}% CI, {counted}{over}{extra})"
     sign = "+" if paired else ""
     if verdict == stats.PASS:
         return Gate(name, verdict, threshold, estimate, low, high, f"{shown} is at least {name} {threshold:{sign}.3f}")
@@ -179,10 +196,14 @@ def _interval_gate(name: str, label: str, estimate: float, n: int, threshold: fl
 
 
 def _efficiency_gate(result: dict[str, Any], threshold: float) -> Gate | str:
+    if result["direct_target"] is None and result.get("direct_skipped"):
+        # an option that skips the evidence a gate needs leaves the gate undecided, never passed
+        return Gate("min_efficiency", stats.INCONCLUSIVE, threshold, None, None, None,
+                    "efficiency is undefined: the direct reference ran on demand and was skipped (the transferred skill "
+                    "shows a gain); neither shows min_efficiency nor rules it out: leave "
+                    "--transfer-direct-on-demand off for an item gated on efficiency")
     if result["direct_target"] is None:
-        why = ("the direct reference ran on demand and the transferred skill shows a gain"
-               if result.get("direct_skipped") else "--no-direct")
-        return f"min_efficiency gate skipped: efficiency is undefined (no direct run ({why}))"
+        return "min_efficiency gate skipped: efficiency is undefined (no direct run (--no-direct))"
     estimate = result.get("efficiency_ci")
     if estimate is None:
         headroom = result.get("headroom") or {}
@@ -264,7 +285,7 @@ def _single_floor(gate: Gate, views: tuple[View, ...], level: float) -> Gate:
         return replace(gate, message=gate.message + _beside(views)) if views else gate
     population = f"gain {gate.estimate:+.3f} [{gate.low:+.3f}, {gate.high:+.3f}]"
     return Gate(gate.name, stats.FAIL, gate.threshold, failed.mean, failed.low, failed.high,
-                f"{failed.text()} ({level * 100:.4g}% CI) is below {gate.name} {gate.threshold:+.3f} ({SINGLE_RULE}); "
+                f"{failed.text()} ({level * 100:.6g}% CI) is below {gate.name} {gate.threshold:+.3f} ({SINGLE_RULE}); "
                 f"over the population of optimizations {population}{_beside(views)}",
                 tasks_for_power=gate.tasks_for_power)
 
@@ -284,7 +305,7 @@ def _gain_interval(result: dict[str, Any], level: float) -> tuple[float, float, 
 def _shown_gain(mean: float, low: float, high: float, gain: dict[str, Any], level: float) -> str:
     restarts = restart_count(gain)
     over = f", {restarts} restarts" if restarts > 1 else ""
-    return f"gain {mean:+.3f} [{low:+.3f}, {high:+.3f}] ({level * 100:.4g}% CI, {units_text(gain)}{over})"
+    return f"gain {mean:+.3f} [{low:+.3f}, {high:+.3f}] ({level * 100:.6g}% CI, {units_text(gain)}{over})"
 
 
 def _harm_gate(result: dict[str, Any], tolerance: float, level: float) -> Gate:
@@ -314,6 +335,44 @@ def _harm_gate(result: dict[str, Any], tolerance: float, level: float) -> Gate:
     return Gate("harm_tolerance", stats.PASS, tolerance, mean, low, high,
                 f"no harm shown: {shown} does not lie wholly below -{tolerance:.3f}{power}",
                 tasks_for_power=needed)
+
+
+def _task_level_gain(result: dict[str, Any], level: float, first: bool = False) -> stats.Gain | None:
+    """The gain over tasks, each its own unit (the run without clusters), from the per-task scores of a result in
+    the JSON shape (restart-averaged with restarts, or restart 1's with `first`); None when they are not there."""
+    scores = result.get("scores") or {}
+    before = per_task(scores.get("baseline"))
+    after = per_task_first(scores.get("transferred")) if first else per_task(scores.get("transferred"))
+    if after is None:
+        return None
+    common = [task for task in before if task in after]
+    if not common:
+        return None
+    return stats.paired_gain([before[t] for t in common], [after[t] for t in common], level)
+
+
+TASK_RULE = ("with clusters a gate also fails whenever the tasks, each its own unit (the run without clusters), fail "
+             "it: an option never passes what the plain run fails")
+
+
+def _task_floor(gate: Gate, result: dict[str, Any], level: float) -> Gate:
+    """A harm or min_gain gate over clusters fails when the same gate over tasks, each its own unit (the run without
+    clusters), fails: the interval over clusters is the honest one for a claim, but it must not pass what the plain
+    run fails."""
+    if gate.verdict == stats.FAIL or result["gain"].get("unit") != "cluster":
+        return gate
+    threshold = -gate.threshold if gate.name == "harm_tolerance" else gate.threshold
+    readings = (_task_level_gain(result, level), _task_level_gain(result, level, first=True))
+    tasks = next((g for g in readings if g is not None and g.high < threshold - EPSILON), None)
+    if tasks is None:
+        return gate
+    what = (f"harm: the learned skill makes {result['target']} worse than its own baseline over the held-out tasks"
+            if gate.name == "harm_tolerance" else f"below {gate.name} {gate.threshold:+.3f} over the held-out tasks")
+    over = f"over clusters gain {gate.estimate:+.3f} [{gate.low:+.3f}, {gate.high:+.3f}]: {gate.message}"
+    return Gate(gate.name, stats.FAIL, gate.threshold, tasks.mean, tasks.low, tasks.high,
+                f"{what}: gain {tasks.mean:+.3f} [{tasks.low:+.3f}, {tasks.high:+.3f}] ({level * 100:.6g}% CI, "
+                f"{tasks.n} task(s), each its own unit) lies below {threshold:+.3f}; {tasks.worsened} of {tasks.n} "
+                f"task(s) got worse; {over} ({TASK_RULE})", tasks_for_power=gate.tasks_for_power)
 
 
 def _noninferiority_gate(result: dict[str, Any], margin: float, level: float) -> Gate:
@@ -374,7 +433,7 @@ def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str
                               gain=gain)
         gate = replace(gate, tasks_for_power=stats.tasks_to_pass(thresholds.min_gain, POWER_MARGIN, level,
                                                                   restarts=restart_count(gain)))
-        gates.append(_single_floor(gate, single_views(gain, level), level))
+        gates.append(_task_floor(_single_floor(gate, single_views(gain, level), level), result, level))
     if thresholds.min_score is not None:
         hard = result["scores"]["transferred"]["hard"]
         gates.append(_interval_gate("min_score", "transferred score", hard["mean"], hard["n"], thresholds.min_score,
@@ -385,7 +444,7 @@ def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str
     if expected is not None:
         gates.append(_expect_gate(result, expected, level))
     elif thresholds.harm_tolerance is not None:
-        gates.append(_harm_gate(result, thresholds.harm_tolerance, level))
+        gates.append(_task_floor(_harm_gate(result, thresholds.harm_tolerance, level), result, level))
     if thresholds.noninferiority_margin is not None:
         gates.append(_noninferiority_gate(result, thresholds.noninferiority_margin, level))
     if thresholds.regression_tolerance is not None and committed is not None and not updating:
@@ -400,6 +459,14 @@ def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str
             if alone.verdict == stats.FAIL:
                 check = alone
                 message = f"restart 1 alone (the kept skill, as a run without --restarts): {alone.message()} ({SINGLE_RULE})"
+        if check.verdict != stats.FAIL and any(per_task_clusters(transferred).values()):
+            for scores in (per_task(transferred), first):
+                plain = None if scores is None else stats.regression(committed, scores,
+                                                                     thresholds.regression_tolerance, level)
+                if plain is not None and plain.verdict == stats.FAIL:  # tasks as units: the run without clusters
+                    check = plain
+                    message = f"over tasks, each its own unit: {plain.message()} ({TASK_RULE})"
+                    break
         if reference is not None:
             message = message.replace("the committed snapshot", reference)
         if check.verdict == stats.FAIL:

@@ -96,6 +96,21 @@ def run_family(item: pytest.Item, run: ItemRun) -> RunFamily:
     return RunFamily(family_size(item))
 
 
+def _gaming(run: ItemRun) -> None:
+    """The constant-answer share of the seed's held-out checks and the transferred arm's collapse, from the run's own
+    answers (`engine.constant_answer`); no model call."""
+    from ..engine.constant_answer import collapse, constant_answer, regex_patterns
+
+    result = run.result
+    arms = [result.baseline, *(r.transferred for r in result.runs), *(r.direct for r in result.runs if r.direct)]
+    answers = [s.answer for ev in arms for t in ev.tasks for s in t.samples]
+    run.data["constant_answer"] = constant_answer(run.seed.test, answers).as_dict()
+    transferred = [s.answer for r in result.runs for t in r.transferred.tasks for s in t.samples]
+    base = [s.answer for t in result.baseline.tasks for s in t.samples]
+    found = collapse(base, transferred, len(result.baseline.tasks), regex_patterns(run.seed.test))
+    run.data["answers_collapse"] = {**found.as_dict(), **({"text": found.text()} if found.collapsed else {})}
+
+
 def _gate(item: pytest.Item, run: ItemRun) -> None:
     from ..reports.report import failure_reason
     from . import compare, gating, snapshots
@@ -108,6 +123,7 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
     base = compare.before(item.config, snapshots.location(run.snapshot))
     if base is not None:  # --compare-to: the snapshot committed at the base ref, also while updating
         committed, updating = base.committed(snapshots.parse_per_task), False
+    _gaming(run)
     family = run_family(item, run)
     run.data["outcome"] = word(run.data["gain"], family)
     run.data["family"] = family_record(run.data["gain"], family)
@@ -131,7 +147,11 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
             item.user_properties.append((f"skilltransfer_tasks_for_{name}", gate.tasks_for_power))
     item.user_properties.append(("skilltransfer_outcome", run.data["outcome"]))
     item.user_properties.append(("skilltransfer_verdict", run.data["gate"]["label"]))
-    if verdict == "fail" or (verdict == "inconclusive" and settings.inconclusive == "fail"):
+    guard = gating.inconclusive_guard(outcome)
+    if verdict == "inconclusive" and guard is not None and settings.inconclusive != "fail":
+        warnings.warn(pytest.PytestWarning(safe(f"{item.nodeid}: --transfer-inconclusive={settings.inconclusive} does "
+                                                f"not apply to the {guard.name} guard: {guard.message}")), stacklevel=1)
+    if verdict == "fail" or gating.item_fails(outcome, settings.inconclusive):
         texts = {task.id: task.text for task in run.seed.test}
         raise TransferFailed(diagnose({**run.data, "item": plain_nodeid(item.nodeid)}, outcome, run.seed.skill, texts,
                                       mismatch),

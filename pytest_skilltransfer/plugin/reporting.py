@@ -153,6 +153,9 @@ def summary_lines(results: list[dict[str, Any]], verbose: bool = False,
         unfinished = unfinished_answers(result)
         if unfinished:
             lines.append(f"unfinished answers in {result['seed']} ({result['source']} -> {result['target']}): {unfinished}")
+    collapsed = {f"{r['seed']} ({r['source']} -> {r['target']}): {r['answers_collapse']['text']}": None
+                 for r in results if (r.get("answers_collapse") or {}).get("text")}
+    lines += list(collapsed)
     for result in results:
         for line in judge_lines([result]):
             lines += [line, *(f"  unstable: {text}" for text in (unstable_lines(result) if verbose else ()))]

@@ -250,6 +250,13 @@ def _unlearnable(result: dict[str, Any]) -> str:
             f"gained nothing; checks never passed in any arm: {listed}</p>")
 
 
+def _gaming(result: dict[str, Any]) -> str:
+    """The constant-answer flag and the transferred answers' collapse, in words (nothing when neither applies)."""
+    notes = [(result.get("constant_answer") or {}).get("text") if (result.get("constant_answer") or {}).get("flagged")
+             else None, (result.get("answers_collapse") or {}).get("text")]
+    return "".join(f'<p class="muted"><b>Checks:</b> {esc(note)}</p>' for note in notes if note)
+
+
 def item_section(result: dict[str, Any], holm: dict[tuple[str, str, str], str] | None = None) -> str:
     """One folded section with everything about an item."""
     outcome, verdict = holm_outcome_of(result, holm or {}), _verdict(result)
@@ -260,7 +267,7 @@ def item_section(result: dict[str, Any], holm: dict[tuple[str, str, str], str] |
     return (f'<details class="item" id="{anchor(result)}" data-outcome="{esc(outcome)}" data-verdict="{esc(verdict)}">'
             f'<summary>{hand}<b>{esc(_label(result))}</b> {_chip(outcome, _outcome_class(outcome))} '
             f'{_verdict_chip(verdict)} gain {esc(gain_text(result))}</summary>'
-            f"{rerun}{_unlearnable(result)}<h3>Gates</h3>{_gates(result)}<h3>Scores</h3>{_scores(result)}{_compare(result)}"
+            f"{rerun}{_unlearnable(result)}{_gaming(result)}<h3>Gates</h3>{_gates(result)}<h3>Scores</h3>{_scores(result)}{_compare(result)}"
             f"<h3>Checks x arms</h3>{check_table(result.get('checks') or check_arms(result))}"
             f"<h3>Tasks</h3>{task_matrix(result)}"
             f"<h3>Learned skill (diff against the seed's)</h3>{skill_diff(result)}"

@@ -464,7 +464,7 @@ def render(report: dict[str, Any], history: str = "") -> str:
                  "<h2>Gain per item</h2>",
                  '<p class="muted">dot: gain transferred - baseline; bar: its 95% interval; dark line: zero; '
                  'dashed: a gate threshold</p>', gain_chart(matrix),
-                 "<h2>Items</h2>", '<p class="muted">outcome in the run\'s family (Bonferroni over the (seed, pair) items), as counted above; '
+                 "<h2>Items</h2>", '<p class="muted">outcome in the run family (Bonferroni over the (seed, pair) items), as counted above; '
                  'the gain column is each item\'s own interval</p>', _filters(matrix, holm), _items_table(matrix, holm)]
         if hand:
             body += ["<h2>Hand-written tests</h2>",

@@ -14,7 +14,10 @@ COLUMNS = ("seed", "pair", "validated on", "base", "single", "multi", "single - 
 
 
 def _interval(comparison: dict[str, Any]) -> str:
-    return f"{comparison['mean']:+.2f} [{comparison['ci_low']:+.2f}, {comparison['ci_high']:+.2f}]"
+    """`+0.58 [+0.25, +0.81] at 97.5%`: the interval and the Holm step's level it is taken at."""
+    level = comparison.get("level")
+    at = f" at {level * 100:.4g}%" if level is not None else ""
+    return f"{comparison['mean']:+.2f} [{comparison['ci_low']:+.2f}, {comparison['ci_high']:+.2f}]{at}"
 
 
 def _p(value: float) -> str:

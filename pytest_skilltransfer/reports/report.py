@@ -29,7 +29,8 @@ LEGEND = ("gain: paired per-task gain transferred - baseline with its exact 95% 
           "FWER 5%: the interval at that level wholly above / below 0), gain / harm shown alone (the item's own "
           "95% interval, the unadjusted figures in gain and p, excludes 0; the family's does not), undecidable at "
           "n tasks (no outcome could be a finding at the family's level), no effect shown (read it with mdg, it is "
-          "not evidence of safety); "
+          "not evidence of safety); const. a/b: a constant answer (one of the run's own) passes a of the b "
+          "held-out tasks' rule checks: these checks cannot tell a right answer from a wrong one; "
           "verdict: pass / fail / inconclusive of the gates, no gate when no claim gate applies and "
           "unchanged vs snapshot when, in addition, the committed snapshot matched")
 
@@ -212,7 +213,15 @@ def outcome_text(result: dict[str, Any]) -> str:
     """The item's word in the run's family (`evidence.run_family`); a record without one: what its interval shows."""
     from ..evidence.stats import outcome
 
-    return result.get("outcome") or outcome(result["gain"]["ci_low"], result["gain"]["ci_high"])
+    word = result.get("outcome") or outcome(result["gain"]["ci_low"], result["gain"]["ci_high"])
+    return word + constant_text(result)
+
+
+def constant_text(result: dict[str, Any]) -> str:
+    """` (const. 24/24)` when a constant answer passes at least half of the held-out tasks (the checks cannot tell a
+    right answer from a wrong one), else nothing."""
+    found = result.get("constant_answer") or {}
+    return f" (const. {found['passes']}/{found['tasks']})" if found.get("flagged") else ""
 
 
 def usd_text(value: float | None) -> str:
@@ -424,6 +433,9 @@ def gate_reason(gate: dict[str, Any], against: str | None = None) -> str:
         shown = f"{label} {estimate:{fmt}}"
     else:
         shown = f"{label} {estimate:{fmt}} [{low:{fmt}}, {high:{fmt}}]"
+        level = gate.get("level")
+        if level is not None and abs(level - 0.95) > 1e-9:  # tested at the run family's level: say which
+            shown += f" ({level * 100:.6g}% CI)"
     if name == "regression_tolerance":
         return f"{'regression' if verdict == 'fail' else verdict}: {shown} beyond tolerance {gate['threshold']:.2f}"
     threshold = f"{name} {gate['threshold']:{fmt}}"

@@ -319,6 +319,9 @@ def errored_cost(costs: Costs, source: str | None = None) -> dict[str, Any]:
             "usage_unreported_calls": sum(t.usage.unreported for t in costs.values())}
 
 
+IN_SAMPLE = "in sample: the target was a validation model"
+
+
 def _portable(result: TransferResult, phases: dict[str, Costs], answer_chars: int) -> dict[str, Any]:
     """The skill optimized against the validation set: its nights, its score on the target, the family of three
     comparisons with the outcome word, and what it cost beyond today's arm (per model)."""
@@ -326,10 +329,15 @@ def _portable(result: TransferResult, phases: dict[str, Costs], answer_chars: in
     family = result.portability
     assert family is not None
     extra = _merge_phase_costs(phases["optimize-portable"], phases["portable"])
+    in_sample = result.target in first.learned.validate_on
     return {
         "validate_on": list(first.learned.validate_on),
         "tolerance": first.learned.tolerance,
-        "outcome": family.word,
+        "outcome": IN_SAMPLE if in_sample else family.word,
+        "in_sample": in_sample,
+        "estimand": ("the mean per-task difference on the target's held-out tasks between the skill optimized with "
+                     "the validation set's veto and the one optimized on the source alone; out of sample only on "
+                     "a target not in the validation set"),
         "family": family.as_dict(),
         "transferred": _scores([p.transferred for p in result.portable], answer_chars),
         "learned_skill": first.learned.learned_skill,
