@@ -59,7 +59,30 @@ def test_a_conftest_registers_models_aliases_and_judge_ops(pytester: pytest.Pyte
     broken = pytester.runpytest("--pair", "cheap:echo")
     broken.stdout.fnmatch_lines(["*held-out.jsonl:1: task 'hd-00': check 3: unknown op 'whispers'; known ops: *"
                                  "tool_called, rubric, mentions, shouts*"])
-    assert USER_SCRUBBERS == {"request": [], "response": []}  # in-process runs leave no scrubber behind
+    assert all(f.__name__ != "redact" for f in USER_SCRUBBERS()["request"])  # its run took its scrubber along
+
+
+def test_two_runs_in_one_process_share_no_configuration(pytester: pytest.Pytester) -> None:
+    """What one run's hook and pyproject configure (aliases, judge ops, model families, gates, scrubbers) lives
+    on that run's scope: a second, differently configured run in the same process sees none of it."""
+    from pytest_skilltransfer.engine.gate_specs import all_gates
+    from pytest_skilltransfer.engine.judges import rule_ops
+    from pytest_skilltransfer.models.aliases import all_aliases
+    from pytest_skilltransfer.models.base import registered_names
+
+    before = (all_aliases(), rule_ops(), set(all_gates()), USER_SCRUBBERS())
+    hooked_project(pytester, [{"op": "mentions", "arg": "Routed"}])
+    first = pytester.runpytest("--pair", "cheap:echo", "--snapshot-update")
+    first.assert_outcomes(passed=1)
+    (pytester.path / "conftest.py").write_text(TOY_CONFTEST)  # the second run: no hook, other checks
+    make_seed(pytester.path / "seeds2", "beta")
+    second = pytester.runpytest("--pair", "cheap:echo", "--seeds-dir", "seeds2", "-p", "no:cacheprovider",
+                                "seeds2")
+    second.stderr.fnmatch_lines(["*unknown model 'cheap'*"])
+    assert "cheap (toy-a)" not in second.stderr.str()  # the first run's alias and family are gone
+    # and the run that ran both (this one) has its own configuration as it was
+    assert (all_aliases(), rule_ops(), set(all_gates()), USER_SCRUBBERS()) == before
+    assert not any(name.startswith("echo:") for name in registered_names())  # the hook's family left too
 
 
 def test_registered_scrubbers_run_on_recording(pytester: pytest.Pytester) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..guards.redaction import find_secrets, redact_json, redact_text, strip_userinfo
+from ..guards.run_scope import Scoped
 from ..models.batch import is_batch_control
 from .match import body_bytes, parse_json
 
@@ -41,24 +42,18 @@ SCANNED_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
 
 
 Scrubber = Callable[[Any], Any]
-USER_SCRUBBERS: dict[str, list[Scrubber]] = {"request": [], "response": []}
+USER_SCRUBBERS: Scoped[dict[str, list[Scrubber]]] = Scoped("scrubbers", lambda: {"request": [], "response": []})
 
 
 def add_scrubbers(request: Scrubber | None = None, response: Scrubber | None = None) -> None:
     """Run extra vcrpy-style scrubbers after the built-in filters (return None to not record)."""
     for kind, scrubber in (("request", request), ("response", response)):
-        if scrubber is not None and scrubber not in USER_SCRUBBERS[kind]:
-            USER_SCRUBBERS[kind].append(scrubber)
-
-
-def clear_scrubbers() -> None:
-    """Forget the extra scrubbers (the run that registered them has ended)."""
-    for scrubbers in USER_SCRUBBERS.values():
-        scrubbers.clear()
+        if scrubber is not None and scrubber not in USER_SCRUBBERS()[kind]:
+            USER_SCRUBBERS()[kind].append(scrubber)
 
 
 def _user_scrubbed(kind: str, value: Any) -> Any:
-    for scrubber in USER_SCRUBBERS[kind]:
+    for scrubber in USER_SCRUBBERS()[kind]:
         if value is None:
             break
         value = scrubber(value)

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..guards.run_scope import Scoped
+
 Check = Callable[[dict[str, Any], float, float], Any]  # (result JSON, threshold, level) -> plugin.gating.Gate
 
 
@@ -37,57 +39,54 @@ class GateSpec:
         return "transfer-" + self.name.replace("_", "-")
 
 
-GATES: dict[str, GateSpec] = {}
+BUILT_IN: dict[str, GateSpec] = {}  # the package's gates (below)
+_registered: Scoped[dict[str, GateSpec]] = Scoped("gates", dict)  # the gates this run's hook registered
+
+
+def all_gates() -> dict[str, GateSpec]:
+    """Every gate of the run: the built-in ones, then the registered ones."""
+    return {**BUILT_IN, **_registered()}
 
 
 def register_gate(spec: GateSpec) -> GateSpec:
-    """Add a gate; a name already taken is an error naming it."""
-    if spec.name in GATES:
+    """Add a gate for this run; a name already taken is an error naming it."""
+    if spec.name in all_gates():
         raise ValueError(f"gate {spec.name!r} is already defined; choose another name")
     if not spec.name.isidentifier():
         raise ValueError(f"gate name {spec.name!r} must be an identifier (a seed.toml key and a marker keyword)")
-    GATES[spec.name] = spec
+    _registered()[spec.name] = spec
     return spec
-
-
-def forget_gates(names: tuple[str, ...]) -> None:
-    """Remove gates registered for one run (a conftest's gates belong to its run, not to the next in-process)."""
-    for name in names:
-        GATES.pop(name, None)
-
-
-BUILT_IN: tuple[str, ...] = ()  # set below, once the built-in gates are registered
 
 
 def threshold_gates() -> tuple[str, ...]:
     """The gates a threshold sets, in declaration order (seed.toml keys, marker keywords, option names)."""
-    return tuple(name for name, spec in GATES.items() if spec.threshold)
+    return tuple(name for name, spec in all_gates().items() if spec.threshold)
 
 
 def claim_gates() -> tuple[str, ...]:
     """The gates whose pass is a claim."""
-    return tuple(name for name, spec in GATES.items() if spec.claim)
+    return tuple(name for name, spec in all_gates().items() if spec.claim)
 
 
 def family_gates() -> tuple[str, ...]:
     """The gates tested at the run family's level."""
-    return tuple(name for name, spec in GATES.items() if spec.family)
+    return tuple(name for name, spec in all_gates().items() if spec.family)
 
 
 def chart_gates() -> dict[str, int]:
     """The gates the gain chart draws, each with the sign that puts its threshold on the gain axis."""
-    return {name: spec.chart for name, spec in GATES.items() if spec.chart is not None}
+    return {name: spec.chart for name, spec in all_gates().items() if spec.chart is not None}
 
 
 def label_of(name: str) -> str:
     """What a gate's estimate measures ("gain", "score", ...); the name itself for an unknown gate."""
-    spec = GATES.get(name)
+    spec = all_gates().get(name)
     return spec.label if spec is not None else name
 
 
 def is_signed(name: str) -> bool:
     """Whether a gate's estimate is a difference, printed with its sign."""
-    spec = GATES.get(name)
+    spec = all_gates().get(name)
     return spec is not None and spec.signed
 
 
@@ -106,5 +105,4 @@ for _spec in (
     GateSpec("expect", "the outcome seed.toml declares for the pair (replaces the harm gate)", "outcome",
              claim=True, threshold=False),
 ):
-    register_gate(_spec)
-BUILT_IN = tuple(GATES)
+    BUILT_IN[_spec.name] = _spec

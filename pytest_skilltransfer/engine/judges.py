@@ -47,6 +47,7 @@ import regex
 
 from ..guards import timed_regex
 from ..guards.regex_size import too_large
+from ..guards.run_scope import Scoped
 
 RUBRIC_OP = "rubric"
 JUDGE_KINDS = ("rule", "qrels", "rubric")
@@ -73,27 +74,33 @@ class Op:
     built_in: bool = True
 
 
-OPS: dict[str, Op] = {}  # every rule op: the built-in ones (below, after their tests), then registered ones
+OPS: dict[str, Op] = {}  # the built-in rule ops (below, after their tests)
+_registered: Scoped[dict[str, Op]] = Scoped("judge_ops", dict)  # the ops this run's hook registered
+
+
+def op_spec(name: str) -> Op | None:
+    """A rule op by name: built in, or registered for this run; None when unknown."""
+    return OPS.get(name) or _registered().get(name)
 
 
 def register_op(name: str, passes: Callable[[str, Any], bool], arg: str = "string", description: str = "") -> None:
     """Add a rule op: `passes(answer_text, arg)`; `arg` is string, integer or none; `description` may use {arg}."""
-    if name in OPS and OPS[name].built_in:
+    if name in OPS:
         raise ValueError(f"judge op {name!r} is built in; choose another name")
     if arg not in ARG_KINDS:
         raise ValueError(f"judge op {name!r}: arg must be one of {', '.join(ARG_KINDS)}, got {arg!r}")
     wording = description or f"passes the {name} check" + (" {arg}" if arg != "none" else "")
-    OPS[name] = Op(arg, wording, None, passes, built_in=False)
+    _registered()[name] = Op(arg, wording, None, passes, built_in=False)
 
 
 def rule_ops() -> tuple[str, ...]:
     """Built-in ops, then the registered ones."""
-    return RULE_OPS + tuple(sorted(name for name, op in OPS.items() if not op.built_in))
+    return RULE_OPS + tuple(sorted(_registered()))
 
 
 def miss_of(op: str) -> str | None:
     """What a missed check of `op` means (`Op.miss`); None for an unknown op."""
-    spec = OPS.get(op)
+    spec = op_spec(op)
     return spec.miss if spec is not None else None
 
 
@@ -276,7 +283,7 @@ def check_passes(check: Check, attempt: Attempt) -> bool:
         raise NoJudgeModel(f"rubric check {check.arg!r} needs a judge model (--judge MODEL)")
     if check.op == "tool_called":
         return check.arg in attempt.tools_called
-    op = OPS.get(check.op)
+    op = op_spec(check.op)
     if op is None or op.passes is None:
         raise ValueError(f"unknown judge op {check.op!r}; known ops: {', '.join(rule_ops())}")
     return bool(op.passes(attempt.text, check.arg))
@@ -338,7 +345,7 @@ def has_rubric(judge: Judge) -> bool:
 
 def describe_check(check: Check) -> str:
     """Plain-English wording of a check, as an optimizer or a reviewer would read it."""
-    op = OPS.get(check.op)
+    op = op_spec(check.op)
     wording = op.wording.format(arg=check.arg) if op is not None else None
     return f"the answer {wording}" if wording else f"{check.op} {check.arg}"
 

@@ -12,7 +12,7 @@ from ..guards.confined import ConfinedFolder, ConfinementError, read_confined
 from ..models.base import ModelRef
 from .judges import Judge, has_rubric
 from .rubric import CalibrationItem
-from .gate_specs import GATES, threshold_gates
+from .gate_specs import all_gates, threshold_gates
 from .seed_layout import LIMIT_OPTIONS
 from .tools import decode_utf8
 
@@ -124,7 +124,7 @@ class Thresholds:
         object.__setattr__(self, "off", tuple(off))
 
     def __getattr__(self, name: str) -> float | None:
-        if name in GATES:
+        if name in all_gates():
             return self._values.get(name)
         raise AttributeError(name)
 

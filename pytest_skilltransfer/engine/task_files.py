@@ -12,7 +12,7 @@ import regex
 
 from ..guards.confined import ConfinedFolder
 from ..guards.regex_portability import javascript_problems
-from .judges import JUDGE_KINDS, OPS, RUBRIC_OP, Check, Judge, compile_pattern, rule_ops
+from .judges import JUDGE_KINDS, RUBRIC_OP, Check, Judge, compile_pattern, op_spec, rule_ops
 from .seed_data import (
     CHECK_FIELDS,
     CONTEXT_FIELDS,
@@ -86,7 +86,7 @@ def _parse_check(raw: Any, where: str, problems: list[SeedProblem]) -> Check | N
     if op not in rule_ops():
         problems.append(SeedProblem(where, f"unknown op {op!r}; known ops: {', '.join(rule_ops())}"))
         return None
-    kind = OPS[op].arg
+    kind = op_spec(op).arg  # type: ignore[union-attr]  (a known op: checked above)
     if kind == "integer":
         if not _is_int(arg) or arg < 0:
             problems.append(SeedProblem(where, f"{op} needs a non-negative integer, got {arg!r}"))

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
 from ..guards.redaction import register_secret, strip_userinfo
+from ..guards.run_scope import Scoped
 from .base import ModelError
 
 Provider = Literal["anthropic", "openai"]
@@ -141,7 +142,7 @@ def sdk_aliases() -> dict[str, str]:
 SERVICE_TIERS = ("flex", "default")
 MODEL_LANES = ("standard", "flex", "batch")
 _lock = threading.Lock()
-_user_aliases: dict[str, str | dict[str, Any]] = {}
+_user_aliases: Scoped[dict[str, str | dict[str, Any]]] = Scoped("aliases", dict)  # the run's table
 
 
 def set_user_aliases(table: dict[str, Any]) -> None:
@@ -177,15 +178,15 @@ def set_user_aliases(table: dict[str, Any]) -> None:
                 '{ provider = "openai", model = "...", base_url = "...", api_key_env = "..." }'
             )
     with _lock:
-        _user_aliases.clear()
-        _user_aliases.update(checked)
+        _user_aliases().clear()
+        _user_aliases().update(checked)
 
 
 def all_aliases() -> dict[str, str]:
     """Every alias with a printable target (user entries override built-in ones)."""
     table = dict(builtin_aliases())
     with _lock:
-        for alias, value in _user_aliases.items():
+        for alias, value in _user_aliases().items():
             table[alias] = value if isinstance(value, str) else _describe(value)
     return dict(sorted(table.items()))
 
@@ -236,7 +237,7 @@ def _bare_id(name: str) -> Target | None:
 
 def _user_entry(name: str) -> str | dict[str, Any] | None:
     with _lock:
-        return _user_aliases.get(name)
+        return _user_aliases().get(name)
 
 
 def lookup(name: str) -> Target | str | None:
@@ -262,7 +263,7 @@ def lookup(name: str) -> Target | str | None:
 def batch_lane_aliases() -> list[str]:
     """The aliases of the models table whose own lane is `batch`."""
     with _lock:
-        return sorted(a for a, v in _user_aliases.items() if isinstance(v, dict) and v.get("lane") == "batch")
+        return sorted(a for a, v in _user_aliases().items() if isinstance(v, dict) and v.get("lane") == "batch")
 
 
 def is_known(name: str) -> bool:

@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import Any, Callable, Literal, Protocol
 
 from ..guards.errors import ModelCallError as ModelCallError, ModelError as ModelError  # the interface's errors
+from ..guards.run_scope import Scoped
 from ..pricing.usage import Usage as Usage  # re-exported: part of the backend interface
 
 
@@ -159,26 +160,40 @@ def find_in_chain(exc: BaseException, kind: type) -> BaseException | None:
 
 ModelFactory = Callable[[str], Model]
 
-_FAMILIES: list[tuple[str, Callable[[str], bool], ModelFactory, str]] = []
+Family = tuple[str, Callable[[str], bool], ModelFactory, "str | Callable[[], str]"]
+_FAMILIES: list[Family] = []  # registered by code as it is imported (the built-in backends first)
+_run_families: Scoped[list[Family]] = Scoped("model_families", list)  # registered by this run's hook
 
 
 def register_family(
-    family: str, matches: Callable[[str], bool], factory: ModelFactory, help_text: str
+    family: str, matches: Callable[[str], bool], factory: ModelFactory, help_text: str | Callable[[], str],
+    for_run: bool = False,
 ) -> None:
-    """Register a backend family: `matches(name)` says whether it serves a name."""
-    _FAMILIES[:] = [f for f in _FAMILIES if f[0] != family]
-    _FAMILIES.append((family, matches, factory, help_text))
+    """Register a backend family: `matches(name)` says whether it serves a name; `help_text` (or a function
+    giving it, read when the names are listed) says which names those are; `for_run`: only for the run
+    in progress (a `pytest_skilltransfer_configure` hook's), else for the process (code that registers as
+    it is imported)."""
+    families = _run_families() if for_run else _FAMILIES
+    families[:] = [f for f in families if f[0] != family]
+    families.append((family, matches, factory, help_text))
+
+
+def _families() -> list[Family]:
+    """The process's families, then this run's (a run's family replaces the process's of the same name)."""
+    run = _run_families()
+    names = {f[0] for f in run}
+    return [f for f in _FAMILIES if f[0] not in names] + run
 
 
 def registered_names() -> list[str]:
     """Human-readable list of the names each registered family accepts."""
-    return [help_text for _, _, _, help_text in _FAMILIES]
+    return [text() if callable(text) else text for _, _, _, text in _families()]
 
 
 def build_registered(name: str) -> Model:
     """The model of the first registered family serving `name`, or ModelError listing the known names
     (`models.registry.resolve_model` registers the built-in families first)."""
-    for _, matches, factory, _ in _FAMILIES:
+    for _, matches, factory, _ in _families():
         if matches(name):
             return factory(name)
     known = "\n  ".join(registered_names())

@@ -343,7 +343,7 @@ def build_model(name: str) -> Model:
 
 
 def _register() -> None:
-    register_family(FAMILY, aliases.is_known, build_model, aliases.help_text())
+    register_family(FAMILY, aliases.is_known, build_model, aliases.help_text)  # the run's aliases, when listed
 
 
 def configure_aliases(table: dict[str, Any]) -> None:

@@ -71,6 +71,7 @@ from .state import (
     RUN,
     RUN_DIR,
     RUN_DIR_KEY,
+    RUN_SCOPE,
     RUNNER,
     SEED_SCHEDULING,
     SETTINGS,
@@ -150,6 +151,10 @@ def pytest_configure_node(node: Any) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from ..guards.run_scope import RunScope, enter
+
+    scope = config.stash[RUN_SCOPE] = RunScope()  # what this run configures lives here, not in module globals
+    enter(scope)
     config.stash[ENGAGE] = _engage  # how `state.settings_of` engages a run that meets a seed late
     config.addinivalue_line(
         "markers",
@@ -250,19 +255,19 @@ def _engage(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     if SETTINGS in config.stash:  # an engaged run (only those can have turned the batch lane on)
-        from ..cassettes.scrub import clear_scrubbers
         from . import batch
 
         batch.unconfigure(config)
-        clear_scrubbers()  # a conftest's scrubbers belong to its run, not to the next one in this process
-        from ..engine.gate_specs import BUILT_IN, GATES, forget_gates
-
-        forget_gates(tuple(name for name in GATES if name not in BUILT_IN))  # likewise its gates
     folder = config.stash.get(RUN_DIR, None)
     if folder:
         import shutil
 
         shutil.rmtree(folder, ignore_errors=True)
+    scope = config.stash.get(RUN_SCOPE, None)
+    if scope is not None:
+        from ..guards.run_scope import leave
+
+        leave(scope)  # its aliases, ops, families, gates and scrubbers end with it
 
 
 def _keep_transfer_snapshots(config: pytest.Config) -> None:

@@ -25,7 +25,7 @@ class Registry:
         for every name `matches` accepts; `help_text` appears in the unknown-model error."""
         from ..models.base import register_family
 
-        register_family(name, matches, factory, help_text)
+        register_family(name, matches, factory, help_text, for_run=True)
 
     def add_alias(self, alias: str, spec: str | dict[str, Any]) -> None:
         """An alias, as in `[tool.skilltransfer.models]` (a spec string or a {provider, model, ...} table);

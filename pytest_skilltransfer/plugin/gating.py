@@ -45,7 +45,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..engine.gate_specs import GATES, claim_gates, family_gates, threshold_gates
+from ..engine.gate_specs import all_gates, claim_gates, family_gates, threshold_gates
 from ..engine.seed_data import Thresholds
 from ..evidence import stats
 from ..reports.report import pair_text, too_few_clusters, units_text, verdict_label  # noqa: F401  (verdict_label: the plugin labels its records)
@@ -479,7 +479,7 @@ def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str
                           None if gain is None else gain.high, message))
     if expected is not None and thresholds.harm_tolerance is not None:
         notes.append(f"harm gate replaced by the declared outcome '{expected}' (seed.toml expect)")
-    for spec in GATES.values():  # gates registered from outside the package (`gate_specs.register_gate`)
+    for spec in all_gates().values():  # gates registered from outside the package (`gate_specs.register_gate`)
         threshold = thresholds.get(spec.name) if spec.threshold else None
         if spec.check is not None and threshold is not None:
             gates.append(spec.check(result, threshold, level if spec.family else stats.LEVEL))

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from ..engine.results import TransferResult
     from ..engine.seed_data import Seed
+    from ..guards.run_scope import RunScope  # noqa: F401  (named in a stash key's type)
     from .collect import TransferSpec
     from .runner import Runner
 
@@ -28,6 +29,7 @@ RUN = pytest.StashKey["ItemRun"]()
 ERROR_COST = pytest.StashKey[dict]()  # an item that errored before its result: what it spent (JSON shape)
 PAIR_ARG = "transfer_pair"
 SEED_SCHEDULING = pytest.StashKey[bool]()
+RUN_SCOPE = pytest.StashKey["RunScope"]()  # the run's configuration (`guards.run_scope`)
 RUN_DIR = pytest.StashKey[str]()  # the controller's run folder (see `run_folder`)
 RUN_DIR_KEY = "skilltransfer_run_dir"  # workerinput key: the same folder, on a worker
 
