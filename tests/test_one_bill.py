@@ -171,3 +171,27 @@ def test_answers_without_usage_are_labelled_in_the_bill() -> None:
     rows = [{"model": "m", "role": "agent", "usd": 0.1, "usage_unreported": 2}]
     line = breakdown_lines(breakdown([{"cost": {"phases": {"baseline": rows}}}]))[0]
     assert line.startswith("cost: $0.1000 paid, each answer once; 2 answer(s) came without usage"), line
+
+
+def test_a_rerun_keeps_what_its_errored_try_spent() -> None:
+    """pytest-rerunfailures: the try that errored paid for answers the passing try reuses; the result carries
+    that spend (phase errored) so the run's bill does not lose it, and so does an item that errors twice."""
+    from types import SimpleNamespace
+
+    from pytest_skilltransfer.plugin.reporting import ERROR_ATTRIBUTE, REPORT_ATTRIBUTE, TransferReporting
+    from pytest_skilltransfer.pricing.cost_breakdown import breakdown
+
+    row = {"model": "m", "role": "agent", "usd": 0.25, "calls": 5, "input_tokens": 90, "output_tokens": 10}
+    spent = {"phases": {"errored": [row]}, "total_usd": 0.25, "calls": 5, "tokens": 100}
+    config = SimpleNamespace()  # the controller: no workerinput
+    reporting = TransferReporting(config, None)  # type: ignore[arg-type]
+    error = {"item": "i", "seed": "s", "source": "a", "target": "b", "when": "setup", "reason": "x", "cost": spent}
+    for _ in range(2):
+        reporting.pytest_runtest_logreport(SimpleNamespace(**{ERROR_ATTRIBUTE: error}))  # type: ignore[arg-type]
+    assert reporting.errors["i"]["cost"]["total_usd"] == 0.5 and len(reporting.errors["i"]["cost"]["phases"]["errored"]) == 2
+    result = {"item": "i", "seed": "s", "source": "a", "target": "b",
+              "cost": {"phases": {"baseline": [{**row, "usd": 0.1, "calls": 2}]}, "total_usd": 0.1, "calls": 2, "tokens": 40}}
+    reporting.pytest_runtest_logreport(SimpleNamespace(**{REPORT_ATTRIBUTE: json.dumps(result)}))  # type: ignore[arg-type]
+    kept = reporting.results["i"]["cost"]
+    assert not reporting.errors and kept["total_usd"] == pytest.approx(0.6) and kept["calls"] == 12
+    assert breakdown([reporting.results["i"]])["by_phase"] == {"baseline": 0.1, "errored": 0.5}

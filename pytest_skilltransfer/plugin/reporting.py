@@ -66,10 +66,19 @@ class TransferReporting:
         text = getattr(report, REPORT_ATTRIBUTE, None)
         if text is not None:
             data = json.loads(text)
+            earlier = self.errors.pop(data["item"], None)
+            if earlier is not None and earlier.get("cost"):  # a rerun: the errored try's spend stays in the bill
+                from ..reports.result_json import with_earlier_try
+
+                data = with_earlier_try(data, earlier["cost"])
             self.results[data["item"]] = data
-            self.errors.pop(data["item"], None)
         error = getattr(report, ERROR_ATTRIBUTE, None)
         if error is not None and error["item"] not in self.results:
+            earlier = self.errors.get(error["item"])
+            if earlier is not None and earlier.get("cost") and error.get("cost"):  # errored on each try: both spent
+                from ..reports.result_json import with_earlier_try
+
+                error = {**error, "cost": with_earlier_try({"cost": error["cost"]}, earlier["cost"])["cost"]}
             self.errors[error["item"]] = error
 
     def report(self) -> dict[str, Any]:

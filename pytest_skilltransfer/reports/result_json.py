@@ -319,6 +319,22 @@ def errored_cost(costs: Costs, source: str | None = None) -> dict[str, Any]:
             "usage_unreported_calls": sum(t.usage.unreported for t in costs.values())}
 
 
+def with_earlier_try(record: dict[str, Any], spent: dict[str, Any]) -> dict[str, Any]:
+    """A result whose item errored on an earlier try (pytest-rerunfailures) carries what that try spent
+    (`errored_cost`): its rows under the phase `errored`, added to the result's totals, so a rerun keeps
+    the whole bill (the answers it reused from that try count as reused, not paid)."""
+    rows = (spent.get("phases") or {}).get(ERRORED_PHASE)
+    if not rows:
+        return record
+    cost = dict(record["cost"])
+    phases = {**cost["phases"], ERRORED_PHASE: [*cost["phases"].get(ERRORED_PHASE, []), *rows]}
+    total, extra = cost.get("total_usd"), spent.get("total_usd")
+    cost.update(phases=phases, roles=role_costs(phases, record.get("source")),
+                total_usd=None if total is None or extra is None else _round_usd(total + extra),
+                calls=cost.get("calls", 0) + spent.get("calls", 0), tokens=cost.get("tokens", 0) + spent.get("tokens", 0))
+    return {**record, "cost": cost}
+
+
 IN_SAMPLE = "in sample: the target was a validation model"
 
 
