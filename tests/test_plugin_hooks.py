@@ -121,7 +121,8 @@ def test_an_alias_is_the_model_it_names(tmp_path: Path) -> None:
     report = tmp_path / "report.json"
     proc = subprocess.run([sys.executable, "-m", "pytest", "seeds/status-report", "--source", "cheap", "--target",
                            "expensive", "-p", "no:randomly", "-p", "no:cacheprovider", "--skilltransfer-json",
-                           str(report)], cwd=ROOT, capture_output=True, text=True, env={**os.environ, "CI": "true"})
+                           str(report)], cwd=ROOT, capture_output=True, text=True,
+                          env={**{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}, "CI": "true"})
     assert proc.returncode == 0, proc.stdout + proc.stderr  # declared `expect = "hurts"` for sim-small->sim-large
     assert "cheap (sim-small) -> expensive (sim-large):" in proc.stdout
     assert "1 snapshot passed." in proc.stdout  # transfer[sim-small_to_sim-large].md, the unaliased run's

@@ -29,6 +29,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Callable
 
+from ..guards.run_scope import Scoped
+
 THROTTLE_STATUSES = {429: "rate limited", 529: "overloaded", 503: "unavailable"}
 MAX_PAUSE_S = 60.0  # a retry-after longer than this still pauses only this long (the SDK gives up beyond it)
 DEFAULT_PAUSE_S = 1.0  # when a throttling response names no retry-after
@@ -222,4 +224,14 @@ class Limiters:
         return min(times) if times else None
 
 
-LIMITERS = Limiters()
+class _RunLimiters:
+    """`LIMITERS`: the limiters of the run in force (`guards.run_scope`), so one run's maxima and rate-limit
+    state never reach the next run in the same process."""
+
+    _scoped: Scoped[Limiters] = Scoped("limiters", Limiters)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._scoped(), name)
+
+
+LIMITERS = _RunLimiters()

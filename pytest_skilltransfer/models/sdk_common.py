@@ -43,6 +43,7 @@ from http.cookiejar import CookieJar
 from typing import Any, Callable, Protocol
 
 from ..guards.redaction import redact_text, strip_userinfo
+from ..guards.run_scope import Scoped
 from .aliases import Target
 from .base import ModelCallError, find_in_chain
 from .halt import RunStopped, refuse_if_halted
@@ -80,17 +81,17 @@ class CallPolicy:
         return wait * (1 - 0.25 * random.random())  # jitter, as the SDKs do
 
 
-_policy = CallPolicy()
+_policy: Scoped[list[CallPolicy]] = Scoped("call_policy", lambda: [CallPolicy()])  # the run's (`guards.run_scope`)
 
 
 def configure_calls(policy: CallPolicy) -> None:
-    """Set the policy for clients built from now on."""
-    global _policy
-    _policy = policy
+    """Set the run's policy for clients built from now on."""
+    _policy()[0] = policy
 
 
 def call_policy() -> CallPolicy:
-    return _policy
+    """The run's call policy."""
+    return _policy()[0]
 
 
 class CallEnvironment(Protocol):
@@ -279,7 +280,7 @@ def client_settings(target: Target) -> ClientSettings:
             f"{target.key_variable} is not set: calling {target.model_id} needs it {why}. Set "
             f"{target.key_variable}, or replay committed cassettes only with --record-mode=none.",
         )
-    return ClientSettings(api_key=key, max_retries=_policy.max_retries, replay=False)
+    return ClientSettings(api_key=key, max_retries=call_policy().max_retries, replay=False)
 
 
 _clients: dict[tuple[Any, ...], Any] = {}
@@ -351,10 +352,10 @@ def call_failed(exc: Exception, target: Target, timeout: float) -> ModelCallErro
     elif status == 404:
         text = f"{model}: not found at {where} (HTTP 404): check the model id and base URL. {detail}"
     elif status == 429:
-        text = (f"{model}: rate limited at {where} (HTTP 429) after {_policy.max_retries} retries: lower -n, "
+        text = (f"{model}: rate limited at {where} (HTTP 429) after {call_policy().max_retries} retries: lower -n, "
                 f"raise --provider-retries or retry later. {detail}")
     elif status == 529 or (status is not None and status >= 500):
-        text = (f"{model}: provider error or overload at {where} (HTTP {status}) after {_policy.max_retries} "
+        text = (f"{model}: provider error or overload at {where} (HTTP {status}) after {call_policy().max_retries} "
                 f"retries: raise --provider-retries or retry later. {detail}")
     elif status is not None:
         text = f"{model}: request rejected by {where} (HTTP {status}): {detail}"
@@ -432,7 +433,7 @@ def make_client(client_class: tuple[str, str], api_key: str, base_url: str | Non
     sdk = import_sdk(module)
     base = getattr(sdk, name)
     cls = type(f"SkillTransfer{name}", (base,), {"_calculate_retry_timeout": _retry_timeout,
-                                                  "_skilltransfer_policy": policy or _policy})
+                                                  "_skilltransfer_policy": policy or call_policy()})
     extra = {"transport": transport} if transport is not None else {}
     first = [on_request] if on_request is not None else []
     http_client = sdk.DefaultHttpxClient(event_hooks={"request": [*first, _clamp_attempt],

@@ -23,13 +23,14 @@ from __future__ import annotations
 import datetime as dt
 import threading
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from functools import lru_cache
 from importlib import resources
 from typing import Any
 
 from ..guards.errors import ModelError
+from ..guards.run_scope import Scoped
 from .usage import ANOTHER_RUN, Usage
 
 Price = tuple[float, float]
@@ -131,24 +132,32 @@ def shipped_table() -> PriceTable:
 
 
 _lock = threading.Lock()
-_overrides: dict[str, Rates] = {}
-_free: set[str] = set()
-_lanes: dict[str, str] = {}  # model id -> the lane its calls go through in this run (default standard)
+
+
+@dataclass
+class RunPrices:
+    """What a run sets about prices: the project's overrides, the models declared free, each model's lane."""
+
+    overrides: dict[str, Rates] = field(default_factory=dict)
+    free: set[str] = field(default_factory=set)
+    lanes: dict[str, str] = field(default_factory=dict)  # model id -> its calls' lane in this run (default standard)
+
+
+_run: Scoped[RunPrices] = Scoped("prices", RunPrices)  # the run's (`guards.run_scope`)
 
 
 def configure_prices(table: dict[str, Any]) -> None:
     """Apply `[tool.skilltransfer.prices]` (model id or glob -> price); replaces earlier overrides."""
     parsed = {key: _price(key, value, "[tool.skilltransfer.prices]") for key, value in (table or {}).items()}
     with _lock:
-        _overrides.clear()
-        _overrides.update(parsed)
+        _run().overrides = parsed
 
 
 def mark_free(model_id: str) -> None:
     """Record that `model_id` costs nothing (declared `free = true`, or a built-in local model) unless
     priced explicitly."""
     with _lock:
-        _free.add(model_id)
+        _run().free.add(model_id)
 
 
 def mark_lane(model_id: str, lane: str) -> None:
@@ -157,15 +166,15 @@ def mark_lane(model_id: str, lane: str) -> None:
         raise ModelError(f"unknown lane {lane!r}; use one of {', '.join(LANES)}")
     with _lock:
         if lane == "standard":
-            _lanes.pop(model_id, None)
+            _run().lanes.pop(model_id, None)
         else:
-            _lanes[model_id] = lane
+            _run().lanes[model_id] = lane
 
 
 def lane_of(model_id: str) -> str:
     """The lane `model_id`'s calls go through in this run."""
     with _lock:
-        return _lanes.get(model_id, "standard")
+        return _run().lanes.get(model_id, "standard")
 
 
 def price_fix(model_id: str, lane: str) -> str:
@@ -190,7 +199,8 @@ def _lookup(table: dict[str, Rates], model_id: str) -> Rates | None:
 def rates_of(model_id: str, lane: str = "standard") -> Rates | None:
     """Every rate of a model in a lane, or None if unknown (or the lane is not offered for it)."""
     with _lock:
-        overrides, free = dict(_overrides), model_id in _free
+        run = _run()
+        overrides, free = dict(run.overrides), model_id in run.free
     found = _lookup(overrides, model_id) or _lookup(shipped_table().models, model_id)
     if found is None and free:
         found = Rates(0.0, 0.0)
