@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from ...guards.run_scope import Scoped
 from .apis import AnthropicBatches, BatchApi, Item, OpenAIBatches
 from .lane import (
     BatchLane,
@@ -36,24 +37,24 @@ __all__ = ["BatchLane", "BatchLaneError", "BatchSettings", "BatchWaitExceeded", 
 BATCH_ANSWER = "skilltransfer_batch_answer"  # marks a response the lane delivered (httpx extensions)
 BATCH_CONCURRENCY = 1024  # calls of one model in flight at once in batch mode: a whole step parks together
 
-_lane: BatchLane | None = None
+_lane: Scoped[list[BatchLane | None]] = Scoped("batch_lane", lambda: [None])  # the run's (`guards.run_scope`)
 _lane_lock = threading.Lock()
 
 
 def configure_batch(settings: BatchSettings | None, folder: Path | None = None, progress: Progress | None = None,
                     cost: Cost | None = None) -> BatchLane | None:
     """Turn the batch lane on (settings and the cassette folder that holds the manifest) or off (None)."""
-    global _lane
     with _lane_lock:
-        if _lane is not None:
-            _lane.close()
-        _lane = BatchLane(settings, folder or Path("cassettes"), _api_for, progress, cost) if settings else None
-        return _lane
+        held = _lane()
+        if held[0] is not None:
+            held[0].close()
+        held[0] = BatchLane(settings, folder or Path("cassettes"), _api_for, progress, cost) if settings else None
+        return held[0]
 
 
 def active_lane() -> BatchLane | None:
     with _lane_lock:
-        return _lane
+        return _lane()[0]
 
 
 def is_batch_control(path: str) -> bool:
