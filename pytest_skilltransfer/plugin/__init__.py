@@ -100,12 +100,12 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
-    from . import batch, compare, shards
+    from . import batch_setup, compare, shards
 
     add_options(parser)
     shards.add_options(parser)
     compare.add_options(parser)
-    batch.add_options(parser)
+    batch_setup.add_options(parser)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -227,9 +227,9 @@ def _engage(config: pytest.Config) -> None:
 
     configure_calls(settings.calls)
     from ..cassettes import default_record_mode
-    from . import batch
+    from . import batch_setup
 
-    batch.configure(config, settings.cassette_dir, settings.record_mode or default_record_mode())
+    batch_setup.configure(config, settings.cassette_dir, settings.record_mode or default_record_mode())
     config.stash[RUNNER] = runner
     if settings.max_cost is not None:
         runner.budget = _budget(config, settings, runner)
@@ -255,9 +255,9 @@ def _engage(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     if SETTINGS in config.stash:  # an engaged run (only those can have turned the batch lane on)
-        from . import batch
+        from . import batch_setup
 
-        batch.unconfigure(config)
+        batch_setup.unconfigure(config)
     folder = config.stash.get(RUN_DIR, None)
     if folder:
         import shutil
@@ -565,7 +565,7 @@ def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapsho
         seed = runner.seed(spec.seed_path)
     except (SeedError, ModelError, ModelCallError, NoJudgeConfigured, CalibrationFailed) as exc:
         if hasattr(exc, "with_command"):  # a cassette miss: the command that re-records this very item
-            from .rerun import rerecord_command
+            from .rerecord_command import rerecord_command
 
             from .reporting import FIX
 

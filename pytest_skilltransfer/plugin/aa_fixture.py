@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 def transfer_aa(request: pytest.FixtureRequest, transfer_result: "TransferResult") -> "AACheck":
     """The A/A check of this test's pair: the transferred skill scored twice on the target."""
     from ..models.base import ModelCallError, ModelError
-    from .rerun import rerecord_command
+    from .rerecord_command import rerecord_command
     from .state import SPEC, runner_of
 
     item = request.node

@@ -315,13 +315,13 @@ def register(config: pytest.Config, settings: Any, runner: Any, spec_of: Callabl
     """Add the live progress to an engaged run that records (`--skilltransfer-progress off` counts without
     printing: a stopped run's report still says what was paid)."""
     from ..cassettes import default_record_mode
-    from . import batch
+    from . import batch_setup
     from .options import _Reader
 
     value, _ = _Reader(config).get("skilltransfer-progress")
     every = interval(value)  # None (off): counted, never printed
     mode = settings.record_mode or default_record_mode()
-    batch_lane = batch.read(config) is not None
+    batch_lane = batch_setup.read(config) is not None
     if (mode == "none" and not batch_lane) or settings.plan or config.option.collectonly:
         return  # replay only, a plan or a collection: nothing is recorded, nothing to watch
     from .planning import recording_bound  # (the planner: only a run that records shows progress)

@@ -1,6 +1,6 @@
 """The commands a report prints for an item from its JSON result: rerun it as it ran and, when its snapshot
 differs, accept the new result. One source, so the terminal diagnosis, the Markdown report and the HTML page
-agree (the re-record command, which needs the run's options, is `plugin.rerun`'s)."""
+agree (the re-record command, which needs the run's options, is `plugin.rerecord_command`'s)."""
 
 from __future__ import annotations
 
