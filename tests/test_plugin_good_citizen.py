@@ -37,6 +37,7 @@ LIGHT_MODULES = {  # all the plugin imports in a run that is not its own
     "pytest_skilltransfer.plugin.spellings", "pytest_skilltransfer.plugin.values", "pytest_skilltransfer.plugin.state",
     "pytest_skilltransfer.guards.bounds", "pytest_skilltransfer.guards.terminal",
     "pytest_skilltransfer.reports.comparison",
+    "pytest_skilltransfer.engine.gate_specs", "pytest_skilltransfer.guards.run_scope",  # the gates' options
     # the folders holding those (their __init__ modules hold a docstring and nothing else)
     "pytest_skilltransfer.guards", "pytest_skilltransfer.engine", "pytest_skilltransfer.reports",
 }

@@ -151,10 +151,6 @@ def pytest_configure_node(node: Any) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from ..guards.run_scope import RunScope, enter
-
-    scope = config.stash[RUN_SCOPE] = RunScope()  # what this run configures lives here, not in module globals
-    enter(scope)
     config.stash[ENGAGE] = _engage  # how `state.settings_of` engages a run that meets a seed late
     config.addinivalue_line(
         "markers",
@@ -199,8 +195,11 @@ def _engage(config: pytest.Config) -> None:
     """Read and check the settings, set up the runner, the reports and the CI features (once per run)."""
     if SETTINGS in config.stash:
         return
+    from ..guards.run_scope import RunScope, enter
     from .runner import Runner
 
+    if RUN_SCOPE not in config.stash:  # what this run configures lives here, not in module globals
+        enter(config.stash.setdefault(RUN_SCOPE, RunScope()))
     _keep_transfer_snapshots(config)
     settings = read_settings(config)
     from .extensions import Registry
