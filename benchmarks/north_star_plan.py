@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pytest_skilltransfer.evidence.power import mixed_detection_power  # noqa: E402
+from pytest_skilltransfer.evidence.stats import mixed_detection_power  # noqa: E402
 
 SEEDS = ("alert-intake", "change-review", "changelog-writer", "docs-style", "howto-answers", "incident-summary",
          "postmortem-cause", "release-advisor", "review-tagger", "status-report")

@@ -90,3 +90,15 @@ def test_a_lower_layer_importing_a_higher_one_breaks_the_contract(tmp_path: Path
                           env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"})
     assert done.returncode != 0
     assert "pytest_skilltransfer.guards.bounds -> pytest_skilltransfer.plugin.state" in done.stdout.replace("\n", " ")
+
+
+def test_a_statistic_has_one_import_path_outside_evidence() -> None:
+    """Outside `evidence/`, the statistics `evidence.stats` re-exports are imported through it, never from the
+    module that defines them (one name, one path)."""
+    graph = grimp.build_graph("pytest_skilltransfer", cache_dir=None, exclude_type_checking_imports=True)
+    defined = {f"pytest_skilltransfer.evidence.{m}"
+               for m in ("score_intervals", "gain_tests", "power", "gains", "family")}
+    around = [(importer, imported) for imported in defined
+              for importer in graph.find_modules_that_directly_import(imported)
+              if not importer.startswith("pytest_skilltransfer.evidence.")]
+    assert around == []
