@@ -42,8 +42,14 @@ LIGHT_MODULES = {  # all the plugin imports in a run that is not its own
     "pytest_skilltransfer.guards", "pytest_skilltransfer.engine", "pytest_skilltransfer.reports",
 }
 REPORT_PLUGIN = '''
+import os
+
 def pytest_unconfigure(config):
     print("REPORTING", config.pluginmanager.get_plugin("skilltransfer-reporting") is not None)
+    worker = getattr(config, "workerinput", {}).get("workerid", "controller")
+    hooks = config.pluginmanager.get_plugin("skilltransfer-items") is not None
+    with open(os.path.join(str(config.rootpath), f"hooks-{worker}.txt"), "w") as out:
+        out.write(str(hooks))
 '''
 
 
@@ -80,6 +86,9 @@ def test_a_foreign_run_under_xdist_keeps_xdists_scheduler(tmp_path: Path) -> Non
     assert run.returncode == 0, run.stdout + run.stderr
     assert "scheduling tests via LoadScheduling" in run.stdout
     assert "REPORTING False" in run.stdout
+    # no process of the run, workers included, registers the per-test hooks
+    assert {p.name: p.read_text() for p in project.glob("hooks-*.txt")} == {
+        "hooks-controller.txt": "False", "hooks-gw0.txt": "False", "hooks-gw1.txt": "False"}
 
 
 def test_a_run_with_seeds_engages(pytester: pytest.Pytester) -> None:

@@ -27,10 +27,13 @@ def test_an_unlearnable_seed_names_the_checks_no_arm_ever_passed(tmp_path):
     record = result_to_json(result)
     assert record["unlearnable"] == {"checks_never_passed": ["regex=(?<=ref-)[0-9]{40}"]}
     (line,) = unlearnable_lines([record])
-    assert line == ("unlearnable here: never (sim-small -> sim-large): even direct optimization on sim-large gained "
-                    "nothing; checks never passed in any arm: regex=(?<=ref-)[0-9]{40}")
+    assert line == ("unlearnable: never: even direct optimization gained nothing on any pair (sim-small -> sim-large); "
+                    "checks never passed in any arm: regex=(?<=ref-)[0-9]{40}")
+    learned = {**record, "source": "sim-large", "target": "sim-small"}
+    del learned["unlearnable"]
+    assert unlearnable_lines([record, learned]) == []  # the direct optimization gained on another pair
     page = item_section(record)
-    assert "<b>Unlearnable here:</b> even direct optimization on sim-large gained nothing" in page
+    assert "<b>Nothing learnable on this pair:</b> even direct optimization on sim-large gained nothing" in page
     assert "<code>regex=(?&lt;=ref-)[0-9]{40}</code>" in page
 
 

@@ -509,13 +509,16 @@ def pytest_collection_modifyitems_decidability(config: pytest.Config, items: lis
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """On an xdist worker: publish which seed each item uses, for the controller's scheduler."""
+    """On an xdist worker: publish which seed each item uses, for the controller's scheduler (a foreign run's
+    worker, with no transfer item, publishes nothing and stays inert: no per-test hooks)."""
     if is_worker(session.config):
+        scoped = [item for item in session.items if SPEC in item.stash]
+        if not scoped and not engaged(session.config):
+            return
         from .xdist_scheduling import write_scopes
 
         key = runner_of(session.config).key
-        write_scopes(session.config, {item.nodeid: str(key(item.stash[SPEC].seed_path))
-                                      for item in session.items if SPEC in item.stash})
+        write_scopes(session.config, {item.nodeid: str(key(item.stash[SPEC].seed_path)) for item in scoped})
 
 
 @pytest.hookimpl(wrapper=True)

@@ -172,15 +172,20 @@ def summary_lines(results: list[dict[str, Any]], verbose: bool = False,
 
 
 def unlearnable_lines(results: list[dict[str, Any]]) -> list[str]:
-    """One line per item where even the direct optimization on the target gained nothing, naming the checks
-    that no arm ever passed (what neither model could be taught here)."""
-    lines = []
+    """One line per seed on which even the direct optimization gained nothing on any pair of the run (every item
+    of the seed says so), naming the checks that no arm of any of its pairs ever passed."""
+    by_seed: dict[str, list[dict[str, Any]]] = {}
     for result in results:
-        if result.get("unlearnable") is None:
+        by_seed.setdefault(result["seed"], []).append(result)
+    lines = []
+    for seed, items in by_seed.items():
+        if not all(item.get("unlearnable") is not None for item in items):
             continue
-        never = result["unlearnable"].get("checks_never_passed") or []
-        lines.append(f"unlearnable here: {result['seed']} ({result['source']} -> {result['target']}): even direct "
-                     f"optimization on {result['target']} gained nothing; checks never passed in any arm: "
+        lists = [item["unlearnable"].get("checks_never_passed") or [] for item in items]
+        never = [label for label in lists[0] if all(label in other for other in lists[1:])]
+        pairs = sorted({f"{item['source']} -> {item['target']}" for item in items})
+        lines.append(f"unlearnable: {seed}: even direct optimization gained nothing on any pair ({', '.join(pairs)}); "
+                     "checks never passed in any arm: "
                      + (", ".join(never) if never else "none (each passed somewhere, never all together)"))
     return lines
 

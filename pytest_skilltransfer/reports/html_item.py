@@ -241,13 +241,14 @@ def _compare(result: dict[str, Any]) -> str:
 
 
 def _unlearnable(result: dict[str, Any]) -> str:
-    """A paragraph when even the direct optimization on the target gained nothing, naming the checks no arm passed."""
+    """A paragraph when even the direct optimization on this pair's target gained nothing, naming the checks no
+    arm passed (the run summary names the seeds where that holds on every pair)."""
     if result.get("unlearnable") is None:
         return ""
     never = result["unlearnable"].get("checks_never_passed") or []
     listed = ", ".join(f"<code>{esc(label)}</code>" for label in never) or "none (each passed somewhere, never all together)"
-    return (f'<p class="unlearnable"><b>Unlearnable here:</b> even direct optimization on {esc(result["target"])} '
-            f"gained nothing; checks never passed in any arm: {listed}</p>")
+    return (f'<p class="unlearnable"><b>Nothing learnable on this pair:</b> even direct optimization on '
+            f'{esc(result["target"])} gained nothing; checks never passed in any arm: {listed}</p>')
 
 
 def _gaming(result: dict[str, Any]) -> str:
