@@ -91,7 +91,9 @@ def test_a_regressed_pull_request_fails_against_the_base_branch(pytester: pytest
     report = json.loads((pytester.path / "report.json").read_text())
     assert report["compare_to"] == {"ref": "main", "commit": commit, "chosen_by": "--compare-to"}
     record = report["results"][0]["compare"]
-    assert set(record.pop("cause")) == {"seed_diff", "tasks", "learned_before", "accept_tolerance", "seed_toml"}
+    cause = record.pop("cause")
+    assert set(cause) == {"seed_diff", "tasks", "learned_before", "accept_tolerance", "seed_toml"}
+    assert cause["tasks"][0]["answer"].startswith("Routed: ")  # the answer now (the ref keeps only scores)
     assert record == {"ref": "main", "commit": commit, "snapshot": SNAPSHOT, "status": "compared",
                       "before": 1.0, "after": 0.0, "verdict": "fail"}
 

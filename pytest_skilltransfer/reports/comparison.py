@@ -53,6 +53,7 @@ def summary_lines(results: list[dict[str, Any]]) -> list[str]:
 
 LEARNED_FENCE = "## Learned skill\n\n````markdown\n"  # how a snapshot holds the learned skill (`plugin.snapshots`)
 TASKS_SHOWN = 6
+ANSWER_CHARS = 300  # of each dropped task's answer now, in the cause record (the snapshot at the ref keeps none)
 
 
 def label(compare: dict[str, Any]) -> str:
@@ -70,14 +71,17 @@ def accept_tolerance(gate: dict[str, Any]) -> float | None:
 
 
 def dropped_tasks(per_task: dict[str, float], result: dict[str, Any]) -> list[dict[str, Any]]:
-    """The held-out tasks scoring lower now than in the snapshot at the ref, with the checks they now miss."""
+    """The held-out tasks scoring lower now than in the snapshot at the ref, with the checks they now miss and
+    the start of their answer now (the snapshot at the ref keeps scores, not answers)."""
     rows = []
     for task in result["scores"]["transferred"]["tasks"]:
         before = per_task.get(task["task_id"])
         if before is None or task["hard"] >= before:
             continue
         missed = sorted({label for sample in task.get("samples", []) for label in sample.get("failed", [])})
-        rows.append({"task": task["task_id"], "before": before, "after": task["hard"], "missed": missed})
+        answer = next((s["answer"] for s in task.get("samples", []) if s.get("answer") is not None), None)
+        rows.append({"task": task["task_id"], "before": before, "after": task["hard"], "missed": missed,
+                     "answer": None if answer is None else answer[:ANSWER_CHARS]})
     return rows
 
 
@@ -143,8 +147,10 @@ def cause_lines(result: dict[str, Any]) -> list[str]:
     if tasks:
         lines.append(f"  held-out tasks lower than at {compare.get('ref', 'the ref')}: {len(tasks)}; checks they now miss: "
                      + ", ".join(f"{check} ({n} of {len(tasks)})" for check, n in newly_missed(cause)))
-        lines += [f"    {t['task']}: {t['before']:g} -> {t['after']:g}, misses {', '.join(t['missed']) or 'none'}"
-                  for t in tasks[:TASKS_SHOWN]]
+        for t in tasks[:TASKS_SHOWN]:
+            lines.append(f"    {t['task']}: {t['before']:g} -> {t['after']:g}, misses {', '.join(t['missed']) or 'none'}")
+            if t.get("answer") is not None:
+                lines.append(f"      answer now: {' '.join(t['answer'].split())[:100]}")
         if len(tasks) > TASKS_SHOWN:
             lines.append(f"    ({len(tasks) - TASKS_SHOWN} more)")
     diff = cause.get("seed_diff") or ""

@@ -272,10 +272,14 @@ def cause_block(result: dict[str, Any]) -> str:
     checks = "".join(f"<li><code>{esc(check)}</code> on <b>{n} of {len(tasks)}</b> task(s)</li>"
                      for check, n in newly_missed(cause))
     rows = "".join(f'<tr><td>{esc(t["task"])}</td><td class="num">{t["before"]:g}</td><td class="num">{t["after"]:g}'
-                   f'</td><td><code>{esc(", ".join(t["missed"]) or "none")}</code></td></tr>' for t in tasks[:8])
+                   f'</td><td><code>{esc(", ".join(t["missed"]) or "none")}</code></td><td>'
+                   + ("-" if t.get("answer") is None else
+                      f'<details><summary>{esc(" ".join(t["answer"].split())[:40])}…</summary><pre>{esc(t["answer"])}'
+                      "</pre></details>") + "</td></tr>" for t in tasks[:8])
     more = f'<p class="muted">{len(tasks) - 8} more task(s) in the item below</p>' if len(tasks) > 8 else ""
     missed = (f"<p>checks newly missed on the {len(tasks)} task(s) lower than at {esc(compare.get('ref', ''))}:</p>"
-              f"<ul>{checks}</ul><table><tr><th>task</th><th>before</th><th>after</th><th>misses now</th></tr>{rows}"
+              f"<ul>{checks}</ul><table><tr><th>task</th><th>before</th><th>after</th><th>misses now</th>"
+              f"<th>answer now</th></tr>{rows}"
               f"</table>{more}" if tasks else '<p class="muted">no task scores lower than at the ref</p>')
     diff = (cause.get("seed_diff") or "").splitlines()
     seed = (f"<p>the seed's files {esc(label(compare))} (SKILL.md, tasks, seed.toml):</p>{_diff_pre(diff)}" if diff
