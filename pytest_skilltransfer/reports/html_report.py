@@ -237,8 +237,7 @@ def _why_item(result: dict[str, Any], holm: dict[tuple[str, str, str], str]) -> 
                 + "".join(f'<li class="line">{esc(line)}</li>' for line in learned[:6]) + "</ul>")
     if not learned:
         accepted = '<p class="muted">no night was accepted: the learned skill equals the seed\'s</p>'
-    commands = "".join(f"<li>{esc(what)}: <code>{esc(command)}</code></li>"
-                       for what, command in [*accept_commands(result), *rerun_commands(result)])
+    commands = "".join(f"<li>{esc(what)}: <code>{esc(command)}</code></li>" for what, command in rerun_commands(result))
     missed = (f"<p>checks {found['kind']} with the learned skill on the target:</p><ul>{''.join(checks)}</ul>"
               if checks else '<p class="muted">no check is missed with the learned skill</p>')
     return (f'<li class="{css}" data-item="{anchor(result)}"><a href="#{anchor(result)}"><b>{esc(_label(result))}</b></a> '
@@ -262,7 +261,7 @@ def _diff_pre(lines: list[str]) -> str:
 def cause_block(result: dict[str, Any]) -> str:
     """The cause of a change against the base ref (`--compare-to`), side by side: the seed's diff from the ref
     beside the checks newly missed on the tasks that dropped (with their scores), and the learned skill's
-    change; the accept line is among the item's commands."""
+    change; the line that accepts a regression on purpose first."""
     compare = result.get("compare") or {}
     cause = compare.get("cause")
     if cause is None:
@@ -287,8 +286,10 @@ def cause_block(result: dict[str, Any]) -> str:
                  "elsewhere (models, options, cassettes)</p>")
     learned = learned_diff(result)
     moved = f"<p>the learned skill now against the one at the ref:</p>{_diff_pre(learned)}" if learned else ""
+    accept = "".join(f"<li>{esc(what)}: <code>{esc(text)}</code></li>" for what, text in accept_commands(result))
     return (f'<div class="cause"><p><b>cause, {esc(label(compare))}</b>: transferred {before} -&gt; '
-            f'{compare["after"]:.2f}</p><div class="cause-grid"><div>{seed}</div><div>{missed}{moved}</div></div></div>')
+            f'{compare["after"]:.2f}</p>' + (f"<ul>{accept}</ul>" if accept else "")
+            + f'<div class="cause-grid"><div>{seed}</div><div>{missed}{moved}</div></div></div>')
 
 
 def _attention(results: list[dict[str, Any]], holm: dict[tuple[str, str, str], str]) -> str:
