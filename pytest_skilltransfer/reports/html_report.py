@@ -61,7 +61,7 @@ from .report import (
     summary_line,
     usd_text,
 )
-from .comparison import accept_commands, label, learned_diff, newly_missed
+from .comparison import accept_commands, label, learned_diff, moved_record, newly_missed
 from .why import (
     CAUSE_RULE,
     holm_outcomes,
@@ -262,7 +262,7 @@ def cause_block(result: dict[str, Any]) -> str:
     """The cause of a change against the base ref (`--compare-to`), side by side: the seed's diff from the ref
     beside the checks newly missed on the tasks that dropped (with their scores), and the learned skill's
     change; the line that accepts a regression on purpose first."""
-    compare = result.get("compare") or {}
+    compare = moved_record(result)
     cause = compare.get("cause")
     if cause is None:
         return ""
