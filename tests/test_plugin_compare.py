@@ -91,7 +91,9 @@ def test_a_regressed_pull_request_fails_against_the_base_branch(pytester: pytest
     report = json.loads((pytester.path / "report.json").read_text())
     assert report["compare_to"] == {"ref": "main", "commit": commit, "chosen_by": "--compare-to"}
     record = report["results"][0]["compare"]
-    assert set(record.pop("cause")) == {"seed_diff", "tasks", "learned_before", "accept_tolerance", "seed_toml"}
+    cause = record.pop("cause")
+    assert set(cause) == {"seed_diff", "tasks", "learned_before", "accept_tolerance", "seed_toml"}
+    assert cause["tasks"][0]["answer"].startswith("Routed: ")  # the answer now (the ref keeps only scores)
     assert record == {"ref": "main", "commit": commit, "snapshot": SNAPSHOT, "status": "compared",
                       "before": 1.0, "after": 0.0, "verdict": "fail"}
 
@@ -210,3 +212,20 @@ def test_a_regression_shows_its_cause_the_seed_diff_the_missed_checks_and_the_ac
     pytester.runpytest_subprocess("--compare-to=main").assert_outcomes(failed=1)  # the default tolerance
     pytester.path.joinpath("seeds/router/seed.toml").write_text("[thresholds]\nregression_tolerance = 0.48\n")
     pytester.runpytest_subprocess("--compare-to=main").assert_outcomes(passed=1)  # accepted on purpose
+
+
+def test_a_regression_against_the_committed_snapshot_shows_the_uncommitted_edit(pytester: pytest.Pytester) -> None:
+    """Without --compare-to: the regression gate fails against the snapshot on disk, and the cause is the
+    seed's edit not yet committed (its diff against HEAD), labelled with what it is compared to."""
+    seed = history(pytester, GOOD, GOOD)
+    write_skill(seed, WORSE)
+    result = pytester.runpytest_subprocess("--skilltransfer-json=report.json", "--skilltransfer-md=report.md")
+    result.assert_outcomes(failed=1)
+    head = git(pytester.path, "rev-parse", "HEAD").strip()[:7]
+    out = result.stdout.str()
+    assert f"cause of the change vs the committed snapshot ({head}): transferred 1.00 -> 0.00 (regressed)" in out
+    assert f"-{GOOD}" in out and f"+{WORSE}" in out and "regression_tolerance = 0.48" in out
+    assert "--transfer-compare-to" not in out.split("cause of the change", 1)[1].split("scores on", 1)[0]
+    result_record = json.loads((pytester.path / "report.json").read_text())["results"][0]
+    assert "compare" not in result_record and result_record["snapshot_change"]["cause"]["accept_tolerance"] == 0.48
+    assert f"**cause, vs the committed snapshot ({head})**" in (pytester.path / "report.md").read_text()

@@ -196,3 +196,27 @@ def test_a_stale_sample_is_found(tmp_path: Path) -> None:
     (tmp_path / "README.md").write_text("<!-- sample: plan -->\n```text\nold figures\n```\n")
     assert samples.found(tmp_path)["plan"][1] == "old figures"
     assert samples.normalized("==== 46 passed in 5.51s ====") == samples.normalized("46 passed in 12.00s")
+
+
+def test_needs_a_look_names_portable_outcomes_and_seeds_unlearnable_as_written(run: dict[str, Any]) -> None:
+    from pytest_skilltransfer.reports import markdown_report
+
+    results = json.loads(run["json"].read_text())["results"]
+    unlearnable = next(r for r in results if r["seed"] == "release-advisor" and r["target"] == "smollm2-135m")
+    assert (unlearnable["baseline_target"], unlearnable["transferred"], unlearnable["direct_target"]) == (0, 0, 0)
+    portable = next(r for r in results if r["outcome"] == "transfers" and not html_report.needs_a_look([r]))
+    comparison = {"mean": 0.0, "ci_low": -0.1, "ci_high": 0.1, "level": 0.98, "p_value": 1.0, "p_holm": 1.0,
+                  "outcome": "no effect shown"}
+    portable["portable"] = {
+        "validate_on": ["sim-large"], "tolerance": 0.0, "outcome": "as portable",
+        "transferred": {"hard": {"mean": portable["transferred"]}}, "optimization": None,
+        "extra_cost": {"usd": 0.0, "calls": 0, "per_model": []},
+        "family": {"comparisons": [{**comparison, "name": name, "label": name}
+                                   for name in ("single", "multi", "multi_vs_single")]}}
+    page = html_report.render({"results": results})
+    look = page.split("<h2>Needs a look</h2>", 1)[1].split("<h2>", 1)[0]
+    assert "unlearnable as written? even optimized directly on smollm2-135m the skill gains nothing" in look
+    assert f"portable skill (validated on sim-large): as portable on {portable['target']}" in look
+    markdown = markdown_report.render(results).split("## Needs a look", 1)[1]
+    assert "### unlearnable as written?: release-advisor (sim-small -> smollm2-135m)" in markdown
+    assert f"### portable skill: {portable['seed']} ({portable['source']} -> {portable['target']})" in markdown

@@ -28,6 +28,7 @@ from ..reports.comparison import regression_verdict
 
 AUTO = "auto"
 DIFF_LINES = 120  # a seed's diff against the ref, as the reports carry it
+SNAPSHOT_REF = "the committed snapshot"  # what a regression without --compare-to is measured against
 DEFAULT_BRANCHES = ("origin/HEAD", "origin/main", "origin/master", "main", "master")
 BASE = pytest.StashKey["BaseRef"]()
 T = TypeVar("T")
@@ -240,3 +241,22 @@ def before(config: pytest.Config, snapshot_path: Path) -> Before | None:
     except RefError as exc:  # the ref resolved at start: a failure now is the repository's, and loud
         raise pytest.UsageError(f"--compare-to {base.name}: cannot read {snapshot_path}: {exc}") from None
     return Before(base, snapshot_path, text)
+
+
+def snapshot_change(config: pytest.Config, snapshot_path: Path, seed_path: Path, committed: dict[str, float],
+                    result: dict[str, Any], gate: dict[str, Any]) -> dict[str, Any] | None:
+    """Without `--compare-to`, an item whose regression gate failed against the snapshot committed in the
+    working tree: the same record as `Before.record` (ref "the committed snapshot"), its cause's diff taken
+    against HEAD (the seed's uncommitted edits) when the project is a git repository; None otherwise."""
+    if regression_verdict(gate) != "fail" or not committed:
+        return None
+    try:
+        head: BaseRef | None = resolve("HEAD", config.rootpath)
+    except RefError:
+        head = None
+    text = snapshot_path.read_text(encoding="utf-8") if snapshot_path.is_file() else ""
+    base = BaseRef(SNAPSHOT_REF, head.commit if head else "", "snapshot", head.toplevel if head else config.rootpath)
+    cause = Before(base, snapshot_path, text).cause(result, committed, gate, seed_path if head else None)
+    return {"ref": SNAPSHOT_REF, "commit": base.commit, "snapshot": base.relative(snapshot_path), "status": "compared",
+            "before": round(_mean_over_units(committed, result), 3), "after": result["transferred"], "verdict": "fail",
+            "cause": cause}

@@ -134,6 +134,11 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
                               expected=run.seed.expected_outcome(runner.ref(run.spec.source), runner.ref(run.spec.target)))
     if base is not None:
         run.data["compare"] = base.record(run.data, outcome.as_dict(), run.spec.seed_path)
+    elif committed is not None and not updating:  # a regression against the snapshot on disk: its cause too
+        change = compare.snapshot_change(item.config, snapshots.location(run.snapshot), run.spec.seed_path,
+                                         committed, run.data, outcome.as_dict())
+        if change is not None:
+            run.data["snapshot_change"] = change
     mismatch = snapshots.compare(run.snapshot, run.data) if settings.compare_snapshots else []
     verdict = "fail" if mismatch else outcome.verdict
     written = "updated" if run.snapshot.update_snapshots else "ok"

@@ -53,11 +53,20 @@ def summary_lines(results: list[dict[str, Any]]) -> list[str]:
 
 LEARNED_FENCE = "## Learned skill\n\n````markdown\n"  # how a snapshot holds the learned skill (`plugin.snapshots`)
 TASKS_SHOWN = 6
+ANSWER_CHARS = 300  # of each dropped task's answer now, in the cause record (the snapshot at the ref keeps none)
 
 
 def label(compare: dict[str, Any]) -> str:
     """`vs main (1a2b3c4)`: what an item's change is measured against."""
-    return f"vs {compare.get('ref', 'the base')} ({str(compare.get('commit', ''))[:7]})"
+    commit = str(compare.get("commit", ""))[:7]
+    return f"vs {compare.get('ref', 'the base')}" + (f" ({commit})" if commit else "")
+
+
+def moved_record(result: dict[str, Any]) -> dict[str, Any]:
+    """The record of an item's move with its cause: against the base ref (`compare`, with `--compare-to`),
+    else against the committed snapshot (`snapshot_change`, when the regression gate failed there); {}."""
+    compare = result.get("compare") or {}
+    return compare if compare.get("cause") is not None else (result.get("snapshot_change") or {})
 
 
 def accept_tolerance(gate: dict[str, Any]) -> float | None:
@@ -70,14 +79,17 @@ def accept_tolerance(gate: dict[str, Any]) -> float | None:
 
 
 def dropped_tasks(per_task: dict[str, float], result: dict[str, Any]) -> list[dict[str, Any]]:
-    """The held-out tasks scoring lower now than in the snapshot at the ref, with the checks they now miss."""
+    """The held-out tasks scoring lower now than in the snapshot at the ref, with the checks they now miss and
+    the start of their answer now (the snapshot at the ref keeps scores, not answers)."""
     rows = []
     for task in result["scores"]["transferred"]["tasks"]:
         before = per_task.get(task["task_id"])
         if before is None or task["hard"] >= before:
             continue
         missed = sorted({label for sample in task.get("samples", []) for label in sample.get("failed", [])})
-        rows.append({"task": task["task_id"], "before": before, "after": task["hard"], "missed": missed})
+        answer = next((s["answer"] for s in task.get("samples", []) if s.get("answer") is not None), None)
+        rows.append({"task": task["task_id"], "before": before, "after": task["hard"], "missed": missed,
+                     "answer": None if answer is None else answer[:ANSWER_CHARS]})
     return rows
 
 
@@ -103,7 +115,7 @@ def newly_missed(cause: dict[str, Any]) -> list[tuple[str, int]]:
 def learned_diff(result: dict[str, Any]) -> list[str]:
     """The learned skill at the ref against this run's, as a unified diff ([] when equal or unknown, or when
     this run's nights accepted no edit)."""
-    before = ((result.get("compare") or {}).get("cause") or {}).get("learned_before")
+    before = (moved_record(result).get("cause") or {}).get("learned_before")
     if before is None or result.get("learned_skill") == result.get("seed_skill"):
         return []  # no night accepted an edit: the seed's diff says it all
     return list(difflib.unified_diff(before.splitlines(), str(result.get("learned_skill", "")).splitlines(),
@@ -113,7 +125,7 @@ def learned_diff(result: dict[str, Any]) -> list[str]:
 def accept_commands(result: dict[str, Any]) -> list[tuple[str, str]]:
     """(what, text) that accepts a regression on purpose: the seed.toml line the reviewer sees in the diff,
     and the command that checks it; [] when nothing regressed."""
-    compare = result.get("compare") or {}
+    compare = moved_record(result)
     cause = compare.get("cause") or {}
     tolerance = cause.get("accept_tolerance")
     if tolerance is None:
@@ -122,9 +134,10 @@ def accept_commands(result: dict[str, Any]) -> list[tuple[str, str]]:
     said = [("accept the drop on purpose", f"[thresholds] regression_tolerance = {tolerance:g}  # in {where}; "
              "the ini's skilltransfer_regression_tolerance, a marker or the command line win over it")]
     if result.get("item"):
+        against = [f"--transfer-compare-to={compare['ref']}"] if result.get("compare") is compare else []
         said.append(("check it passes then", shlex.join([
-            "pytest", result["item"], "--transfer-pair", f"{result['source']}->{result['target']}",
-            f"--transfer-compare-to={compare.get('ref', 'main')}", f"--transfer-regression-tolerance={tolerance:g}"])))
+            "pytest", result["item"], "--transfer-pair", f"{result['source']}->{result['target']}", *against,
+            f"--transfer-regression-tolerance={tolerance:g}"])))
     return said
 
 
@@ -132,7 +145,7 @@ def cause_lines(result: dict[str, Any]) -> list[str]:
     """The cause of a change against the base ref, as text (terminal and Markdown): before -> after, the
     checks newly missed on the tasks that dropped, the seed's diff from the ref, the learned skill's change,
     and how to accept the drop on purpose; [] when the item did not move against the ref."""
-    compare = result.get("compare") or {}
+    compare = moved_record(result)
     cause = compare.get("cause")
     if cause is None:
         return []
@@ -143,8 +156,10 @@ def cause_lines(result: dict[str, Any]) -> list[str]:
     if tasks:
         lines.append(f"  held-out tasks lower than at {compare.get('ref', 'the ref')}: {len(tasks)}; checks they now miss: "
                      + ", ".join(f"{check} ({n} of {len(tasks)})" for check, n in newly_missed(cause)))
-        lines += [f"    {t['task']}: {t['before']:g} -> {t['after']:g}, misses {', '.join(t['missed']) or 'none'}"
-                  for t in tasks[:TASKS_SHOWN]]
+        for t in tasks[:TASKS_SHOWN]:
+            lines.append(f"    {t['task']}: {t['before']:g} -> {t['after']:g}, misses {', '.join(t['missed']) or 'none'}")
+            if t.get("answer") is not None:
+                lines.append(f"      answer now: {' '.join(t['answer'].split())[:100]}")
         if len(tasks) > TASKS_SHOWN:
             lines.append(f"    ({len(tasks) - TASKS_SHOWN} more)")
     diff = cause.get("seed_diff") or ""

@@ -48,6 +48,7 @@ td.worse{color:var(--bad);font-weight:600}td.better{color:var(--ok)}
 #search{width:340px;padding:3px 6px;font:inherit}
 nav a{margin-right:10px}
 .cause-grid{display:grid;grid-template-columns:repeat(2,minmax(0,1fr));gap:10px}.cause-grid>div{min-width:0}
+.cause td details{border:0;margin:0;padding:0}.cause td details[open]>summary{border:0}
 svg text{font:11px system-ui,sans-serif}
 """
 SCRIPT = """

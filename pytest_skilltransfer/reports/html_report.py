@@ -63,7 +63,7 @@ from .report import (
     summary_line,
     usd_text,
 )
-from .comparison import accept_commands, label, learned_diff, newly_missed
+from .comparison import accept_commands, label, learned_diff, moved_record, newly_missed
 from .why import (
     CAUSE_RULE,
     holm_outcomes,
@@ -237,8 +237,7 @@ def _why_item(result: dict[str, Any], holm: dict[tuple[str, str, str], str]) -> 
                 + "".join(f'<li class="line">{esc(line)}</li>' for line in learned[:6]) + "</ul>")
     if not learned:
         accepted = '<p class="muted">no night was accepted: the learned skill equals the seed\'s</p>'
-    commands = "".join(f"<li>{esc(what)}: <code>{esc(command)}</code></li>"
-                       for what, command in [*accept_commands(result), *rerun_commands(result)])
+    commands = "".join(f"<li>{esc(what)}: <code>{esc(command)}</code></li>" for what, command in rerun_commands(result))
     missed = (f"<p>checks {found['kind']} with the learned skill on the target:</p><ul>{''.join(checks)}</ul>"
               if checks else '<p class="muted">no check is missed with the learned skill</p>')
     return (f'<li class="{css}" data-item="{anchor(result)}"><a href="#{anchor(result)}"><b>{esc(_label(result))}</b></a> '
@@ -262,8 +261,8 @@ def _diff_pre(lines: list[str]) -> str:
 def cause_block(result: dict[str, Any]) -> str:
     """The cause of a change against the base ref (`--compare-to`), side by side: the seed's diff from the ref
     beside the checks newly missed on the tasks that dropped (with their scores), and the learned skill's
-    change; the accept line is among the item's commands."""
-    compare = result.get("compare") or {}
+    change; the line that accepts a regression on purpose first."""
+    compare = moved_record(result)
     cause = compare.get("cause")
     if cause is None:
         return ""
@@ -272,10 +271,14 @@ def cause_block(result: dict[str, Any]) -> str:
     checks = "".join(f"<li><code>{esc(check)}</code> on <b>{n} of {len(tasks)}</b> task(s)</li>"
                      for check, n in newly_missed(cause))
     rows = "".join(f'<tr><td>{esc(t["task"])}</td><td class="num">{t["before"]:g}</td><td class="num">{t["after"]:g}'
-                   f'</td><td><code>{esc(", ".join(t["missed"]) or "none")}</code></td></tr>' for t in tasks[:8])
+                   f'</td><td><code>{esc(", ".join(t["missed"]) or "none")}</code></td><td>'
+                   + ("-" if t.get("answer") is None else
+                      f'<details><summary>{esc(" ".join(t["answer"].split())[:40])}…</summary><pre>{esc(t["answer"])}'
+                      "</pre></details>") + "</td></tr>" for t in tasks[:8])
     more = f'<p class="muted">{len(tasks) - 8} more task(s) in the item below</p>' if len(tasks) > 8 else ""
     missed = (f"<p>checks newly missed on the {len(tasks)} task(s) lower than at {esc(compare.get('ref', ''))}:</p>"
-              f"<ul>{checks}</ul><table><tr><th>task</th><th>before</th><th>after</th><th>misses now</th></tr>{rows}"
+              f"<ul>{checks}</ul><table><tr><th>task</th><th>before</th><th>after</th><th>misses now</th>"
+              f"<th>answer now</th></tr>{rows}"
               f"</table>{more}" if tasks else '<p class="muted">no task scores lower than at the ref</p>')
     diff = (cause.get("seed_diff") or "").splitlines()
     seed = (f"<p>the seed's files {esc(label(compare))} (SKILL.md, tasks, seed.toml):</p>{_diff_pre(diff)}" if diff
@@ -283,8 +286,10 @@ def cause_block(result: dict[str, Any]) -> str:
                  "elsewhere (models, options, cassettes)</p>")
     learned = learned_diff(result)
     moved = f"<p>the learned skill now against the one at the ref:</p>{_diff_pre(learned)}" if learned else ""
+    accept = "".join(f"<li>{esc(what)}: <code>{esc(text)}</code></li>" for what, text in accept_commands(result))
     return (f'<div class="cause"><p><b>cause, {esc(label(compare))}</b>: transferred {before} -&gt; '
-            f'{compare["after"]:.2f}</p><div class="cause-grid"><div>{seed}</div><div>{missed}{moved}</div></div></div>')
+            f'{compare["after"]:.2f}</p>' + (f"<ul>{accept}</ul>" if accept else "")
+            + f'<div class="cause-grid"><div>{seed}</div><div>{missed}{moved}</div></div></div>')
 
 
 def _attention(results: list[dict[str, Any]], holm: dict[tuple[str, str, str], str]) -> str:

@@ -224,9 +224,9 @@ def failure_sections(ordered: list[dict[str, Any]]) -> list[str]:
 
 def cause_markdown(result: dict[str, Any]) -> list[str]:
     """The cause of a change against the base ref: checks newly missed, the seed's diff, the accept line."""
-    from .comparison import accept_commands, label, learned_diff, newly_missed
+    from .comparison import accept_commands, label, learned_diff, moved_record, newly_missed
 
-    compare = result.get("compare") or {}
+    compare = moved_record(result)
     cause = compare.get("cause")
     if cause is None:
         return []
