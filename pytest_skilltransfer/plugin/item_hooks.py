@@ -12,9 +12,9 @@ from typing import Any, Generator
 
 import pytest
 
+from ..evidence.run_family import RunFamily, record as family_record, word
 from ..guards.terminal import safe
 from .reporting import ERROR_ATTRIBUTE, REPORT_ATTRIBUTE, is_worker, plain_nodeid
-from ..evidence.run_family import RunFamily, record as family_record, word
 from .state import RUN, RUNNER, SPEC, ItemRun, runner_of, settings_of
 
 
