@@ -70,4 +70,4 @@ def test_a_run_of_three_six_task_seeds_says_so_once_per_item_and_counts_them_apa
     alone = pytester.runpytest_subprocess("seeds/alpha", "-p", "no:cacheprovider")
     # alone, the item's evidence is unchanged: it keeps the family its snapshot records, and so its words
     assert "cannot pass the bar" not in alone.stdout.str() and "undecidable at 6 tasks" in alone.stdout.str()
-    assert "1 unchanged kept their recorded family" in alone.stdout.str()
+    assert "Bonferroni over 3 item(s) (FWER 5%)" in alone.stdout.str()

@@ -262,8 +262,7 @@ def family_text(summary: dict[str, Any]) -> str:
         return "each item alone at 95% (no error control over the run)"
     family = summary["family"]
     sizes = "/".join(str(size) for size in family["sizes"])
-    kept = (f"; {family['recorded']} unchanged kept their recorded family" if family["recorded"] else "")
-    return f"Bonferroni over {sizes} item(s) (FWER 5%{kept})"
+    return f"Bonferroni over {sizes} item(s) (FWER 5%)"
 
 
 def same_answers_text(summary: dict[str, Any]) -> str:
