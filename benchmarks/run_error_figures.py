@@ -1,7 +1,7 @@
 """The false red-build rate of a run of null items, and the power left for one real harm, through the gate code.
 
-    .venv/bin/python benchmarks/run_error_figures.py            # 2,000 runs per row (about a minute)
-    .venv/bin/python benchmarks/run_error_figures.py 500        # fewer runs
+    .venv/bin/python benchmarks/run_error_figures.py            # 1,000 runs per cell (about 15 minutes on 2 busy cores)
+    .venv/bin/python benchmarks/run_error_figures.py 200        # fewer runs
 
 A run of m items with no true effect: each item's 24 held-out tasks are drawn at random (baseline and transferred
 pass with the same probability, tasks moving either way with the same chance), its paired gain computed by the
@@ -81,7 +81,7 @@ def harm_power(m: int, runs: int, seed: int) -> float:
 
 
 def main(argv: list[str]) -> None:
-    runs = int(argv[0]) if argv else 2000
+    runs = int(argv[0]) if argv else 1000
     print(f"false red-build rate of a run of null items ({TASKS} held-out tasks each, harm + regression gates, "
           f"{runs} runs per cell; goal <= 0.05)")
     print(f"{'items':>5}  {'design (rate, rho)':<18}  {'each alone at 95%':>17}  {'run family (Bonferroni)':>23}")

@@ -56,6 +56,6 @@ def test_collection_warns_and_the_row_and_json_say_it(pytester: pytest.Pytester)
     result = pytester.runpytest("--snapshot-update", "--skilltransfer-json=r.json", "-p", "no:randomly")
     result.stdout.fnmatch_lines(["*seed same-checks: its 8 held-out tasks carry the same checks*a constant answer "
                                  "that passes one passes 8/8: these checks cannot tell a right answer from a wrong "
-                                 "one*", "*transfers (const. 8/8)*"], consecutive=False)
+                                 "one*", "*outcome*const*verdict*", "*transfers*8/8*"], consecutive=False)
     record = json.loads((pytester.path / "r.json").read_text())["results"][0]
     assert record["constant_answer"]["flagged"] and record["constant_answer"]["passes"] == 8

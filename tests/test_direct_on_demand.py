@@ -131,12 +131,12 @@ def test_the_aa_check_runs_with_the_direct_reference_on_demand(pytester: pytest.
 
     root = project(pytester, seeds=())
     make_seed(root, "alpha", tasks=12)
-    (root / "test_aa.py").write_text(
+    (root / "test_aa_on_demand.py").write_text(
         "import pytest\n\n\n"
         "@pytest.mark.skilltransfer(seed='alpha', source='toy-a', target='toy-b')\n"
         "def test_aa(transfer_result, transfer_aa):\n"
         "    assert transfer_result.direct_skipped and transfer_result.direct_optimization is None\n"
         "    assert transfer_aa.no_effect, transfer_aa.summary()\n")
-    result = pytester.runpytest("seeds/test_aa.py", "--transfer-direct-on-demand", "--no-snapshots",
+    result = pytester.runpytest("seeds/test_aa_on_demand.py", "--transfer-direct-on-demand", "--no-snapshots",
                                 "-p", "no:randomly")
     result.assert_outcomes(passed=1)

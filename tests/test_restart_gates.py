@@ -39,7 +39,7 @@ def test_five_restarts_that_all_hurt_fail_the_harm_gate_and_a_harmless_seed_pass
                                  "(95% CI, 24 task(s), 5 restarts); these 5 skills -0.59* [[]-0.8*, -0.3*[]]; "
                                  "restart 1 alone (the kept skill, as a run without --restarts) -0.583 "
                                  "[[]-0.798, -0.292[]]*"])
-    result.stdout.fnmatch_lines(["*restarts*these skills ?95% CI?*", "status-rep* -0.59 [[]-1.00, +0.*[]]  5 sd *"
+    result.stdout.fnmatch_lines(["*restarts*these skills ?95% CI?*", "status~eport* -0.59 [[]-1.00, +0.*[]]  5 sd *"
                                  "  -0.59 [[]-0.8*, -0.3*[]] *fail"])
     page = (pytester.path / "r.html").read_text()
     assert "over the population of optimizations -0.59 [-1.00, +0.1" in page and "these 5 skills -0.59 [-0.8" in page

@@ -38,15 +38,15 @@ def test_an_unrelated_change_leaves_every_other_row_s_words_unchanged(pytester: 
     assert {k: words[k] for k in ("a1", "a2", "a3")} == {"a1": "transfers", "a2": "transfers", "a3": "transfers"}
     assert {words[k] for k in ("b1", "b2", "b3", "b4")} == {"undecidable at 8 tasks"}
     report = json.loads((pytester.path / "r.json").read_text())
-    families = {r["seed"]: (r["family"]["size"], r["family"]["recorded"]) for r in report["results"]}
-    assert families["a1"] == (3, True) and families["b1"] == (7, False)
+    families = {r["seed"]: r["family"]["size"] for r in report["results"]}
+    assert families["a1"] == 3 and families["b1"] == 7  # a1 keeps the family its snapshot records
     gates = {r["seed"]: r["gate"]["gates"][0]["level"] for r in report["results"]}
     assert gates["a1"] == pytest.approx(1 - 0.05 / 3) and gates["b1"] == pytest.approx(1 - 0.05 / 7)
     # rows and counts agree
     summary = report["summary"]
     assert summary["outcomes"]["transfers"] == 3 and summary["undecidable"] == 4
-    result.stdout.fnmatch_lines(["*of 7 (seed, pair), Bonferroni over 3/7 item(s) (FWER 5%; 3 unchanged kept their "
-                                 "recorded family): 3 transfer, 0 hurt, 0 no effect shown, 4 undecidable*"])
+    result.stdout.fnmatch_lines(["*of 7 (seed, pair), Bonferroni over 3/7 item(s) (FWER 5%): 3 transfer, 0 hurt, "
+                                 "0 no effect shown, 4 undecidable*"])
     (root / "a2" / "SKILL.md").write_text("# a2\n\nRoute the ticket to a team, politely.\n")  # a2's evidence changes
     pytester.runpytest("--snapshot-update", "--skilltransfer-json=r.json", "-p", "no:randomly")
     after = _words(pytester)

@@ -31,7 +31,7 @@ from pytest_skilltransfer.evidence.portability import (
     portability,
     portability_word,
 )
-from pytest_skilltransfer.reports.result_json import result_to_json
+from pytest_skilltransfer.reports.result_json import IN_SAMPLE, result_to_json
 
 CHECKS = {"kind": "rule", "checks": [{"op": "contains", "arg": "Owner:"}, {"op": "max_chars", "arg": 60}]}
 PROFILE = scoring_profile("default")
@@ -244,7 +244,9 @@ def test_json_reports_the_nights_family_and_extra_cost(seed):
     data = result_to_json(session(seed).transfer(source, big, None, (big,)))
     portable = data["portable"]
     assert portable["validate_on"] == ["big"] and portable["tolerance"] == 0.0
-    assert portable["outcome"] == MORE_PORTABLE
+    # validated on the target itself: in sample, no portability claim (the family still says more portable)
+    assert portable["outcome"] == IN_SAMPLE and portable["in_sample"]
+    assert portable["family"]["outcome"] == MORE_PORTABLE
     night = portable["optimization"]["nights"][0]
     assert night["validation"] == [{"model": "big", "before": 0.25, "after": 0.0,
                                     "checks": [{"check": "contains", "before": 0.0, "after": 0.0},

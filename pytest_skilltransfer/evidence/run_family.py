@@ -40,7 +40,8 @@ class RunFamily:
     size: int
     alpha: float = ALPHA
     method: str = METHOD
-    recorded: bool = False  # the size was read from the committed snapshot (evidence unchanged)
+    recorded: bool = False  # the size was read from the committed snapshot (evidence unchanged); not in the JSON,
+    # so a replay's report equals the recording's
 
     @property
     def level(self) -> float:
@@ -48,8 +49,7 @@ class RunFamily:
         return 1 - self.alpha / max(self.size, 1)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"method": self.method, "alpha": self.alpha, "size": self.size, "level": round(self.level, 8),
-                "recorded": self.recorded}
+        return {"method": self.method, "alpha": self.alpha, "size": self.size, "level": round(self.level, 8)}
 
 
 def undecidable(gain: dict[str, Any], family: RunFamily) -> bool:

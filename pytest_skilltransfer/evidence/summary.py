@@ -69,7 +69,7 @@ def _family(result: dict[str, Any]) -> RunFamily:
     record = result.get("family")
     if not record:
         return RunFamily(1, method="none")
-    return RunFamily(record["size"], record["alpha"], record["method"], record.get("recorded", False))
+    return RunFamily(record["size"], record["alpha"], record["method"])
 
 
 def item_word(result: dict[str, Any]) -> str:
@@ -96,7 +96,7 @@ def summarize(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None
             "seed": result["seed"], "source": result["source"], "target": result["target"],
             "gain": result["gain"]["mean"], "p_value": result["gain"]["p_value"],
             "p_adjusted": float(f"{min(1.0, result['gain']['p_value'] * family.size):.6g}"),
-            "level": round(family.level, 8), "family_size": family.size, "recorded": family.recorded,
+            "level": round(family.level, 8), "family_size": family.size,
             "method": family.method,
             "significant": text in (TRANSFERS, HURTS), "outcome": text, "kind": kind(text),
             "decidable": kind(text) != UNDECIDABLE, "counted": id(result) in counted,
@@ -124,10 +124,9 @@ def summarize(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None
         "correction": "none" if any(i["method"] == "none" for i in per_item) else CORRECTION, "alpha": ALPHA,
         "hypotheses": len(hypotheses), "items": per_item,
         "family": {"method": CORRECTION, "alpha": ALPHA, "sizes": sizes,
-                   "recorded": sum(i["recorded"] for i in per_item),
-                   "new": sum(not i["recorded"] for i in per_item),
                    "same_answers": len(items) - len(hypotheses),
-                   "rule": "each item at 1 - alpha / m, m the distinct items of the run its evidence was new in"},
+                   "rule": "each item at 1 - alpha / m, m the distinct items of the run its evidence was new in "
+                           "(an item whose evidence digest equals its snapshot's keeps the m recorded there)"},
         "mean_gain": round(mean(r["gain"]["mean"] for r in items), 4),
         "outcomes": {**{o: sum(i["outcome"] == o for i in counted_items) for o in (TRANSFERS, HURTS, NO_EFFECT)},
                      **{k: sum(i["kind"] == k for i in counted_items) for k in (SHOWN_ALONE, UNDECIDABLE)}},

@@ -368,7 +368,7 @@ def _task_floor(gate: Gate, result: dict[str, Any], level: float) -> Gate:
         return gate
     what = (f"harm: the learned skill makes {result['target']} worse than its own baseline over the held-out tasks"
             if gate.name == "harm_tolerance" else f"below {gate.name} {gate.threshold:+.3f} over the held-out tasks")
-    over = f"over clusters gain {gate.estimate:+.3f} [{gate.low:+.3f}, {gate.high:+.3f}]: {gate.message}"
+    over = f"over clusters: {gate.message}"
     return Gate(gate.name, stats.FAIL, gate.threshold, tasks.mean, tasks.low, tasks.high,
                 f"{what}: gain {tasks.mean:+.3f} [{tasks.low:+.3f}, {tasks.high:+.3f}] ({level * 100:.6g}% CI, "
                 f"{tasks.n} task(s), each its own unit) lies below {threshold:+.3f}; {tasks.worsened} of {tasks.n} "
@@ -425,7 +425,7 @@ def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str
     level = gate_level(correction, family)
     gates: list[Gate] = []
     notes: list[str] = []
-    corrected = f", Bonferroni over {family} items" if level != stats.LEVEL else ""  # the level is in the CI text
+    corrected = f", Bonferroni over {family} items" if level != stats.LEVEL else ""
     if thresholds.min_gain is not None:
         gain = result["gain"]
         gate = _interval_gate("min_gain", "gain", gain["mean"], gain["n"], thresholds.min_gain, level, True,

@@ -10,6 +10,7 @@ import re
 import zlib
 from typing import Any
 
+from ..evidence.run_family import kind
 from .html_parts import (
     ARMS,
     FOLD_CHARS,
@@ -265,7 +266,7 @@ def item_section(result: dict[str, Any], holm: dict[tuple[str, str, str], str] |
 
     rerun = "".join(f"<p>{esc(what)}: <code>{esc(command)}</code></p>" for what, command in rerun_commands(result))
     hand = _chip("hand-written test", "hand") + " " if is_hand_written(result) else ""
-    return (f'<details class="item" id="{anchor(result)}" data-outcome="{esc(outcome)}" data-verdict="{esc(verdict)}">'
+    return (f'<details class="item" id="{anchor(result)}" data-outcome="{esc(kind(outcome))}" data-verdict="{esc(verdict)}">'
             f'<summary>{hand}<b>{esc(_label(result))}</b> {_chip(outcome, _outcome_class(outcome))} '
             f'{_verdict_chip(verdict)} gain {esc(gain_text(result))}</summary>'
             f"{rerun}{_unlearnable(result)}{_gaming(result)}<h3>Gates</h3>{_gates(result)}<h3>Scores</h3>{_scores(result)}{_compare(result)}"

@@ -31,6 +31,7 @@ from typing import Any, Iterable
 
 from ..engine.gate_specs import chart_gates
 from ..evidence.frontier import comparison_lines, frontier_rows, frontier_title
+from ..evidence.run_family import kind
 from ..evidence.summary import spent_by_errors, summarize
 from ..pricing.cost_breakdown import breakdown_lines, errored_spend
 from .html_item import item_section
@@ -315,7 +316,7 @@ def _items_table(results: list[dict[str, Any]], holm: dict[tuple[str, str, str],
                   else '<span title="direct reference on demand: the transferred skill shows a gain">not needed</span>'
                   if r.get("direct_skipped") else "-")
         rows.append(
-            f'<tr class="{"hand-row" if hand else "item-row"}" data-item="{anchor(r)}" data-outcome="{esc(outcome)}" '
+            f'<tr class="{"hand-row" if hand else "item-row"}" data-item="{anchor(r)}" data-outcome="{esc(kind(outcome))}" '
             f'data-verdict="{esc(verdict)}">'
             f'<td><a href="#{anchor(r)}">{esc(r["seed"])}</a></td>{test}<td>{esc(r["source"])} -&gt; {esc(r["target"])}</td>'
             f'<td class="num">{r["baseline_target"]:.2f}</td><td class="num">{r["transferred"]:.2f}</td>'
@@ -329,7 +330,7 @@ def _items_table(results: list[dict[str, Any]], holm: dict[tuple[str, str, str],
 
 
 def _filters(results: list[dict[str, Any]], holm: dict[tuple[str, str, str], str]) -> str:
-    counts = _tally([holm_outcome_of(r, holm) for r in results] + [_verdict(r) for r in results])
+    counts = _tally([kind(holm_outcome_of(r, holm)) for r in results] + [_verdict(r) for r in results])
     buttons = ["all", *OUTCOMES, "fail", "inconclusive", "unchanged vs snapshot", "no gate"]
     return ('<p class="filters">Show: ' + " ".join(
         f'<button type="button" data-filter="{esc(b)}">{esc(b)}'

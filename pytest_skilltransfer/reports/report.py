@@ -29,7 +29,7 @@ LEGEND = ("gain: paired per-task gain transferred - baseline with its exact 95% 
           "FWER 5%: the interval at that level wholly above / below 0), gain / harm shown alone (the item's own "
           "95% interval, the unadjusted figures in gain and p, excludes 0; the family's does not), undecidable at "
           "n tasks (no outcome could be a finding at the family's level), no effect shown (read it with mdg, it is "
-          "not evidence of safety); const. a/b: a constant answer (one of the run's own) passes a of the b "
+          "not evidence of safety); const: a/b when a constant answer (one of the run's own) passes a of the b "
           "held-out tasks' rule checks: these checks cannot tell a right answer from a wrong one; "
           "verdict: pass / fail / inconclusive of the gates, no gate when no claim gate applies and "
           "unchanged vs snapshot when, in addition, the committed snapshot matched")
@@ -167,6 +167,16 @@ def these_text(result: dict[str, Any]) -> str | None:
     return None if not these else f"{result['gain']['mean']:+.2f} [{these['ci_low']:+.2f}, {these['ci_high']:+.2f}]"
 
 
+def _with_constant(results: list[dict[str, Any]], columns: tuple[str, ...],
+                   rows: list[tuple[str, ...]]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """Insert the `const.` column after the outcome when any result's checks a constant answer passes."""
+    if not any(constant_text(r) for r in results):
+        return columns, rows
+    at = columns.index("outcome") + 1
+    cells = [constant_text(r) or "-" for r in _sorted(results)]
+    return (*columns[:at], CONSTANT_COLUMN, *columns[at:]), [(*row[:at], c, *row[at:]) for row, c in zip(rows, cells)]
+
+
 def _with_restarts(results: list[dict[str, Any]], columns: tuple[str, ...], rows: list[tuple[str, ...]],
                    after: str) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     """Insert the restarts and these-skills columns after `after` when any result has restarts, and the
@@ -213,15 +223,17 @@ def outcome_text(result: dict[str, Any]) -> str:
     """The item's word in the run's family (`evidence.run_family`); a record without one: what its interval shows."""
     from ..evidence.stats import outcome
 
-    word = result.get("outcome") or outcome(result["gain"]["ci_low"], result["gain"]["ci_high"])
-    return word + constant_text(result)
+    return result.get("outcome") or outcome(result["gain"]["ci_low"], result["gain"]["ci_high"])
+
+
+CONSTANT_COLUMN = "const"
 
 
 def constant_text(result: dict[str, Any]) -> str:
-    """` (const. 24/24)` when a constant answer passes at least half of the held-out tasks (the checks cannot tell a
-    right answer from a wrong one), else nothing."""
+    """`24/24` when a constant answer passes at least half of the held-out tasks (the checks cannot tell a right
+    answer from a wrong one), else nothing: the `const.` column, shown when any row has it."""
     found = result.get("constant_answer") or {}
-    return f" (const. {found['passes']}/{found['tasks']})" if found.get("flagged") else ""
+    return f"{found['passes']}/{found['tasks']}" if found.get("flagged") else ""
 
 
 def usd_text(value: float | None) -> str:
@@ -264,8 +276,7 @@ def family_text(summary: dict[str, Any]) -> str:
         return "each item alone at 95% (no error control over the run)"
     family = summary["family"]
     sizes = "/".join(str(size) for size in family["sizes"])
-    kept = (f"; {family['recorded']} unchanged kept their recorded family" if family["recorded"] else "")
-    return f"Bonferroni over {sizes} item(s) (FWER 5%{kept})"
+    return f"Bonferroni over {sizes} item(s) (FWER 5%)"
 
 
 def same_answers_text(summary: dict[str, Any]) -> str:
@@ -319,7 +330,11 @@ def _seed_label(result: dict[str, Any]) -> str:
 
 
 def _short(text: str, width: int = SEED_CHARS) -> str:
-    return text if len(text) <= width else text[: width - 1] + "~"
+    """`text` cut to `width` in the middle (`review~example`), so names that share a prefix stay apart."""
+    if len(text) <= width:
+        return text
+    tail = (width - 1) // 2
+    return text[: width - 1 - tail] + "~" + text[len(text) - tail:]
 
 
 def _sorted(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -343,14 +358,14 @@ def md_rows(results: list[dict[str, Any]]) -> list[tuple[str, ...]]:
 
 def md_table(results: list[dict[str, Any]]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     """The Markdown table's columns and rows (with a restarts column when any result has restarts)."""
-    return _with_restarts(results, MD_COLUMNS, md_rows(results), "gain [95% CI]")
+    return _with_constant(results, *_with_restarts(results, MD_COLUMNS, md_rows(results), "gain [95% CI]"))
 
 
 def text_table(results: list[dict[str, Any]], max_width: int = TABLE_WIDTH) -> str:
     """A fixed-width table for the terminal, narrower than `max_width`, one block per pair (`source -> target`
     above its rows), the pair's hand-written tests in a block of their own below it: when the cells would make it wider, the seed column is cut (`~`); the node ids name
     every item in full."""
-    columns, body = _with_restarts(results, COLUMNS, table_rows(results), "gain [95% CI]")
+    columns, body = _with_constant(results, *_with_restarts(results, COLUMNS, table_rows(results), "gain [95% CI]"))
     at = columns.index("pair")
     hand = [_is_hand_written(r) for r in _sorted(results)]
     body = [(r["seed"], *row[1:]) if by_hand else row for row, r, by_hand in zip(body, _sorted(results), hand)]
