@@ -156,6 +156,31 @@ UNCHECKED = {
 }
 
 
+# `text` blocks that show no command's output.
+NOT_OUTPUT = {"docs/architecture.md": "the layers' diagram"}
+
+
+def unmarked(root: Path = ROOT) -> list[str]:
+    """Every `text` block (a command's output, by the docs' convention) with neither a sample nor a figures
+    marker on the line before it, as `file:line`, but those in `NOT_OUTPUT`."""
+    found_blocks = []
+    for path in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        name = path.relative_to(root).as_posix()
+        if name in NOT_OUTPUT:
+            continue
+        source = path.read_text(encoding="utf-8")
+        lines = source.splitlines()
+        opening = True
+        for number, line in enumerate(lines):
+            if line.lstrip().startswith("```"):
+                if opening and line.lstrip() == "```text":
+                    before = lines[number - 1].lstrip() if number else ""
+                    if not before.startswith(("<!-- sample: ", "<!-- figures: ")):
+                        found_blocks.append(f"{name}:{number + 1}")
+                opening = not opening
+    return found_blocks
+
+
 def normalized(text: str) -> str:
     """A sample as compared: timings as `N.NNs`, trailing blanks off."""
     return "\n".join(TIMING.sub(lambda m: f"{m.group(1)} in N.NNs", line).rstrip() for line in text.splitlines())

@@ -199,6 +199,17 @@ def test_a_stale_sample_is_found(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
     (tmp_path / "README.md").write_text("<!-- sample: plan -->\n```text\nold figures\n```\n")
     assert samples.found(tmp_path)["plan"][1] == "old figures"
+    (tmp_path / "docs" / "x.md").write_text("- a list item:\n\n  <!-- sample: restarts -->\n  ```text\n  a\n\n  b\n  ```\n")
+    assert samples.found(tmp_path)["restarts"][1] == "a\n\nb"
+
+
+def test_every_output_block_in_the_docs_is_a_sample_or_says_where_its_figures_come_from() -> None:
+    """A `text` block is a command's output: written by docs/samples.py, or marked `<!-- figures: ... -->`
+    with its reason in `samples.UNCHECKED`."""
+    assert samples.unmarked() == [], "mark each with <!-- sample: NAME --> (docs/samples.py) or <!-- figures: ... -->"
+    figures = sum(path.read_text(encoding="utf-8").count("<!-- figures: ")
+                  for path in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
+    assert figures == len(samples.UNCHECKED)
     assert samples.normalized("==== 46 passed in 5.51s ====") == samples.normalized("46 passed in 12.00s")
 
 
