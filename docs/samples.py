@@ -6,8 +6,8 @@
 A sample is the fenced block right after a marker line `<!-- sample: NAME -->` in a Markdown file;
 NAME is a key of `SAMPLES`, which says which commands produce it and which lines of their output it
 shows. Timings (`in 5.51s`) are compared as `in N.NNs`. `tests/test_reviewer_view.py` checks every
-sample but those in `SLOW` (main-job samples against its one run of the main job's shards), so a sample
-cannot go stale; `python docs/samples.py --check` checks them all.
+sample but the slow ones (`SLOW`), the main job's against its one run of the main job's shards, so a
+sample cannot go stale; `python docs/samples.py --check` checks them all.
 
 A block that shows output no cheap offline run prints is marked `<!-- figures: ... -->` instead, saying
 where its figures come from, and `UNCHECKED` says why it is left out.
@@ -105,13 +105,9 @@ def restarts(tmp: Path) -> str:
     return "\n".join(parts)
 
 
-def portable(*args: str) -> Callable[[Path], str]:
-    """docs/protocol.md: `benchmarks/portable_figures.py ARGS`, the portable-skill (--validate-on) table."""
-    return lambda tmp: run(sys.executable, "benchmarks/portable_figures.py", *args).rstrip("\n")
-
-
 def script(*args: str) -> Callable[[Path], str]:
-    """A benchmark script's whole output (`python benchmarks/SCRIPT ARGS`)."""
+    """A benchmark script's whole output (`python benchmarks/SCRIPT ARGS`): docs/protocol.md's portable-skill
+    (--validate-on) tables and the harm it vetoes."""
     return lambda tmp: run(sys.executable, *args).rstrip("\n")
 
 
@@ -132,8 +128,10 @@ SAMPLES = {
     "plan": Sample("docs/spend.md", plan),
     "judge-calibration": Sample("docs/seeds.md", judge_calibration),
     "restarts": Sample("docs/protocol.md", restarts),
-    "portable": Sample("docs/protocol.md", portable("howto-answers", "status-report", "docs-style", "ticket-router")),
-    "portable-4-nights": Sample("docs/protocol.md", portable("--nights", "4", "status-report", "howto-answers")),
+    "portable": Sample("docs/protocol.md", script("benchmarks/portable_figures.py", "howto-answers", "status-report",
+                                                  "docs-style", "ticket-router")),
+    "portable-4-nights": Sample("docs/protocol.md", script("benchmarks/portable_figures.py", "--nights", "4",
+                                                           "status-report", "howto-answers")),
     "north-star": Sample("docs/spend.md", north_star),
     "shard-line": Sample("docs/ci.md", shard_line),
     "portable-harm": Sample("docs/protocol.md", script("benchmarks/portable_harm_figures.py")),
@@ -149,8 +147,8 @@ UNCHECKED = {
     "docs/spend.md progress line": "wall-clock times of one live run (tests/test_live_progress.py checks its form)",
     "docs/ci.md regression": "a pull request's commit and its base in git (tests/test_plugin_compare.py makes one "
                               "in a temp repository and checks these lines)",
-    "docs/protocol.md run-family power": "the worst design per row of benchmarks/run_error_figures.py, a "
-                                         "simulation of minutes (2,000 runs per cell)",
+    "docs/protocol.md run-family power": "the worst design per row of `benchmarks/run_error_figures.py 1000`, "
+                                         "a simulation of minutes",
     "docs/spend.md frontier": "needs a priced loopback provider beside the simulator (tests/test_frontier.py runs "
                               "that case and checks the table's rows)",
 }
