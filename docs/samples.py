@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MARKER = re.compile(r"^(?P<indent> *)<!-- sample: (?P<name>[\w-]+) -->\n(?P=indent)(?P<fence>`{3,})(?P<lang>\w*)\n"
                     r"(?P<body>.*?)\n(?P=indent)(?P=fence)$", re.M | re.S)
 TIMING = re.compile(r"=* ?(\d+ \w+(?:, \d+ \w+)*) in [\d.]+s(?: \([\d:]+\))? ?=*")
+WARNINGS = re.compile(r", \d+ warnings?")
 REPORT_FILES = re.compile(r"^(JSON|Markdown|HTML) report: ")
 SHARDS = 3
 
@@ -180,8 +181,11 @@ def unmarked(root: Path = ROOT) -> list[str]:
 
 
 def normalized(text: str) -> str:
-    """A sample as compared: timings as `N.NNs`, trailing blanks off."""
-    return "\n".join(TIMING.sub(lambda m: f"{m.group(1)} in N.NNs", line).rstrip() for line in text.splitlines())
+    """A sample as compared: timings as `N.NNs`, pytest's warnings count off (each xdist worker repeats the
+    collection's warnings, so it follows the core count), trailing blanks off."""
+    def count(match: re.Match[str]) -> str:
+        return f"{WARNINGS.sub('', match.group(1))} in N.NNs"
+    return "\n".join(TIMING.sub(count, line).rstrip() for line in text.splitlines())
 
 
 def found(root: Path = ROOT) -> dict[str, tuple[Path, str]]:
