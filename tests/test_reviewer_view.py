@@ -174,8 +174,9 @@ def test_a_regression_against_the_base_shows_its_cause_on_the_first_screen(pytes
 
 def test_every_docs_sample_is_what_its_command_prints_today(run: dict[str, Any]) -> None:
     """The merged sample (docs/ci.md) is this run's merge output; the README's main-job table is the same table
-    (merge prints what an unsharded run prints) with pytest's own count below; the plan sample (docs/spend.md)
-    is rerun. A stale sample names the command that rewrites it."""
+    (merge prints what an unsharded run prints) with pytest's own count below; the shard line is this run's
+    first shard; every other sample but the slow ones (`samples.SLOW`) is rerun. A stale sample names the
+    command that rewrites it."""
     marked = samples.found()
     assert set(marked) == set(samples.SAMPLES), "every sample in docs/samples.py has its marker"
     fix = "stale: python docs/samples.py {} rewrites it from a real run"
@@ -184,18 +185,31 @@ def test_every_docs_sample_is_what_its_command_prints_today(run: dict[str, Any])
     readme = marked["main-job"][1].splitlines()
     footer = readme.index(next(line for line in readme if "snapshot report summary" in line))
     assert readme[1:footer] == merged.splitlines()[1:], fix.format("main-job")
-    items = sum(run["report"]["counts"].values())
+    items = sum(run["report"]["counts"].values())  # pytest's own count below it
     assert samples.normalized("\n".join(readme[footer + 1:])) == samples.normalized(
         f"{items} snapshots passed.\n{f' {items} passed in 1.00s '.center(80, '=')}"), fix.format("main-job")
-    plan = samples.plan(run["tmp"])
-    assert samples.normalized(plan) == samples.normalized(marked["plan"][1]), fix.format("plan")
+    for name in sorted(set(samples.SAMPLES) - {"merged", "main-job"} - set(samples.SLOW)):
+        text = samples.SAMPLES[name].produce(run["tmp"])  # the shard line reuses this run's shards
+        assert samples.normalized(text) == samples.normalized(marked[name][1]), fix.format(name)
 
 
 def test_a_stale_sample_is_found(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
     (tmp_path / "README.md").write_text("<!-- sample: plan -->\n```text\nold figures\n```\n")
     assert samples.found(tmp_path)["plan"][1] == "old figures"
+    (tmp_path / "docs" / "x.md").write_text("- a list item:\n\n  <!-- sample: restarts -->\n  ```text\n  a\n\n  b\n  ```\n")
+    assert samples.found(tmp_path)["restarts"][1] == "a\n\nb"
+
+
+def test_every_output_block_in_the_docs_is_a_sample_or_says_where_its_figures_come_from() -> None:
+    """A `text` block is a command's output: written by docs/samples.py, or marked `<!-- figures: ... -->`
+    with its reason in `samples.UNCHECKED`."""
+    assert samples.unmarked() == [], "mark each with <!-- sample: NAME --> (docs/samples.py) or <!-- figures: ... -->"
+    figures = sum(path.read_text(encoding="utf-8").count("<!-- figures: ")
+                  for path in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
+    assert figures == len(samples.UNCHECKED)
     assert samples.normalized("==== 46 passed in 5.51s ====") == samples.normalized("46 passed in 12.00s")
+    assert samples.normalized("= 46 passed, 26 warnings in 5.51s =") == samples.normalized("46 passed in 1.00s")
 
 
 def test_needs_a_look_names_portable_outcomes_and_seeds_unlearnable_as_written(run: dict[str, Any]) -> None:
