@@ -17,6 +17,7 @@ from collections.abc import Iterator
 import importlib
 import os
 import pkgutil
+import sys
 
 import pytest
 
@@ -54,10 +55,33 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, request
         def run(*args: str | os.PathLike[str], timeout: float | None = None) -> pytest.RunResult:
             if any(str(arg).startswith(("-n", "--numprocesses", "--dist")) for arg in args):
                 return real(*args, timeout=timeout)
-            return pytester.runpytest_inprocess(*args)
+            saved = _package_namespaces()
+            try:
+                return pytester.runpytest_inprocess(*args)
+            finally:
+                _restore(saved)
 
         monkeypatch.setattr(pytester, "runpytest_subprocess", run)
     return pytester
+
+
+def _package_namespaces() -> dict[str, dict[str, object]]:
+    """Every loaded module of the package's names, so what a test project's conftest replaces in them
+    (a disk made full, a failing save) is put back after an in-process run, as a process's exit would."""
+    return {name: dict(vars(module)) for name, module in list(sys.modules.items())
+            if name.startswith("pytest_skilltransfer") and module is not None}
+
+
+def _restore(saved: dict[str, dict[str, object]]) -> None:
+    for name, namespace in saved.items():
+        module = sys.modules.get(name)
+        current = vars(module) if module is not None else {}
+        for key, value in namespace.items():
+            if current.get(key, _MISSING) is not value:
+                current[key] = value
+
+
+_MISSING = object()
 
 
 @pytest.fixture(autouse=True)
