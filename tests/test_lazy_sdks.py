@@ -16,7 +16,6 @@ def pytest_sessionfinish(session):
 '''
 
 
-@pytest.mark.subprocess  # which modules a process imports
 @pytest.mark.parametrize(("pair", "expected"), [
     ("sim-small:sim-large", {"anthropic": False, "openai": False}),
     ("claude:claude", {"anthropic": True, "openai": False}),
