@@ -34,7 +34,7 @@ OPTIONAL_PLUGINS_OFF = "-p no:randomly -p no:recording -p no:pytest-shard -p no:
 # in-process run shares process-wide state (prices, the spend gate, the batch lane, a seed's
 # recordings known to this process), which some of their tests depend on.
 IN_PROCESS = frozenset({"test_plugin_gating", "test_plugin_snapshots", "test_flex", "test_plugin_good_citizen",
-                        "test_plugin_shards", "test_budget"})
+                        "test_plugin_shards"})
 PROVIDER_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL")
 
 
