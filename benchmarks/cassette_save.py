@@ -33,7 +33,7 @@ def _child(sizes: list[int], work: Path) -> None:
     """Run in a process importing the package under test: print the figures as JSON."""
     import yaml
 
-    from pytest_skilltransfer.cassettes import store
+    from pytest_skilltransfer.cassettes import seedstore, store
 
     realistic = []
     for path in sorted((ROOT / "cassettes").rglob("*.yaml")):
@@ -61,18 +61,18 @@ def _child(sizes: list[int], work: Path) -> None:
         path = folder / "bench-save.yaml"
         entries = [entry(i) for i in range(size + APPENDS)]
         start = time.process_time()
-        store.write_model_file(folder / "elsewhere.yaml", entries[:size])
+        seedstore.write_model_file(folder / "elsewhere.yaml", entries[:size])
         figures[f"fresh elsewhere {size}"] = (time.process_time() - start) * 1000 / size
         _as_recorded(entries)
         entries, later = entries[:size], entries[size:]
         start = time.process_time()
-        store.write_model_file(path, entries)
+        seedstore.write_model_file(path, entries)
         figures[f"fresh {size}"] = (time.process_time() - start) * 1000 / size
         best = float("inf")
         for n in range(APPENDS):
             added = [later[n]]
             start = time.process_time()
-            store.write_model_file(path, added)
+            seedstore.write_model_file(path, added)
             best = min(best, time.process_time() - start)
         figures[f"append {size}"] = best * 1000
         figures[f"digest {size}"] = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -82,8 +82,8 @@ def _child(sizes: list[int], work: Path) -> None:
 def _as_recorded(entries: list[dict]) -> None:
     """Tell the package (where it listens) that its SDK just sent these bodies, as recording them does."""
     try:
-        from pytest_skilltransfer.models import fidelity
-        note = fidelity.note_sent
+        from pytest_skilltransfer.models import fidelity, sent_bodies
+        note = sent_bodies.note_sent
     except (ImportError, AttributeError):  # the code before: nothing to tell
         return
     from types import SimpleNamespace

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 import importlib
 import os
 import pkgutil
+import sys
 
 import pytest
 
@@ -28,6 +29,12 @@ for _module in pkgutil.walk_packages(pytest_skilltransfer.__path__, "pytest_skil
         importlib.import_module(_module.name)
 
 OPTIONAL_PLUGINS_OFF = "-p no:randomly -p no:recording -p no:pytest-shard -p no:pytest-split"
+# Modules whose `runpytest_subprocess` runs in this process (see the `pytester` fixture): checked to
+# give the same outcomes both ways, alone and under xdist. Other modules keep a process per run: an
+# in-process run shares process-wide state (prices, the spend gate, the batch lane, a seed's
+# recordings known to this process), which some of their tests depend on.
+IN_PROCESS = frozenset({"test_plugin_gating", "test_plugin_snapshots", "test_flex", "test_plugin_good_citizen",
+                        "test_plugin_shards"})
 PROVIDER_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL")
 
 
@@ -43,21 +50,45 @@ def _no_provider_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> pytest.Pytester:
     """pytester whose runs (in-process and subprocess) start with the optional plugins off.
 
-    `runpytest_subprocess` runs in this process (`runpytest_inprocess`: no interpreter, pytest or SDK
-    start-up per run) unless the test is marked `subprocess` (what it tests is a process of its own:
-    its exit, signals, start-up, imports) or the run starts xdist workers. `SKILLTRANSFER_TEST_SUBPROCESS=1`
-    runs every one in a process of its own, as pytester does."""
+    In the modules of `IN_PROCESS`, `runpytest_subprocess` runs in this process (`runpytest_inprocess`:
+    no interpreter, pytest or SDK start-up per run) unless the test is marked `subprocess` (what it
+    tests is a process of its own: its exit, signals, warnings printed once) or the run starts xdist
+    workers. `SKILLTRANSFER_TEST_SUBPROCESS=1` runs every one in a process of its own, as pytester does."""
     monkeypatch.setenv("PYTEST_ADDOPTS", OPTIONAL_PLUGINS_OFF)
-    if request.node.get_closest_marker("subprocess") is None and not os.environ.get("SKILLTRANSFER_TEST_SUBPROCESS"):
+    if (request.path.stem in IN_PROCESS and request.node.get_closest_marker("subprocess") is None
+            and not os.environ.get("SKILLTRANSFER_TEST_SUBPROCESS")):
         real = pytester.runpytest_subprocess
 
         def run(*args: str | os.PathLike[str], timeout: float | None = None) -> pytest.RunResult:
             if any(str(arg).startswith(("-n", "--numprocesses", "--dist")) for arg in args):
                 return real(*args, timeout=timeout)
-            return pytester.runpytest_inprocess(*args)
+            saved = _package_namespaces()
+            try:
+                return pytester.runpytest_inprocess(*args)
+            finally:
+                _restore(saved)
 
         monkeypatch.setattr(pytester, "runpytest_subprocess", run)
     return pytester
+
+
+def _package_namespaces() -> dict[str, dict[str, object]]:
+    """Every loaded module of the package's names, so what a test project's conftest replaces in them
+    (a disk made full, a failing save) is put back after an in-process run, as a process's exit would."""
+    return {name: dict(vars(module)) for name, module in list(sys.modules.items())
+            if name.startswith("pytest_skilltransfer") and module is not None}
+
+
+def _restore(saved: dict[str, dict[str, object]]) -> None:
+    for name, namespace in saved.items():
+        module = sys.modules.get(name)
+        current = vars(module) if module is not None else {}
+        for key, value in namespace.items():
+            if current.get(key, _MISSING) is not value:
+                current[key] = value
+
+
+_MISSING = object()
 
 
 @pytest.fixture(autouse=True)

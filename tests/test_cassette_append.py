@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_skilltransfer.cassettes import append, store
+from pytest_skilltransfer.cassettes import append, seedstore, store
 from pytest_skilltransfer.cassettes import index as cassette_index
 from pytest_skilltransfer.cassettes.stored import open_model_file
 
@@ -35,8 +35,8 @@ def _variant(entries: list[dict[str, Any]], i: int, mark: str) -> dict[str, Any]
 
 def _whole(path: Path, entries: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch) -> None:
     with monkeypatch.context() as patched:
-        patched.setattr(append, "append_entries", lambda *_: None)
-        store.write_model_file(path, entries)
+        patched.setattr(seedstore, "append_entries", lambda *_: None)
+        seedstore.write_model_file(path, entries)
 
 
 def _in_place_only(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -63,7 +63,7 @@ def test_added_interactions_give_the_bytes_of_a_whole_rewrite(tmp_path: Path, re
     _whole(whole, added, monkeypatch)
     with monkeypatch.context() as patched:
         _in_place_only(patched)
-        assert store.write_model_file(incremental, added)
+        assert seedstore.write_model_file(incremental, added)
     assert incremental.read_bytes() == whole.read_bytes()
     assert cassette_index.index_path(incremental).read_bytes() == cassette_index.index_path(whole).read_bytes()
     contents = store.read_file(incremental)
@@ -77,7 +77,7 @@ def test_the_appended_file_opens_through_its_index_with_every_answer(tmp_path: P
     added = [_variant(recorded, i, "added") for i in range(3)]
     with monkeypatch.context() as patched:
         _in_place_only(patched)
-        store.write_model_file(path, added)
+        seedstore.write_model_file(path, added)
     opened = open_model_file(path, lambda entry: entry)
     try:
         assert opened.index_text is None and opened.sdk is not None  # the index is current and verified
@@ -98,7 +98,7 @@ def test_a_re_recorded_request_or_a_file_of_unknown_order_is_rewritten_whole(
     again = json.loads(json.dumps(recorded[3]))
     again["response"]["body"]["json"]["content"][0]["text"] = "answered again"
     assert append.append_entries(path, [again]) is None  # the old interaction must go: a rewrite
-    assert store.write_model_file(path, [again])
+    assert seedstore.write_model_file(path, [again])
     assert "answered again" in path.read_text() and len(store.read_file(path).entries) == 10
 
     index_file = cassette_index.index_path(path)

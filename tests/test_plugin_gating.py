@@ -58,6 +58,7 @@ def test_command_line_overrides_and_disables_seed_thresholds(pytester: pytest.Py
     ], consecutive=False)
 
 
+@pytest.mark.subprocess  # the warnings a process prints once
 def test_an_inconclusive_gate_fails_by_default_and_says_what_would_decide_it(pytester: pytest.Pytester) -> None:
     project(pytester, ini="skilltransfer_pair = toy-a:toy-b\n", seeds=())
     make_seed(pytester.path / "seeds", "small", thresholds={"min_gain": 0.5}, tasks=3)

@@ -22,6 +22,7 @@ Convert = Callable[[dict[str, Any]], Any]
 
 from ..models.base import ModelCallError
 from ..models.validity import response_problem
+from .append import append_entries
 from .index import index_path
 from .inflight import InFlight, clean_claims
 from .journal import Journal, claim_orphans, clean_reserves, journals, live_or_orphan_entries, parse_journal_lines
@@ -42,8 +43,8 @@ from .store import (
     scan_file,
     write_atomically,
     write_index,
-    write_model_file,
 )
+from .store import write_model_file as rewrite_model_file
 from .stored import ModelFile, StoredInteraction, open_model_file
 
 
@@ -133,6 +134,14 @@ def open_folder(folder: Path, tolerate_damage: bool = False, convert: Convert | 
         loaded.close_files()
         raise
     return loaded
+
+
+def write_model_file(path: Path, recorded: list[dict[str, Any]], tolerate_damage: bool = False) -> bool:
+    """Save `recorded` into the model file at `path` (call with the folder lock held): inserted in place
+    when its index allows it (`append`), else merged and rewritten whole (`store.write_model_file`);
+    the same bytes either way. True when the file changed."""
+    appended = append_entries(path, recorded)
+    return appended if appended is not None else rewrite_model_file(path, recorded, tolerate_damage)
 
 
 def fold(folder: Path, entries: list[dict[str, Any]], tolerate_damage: bool = False) -> list[Path]:

@@ -499,17 +499,11 @@ def _raw_entries(path: Path, tolerate_damage: bool) -> list[dict[str, Any]]:
 
 
 def write_model_file(path: Path, recorded: list[dict[str, Any]], tolerate_damage: bool = False) -> bool:
-    """Merge `recorded` into the model file at `path` (read fresh); True when the file changed.
-
-    New interactions are inserted in place when the file's index allows it (`append`), else the file
-    is read, merged and rewritten whole (the same bytes either way). Call with the folder lock held.
-    `tolerate_damage` (record mode `all`) replaces a damaged file.
+    """Merge `recorded` into the model file at `path` (read fresh) and rewrite it whole; True when the
+    file changed. Call with the folder lock held. `tolerate_damage` (record mode `all`) replaces a
+    damaged file. Recording saves through `seedstore.write_model_file`, which inserts new
+    interactions in place when it can (`append`, the same bytes).
     """
-    from .append import append_entries
-
-    appended = append_entries(path, recorded)
-    if appended is not None:
-        return appended
     ordered, text = _render_sorted(merge(_raw_entries(path, tolerate_damage), recorded))
     try:
         if path.read_text(encoding="utf-8") == text:

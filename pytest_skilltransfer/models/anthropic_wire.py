@@ -157,6 +157,6 @@ def send(client: Any, target: Target, request: Request) -> Any:
 
 def send_body(client: Any, params: dict[str, Any]) -> Any:
     """`send` for a body already built (`request_params`): the one route the SDK builds requests by."""
-    from .fidelity import note_sent
+    from .sent_bodies import note_sent
 
     return note_sent("anthropic", params, client.messages.with_raw_response.create(**params).http_response)

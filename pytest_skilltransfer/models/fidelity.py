@@ -10,7 +10,7 @@ that changes nothing the path of record would decide:
   every recorded body back into the same method, path and canonical body (it builds each request
   through a real client and stops it before it is sent) and returns the `fingerprint`
   of the versions that did so: the SDK's distribution and every distribution it requires. A body
-  this process's SDK has just sent exactly as the wire gave it (`note_sent`, a recording) needs no
+  this process's SDK has just sent exactly as the wire gave it (`sent_bodies`, a recording) needs no
   second build: rebuilding it is the same call through the same SDK.
 - The cassette index stores that fingerprint beside the rows it was checked against (`cassettes.index`).
   A replay answers a call without the SDK only when the model file's fingerprint is the installed
@@ -33,6 +33,7 @@ from importlib import metadata
 from typing import Any, Iterable
 from urllib.parse import urlparse
 
+from . import sent_bodies
 from .aliases import Target
 from .base import Request
 
@@ -118,22 +119,8 @@ def verified_fingerprint(recorded: Iterable[tuple[str, bytes | dict[str, Any]]])
     return fingerprint(providers.pop()) if len(providers) == 1 else None
 
 
-_SENT: set[tuple[str, str, str, str | None]] = set()  # (provider, path, body digest, SDK fingerprint) sent as given
 _CLIENTS: dict[tuple[str, str], Any] = {}  # capturing clients by (provider, base URL), made once
 _CLIENTS_LOCK = threading.Lock()
-
-
-def note_sent(provider: str, params: dict[str, Any], response: Any) -> Any:
-    """Note a call the installed SDK just sent (`response` is its httpx response) when the body it built is
-    `params` exactly, and return `response`. Rebuilding that body is then the same call through the
-    same SDK, so `verified_fingerprint` takes it as verified without building it again."""
-    request = getattr(response, "request", None)
-    try:
-        if request is not None and request.method == "POST" and json.loads(request.content) == params:
-            _SENT.add((provider, request.url.path, body_digest(params), fingerprint(provider)))
-    except (TypeError, ValueError, UnicodeDecodeError, AttributeError):
-        pass
-    return response
 
 
 def _rebuilds(uri: str, raw: bytes | dict[str, Any]) -> str | None:
@@ -151,7 +138,7 @@ def _rebuilds(uri: str, raw: bytes | dict[str, Any]) -> str | None:
         return None
     if request_path(provider, base) != path or not isinstance(body, dict):
         return None
-    if (provider, path, body_digest(body), fingerprint(provider)) in _SENT:
+    if (provider, path, body_digest(body), fingerprint(provider)) in sent_bodies.NOTED:
         return provider
     with _CLIENTS_LOCK:
         client = _CLIENTS.get((provider, base))
@@ -199,3 +186,6 @@ def _build(client: Any, provider: str, body: dict[str, Any]) -> Any:
             seen.add(id(err))
             err = err.__cause__ or err.__context__  # type: ignore[assignment]
     return None
+
+
+sent_bodies.register(lambda body: body_digest(body), lambda provider: fingerprint(provider))

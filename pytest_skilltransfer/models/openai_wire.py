@@ -160,7 +160,7 @@ def send_body(client: Any, params: dict[str, Any]) -> Any:
     timeout = policy.timeout_for(params.get("service_tier"))
     if timeout != policy.timeout_s:
         options["timeout"] = timeout
-    from .fidelity import note_sent
+    from .sent_bodies import note_sent
 
     response = client.post("/chat/completions", cast_to=ChatCompletion, body=params, options=options)
     return note_sent("openai", params, response.http_response)
