@@ -17,6 +17,11 @@ from plugin_support import project
 BATCH = ("--transfer-batch", "--transfer-batch-gather=0.3", "--transfer-batch-poll=0.05")
 
 
+@pytest.fixture(autouse=True)
+def _recording_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CI", raising=False)  # CI=true (as the suite runs in CI) would make every run replay only
+
+
 def _killed_run(pytester: pytest.Pytester, fake: BatchProvider, command: list[str], event: str, nth: int) -> None:
     project(pytester, ini="skilltransfer_pair = small:large\nskilltransfer_nights = 1\n", seeds=("alpha",))
     pytester.makepyprojecttoml(f'''

@@ -243,7 +243,8 @@ def test_a_recording_run_writes_and_prints_no_secret(pytester: pytest.Pytester, 
     basic = base64.b64encode(f"deploy:{PASSWORD}".encode()).decode()
     files = {p: p.read_bytes().decode("utf-8", "replace") for p in pytester.path.rglob("*") if p.is_file()}
     needles = (PASSWORD, basic, stretch, cut_basic, key[8:24])
-    leaks = [str(p) for p, text in files.items() if any(needle in text for needle in needles) and p != skill]
+    leaks = [(str(p), [n for n in needles if n in text]) for p, text in files.items()
+             if any(needle in text for needle in needles) and p != skill]
     assert leaks == [] and not any(needle in printed for needle in needles)
     assert "transfer[toy-a->openai:fp-url@http://127.0.0.1:" in printed
     assert scan_for_secrets(pytester.path / "cassettes") == []

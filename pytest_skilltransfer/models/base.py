@@ -140,11 +140,6 @@ class ModelRef:
                     or getattr(model, "family", None) or "custom")
         return cls(name, model.model_id, str(provider))
 
-    @property
-    def label(self) -> str:
-        """`name`, or `name (model-id)` when the name is an alias of another id."""
-        return self.name if self.name == self.model_id else f"{self.name} ({self.model_id})"
-
 
 def find_in_chain(exc: BaseException, kind: type) -> BaseException | None:
     """The first exception of `kind` in the cause/context chain of `exc`."""

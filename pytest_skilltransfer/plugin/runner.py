@@ -169,7 +169,9 @@ class Runner:
         listed = tuple(models[len(names) - len(validate_on):])
         try:
             result = session.transfer(models[0], models[1], models[2] if optimizer else None, listed, tolerance)
-            return replace(result, source_name=source, target_name=target)
+            from ..guards.redaction import strip_userinfo  # names as node ids show them: no base-URL credentials
+
+            return replace(result, source_name=strip_userinfo(source), target_name=strip_userinfo(target))
         except ModelCallError as exc:
             if session.phase and hasattr(exc, "with_phase") and getattr(exc, "phase", None) != "judge":
                 # a cassette miss: name the protocol phase (a judge call's miss already names `judge`)
