@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/plan_tightness.py [SEED ...]
 
-`tests/test_plan_bounds.py` holds the plan to be a bound against the easy fake, whose answers are a few
+`tests/planning/test_plan_bounds.py` holds the plan to be a bound against the easy fake, whose answers are a few
 tokens long, so there the dollars sent are 0.2%-1.8% of the dollars bound whatever the plan does. This
 script asks the same question of the realistic provider (`benchmarks/realistic_provider.py`: answers of
 300-2,500 characters, optimizer edits that apply, so nights try and accept candidates), per seed at the

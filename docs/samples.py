@@ -5,7 +5,7 @@
 
 A sample is the fenced block right after a marker line `<!-- sample: NAME -->` in a Markdown file;
 NAME is a key of `SAMPLES`, which says which commands produce it and which lines of their output it
-shows. Timings (`in 5.51s`) are compared as `in N.NNs`. `tests/test_reviewer_view.py` checks every
+shows. Timings (`in 5.51s`) are compared as `in N.NNs`. `tests/reports/test_reviewer_view.py` checks every
 sample but the slow ones (`SLOW`), the main job's against its one run of the main job's shards, so a
 sample cannot go stale; `python docs/samples.py --check` checks them all.
 
@@ -138,19 +138,19 @@ SAMPLES = {
     "portable-harm": Sample("docs/protocol.md", script("benchmarks/portable_harm_figures.py")),
 }
 
-# Left out of tests/test_reviewer_view.py for time (the suite is near CI's limit); `--check` still checks them.
+# Left out of tests/reports/test_reviewer_view.py for time (the suite is near CI's limit); `--check` still checks them.
 SLOW = {"north-star": "plans 90 items four times over (about 35 s)"}
 
 # Blocks of command output no cheap offline run prints: each is marked `<!-- figures: ... -->` in its file.
 UNCHECKED = {
     "docs/spend.md cost lines": "a paid bill: the simulator is free, so only a recording against priced loopback "
-                                "providers prints them (tests/test_one_bill.py checks their form and sums)",
-    "docs/spend.md progress line": "wall-clock times of one live run (tests/test_live_progress.py checks its form)",
-    "docs/ci.md regression": "a pull request's commit and its base in git (tests/test_plugin_compare.py makes one "
+                                "providers prints them (tests/plugin/test_bill.py checks their form and sums)",
+    "docs/spend.md progress line": "wall-clock times of one live run (tests/plugin/test_live_progress.py checks its form)",
+    "docs/ci.md regression": "a pull request's commit and its base in git (tests/plugin/test_plugin_compare.py makes one "
                               "in a temp repository and checks these lines)",
     "docs/protocol.md run-family power": "the worst design per row of `benchmarks/run_error_figures.py 1000`, "
                                          "a simulation of minutes",
-    "docs/spend.md frontier": "needs a priced loopback provider beside the simulator (tests/test_frontier.py runs "
+    "docs/spend.md frontier": "needs a priced loopback provider beside the simulator (tests/evidence/test_frontier.py runs "
                               "that case and checks the table's rows)",
 }
 

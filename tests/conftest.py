@@ -18,11 +18,21 @@ import importlib
 import os
 import pkgutil
 import sys
+from pathlib import Path
 
 import pytest
 
 import pytest_skilltransfer
 from pytest_skilltransfer.models import sdk_common
+
+from fake_provider import fake_provider  # noqa: F401,E402  (a fixture every folder's tests use)
+from faulty_provider import faulty_provider  # noqa: F401,E402  (likewise)
+
+# the suite's folders mirror the package's; a test module may reuse another's helpers by name, whichever
+# folder it is in (pytest puts only the importing test's own folder on the path)
+for _folder in sorted(p for p in Path(__file__).parent.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
+    if str(_folder) not in sys.path:
+        sys.path.append(str(_folder))
 
 for _module in pkgutil.walk_packages(pytest_skilltransfer.__path__, "pytest_skilltransfer."):
     if not _module.name.endswith("__main__"):

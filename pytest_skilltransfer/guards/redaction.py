@@ -21,7 +21,7 @@ What is a secret:
 A secret becomes `[redacted: <what>]`, so a reviewer sees that something was there and what it
 was, never its value. The table is hand-kept rather than a scanner library's: redaction must
 replace the exact span (a whole PEM block, only the credential after `Basic `), run on every request
-in microseconds, and stay deterministic; `tests/test_secrets.py` checks it against detect-secrets'
+in microseconds, and stay deterministic; `tests/guards/test_secrets.py` checks it against detect-secrets'
 detectors so it finds at least what that scanner finds.
 
 A body or a file is screened once: the detectors are looked for over all its strings (lines)

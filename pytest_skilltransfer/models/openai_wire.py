@@ -143,7 +143,7 @@ def send(client: Any, target: Target, request: Request) -> Any:
 
     The body is plain JSON already, so the SDK's typed request transform (which would return it
     unchanged at a third of a millisecond per call) is skipped: `request_params` writes the keys in
-    the order `create` does, and the bytes sent are the same (tests/test_sdk_route.py)."""
+    the order `create` does, and the bytes sent are the same (tests/models/test_sdk_route.py)."""
     from .sdk_common import call_policy
 
     return send_body(client, request_params(target, request, call_policy().service_tier))
