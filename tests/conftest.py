@@ -45,7 +45,17 @@ OPTIONAL_PLUGINS_OFF = "-p no:randomly -p no:recording -p no:pytest-shard -p no:
 # recordings known to this process), which some of their tests depend on.
 IN_PROCESS = frozenset({"test_plugin_gating", "test_plugin_snapshots", "test_flex", "test_plugin_good_citizen",
                         "test_plugin_shards"})
+# The slow end-to-end modules (a recorder killed with -9, signals, the batch lane's waits): marked
+# `end_to_end`, so `-m "not end_to_end"` gives a quick loop; CI runs them with the rest.
+END_TO_END = frozenset({"test_batch_every_path", "test_batch_kill", "test_batch_lane", "test_batch_mode",
+                        "test_cassette_durability"})
 PROVIDER_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.stem in END_TO_END:
+            item.add_marker(pytest.mark.end_to_end)
 
 
 @pytest.fixture(autouse=True)
