@@ -41,10 +41,12 @@ for _module in pkgutil.walk_packages(pytest_skilltransfer.__path__, "pytest_skil
 OPTIONAL_PLUGINS_OFF = "-p no:randomly -p no:recording -p no:pytest-shard -p no:pytest-split"
 # Modules whose `runpytest_subprocess` runs in this process (see the `pytester` fixture): checked to
 # give the same outcomes both ways, alone and under xdist. Other modules keep a process per run: an
-# in-process run shares process-wide state (prices, the spend gate, the batch lane, a seed's
-# recordings known to this process), which some of their tests depend on.
+# in-process run shares process-wide state (prices, the spend gate, the batch lane) that some of
+# their tests depend on, and the cassette modules' runs fail in one process (benchmarks/README.md).
 IN_PROCESS = frozenset({"test_plugin_gating", "test_plugin_snapshots", "test_flex", "test_plugin_good_citizen",
-                        "test_plugin_shards"})
+                        "test_plugin_shards", "test_plugin_collect", "test_plugin_reports", "test_decidability",
+                        "test_bounds", "test_restart_gates", "test_direct_on_demand", "test_clusters",
+                        "test_call_deadline", "test_terminal_output", "test_plugin_node_ids"})
 # The slow end-to-end modules (a recorder killed with -9, signals, the batch lane's waits): marked
 # `end_to_end`, so `-m "not end_to_end"` gives a quick loop; CI runs them with the rest.
 END_TO_END = frozenset({"test_batch_every_path", "test_batch_kill", "test_batch_lane", "test_batch_mode",
