@@ -66,7 +66,7 @@ def test_the_eta_and_the_rate_limit_wait_come_from_what_was_observed() -> None:
     """Round trips left x the turnaround observed so far; a run answered only with 429s says so and for how long."""
     import time
 
-    from pytest_skilltransfer.models.limiter import LIMITERS, AdaptiveLimiter
+    from pytest_skilltransfer.models.limiter import Limiters
     from pytest_skilltransfer.plugin.live_progress import Counts, when_it_ends
 
     assert when_it_ends(Counts(path_total=18), 5.0) == " · 18 round trip(s) on the critical path"
@@ -75,13 +75,15 @@ def test_the_eta_and_the_rate_limit_wait_come_from_what_was_observed() -> None:
     waiting = when_it_ends(Counts(path_total=18, path_done=6, throttled_since=time.time() - 242), 120.0)
     assert waiting.startswith(" · waiting on rate limits (HTTP 429) for 4m0"), waiting
 
-    limiter = AdaptiveLimiter("m", 4)
+    limiters = Limiters()  # a run's own (the suite's run holds what earlier tests left in its scope)
+    limiter = limiters.get("m", 4)
     limiter.throttled(429, 0.0)
     since = limiter.throttled_since
     limiter.throttled(429, 0.0)
     assert since is not None and limiter.throttled_since == since  # since the first throttle in a row
+    assert limiters.throttled_since() == since
     limiter.succeeded()
-    assert limiter.throttled_since is None and LIMITERS.throttled_since() is None
+    assert limiter.throttled_since is None and limiters.throttled_since() is None
 
 
 def test_replay_under_ci_prints_no_progress(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,7 +15,7 @@ COUNTING = '''
 import os
 from pytest_skilltransfer.models.base import Reply, Usage, register_family
 
-LOG = os.path.join(os.path.dirname(os.path.dirname(__file__)), "requests.log")
+LOG = os.path.join(os.path.dirname(__file__), "requests.log")
 EDIT = '[{"op": "add", "content": "OWNER-LINE: end every answer with `Owner: @team`."}]'
 
 
@@ -121,7 +121,7 @@ def test_xdist_keeps_every_seed_on_one_worker_and_sends_no_request_twice(pyteste
     for worker, nodeid in re.findall(r"\[(gw\d)\] \[\s*\d+%\] PASSED (\S+)", result.stdout.str()):
         seed = next((s for s in ("alpha", "beta", "gamma", "delta") if s in nodeid), nodeid)
         workers.setdefault(seed, set()).add(worker)
-    assert all(len(w) == 1 for w in workers.values()), workers
-    assert len(set().union(*workers.values())) == 2  # the seeds were spread over both workers
+    assert all(len(w) == 1 for w in workers.values()), workers  # how they spread over workers depends on which
+    # worker collects first, on a busy machine all of them on one: tests/plugin/test_seed_scheduling.py checks it
     requests = Path(pytester.path / "requests.log").read_text().splitlines()
     assert len(requests) == len(set(requests))
