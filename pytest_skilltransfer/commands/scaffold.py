@@ -234,6 +234,16 @@ def seed_files(folder: Path, skill: Path | None) -> dict[Path, str]:
     return files
 
 
+def write_new_files(folder: Path, files: dict[Path, str]) -> None:
+    """Write a new seed's files, refusing (before writing any) when one exists already."""
+    existing = [path for path in files if path.exists()]
+    if existing:
+        raise InitError(f"{folder}: would overwrite {', '.join(str(p) for p in existing)}; choose a new folder")
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
 def init_seed(folder: Path, skill: Path | None = None) -> list[Path]:
     """Write a new seed into `folder` (created when missing); returns the files written."""
     if skill is not None:
@@ -243,12 +253,7 @@ def init_seed(folder: Path, skill: Path | None = None) -> list[Path]:
         if not skill.resolve().is_relative_to(repository):
             raise InitError(f"--skill {skill}: outside the repository {repository}; keep the skill inside it")
     files = seed_files(folder, skill)
-    existing = [path for path in files if path.exists()]
-    if existing:
-        raise InitError(f"{folder}: would overwrite {', '.join(str(p) for p in existing)}; choose a new folder")
-    for path, text in files.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+    write_new_files(folder, files)
     try:
         load_seed(folder)
     except SeedError as exc:  # pragma: no cover - the template itself is tested
@@ -298,12 +303,7 @@ def init_from(folder: Path | None, path: Path) -> tuple[Path, list[Path]]:
         raise InitError(str(exc)) from None
     folder = folder or Path("seeds") / (re.sub(r"[^A-Za-z0-9._-]+", "-", source.name).strip("-.") or "my-skill")
     files = from_files(folder, source)
-    existing = [p for p in files if p.exists()]
-    if existing:
-        raise InitError(f"{folder}: would overwrite {', '.join(str(p) for p in existing)}; choose a new folder")
-    for file, text in files.items():
-        file.parent.mkdir(parents=True, exist_ok=True)
-        file.write_text(text, encoding="utf-8")
+    write_new_files(folder, files)
     try:
         load_seed(folder)
     except SeedError as exc:  # only the placeholders may stand in the way
