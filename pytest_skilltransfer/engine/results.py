@@ -233,9 +233,11 @@ class TransferResult:
 
     @property
     def unlearnable(self) -> bool:
-        """Whether even the direct optimization on the target gained nothing (and neither did the transfer):
-        the skill could not be taught these checks here. False without a direct run (nothing to say)."""
-        return self.headroom is not None and self.headroom.mean <= 0 and self.gain.mean <= 0
+        """Whether even the direct optimization on the target gained nothing over a baseline with room to grow (and
+        neither did the transfer): the skill could not be taught these checks here. False without a direct run
+        (nothing to say) and at a baseline of 1 (nothing to teach)."""
+        return (self.headroom is not None and self.baseline.hard.mean < 1 and self.headroom.mean <= 0
+                and self.gain.mean <= 0)
 
     @property
     def runs(self) -> tuple[RestartRun, ...]:

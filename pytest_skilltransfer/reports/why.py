@@ -181,13 +181,10 @@ def changed(result: dict[str, Any]) -> bool:
 
 
 def unlearnable(result: dict[str, Any]) -> bool:
-    """Probably unlearnable as written: the direct optimization on the target gains nothing over a baseline
-    with room to grow (the transferred skill does no better): the seed's tasks or checks may ask what no
-    edit of the skill can give. Needs the direct arm."""
-    direct, baseline = result.get("direct_target"), result.get("baseline_target")
-    if direct is None or baseline is None or baseline >= 1.0:
-        return False
-    return direct <= baseline and result.get("transferred", 0.0) <= baseline
+    """Probably unlearnable as written: the result's `unlearnable` record (`engine.results.TransferResult`:
+    the direct optimization on the target gains nothing over a baseline with room to grow, nor does the
+    transferred skill): the seed's tasks or checks may ask what no edit of the skill can give."""
+    return result.get("unlearnable") is not None
 
 
 def unlearnable_text(result: dict[str, Any]) -> str:
