@@ -58,6 +58,12 @@ def register_gate(spec: GateSpec) -> GateSpec:
     return spec
 
 
+def option_gates() -> tuple[str, ...]:
+    """The built-in gates a threshold sets: each has its command-line option and ini key (a registered gate is
+    set in seed.toml and the marker only)."""
+    return tuple(name for name, spec in BUILT_IN.items() if spec.threshold)
+
+
 def threshold_gates() -> tuple[str, ...]:
     """The gates a threshold sets, in declaration order (seed.toml keys, marker keywords, option names)."""
     return tuple(name for name, spec in all_gates().items() if spec.threshold)

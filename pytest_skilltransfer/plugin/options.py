@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..engine.gate_specs import BUILT_IN as GATES
-from ..engine.gate_specs import threshold_gates
+from ..engine.gate_specs import BUILT_IN as GATES  # the options: built-in gates only
+from ..engine.gate_specs import option_gates, threshold_gates
 from ..engine.seed_layout import LIMIT_OPTIONS
 from ..guards.bounds import MAXIMA
 from .spellings import _add, dest, flag, ini_name
@@ -97,7 +97,7 @@ def add_options(parser: Any) -> None:
          "args", action="append", metavar="SEED")
     _add(group, parser, "seeds-dir", "folder of seeds (or one seed) to collect as well; repeatable", "paths",
          action="append", metavar="DIR")
-    for name in (name for name, spec in GATES.items() if spec.threshold):  # a registered gate has no option
+    for name in option_gates():
         _add(group, parser, GATES[name].option, f"gate {name}: {GATES[name].help} (overrides seed.toml; 'off' disables)",
              metavar="X")
     _add(group, parser, "no-snapshots", "measure and gate without comparing the committed snapshots "
@@ -477,7 +477,7 @@ def read_settings(config: pytest.Config) -> Settings:
     on_demand, where = reader.get("direct-on-demand")
     protocol["direct_on_demand"] = _bool(on_demand, where) if on_demand is not None else False
     layers: dict[str, dict[str, float | None]] = {"ini": {}, "cli": {}}
-    for name in (name for name, spec in GATES.items() if spec.threshold):
+    for name in option_gates():
         option = GATES[name].option
         for layer, value, where in (("ini", reader.ini(option), ini_name(option)), ("cli", reader.cli(option), reader.flag(option))):
             if value is not None:

@@ -66,12 +66,9 @@ def legend(results: list[dict[str, Any]]) -> str:
 
 
 def pair_names(result: dict[str, Any]) -> tuple[str, str]:
-    """The names the run gave the pair, as node ids show them (no base-URL credentials); reports before names
-    were recorded carry the ids only."""
-    from ..guards.redaction import strip_userinfo
-
-    return (strip_userinfo(result.get("source_name") or result["source"]),
-            strip_userinfo(result.get("target_name") or result["target"]))
+    """The names the run gave the pair, as node ids show them (recorded without base-URL credentials,
+    `plugin.runner`); reports before names were recorded carry the ids only."""
+    return result.get("source_name") or result["source"], result.get("target_name") or result["target"]
 
 
 def pair_text(result: dict[str, Any], arrow: str = " -> ") -> str:
