@@ -9,10 +9,11 @@ stash) and puts it in force from `pytest_configure` to `pytest_unconfigure`; a n
 its own in force and leaves the outer one's as it found it. Outside any run (a command, a library call) the
 process's own scope is in force. Threads a run starts see the run's scope.
 
-Held per run: aliases (`models.aliases`), prices, free models and lanes (`pricing.prices`), the call policy
-(`models.sdk_common`), the limiters (`models.limiter`), the batch lane (`models.batch`), registered judge ops,
-model families and gates, cassette scrubbers. Kept for the process on purpose: the secrets redaction knows
-(`guards.redaction`; forgetting one when a run ends could only let it reach a file later) and what code
+Held per run: aliases and the URL of a local model server the run started (`models.aliases`), prices, free
+models and lanes (`pricing.prices`), the call policy (`models.sdk_common`), the limiters (`models.limiter`),
+the batch lane (`models.batch`), registered judge ops, model families and gates, cassette scrubbers, what
+starts a local server on demand (`models.providers`). Kept for the process on purpose: the secrets redaction
+knows (`guards.redaction`; forgetting one when a run ends could only let it reach a file later) and what code
 registers as it is imported (the built-in model families, a conftest's `register_family` at import).
 """
 

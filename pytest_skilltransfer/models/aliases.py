@@ -112,16 +112,25 @@ def builtin_aliases() -> dict[str, str]:
     return {**sdk_aliases(), **local_aliases()}
 
 
+_local_url: Scoped[list[str | None]] = Scoped("local_server_url", lambda: [None])  # the run's (`guards.run_scope`)
+
+
+def set_local_server_url(url: str | None) -> None:
+    """Point the run's local model aliases at the server a run started at `url` (None: forget it). Kept on
+    the run's scope, not in the environment, so nothing of it reaches another run in the same process."""
+    _local_url()[0] = url
+
+
 def local_aliases() -> dict[str, str]:
     """The local SmolLM2 server (see `pytest_skilltransfer.models.local`), once per protocol.
 
-    The base URL is read at each lookup, so a server the plugin starts (which sets
-    SKILLTRANSFER_LOCAL_URL) is found; the Anthropic-protocol alias records under its own id so
-    its calls never share a cache entry or a cassette with the OpenAI-protocol ones.
+    The base URL is read at each lookup: the server this run started (`set_local_server_url`), else the
+    one SKILLTRANSFER_LOCAL_URL names, else llama-server's default address. The Anthropic-protocol alias
+    records under its own id so its calls never share a cache entry or a cassette with the OpenAI-protocol ones.
     """
     from .local import LOCAL_MODEL_ALIAS, env_base_url
 
-    root = env_base_url() or DEFAULT_LOCAL_URL
+    root = _local_url()[0] or env_base_url() or DEFAULT_LOCAL_URL
     return {
         LOCAL_MODEL_ALIAS: f"openai:{LOCAL_MODEL_ALIAS}@{root}/v1",
         f"{LOCAL_MODEL_ALIAS}-anthropic": f"anthropic:{LOCAL_MODEL_ALIAS}-anthropic@{root}",

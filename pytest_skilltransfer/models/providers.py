@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator
 from urllib.parse import urlparse
 
 from ..guards.redaction import redact_json, register_key_variables, strip_userinfo
+from ..guards.run_scope import Scoped
 from ..pricing.usage import ANOTHER_RUN
 from . import aliases, fidelity, spend_gate
 from .aliases import Target
@@ -212,7 +213,7 @@ class ProviderModel:
 
     def _start_server_on_demand(self, env: Any, request: Request) -> None:
         """Start the server behind this model's URL (see `start_on_demand`) unless the call will replay."""
-        start = _starters.get(self.target.base_url or "")
+        start = _starters().get(self.target.base_url or "")
         if start is None:
             return
         installed = fidelity.fingerprint(self.target.provider)
@@ -272,17 +273,18 @@ def redact_reply(reply: Reply) -> Reply:
     return replace(reply, text=text, refusal=refusal, tool_calls=calls)
 
 
-_starters: dict[str, Callable[[], None]] = {}
+_starters: Scoped[dict[str, Callable[[], None]]] = Scoped("local_starters", dict)  # the run's (`guards.run_scope`)
 
 
 def start_on_demand(base_urls: tuple[str, ...], start: Callable[[], None] | None) -> None:
     """Call `start()` before the first call to a model at one of `base_urls` that its cassette cannot
     replay (a local model's server, started only when a call is to be recorded); None forgets them."""
+    starters = _starters()
     for url in base_urls:
         if start is None:
-            _starters.pop(url, None)
+            starters.pop(url, None)
         else:
-            _starters[url] = start
+            starters[url] = start
 
 
 _answering = threading.local()

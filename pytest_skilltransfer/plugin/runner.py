@@ -12,7 +12,6 @@ second pair of the same seed must find the context of the first still open.
 
 from __future__ import annotations
 
-import os
 import threading
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
@@ -212,7 +211,7 @@ class Runner:
         """
         from .. import cassettes
         from ..models import local
-        from ..models.aliases import local_aliases
+        from ..models.aliases import local_aliases, set_local_server_url
         from ..models.providers import start_on_demand
 
         local_names = [m.name for m in models if m.name in local_aliases()]
@@ -222,7 +221,7 @@ class Runner:
             return False
         server = OnDemandServer(local.free_port(), local_names, self.progress)
         self._local_server = server
-        os.environ[local.URL_ENV] = server.base_url
+        set_local_server_url(server.base_url)
         for name in local_aliases():
             self._models.pop(name, None)
         start_on_demand(server.base_urls, server.start)
@@ -231,13 +230,13 @@ class Runner:
     def stop_local_server(self) -> None:
         """Stop a server `start_local_server` started (and forget its port)."""
         if self._local_server is not None:
-            from ..models.local import URL_ENV
+            from ..models.aliases import set_local_server_url
             from ..models.providers import start_on_demand
 
             start_on_demand(self._local_server.base_urls, None)
             self._local_server.close()
             self._local_server = None
-            os.environ.pop(URL_ENV, None)
+            set_local_server_url(None)
 
     def record(self, seed: str) -> None:
         """Open the seed's recording unless it is already open (closing another seed's first)."""

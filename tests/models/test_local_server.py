@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -277,3 +278,25 @@ def test_live_worked_example_yields_a_search_call_through_both_sdks(live_server:
     uses = [b for b in message.content if b.type == "tool_use"]
     assert [u.name for u in uses] == ["search"] and message.stop_reason == "tool_use"
     assert uses[0].input == json.loads(calls[0].function.arguments)  # same call through both protocols
+
+
+def test_a_started_servers_url_stays_in_its_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The URL of a server one run started reaches that run's local aliases only: not the environment,
+    not the next run in the same process."""
+    from pytest_skilltransfer.guards import run_scope
+    from pytest_skilltransfer.models.aliases import local_aliases, set_local_server_url
+
+    monkeypatch.delenv(local.URL_ENV, raising=False)
+    first, second = run_scope.RunScope("first"), run_scope.RunScope("second")
+    run_scope.enter(first)
+    try:
+        set_local_server_url("http://127.0.0.1:5123")
+        assert local_aliases()[local.LOCAL_MODEL_ALIAS].endswith("@http://127.0.0.1:5123/v1")
+        assert local.URL_ENV not in os.environ
+    finally:
+        run_scope.leave(first)
+    run_scope.enter(second)
+    try:
+        assert local_aliases()[local.LOCAL_MODEL_ALIAS].endswith("@http://127.0.0.1:8080/v1")
+    finally:
+        run_scope.leave(second)
