@@ -53,7 +53,7 @@ def _open(folder: Path) -> object:
         for entry in _read(path):
             cassette.append(*store.from_plain(entry))
             index.setdefault(request_key(cassette.data[-1][0]), []).append(len(cassette.data) - 1)
-    cassette.loaded_models = frozenset(model_of(r.body) for r, _ in cassette.data)
+    cassette.loaded_models = frozenset(model_of(r) for r, _ in cassette.data)
     cassette.index = index
     return cassette
 

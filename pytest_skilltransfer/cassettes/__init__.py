@@ -194,7 +194,6 @@ def transport_failure(exc: BaseException) -> ModelCallError | None:
     return ModelCallError(str(blocked)) if blocked is not None else None
 
 
-SDK_MODULES = ("anthropic", "openai")
 
 
 class _OnImport:
@@ -214,7 +213,9 @@ def _open_replay_table(rec: Recording, stack: ExitStack) -> None:
     opened in its place before any SDK call can be made: before a call takes the path of record
     (`Recording.prepare_sdk_call`), and when an SDK is imported; while one is imported already (a
     client of the caller's own may exist), it is opened at once, as in the other modes."""
-    if any(name in sys.modules for name in SDK_MODULES):
+    from ..models.wire import sdk_modules
+
+    if any(name in sys.modules for name in sdk_modules()):
         rec.cassette = stack.enter_context(_open_cassette(rec.folder, "none"))
         return
     from .replay_table import ReplayTable
@@ -231,7 +232,7 @@ def _open_replay_table(rec: Recording, stack: ExitStack) -> None:
                 unwatch()
                 rec.cassette = stack.enter_context(_open_cassette(rec.folder, "none", table.played()))
 
-    watcher = _OnImport(SDK_MODULES, open_cassette)
+    watcher = _OnImport(sdk_modules(), open_cassette)
 
     def unwatch() -> None:
         if watcher in sys.meta_path:
@@ -308,7 +309,7 @@ def _seed_cassette_class() -> type:
                                            response["body"].get("string"))
                 if problem is not None:  # never stored, never replayed
                     with self._lock:
-                        self.unsaved.append((model_of(request.body), problem))
+                        self.unsaved.append((model_of(request), problem))
                     return
             key = request_key(request)
             with self._lock:
@@ -332,7 +333,7 @@ def _seed_cassette_class() -> type:
             if not self.store.writes or self.record_mode == RecordMode.ALL:
                 return False
             filtered = self._before_record_request(request)
-            if not filtered or (self.record_mode == RecordMode.ONCE and model_of(filtered.body) in self.loaded_models):
+            if not filtered or (self.record_mode == RecordMode.ONCE and model_of(filtered) in self.loaded_models):
                 return False  # a miss, as before
             if self.store.write_error is not None:
                 self._stop(filtered)
@@ -353,7 +354,7 @@ def _seed_cassette_class() -> type:
 
         def _stop(self, filtered: Any) -> None:
             """Send nothing more: a write failed or the disk has no room for another answer."""
-            stopped = RecordingStopped(self.store, model_of(filtered.body))
+            stopped = RecordingStopped(self.store, model_of(filtered))
             sdk_common.stop_retrying(stopped)
             raise stopped
 
@@ -452,7 +453,7 @@ def _seed_cassette_class() -> type:
 
         def filter_request(self, request: Any) -> Any:
             request = super().filter_request(request)
-            if request and self.record_mode == RecordMode.ONCE and model_of(request.body) not in self.loaded_models:
+            if request and self.record_mode == RecordMode.ONCE and model_of(request) not in self.loaded_models:
                 return None  # `once`: a model without recordings for this seed may be recorded
             return request
 

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from ..models.fidelity import body_digest as json_digest
+from ..models.wire import model_of_request
 
 MAX_DIFF_LINES = 80
 
@@ -76,11 +77,10 @@ def canonical_body(r1: Any, r2: Any) -> None:
         raise AssertionError("request bodies differ")
 
 
-def model_of(body: Any) -> str:
-    """The `model` field of a JSON request body, or "unknown-model"."""
-    data = parse_json(body)
-    model = data.get("model") if isinstance(data, dict) else None
-    return model if isinstance(model, str) and model else "unknown-model"
+def model_of(request: Any) -> str:
+    """The model a (vcrpy) request is for, by its wire's rule (`models.wire.model_of_request`: the body's
+    `model` field, or the URL for an API that names the model there), or "unknown-model"."""
+    return model_of_request(_path(request), parse_json(request.body))
 
 
 try:  # libyaml's emitter when available: saving thousands of interactions stays fast

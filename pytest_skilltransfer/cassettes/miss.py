@@ -100,10 +100,11 @@ def fix_lines(d: MissDetails) -> list[str]:
 
 
 def key_variable(path: str) -> str:
-    """The SDK's key variable for a request path (`/v1/messages`: Anthropic; else OpenAI)."""
-    from ..models.aliases import KEY_VARIABLES
+    """The key variable of the wire a request path belongs to (`models.wire`), or a plain description."""
+    from ..models.wire import wire_of_path
 
-    return KEY_VARIABLES["anthropic" if path.rstrip("/").endswith("/messages") else "openai"]
+    wire = wire_of_path(path)
+    return wire.key_variables[0] if wire is not None else "the provider's API key variable"
 
 
 def render(d: MissDetails) -> str:
@@ -150,11 +151,11 @@ def build_miss(exc: BaseException, cassette: Any, seed: str, command: str, phase
         details = MissDetails(seed, "unknown-model", phase, mode, "POST", "?", "already_played", folder,
                               None, "", 1, command)
         return CassetteMiss(details)
-    model = model_of(request.body)
+    model = model_of(request)
     key = request_key(request)
     recorded = cassette.requests
     identical = sum(1 for r in recorded if request_key(r) == key)
-    same_model = [r for r in recorded if model_of(r.body) == model and (r.path or "/") == key[1]]
+    same_model = [r for r in recorded if model_of(r) == model and (r.path or "/") == key[1]]
     bad = next((r for r in getattr(cassette, "rejected", ()) if r.key == key), None)
     if bad is not None and not identical:
         reason = "bad_recording"

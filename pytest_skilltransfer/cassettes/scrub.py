@@ -17,25 +17,15 @@ from typing import Any, Callable
 
 from ..guards.redaction import find_secrets, redact_json, redact_text, strip_userinfo
 from ..guards.run_scope import Scoped
+from ..models import wire
 from ..models.batch import is_batch_control
 from .match import body_bytes, parse_json
 
+# Headers no API may store, whatever its wire; each wire adds its own (`Wire.secret_headers`, `kept_request_headers`).
 SECRET_HEADERS = frozenset(
-    {
-        "authorization",
-        "x-api-key",
-        "api-key",
-        "openai-organization",
-        "openai-project",
-        "anthropic-organization-id",
-        "cookie",
-        "set-cookie",
-        "request-id",
-        "x-request-id",
-        "proxy-authorization",
-    }
+    {"authorization", "x-api-key", "api-key", "cookie", "set-cookie", "request-id", "x-request-id", "proxy-authorization"}
 )
-KEPT_REQUEST_HEADERS = frozenset({"content-type", "accept", "accept-encoding", "anthropic-version", "anthropic-beta"})
+KEPT_REQUEST_HEADERS = frozenset({"content-type", "accept", "accept-encoding"})
 KEPT_RESPONSE_HEADERS = frozenset({"content-type", "content-encoding"})  # encoding stays only if undecodable
 _SECRET_HEADER = re.compile(r"(?im)^\s*['\"]?(authorization|x-api-key|api-key|cookie|set-cookie)['\"]?:\s*(\[.*)?$")
 SCANNED_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
@@ -91,10 +81,9 @@ def filter_request(request: Any) -> Any:
     request = copy.copy(request)
     request.uri = strip_userinfo(request.uri)
     request.body = redact_body(request.body)
+    kept, secret = KEPT_REQUEST_HEADERS | wire.kept_request_headers(), SECRET_HEADERS | wire.secret_headers()
     request.headers = {
-        name: value
-        for name, value in request.headers.items()
-        if name.lower() in KEPT_REQUEST_HEADERS and name.lower() not in SECRET_HEADERS
+        name: value for name, value in request.headers.items() if name.lower() in kept and name.lower() not in secret
     }
     return _user_scrubbed("request", request)
 
@@ -133,10 +122,9 @@ def filter_response(response: dict[str, Any]) -> dict[str, Any] | None:
     if "string" in body:
         response["body"] = {**body, "string": redact_body(body["string"])}
     headers = response.get("headers") or {}
+    secret = SECRET_HEADERS | wire.secret_headers()
     response["headers"] = {
-        name: values
-        for name, values in headers.items()
-        if name.lower() in KEPT_RESPONSE_HEADERS and name.lower() not in SECRET_HEADERS
+        name: values for name, values in headers.items() if name.lower() in KEPT_RESPONSE_HEADERS and name.lower() not in secret
     }
     return _user_scrubbed("response", response)
 

@@ -34,6 +34,7 @@ import yaml
 from ..guards.redaction import find_secrets
 from ..models.base import ModelCallError
 from ..models.validity import response_problem
+from ..models.wire import model_of_request
 from .index import SUFFIX as INDEX_SUFFIX
 from .index import Slot, index_path
 from .index import render as render_index
@@ -167,11 +168,10 @@ def plain_key(entry: dict[str, Any]) -> tuple[str, str, str]:
 
 
 def model_of_plain(entry: dict[str, Any]) -> str:
-    """The `model` field of a plain entry's request body, or "unknown-model"."""
+    """The model a plain entry's request is for, by its wire's rule (`models.wire.model_of_request`), or
+    "unknown-model"."""
     body = entry["request"].get("body")
-    data = body.get("json") if isinstance(body, dict) else None
-    model = data.get("model") if isinstance(data, dict) else None
-    return model if isinstance(model, str) and model else "unknown-model"
+    return model_of_request(request_path(entry["request"]["uri"]), body.get("json") if isinstance(body, dict) else None)
 
 
 def _sort_key(entry: dict[str, Any]) -> tuple[Any, ...]:

@@ -82,17 +82,17 @@ def _look_up(manifest: Manifest, sub: Submission) -> str | None:
     created at its time with as many requests (as a run looks an interrupted create up); None when neither."""
     import os
 
-    from ..models.aliases import KEY_VARIABLES
     from ..models.batch import _api_for, _default, group_for
     from ..models.sdk_common import LOCAL_KEY
+    from ..models.wire import key_variable, wire_names
 
     provider, _, rest = sub.group.partition(":")
     model_id, _, base_url = rest.partition("@")
-    if provider not in KEY_VARIABLES:
+    if provider not in wire_names():
         raise ValueError(f"unknown provider in the manifest's group {sub.group!r}")
-    key = os.environ.get(KEY_VARIABLES[provider], "") or (LOCAL_KEY if base_url != _default(provider) else "")
+    key = os.environ.get(key_variable(provider), "") or (LOCAL_KEY if base_url != _default(provider) else "")
     if not key:
-        raise ValueError(f"{KEY_VARIABLES[provider]} is not set")
+        raise ValueError(f"{key_variable(provider)} is not set")
     api = _api_for(group_for(provider, base_url, model_id, key))
     if sub.batch_id:
         try:

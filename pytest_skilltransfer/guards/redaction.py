@@ -2,8 +2,8 @@
 
 What is a secret:
 
-- the value of every key variable the run knows: the SDKs' own variables and every `api_key_env`
-  of the models table (`register_key_variables`), and every value registered with
+- the value of every key variable the run knows: each registered wire's (`models.wire`) and every
+  `api_key_env` of the models table (`register_key_variables`), and every value registered with
   `register_secret` (the password of a base URL's userinfo, its `user:password` pair);
 - an echo of such a value, in any form derived from it (`derived_forms`): the value itself, its
   percent-encodings (as a URL carries it) and its base64 (standard and URL-safe, at each of the three
@@ -45,7 +45,6 @@ from functools import lru_cache
 from typing import Any, Callable
 from urllib.parse import quote, quote_plus
 
-SDK_KEY_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY")
 MIN_SECRET_LENGTH = 8  # shorter values (placeholders, "x") would redact ordinary words; also the shortest echo
 
 
@@ -120,7 +119,7 @@ TOKEN_PATTERNS: tuple[TokenPattern, ...] = (
 URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]{0,20}://)[^\s/?#@\"'<>\\]+@(?=[^\s/?#@\"'<>\\]+)")
 _PLACEHOLDER = re.compile(r"\[redacted: [^\]]*\]")
 
-_variables: set[str] = set(SDK_KEY_VARIABLES)
+_variables: set[str] = set()  # each wire's key variables (`models.wire.register_wire`), a models table's
 _registered: dict[str, str] = {}  # secret value -> what it is
 _lock = threading.Lock()
 

@@ -16,16 +16,15 @@ import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ..guards.redaction import register_secret, strip_userinfo
 from ..guards.run_scope import Scoped
 from .base import ModelError
+from .wire import key_variable, wire_named, wire_names
 
-Provider = Literal["anthropic", "openai"]
-PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai")
-KEY_VARIABLES: dict[str, str] = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+Provider = str  # the name of a registered wire format (`models.wire`): "anthropic", "openai", ...
 
 # Used only when the SDK's model list cannot be read (the SDK is missing or its layout changed).
 _FALLBACK_ALIASES = {
@@ -50,14 +49,14 @@ class Target:
     model_id: str
     base_url: str | None = None
     api_key_env: str | None = None
-    service_tier: str | None = None  # OpenAI only: "flex" or "default" (None: the run's --transfer-service-tier)
+    service_tier: str | None = None  # one of its wire's tiers (OpenAI: "flex", "default"; None: the run's)
     free: bool = False  # declared to cost nothing (`free = true`): priced at 0 unless a price is given
     lane: str | None = None  # "standard", "flex" (OpenAI) or "batch": this model's own lane (None: the run's)
 
     @property
     def key_variable(self) -> str:
         """The environment variable holding the API key for this target."""
-        return self.api_key_env or KEY_VARIABLES[self.provider]
+        return self.api_key_env or key_variable(self.provider)
 
 
 def _sdk_literals(package: str, relative: str) -> list[str]:
@@ -163,17 +162,18 @@ def set_user_aliases(table: dict[str, Any]) -> None:
         if isinstance(value, str) and value:
             checked[alias] = value
         elif isinstance(value, dict) and isinstance(value.get("model"), str):
-            if value.get("provider", "openai") not in PROVIDERS:
+            if value.get("provider", "openai") not in wire_names():
                 raise ModelError(
-                    f"[tool.skilltransfer.models] {alias}: provider must be one of {', '.join(PROVIDERS)}"
+                    f"[tool.skilltransfer.models] {alias}: provider must be one of {', '.join(wire_names())}"
                 )
+            tiers = wire_named(value.get("provider", "openai")).service_tiers
             tier = value.get("service_tier")
-            if tier is not None and (value.get("provider", "openai") != "openai" or tier not in SERVICE_TIERS):
+            if tier is not None and tier not in tiers:
                 raise ModelError(
                     f"[tool.skilltransfer.models] {alias}: service_tier = {tier!r} is not offered; OpenAI models "
                     f"take one of {', '.join(SERVICE_TIERS)}")
             lane = value.get("lane")
-            if lane is not None and (lane not in MODEL_LANES or (lane == "flex" and value.get("provider", "openai") != "openai")):
+            if lane is not None and (lane not in MODEL_LANES or (lane == "flex" and "flex" not in tiers)):
                 raise ModelError(
                     f"[tool.skilltransfer.models] {alias}: lane = {lane!r} is not offered; use one of "
                     f"{', '.join(MODEL_LANES)} (flex: OpenAI models only)")
@@ -206,9 +206,10 @@ def _describe(entry: dict[str, Any]) -> str:
 
 
 def parse_explicit(spec: str) -> Target | None:
-    """`anthropic:<id>`, `openai:<id>`, optionally `@http(s)://base-url`; None if not of that form."""
+    """`<wire>:<id>` (`anthropic:<id>`, `openai:<id>`, a registered wire's), optionally `@http(s)://base-url`;
+    None if not of that form."""
     provider, sep, rest = spec.partition(":")
-    if not sep or provider not in PROVIDERS or not rest:
+    if not sep or provider not in wire_names() or not rest:
         return None
     model_id, base_url = rest, None
     at = rest.rfind("@http")
@@ -217,7 +218,7 @@ def parse_explicit(spec: str) -> Target | None:
     if not model_id:
         return None
     register_url_credentials(base_url)
-    return Target(provider=provider, model_id=model_id, base_url=base_url)  # type: ignore[arg-type]
+    return Target(provider=provider, model_id=model_id, base_url=base_url)
 
 
 def register_url_credentials(url: str | None) -> None:
@@ -283,4 +284,4 @@ def is_known(name: str) -> bool:
 def help_text() -> str:
     """One line for the "known models" list."""
     names = ", ".join(f"{alias} ({strip_userinfo(spec.split(':', 1)[-1])})" for alias, spec in all_aliases().items())
-    return f"{names}; anthropic:<model-id>[@<base-url>], openai:<model-id>[@<base-url>]"
+    return f"{names}; " + ", ".join(f"{wire}:<model-id>[@<base-url>]" for wire in wire_names())

@@ -16,11 +16,13 @@ call policy's `prompt_cache` off (`--prompt-cache=off`) nothing is marked. A req
 from __future__ import annotations
 
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
-from .aliases import Target
 from .base import Message, Reply, Request, ToolCall, Usage
-from .sdk_common import call_policy
+from .sdk_common import CallPolicy, call_policy, make_client
+
+if TYPE_CHECKING:
+    from .aliases import Target
 
 
 CLIENT_CLASS = ("anthropic", "Anthropic")  # the SDK module and client class, imported on first use
@@ -159,4 +161,70 @@ def send_body(client: Any, params: dict[str, Any]) -> Any:
     """`send` for a body already built (`request_params`): the one route the SDK builds requests by."""
     from .sent_bodies import note_sent
 
-    return note_sent("anthropic", params, client.messages.with_raw_response.create(**params).http_response)
+    return note_sent(WIRE.name, params, client.messages.with_raw_response.create(**params).http_response)
+
+
+def answer_problem(data: dict[str, Any]) -> str | None:
+    """Why a 2xx JSON object is not a finished Messages API message, or None."""
+    if data.get("type") != "message":
+        return f"the body is not a Messages API message (type {data.get('type')!r})"
+    if not isinstance(data.get("content"), list):
+        return "the message has no content list"
+    if not data.get("stop_reason"):
+        return "the message has no stop_reason (an unfinished stream or a cut-off body)"
+    return None
+
+
+def _batch_api(client: Any) -> Any:
+    from .batch.apis import AnthropicBatches
+
+    return AnthropicBatches(client)
+
+
+class AnthropicWire:
+    """The Messages API (`POST {base}/v1/messages`) through the official `anthropic` SDK (`models.wire.Wire`)."""
+
+    name = "anthropic"
+    sdk = "anthropic"
+    key_variables = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+    default_base_url = "https://api.anthropic.com"
+    secret_headers = frozenset({"x-api-key", "anthropic-organization-id"})
+    kept_request_headers = frozenset({"anthropic-version", "anthropic-beta"})
+    stop_kinds = {"end_turn": "complete", "stop_sequence": "complete", "tool_use": "tool_use",
+                  "max_tokens": "truncated", "model_context_window_exceeded": "truncated", "refusal": "refusal",
+                  "pause_turn": "truncated"}  # still paused when the tool-step limit ended the attempt
+    service_tiers: tuple[str, ...] = ()
+    batch_api: Callable[[Any], Any] | None = staticmethod(_batch_api)
+    SUFFIX = "/v1/messages"  # appended to the base URL's path by the SDK
+
+    def call_path(self, base_path: str, model_id: str) -> str:
+        return base_path.rstrip("/") + self.SUFFIX
+
+    def is_call_path(self, path: str) -> bool:
+        return path.endswith(self.SUFFIX)
+
+    def model_of(self, path: str, body: Any) -> str | None:
+        model = body.get("model") if isinstance(body, dict) else None
+        return model if isinstance(model, str) and model else None
+
+    def request_params(self, target: Target, request: Request, policy: CallPolicy) -> dict[str, Any]:
+        return request_params(target, request, prompt_cache=policy.prompt_cache)
+
+    def make_client(self, api_key: str, base_url: str | None, max_retries: int, timeout: float, policy: CallPolicy,
+                    transport: Any = None, on_request: Callable[[Any], None] | None = None) -> Any:
+        return make_client(CLIENT_CLASS, api_key, base_url, max_retries, timeout, policy, transport, on_request)
+
+    def send_body(self, client: Any, model_id: str, params: dict[str, Any], policy: CallPolicy) -> Any:
+        return send_body(client, params)
+
+    def answer_problem(self, answer: dict[str, Any]) -> str | None:
+        return answer_problem(answer)
+
+    def parse_reply(self, answer: dict[str, Any], model_id: str) -> Reply:
+        return parse_reply(answer, model_id)
+
+    def service_tier(self, target: Target, run_tier: str | None) -> str | None:
+        return None
+
+
+WIRE = AnthropicWire()

@@ -36,35 +36,38 @@ from urllib.parse import urlparse
 from . import sent_bodies
 from .aliases import Target
 from .base import Request
+from .wire import wire_named, wire_of_path
 
-SUFFIXES = {"anthropic": "/v1/messages", "openai": "/chat/completions"}  # appended to the base URL's path
-DEFAULT_BASES = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com/v1"}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 def provider_of_path(path: str) -> str | None:
     """The provider whose synchronous call goes to `path` (a recorded request's path), or None."""
-    for provider, suffix in SUFFIXES.items():
-        if path.endswith(suffix):
-            return provider
-    return None
+    wire = wire_of_path(path)
+    return wire.name if wire is not None else None
 
 
-def request_path(provider: str, base_url: str | None) -> str:
+def request_path(provider: str, base_url: str | None, model_id: str = "") -> str:
     """The URL path of a call to `provider` at `base_url` (as the SDK joins them; see the tests)."""
-    base = urlparse(base_url or DEFAULT_BASES[provider]).path.rstrip("/")
-    return base + SUFFIXES[provider]
+    wire = wire_named(provider)
+    return wire.call_path(urlparse(base_url or wire.default_base_url).path.rstrip("/"), model_id)
+
+
+def fingerprint(provider: str) -> str | None:
+    """The installed versions that decide the bytes `provider`'s wire sends: its SDK's distribution and the
+    distributions it requires (not its extras), as `name==version` words; None when it is not installed or
+    the wire has no SDK (its calls then always take the path of record)."""
+    wire = wire_named(provider)
+    return _sdk_fingerprint(wire.sdk) if wire.sdk else None
 
 
 @lru_cache(maxsize=None)
-def fingerprint(provider: str) -> str | None:
-    """The installed versions that decide the bytes `provider`'s SDK sends: its distribution and the
-    distributions it requires (not its extras), as `name==version` words; None when it is not installed."""
+def _sdk_fingerprint(sdk: str) -> str | None:
     try:
-        dist = metadata.distribution(provider)
+        dist = metadata.distribution(sdk)
     except metadata.PackageNotFoundError:
         return None
-    words = [f"{provider}=={dist.version}"]
+    words = [f"{sdk}=={dist.version}"]
     for requirement in dist.requires or []:
         if "extra" in requirement.partition(";")[2]:
             continue  # an optional extra: not what a plain install runs
@@ -88,19 +91,12 @@ def request_body(target: Target, request: Request) -> dict[str, Any]:
     """The body the wire hands the SDK for `request` (under the current call policy)."""
     from .sdk_common import call_policy
 
-    policy = call_policy()
-    if target.provider == "anthropic":
-        from .anthropic_wire import request_params
-
-        return request_params(target, request, prompt_cache=policy.prompt_cache)
-    from .openai_wire import request_params as chat_params
-
-    return chat_params(target, request, policy.service_tier)
+    return wire_named(target.provider).request_params(target, request, call_policy())
 
 
 def request_key(target: Target, request: Request) -> tuple[str, str, str]:
     """What the path of record would match for this call: (POST, path, canonical body digest)."""
-    return "POST", request_path(target.provider, target.base_url), body_digest(request_body(target, request))
+    return "POST", request_path(target.provider, target.base_url, target.model_id), body_digest(request_body(target, request))
 
 
 def verified_fingerprint(recorded: Iterable[tuple[str, bytes | dict[str, Any]]]) -> str | None:
@@ -125,26 +121,30 @@ _CLIENTS_LOCK = threading.Lock()
 
 def _rebuilds(uri: str, raw: bytes | dict[str, Any]) -> str | None:
     """The provider, when the SDK rebuilds this recorded request exactly; else None."""
-    from .sdk_common import REPLAY_KEY, make_client
+    from .sdk_common import REPLAY_KEY
 
     path = "/" + uri.split("://", 1)[-1].partition("/")[2].split("?")[0]
-    provider = provider_of_path(path)
-    if provider is None:
+    wire = wire_of_path(path)
+    if wire is None or wire.sdk is None:
         return None
-    base = uri.split("?")[0][: -len(SUFFIXES[provider])]
+    provider = wire.name
     try:
         body = raw if isinstance(raw, dict) else json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         return None
-    if request_path(provider, base) != path or not isinstance(body, dict):
+    if not isinstance(body, dict):
+        return None
+    model_id = wire.model_of(path, body) or ""
+    base = uri.split("?")[0][: -len(wire.call_path("", model_id))]
+    if request_path(provider, base, model_id) != path:
         return None
     if (provider, path, body_digest(body), fingerprint(provider)) in sent_bodies.NOTED:
         return provider
     with _CLIENTS_LOCK:
         client = _CLIENTS.get((provider, base))
         if client is None:
-            client = _CLIENTS[(provider, base)] = _capturing_client(provider, base, make_client, REPLAY_KEY)
-    sent = _build(client, provider, body)
+            client = _CLIENTS[(provider, base)] = _capturing_client(provider, base, REPLAY_KEY)
+    sent = _build(client, provider, model_id, body)
     if sent is None or sent.method != "POST" or sent.url.path != path:
         return None
     try:
@@ -161,23 +161,21 @@ class _Captured(Exception):
         self.request = request
 
 
-def _capturing_client(provider: str, base: str, make_client: Any, key: str) -> Any:
-    from .anthropic_wire import CLIENT_CLASS as ANTHROPIC
-    from .openai_wire import CLIENT_CLASS as OPENAI
+def _capturing_client(provider: str, base: str, key: str) -> Any:
+    from .sdk_common import call_policy
 
     def capture(request: Any) -> None:
         raise _Captured(request)
 
-    return make_client(ANTHROPIC if provider == "anthropic" else OPENAI, key, base, 0, 600.0, on_request=capture)
+    return wire_named(provider).make_client(key, base, 0, 600.0, call_policy(), on_request=capture)
 
 
-def _build(client: Any, provider: str, body: dict[str, Any]) -> Any:
+def _build(client: Any, provider: str, model_id: str, body: dict[str, Any]) -> Any:
     """The httpx request the wire's route makes the SDK build for `body`, or None."""
-    from . import anthropic_wire, openai_wire
+    from .sdk_common import call_policy
 
-    wire = anthropic_wire if provider == "anthropic" else openai_wire
     try:
-        wire.send_body(client, body)
+        wire_named(provider).send_body(client, model_id, body, call_policy())
     except Exception as err:  # noqa: BLE001 - the SDK wraps transport errors; the capture is in the chain
         seen: set[int] = set()
         while err is not None and id(err) not in seen:

@@ -17,10 +17,13 @@ read from the response's JSON (`parse_reply`), which the caller has checked to b
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
-from .aliases import Target
 from .base import Message, Reply, Request, ToolCall, Usage
+from .sdk_common import CallPolicy, call_policy, make_client
+
+if TYPE_CHECKING:
+    from .aliases import Target
 
 
 CLIENT_CLASS = ("openai", "OpenAI")  # the SDK module and client class, imported on first use
@@ -144,16 +147,12 @@ def send(client: Any, target: Target, request: Request) -> Any:
     The body is plain JSON already, so the SDK's typed request transform (which would return it
     unchanged at a third of a millisecond per call) is skipped: `request_params` writes the keys in
     the order `create` does, and the bytes sent are the same (tests/models/test_sdk_route.py)."""
-    from .sdk_common import call_policy
-
     return send_body(client, request_params(target, request, call_policy().service_tier))
 
 
 def send_body(client: Any, params: dict[str, Any]) -> Any:
     """`send` for a body already built (`request_params`): the one route the SDK builds requests by."""
     from openai.types.chat import ChatCompletion
-
-    from .sdk_common import call_policy
 
     policy = call_policy()
     options: dict[str, Any] = {"headers": _RAW_RESPONSE, "security": _SECURITY}
@@ -163,4 +162,72 @@ def send_body(client: Any, params: dict[str, Any]) -> Any:
     from .sent_bodies import note_sent
 
     response = client.post("/chat/completions", cast_to=ChatCompletion, body=params, options=options)
-    return note_sent("openai", params, response.http_response)
+    return note_sent(WIRE.name, params, response.http_response)
+
+
+def answer_problem(data: dict[str, Any]) -> str | None:
+    """Why a 2xx JSON object is not a finished chat completion (every choice with a finish reason), or None."""
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices:
+        return "the completion has no choices"
+    for choice in choices:
+        if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
+            return "a choice has no message"
+        if not choice.get("finish_reason"):
+            return "a choice has no finish_reason (an unfinished stream or a cut-off body)"
+    return None
+
+
+def _batch_api(client: Any) -> Any:
+    from .batch.apis import OpenAIBatches
+
+    return OpenAIBatches(client)
+
+
+class OpenAIWire:
+    """Chat Completions (`POST {base}/chat/completions`) through the official `openai` SDK, for OpenAI and any
+    compatible server (`models.wire.Wire`)."""
+
+    name = "openai"
+    sdk = "openai"
+    key_variables = ("OPENAI_API_KEY",)
+    default_base_url = "https://api.openai.com/v1"
+    secret_headers = frozenset({"openai-organization", "openai-project"})
+    kept_request_headers: frozenset[str] = frozenset()
+    stop_kinds = {"stop": "complete", "tool_calls": "tool_use", "function_call": "tool_use", "length": "truncated",
+                  "refusal": "refusal", "content_filter": "content_filter"}
+    service_tiers = ("flex", "default")
+    batch_api: Callable[[Any], Any] | None = staticmethod(_batch_api)
+    SUFFIX = "/chat/completions"  # appended to the base URL's path by the SDK
+
+    def call_path(self, base_path: str, model_id: str) -> str:
+        return base_path.rstrip("/") + self.SUFFIX
+
+    def is_call_path(self, path: str) -> bool:
+        return path.endswith(self.SUFFIX)
+
+    def model_of(self, path: str, body: Any) -> str | None:
+        model = body.get("model") if isinstance(body, dict) else None
+        return model if isinstance(model, str) and model else None
+
+    def request_params(self, target: Target, request: Request, policy: CallPolicy) -> dict[str, Any]:
+        return request_params(target, request, policy.service_tier)
+
+    def make_client(self, api_key: str, base_url: str | None, max_retries: int, timeout: float, policy: CallPolicy,
+                    transport: Any = None, on_request: Callable[[Any], None] | None = None) -> Any:
+        return make_client(CLIENT_CLASS, api_key, base_url, max_retries, timeout, policy, transport, on_request)
+
+    def send_body(self, client: Any, model_id: str, params: dict[str, Any], policy: CallPolicy) -> Any:
+        return send_body(client, params)
+
+    def answer_problem(self, answer: dict[str, Any]) -> str | None:
+        return answer_problem(answer)
+
+    def parse_reply(self, answer: dict[str, Any], model_id: str) -> Reply:
+        return parse_reply(answer, model_id)
+
+    def service_tier(self, target: Target, run_tier: str | None) -> str | None:
+        return service_tier(target, run_tier)
+
+
+WIRE = OpenAIWire()

@@ -15,7 +15,6 @@ import json
 import threading
 from contextlib import contextmanager, nullcontext
 from dataclasses import replace
-from types import ModuleType
 from typing import Any, Callable, Iterator
 from urllib.parse import urlparse
 
@@ -54,10 +53,10 @@ from .sdk_common import (
     call_policy,
     client_settings,
     current_environment,
-    make_client,
     take_paid_by_another_run,
 )
 from .validity import excerpt, read_answer
+from .wire import Wire, wire_named
 
 FAMILY = "providers"
 MAX_ALIAS_DEPTH = 8
@@ -65,18 +64,15 @@ DEFAULT_CONCURRENCY = 8  # concurrent calls per cloud model (the limiter lowers 
 LOCAL_SERVER_SLOTS = 1  # the local llama server runs with one slot (`-np 1`): calls queue there anyway
 
 
-def _wire(provider: str) -> ModuleType:
-    if provider == "anthropic":
-        from . import anthropic_wire
-
-        return anthropic_wire
-    from . import openai_wire
-
-    return openai_wire
+def _send(wire: Wire, client: Any, target: Target, request: Request) -> Any:
+    """One call of `request` through `client`, in the wire's format under the run's call policy."""
+    policy = call_policy()
+    return wire.send_body(client, target.model_id, wire.request_params(target, request, policy), policy)
 
 
 class ProviderModel:
-    """A model behind a real HTTP API (Anthropic Messages or OpenAI Chat Completions)."""
+    """A model behind a real HTTP API, in its registered wire format (`models.wire`: Anthropic Messages,
+    OpenAI Chat Completions, or another registered one)."""
 
     records_http = True  # calls go through the SDKs, so they belong in cassettes
 
@@ -94,13 +90,9 @@ class ProviderModel:
 
     @property
     def service_tier(self) -> str | None:
-        """The OpenAI service tier of this model's calls (its own, else the run's unless the model names
-        another lane); None for Anthropic."""
-        if self.target.provider != "openai":
-            return None
-        from .openai_wire import service_tier
-
-        return service_tier(self.target, call_policy().service_tier)
+        """The service tier of this model's calls (its own, else the run's unless the model names another
+        lane); None for a wire without tiers (Anthropic)."""
+        return wire_named(self.target.provider).service_tier(self.target, call_policy().service_tier)
 
     @property
     def max_concurrency(self) -> int:
@@ -118,7 +110,7 @@ class ProviderModel:
         priced in the batch lane. Any other model only collects: a request a batch of an earlier run holds
         is collected from it rather than paid for again, at that model's own prices."""
         lane = active_lane()
-        if lane is None or self.server_slots is not None:
+        if lane is None or self.server_slots is not None or wire_named(self.target.provider).batch_api is None:
             return None, False
         goes = self.target.lane not in ("standard", "flex") and (self.target.lane == "batch"
                                                                  or lane.settings.every_model)
@@ -132,12 +124,12 @@ class ProviderModel:
     def __repr__(self) -> str:
         return strip_userinfo(f"ProviderModel({self.name!r} -> {self.target})")
 
-    def _client(self, wire: ModuleType) -> Any:
+    def _client(self, wire: Wire) -> Any:
         s = client_settings(self.target)  # raises MissingAPIKey when recording without a key
         policy = call_policy()
         key = (self.target.provider, self.target.base_url, s.api_key, s.max_retries, policy)
-        return cached_client(key, lambda: spend_gate.gate_client(observe_client(make_client(
-            wire.CLIENT_CLASS, s.api_key, self.target.base_url, s.max_retries, policy.timeout_s, policy))))
+        return cached_client(key, lambda: spend_gate.gate_client(observe_client(wire.make_client(
+            s.api_key, self.target.base_url, s.max_retries, policy.timeout_s, policy))))
 
     def complete(self, request: Request) -> Reply:
         """One API call; every failure is a ModelCallError that says what to do.
@@ -148,7 +140,7 @@ class ProviderModel:
         Under a budget every request sent reserves its worst case first (`spend_gate`) and the
         answered one is settled to its usage here.
         """
-        wire = _wire(self.target.provider)
+        wire = wire_named(self.target.provider)
         lane, collect_only = self._batches()
         replayed = self._replay_without_sdk(wire, request)
         if replayed is not None:
@@ -173,7 +165,7 @@ class ProviderModel:
                 if http is None:  # a synchronous call (after the lane: bounded by its own deadline)
                     with call_deadline(call_policy()) if batched else nullcontext(), answering_in(self.sync_lane), \
                             LIMITERS.get(self.model_id, DEFAULT_CONCURRENCY, self.server_slots).slot() as call:
-                        http = wire.send(client, self.target, request)
+                        http = _send(wire, client, self.target, request)
                     live = call.live
                     paid_in = self.sync_lane if live else None
                 if take_paid_by_another_run() and paid_in is None:
@@ -222,7 +214,7 @@ class ProviderModel:
             return
         start()
 
-    def _replay_without_sdk(self, wire: ModuleType, request: Request) -> Reply | None:
+    def _replay_without_sdk(self, wire: Wire, request: Request) -> Reply | None:
         """The recorded answer, read without the SDK, when this call can only be replayed and the
         cassette vouches that the installed SDK builds exactly the bytes it looks up (`fidelity`);
         None sends the call down the path of record (the SDK through vcrpy)."""
@@ -243,15 +235,15 @@ class ProviderModel:
                                excerpt(body if isinstance(body, (bytes, str)) else json.dumps(body)))
         return redact_reply(wire.parse_reply(answer, self.model_id))
 
-    def _through_batch(self, lane: Any, wire: ModuleType, api_key: str, request: Request, collect_only: bool) -> Any:
+    def _through_batch(self, lane: Any, wire: Wire, api_key: str, request: Request, collect_only: bool) -> Any:
         """The call through the batch lane; None when it is to be sent synchronously (fallback `sync`, or
         a model that only collects and a request no batch holds)."""
         group = group_for(self.target.provider, self.target.base_url, self.model_id, api_key)
         if not lane.may_take(group, collect_only):
             return None  # no batch can hold it: skip building the request for the lane
-        client = batch_client(lane, group, wire.CLIENT_CLASS, self.target.base_url, collect_only)
+        client = batch_client(lane, group, wire, self.target.base_url, collect_only)
         try:
-            return wire.send(client, self.target, request)
+            return _send(wire, client, self.target, request)
         except Exception as err:  # noqa: BLE001 - the lane's own errors travel inside the SDK's
             if find_in_chain(err, SendSynchronously) is not None:
                 return None

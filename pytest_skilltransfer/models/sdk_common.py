@@ -47,6 +47,7 @@ from ..guards.run_scope import Scoped
 from .aliases import Target
 from .base import ModelCallError, find_in_chain
 from .halt import RunStopped, refuse_if_halted
+from .wire import wire_named
 
 REPLAY_KEY = "skilltransfer-replay-placeholder"
 LOCAL_KEY = "skilltransfer-local-placeholder"
@@ -54,7 +55,6 @@ MAX_RETRY_AFTER_S = 120.0  # a longer retry-after is capped at this wait
 FLEX_TIMEOUT_S = 900.0  # OpenAI advises a 15-minute timeout for flex processing
 # Pinned so cassettes hold plain bodies (httpx2 would otherwise offer br/zstd when installed).
 DEFAULT_HEADERS = {"Accept-Encoding": "identity"}
-_DEFAULT_ENDPOINTS = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com/v1"}
 
 
 @dataclass(frozen=True)
@@ -267,9 +267,7 @@ def client_settings(target: Target) -> ClientSettings:
     env = current_environment()
     if env is not None and env.replay_only(target.model_id):
         return ClientSettings(api_key=REPLAY_KEY, max_retries=0, replay=True)
-    variables = [target.key_variable]
-    if target.provider == "anthropic" and not target.api_key_env:
-        variables.append("ANTHROPIC_AUTH_TOKEN")
+    variables = [target.api_key_env] if target.api_key_env else list(wire_named(target.provider).key_variables)
     key = next((os.environ[v] for v in variables if os.environ.get(v)), "")
     if not key and target.base_url:
         key = LOCAL_KEY
@@ -317,7 +315,7 @@ def endpoint(target: Target) -> str:
 
 def endpoint_for(provider: str, base_url: str | None) -> str:
     """A provider's base URL (without credentials), or its public endpoint when none is set."""
-    return strip_userinfo(base_url) if base_url else _DEFAULT_ENDPOINTS[provider]
+    return strip_userinfo(base_url) if base_url else wire_named(provider).default_base_url
 
 
 def _status_message(exc: Any) -> str:

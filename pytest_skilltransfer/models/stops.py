@@ -1,24 +1,27 @@
-"""Why a model stopped, in one vocabulary for both wire formats.
+"""Why a model stopped, in one vocabulary for every wire format.
 
 Providers name their stop reasons differently (Anthropic `end_turn`, `max_tokens`, `refusal`,
 `pause_turn`; OpenAI `stop`, `length`, `content_filter`, plus a separate `refusal` message). Replies
-keep the provider's own word; `stop_kind` maps it, with the answer text, to a kind. The kinds in
-`PROBLEMS` are answers that are not a model's finished work and are counted per evaluation.
+keep the provider's own word; `stop_kind` maps it, with the answer text, to a kind (each wire's
+`stop_kinds`, `models.wire`). The kinds in `PROBLEMS` are answers that are not a model's finished work
+and are counted per evaluation.
 """
 
 from __future__ import annotations
 
+from .wire import wires
+
 PROBLEMS = ("truncated", "refusal", "content_filter", "empty")
 PAUSED = ("pause_turn",)  # a long turn the provider paused; the agent sends it back to be continued
 
-_KINDS = {
-    "end_turn": "complete", "stop": "complete", "stop_sequence": "complete", "": "complete",
-    "tool_use": "tool_use", "tool_calls": "tool_use", "function_call": "tool_use",
-    "max_tokens": "truncated", "length": "truncated", "model_context_window_exceeded": "truncated",
-    "refusal": "refusal",
-    "content_filter": "content_filter",
-    "pause_turn": "truncated",  # still paused when the tool-step limit ended the attempt
-}
+_SHARED = {"": "complete", "refusal": "refusal"}  # no stop reason (the simulator), a refusal message
+
+
+def _kind_of(stop_reason: str) -> str:
+    """The kind of a stop reason: the shared words, else the registered wires' own (`Wire.stop_kinds`)."""
+    if stop_reason in _SHARED:
+        return _SHARED[stop_reason]
+    return next((w.stop_kinds[stop_reason] for w in wires() if stop_reason in w.stop_kinds), "other")
 
 
 def stop_kind(stop_reason: str, answer: str) -> str:
@@ -26,7 +29,7 @@ def stop_kind(stop_reason: str, answer: str) -> str:
 
     A complete (or tool-step-exhausted) stop with no answer text counts as `empty`.
     """
-    kind = _KINDS.get(stop_reason or "", "other")
+    kind = _kind_of(stop_reason or "")
     if kind in ("complete", "tool_use", "other") and not (answer or "").strip():
         return "empty"
     return kind

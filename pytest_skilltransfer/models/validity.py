@@ -1,8 +1,8 @@
 """What counts as evidence: only a complete, successful provider response may be stored or replayed.
 
 A response is usable when its status is 2xx, its body is the provider's JSON, and that JSON is a
-finished answer: a Messages API `message` with its content and stop reason, or a chat completion
-whose choices all carry a finish reason. Anything else (an error status, an HTML page served with
+finished answer as its wire defines one (`Wire.answer_problem`: a Messages API `message` with its content
+and stop reason, a chat completion whose choices all carry a finish reason). Anything else (an error status, an HTML page served with
 200, a cut-off body) is never written, and an old cassette entry of that kind counts as a miss.
 """
 
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 from typing import Any
+
+from .wire import wire_of_path
 
 
 def _json(body: Any) -> Any:
@@ -23,33 +25,11 @@ def _json(body: Any) -> Any:
         return None
 
 
-def _messages_problem(data: dict[str, Any]) -> str | None:
-    if data.get("type") != "message":
-        return f"the body is not a Messages API message (type {data.get('type')!r})"
-    if not isinstance(data.get("content"), list):
-        return "the message has no content list"
-    if not data.get("stop_reason"):
-        return "the message has no stop_reason (an unfinished stream or a cut-off body)"
-    return None
-
-
-def _chat_problem(data: dict[str, Any]) -> str | None:
-    choices = data.get("choices")
-    if not isinstance(choices, list) or not choices:
-        return "the completion has no choices"
-    for choice in choices:
-        if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
-            return "a choice has no message"
-        if not choice.get("finish_reason"):
-            return "a choice has no finish_reason (an unfinished stream or a cut-off body)"
-    return None
-
-
 def response_problem(path: str, status: int, body: bytes | str | None) -> str | None:
     """Why this response is not a usable recording, or None when it is one.
 
-    `path` is the request path: `/messages` answers are checked as the Messages API, `/completions`
-    answers as Chat Completions; other paths need only a 2xx JSON body.
+    `path` is the request path: an answer to a wire's call path is checked by that wire
+    (`models.wire.Wire.answer_problem`); other paths need only a 2xx JSON body.
     """
     return read_answer(path, status, body)[1]
 
@@ -63,11 +43,8 @@ def read_answer(path: str, status: int, body: Any) -> tuple[dict[str, Any], str 
     data = _json(body)
     if not isinstance(data, dict):
         return {}, "the body is not JSON" if data is None else "the body is not a JSON object"
-    if path.endswith("/messages"):
-        return data, _messages_problem(data)
-    if path.endswith("/completions"):
-        return data, _chat_problem(data)
-    return data, None
+    wire = wire_of_path(path)
+    return data, wire.answer_problem(data) if wire is not None else None
 
 
 def excerpt(body: bytes | str | None, limit: int = 200) -> str:

@@ -5,20 +5,21 @@ from __future__ import annotations
 import json
 
 
-def provider_of_path(path: str) -> str:
-    """The wire of a request path: `openai` for chat completions, else `anthropic` (messages)."""
-    return "openai" if path.rstrip("/").endswith("/chat/completions") else "anthropic"
+def provider_of_path(path: str) -> str | None:
+    """The wire of a request path (`models.wire.wire_of_path`), or None when no registered wire calls it."""
+    from ..models.wire import wire_of_path
+
+    wire = wire_of_path(path)
+    return wire.name if wire is not None else None
 
 
-def answer_usd(provider: str, model_id: str, body: bytes | str, lane: str) -> float | None:
-    """Dollars of one reply body (None: no price for the model in that lane, or no readable usage)."""
-    from ..models import anthropic_wire, openai_wire
+def answer_usd(provider: str | None, model_id: str, body: bytes | str, lane: str) -> float | None:
+    """Dollars of one reply body (None: no price for the model in that lane, no readable usage, or no wire)."""
+    from ..models.wire import wire_named
     from ..pricing.prices import cost_usd
 
-    wire = openai_wire if provider == "openai" else anthropic_wire
     try:
-        usage = wire.parse_reply(json.loads(body), model_id).usage
+        usage = wire_named(provider or "").parse_reply(json.loads(body), model_id).usage
     except Exception:  # noqa: BLE001 - a figure for progress lines, never a reason to fail
         return None
     return None if usage.unreported else cost_usd(model_id, usage, lane)
-

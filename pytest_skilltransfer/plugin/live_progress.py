@@ -114,6 +114,7 @@ class LiveProgress:
     def _observe(self, path: str, request_body: bytes, response_body: bytes) -> None:
         from ..models.spend_gate import lane_of_body
         from ..pricing.prices import lane_of
+        from ..models.wire import model_of_request
         from ..planning.answer_cost import answer_usd, provider_of_path
 
         try:
@@ -121,7 +122,7 @@ class LiveProgress:
         except ValueError:
             body = {}
         body = body if isinstance(body, dict) else {}
-        model_id = str(body.get("model", ""))
+        model_id = model_of_request(path, body)
         from ..models.providers import answer_lane
 
         # where it was paid: the batch lane or a synchronous call (each model in its own lane otherwise)

@@ -20,6 +20,7 @@ from pytest_skilltransfer.cassettes.reindex import run as reindex
 from pytest_skilltransfer.models import fidelity, sdk_common
 from pytest_skilltransfer.models.base import Message, Request, ToolCall, ToolSpec
 from pytest_skilltransfer.models.providers import build_model
+from pytest_skilltransfer.models.wire import wire_named
 
 ROOT = Path(__file__).resolve().parents[2]
 SEARCH = ToolSpec("search", "Search the notes.", {"type": "object", "properties": {"query": {"type": "string"}}})
@@ -57,8 +58,9 @@ def _count_clients(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     built: list[Any] = []
     real = sdk_common.make_client
     monkeypatch.setattr(sdk_common, "_clients", {})
-    monkeypatch.setattr("pytest_skilltransfer.models.providers.make_client",
-                        lambda *a, **k: built.append(a) or real(*a, **k))
+    for wire in ("anthropic_wire", "openai_wire"):
+        monkeypatch.setattr(f"pytest_skilltransfer.models.{wire}.make_client",
+                            lambda *a, **k: built.append(a) or real(*a, **k))
     return built
 
 
@@ -161,9 +163,8 @@ def test_an_index_without_a_fingerprint_replays_through_the_sdk_and_the_index_co
 ])
 def test_the_request_path_is_the_one_the_sdk_sends_to(provider: str, base: str | None, path: str) -> None:
     assert fidelity.request_path(provider, base) == path
-    client = fidelity._capturing_client(provider, base or fidelity.DEFAULT_BASES[provider], sdk_common.make_client,
-                                        sdk_common.REPLAY_KEY)
-    sent = fidelity._build(client, provider, {"model": "m", "max_tokens": 1, "messages": []})
+    client = fidelity._capturing_client(provider, base or wire_named(provider).default_base_url, sdk_common.REPLAY_KEY)
+    sent = fidelity._build(client, provider, "m", {"model": "m", "max_tokens": 1, "messages": []})
     assert sent.url.path == path
 
 

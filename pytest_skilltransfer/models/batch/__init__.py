@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ...guards.run_scope import Scoped
-from .apis import AnthropicBatches, BatchApi, Item, OpenAIBatches
+from ..wire import Wire, wire_named
+from .apis import BatchApi, Item
 from .lane import (
     BatchLane,
     BatchLaneError,
@@ -70,14 +71,16 @@ def group_for(provider: str, base_url: str | None, model_id: str, api_key: str) 
 
 def _api_for(group: Group) -> BatchApi:
     """The batch API of a group, on an ordinary SDK client (its traffic is not recorded)."""
-    from ..sdk_common import cached_client, call_policy, make_client
+    from ..sdk_common import cached_client, call_policy
 
     policy = call_policy()
-    module = ("anthropic", "Anthropic") if group.provider == "anthropic" else ("openai", "OpenAI")
+    wire = wire_named(group.provider)
+    if wire.batch_api is None:
+        raise BatchLaneError(f"{group.name}: the {wire.name} wire has no Batch API")
     base = None if group.base_url == _default(group.provider) else group.base_url
     client = cached_client(("batch-api", group.provider, group.base_url, group.api_key, policy),
-                           lambda: make_client(module, group.api_key, base, policy.max_retries, policy.timeout_s, policy))
-    return AnthropicBatches(client) if group.provider == "anthropic" else OpenAIBatches(client)
+                           lambda: wire.make_client(group.api_key, base, policy.max_retries, policy.timeout_s, policy))
+    return wire.batch_api(client)
 
 
 def _default(provider: str) -> str:
@@ -86,11 +89,10 @@ def _default(provider: str) -> str:
     return endpoint_for(provider, None)
 
 
-def batch_client(lane: BatchLane, group: Group, client_class: tuple[str, str], base_url: str | None,
-                 collect_only: bool = False) -> Any:
+def batch_client(lane: BatchLane, group: Group, wire: Wire, base_url: str | None, collect_only: bool = False) -> Any:
     """An SDK client whose transport parks each request in the lane (one per group, cached); `collect_only`:
     only requests a batch of an earlier run holds are parked (see `BatchLane.answer`)."""
-    from ..sdk_common import cached_client, call_policy, make_client
+    from ..sdk_common import cached_client, call_policy
 
     policy = call_policy()
 
@@ -107,7 +109,7 @@ def batch_client(lane: BatchLane, group: Group, client_class: tuple[str, str], b
             return httpx2.Response(outcome.status, content=outcome.body, headers={"content-type": "application/json"},
                                    extensions={BATCH_ANSWER: True})
 
-        return make_client(client_class, group.api_key, base_url, 0, policy.timeout_s, policy,
-                           transport=httpx2.MockTransport(handle))
+        return wire.make_client(group.api_key, base_url, 0, policy.timeout_s, policy,
+                                transport=httpx2.MockTransport(handle))
 
     return cached_client(("batch-lane", id(lane), group, policy, collect_only), build)
