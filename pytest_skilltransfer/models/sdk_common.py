@@ -420,6 +420,14 @@ def import_sdk(module: str) -> Any:
 HttpHook = Callable[[Any], None]  # an httpx event hook: called with the request or the response
 
 
+def event_hooks(on_request: HttpHook | None = None) -> dict[str, list[HttpHook]]:
+    """The httpx event hooks of every client that sends model calls (an SDK's, or a wire's own httpx client):
+    nothing is sent once the run is stopped, each attempt gets only the time its call has left, and what it
+    got is noted for the deadline message; `on_request` first, when given."""
+    first = [on_request] if on_request is not None else []
+    return {"request": [*first, _clamp_attempt], "response": [_note_response]}
+
+
 def make_client(client_class: tuple[str, str], api_key: str, base_url: str | None, max_retries: int,
                 timeout: float, policy: CallPolicy | None = None, transport: Any = None,
                 on_request: HttpHook | None = None) -> Any:
@@ -433,9 +441,6 @@ def make_client(client_class: tuple[str, str], api_key: str, base_url: str | Non
     cls = type(f"SkillTransfer{name}", (base,), {"_calculate_retry_timeout": _retry_timeout,
                                                   "_skilltransfer_policy": policy or call_policy()})
     extra = {"transport": transport} if transport is not None else {}
-    first = [on_request] if on_request is not None else []
-    http_client = sdk.DefaultHttpxClient(event_hooks={"request": [*first, _clamp_attempt],
-                                                      "response": [_note_response]},
-                                         cookies=NoCookies(), **extra)
+    http_client = sdk.DefaultHttpxClient(event_hooks=event_hooks(on_request), cookies=NoCookies(), **extra)
     return cls(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout,
                default_headers=DEFAULT_HEADERS, http_client=http_client)
