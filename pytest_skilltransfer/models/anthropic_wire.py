@@ -210,6 +210,10 @@ class AnthropicWire:
     def request_params(self, target: Target, request: Request, policy: CallPolicy) -> dict[str, Any]:
         return request_params(target, request, prompt_cache=policy.prompt_cache)
 
+    def max_output(self, body: dict[str, Any]) -> int | None:
+        output = body.get("max_tokens")
+        return output if isinstance(output, int) else None
+
     def make_client(self, api_key: str, base_url: str | None, max_retries: int, timeout: float, policy: CallPolicy,
                     transport: Any = None, on_request: Callable[[Any], None] | None = None) -> Any:
         return make_client(CLIENT_CLASS, api_key, base_url, max_retries, timeout, policy, transport, on_request)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .base import ModelCallError, Usage
+from .wire import worst_case_of
 
 OVERHEAD_TOKENS = 1024  # the provider's own prompt around tools, schemas and turns, at most (generous)
 DEFAULT_MAX_TOKENS = 4096  # a body without max_tokens (never sent by our wires)
@@ -80,10 +81,11 @@ def lane_of_body(body: dict[str, Any]) -> str:
     return "flex" if body.get("service_tier") == "flex" else "standard"
 
 
-def worst_case(body: dict[str, Any], size: int) -> tuple[str, int, int, str]:
-    """(model id, input tokens at most, output tokens at most, lane) of one request body of `size` bytes."""
-    output = body.get("max_tokens") or body.get("max_completion_tokens") or DEFAULT_MAX_TOKENS
-    return str(body.get("model", "")), size + OVERHEAD_TOKENS, int(output), lane_of_body(body)
+def worst_case(body: dict[str, Any], size: int, path: str = "") -> tuple[str, int, int, str]:
+    """(model id, input tokens at most, output tokens at most, lane) of one request body of `size` bytes sent
+    to `path` (its wire names the model and the output limit: `models.wire.worst_case_of`)."""
+    model_id, output = worst_case_of(path, body)
+    return model_id, size + OVERHEAD_TOKENS, int(output or DEFAULT_MAX_TOKENS), lane_of_body(body)
 
 
 @dataclass
@@ -157,7 +159,7 @@ class GatedPool:
         gate = current()
         if gate is None:
             return self._inner.handle_request(request)
-        token, model_id, lane = _reserve(gate, b"".join(request.stream))
+        token, model_id, lane = _reserve(gate, b"".join(request.stream), path=_path_of(request))
         try:
             response = self._inner.handle_request(request)
         except BaseException as exc:
@@ -260,10 +262,16 @@ def _body(raw: bytes) -> dict[str, Any]:
     return body if isinstance(body, dict) else {}
 
 
-def _reserve(gate: Gate, raw: bytes, lane: str | None = None) -> tuple[int, str, str]:
+def _path_of(request: Any) -> str:
+    """The URL path of a connection pool's request (its target, without the query)."""
+    target = getattr(request.url, "target", b"")
+    return (target.decode("ascii", "replace") if isinstance(target, bytes) else str(target)).split("?")[0]
+
+
+def _reserve(gate: Gate, raw: bytes, lane: str | None = None, path: str = "") -> tuple[int, str, str]:
     """Reserve a request body's worst case in `lane` (None: the lane the body asks for): (token, model id,
     lane); raises `Refused` when it does not fit or the model has no price there."""
-    model_id, input_tokens, output_tokens, asked = worst_case(_body(raw), len(raw))
+    model_id, input_tokens, output_tokens, asked = worst_case(_body(raw), len(raw), path)
     lane = lane or asked
     from ..pricing.prices import worst_case_usd
 

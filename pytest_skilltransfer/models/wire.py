@@ -57,6 +57,10 @@ class Wire(Protocol):
         """The JSON body of `request` for `target` under the run's call `policy`."""
         ...
 
+    def max_output(self, body: dict[str, Any]) -> int | None:
+        """The most output tokens a request body lets the model write (a budget's worst case), None if unset."""
+        ...
+
     def make_client(self, api_key: str, base_url: str | None, max_retries: int, timeout: float, policy: CallPolicy,
                     transport: Any = None, on_request: Callable[[Any], None] | None = None) -> Any:
         """A client that sends this wire's calls (`transport` replaces its HTTP transport; `on_request` sees each
@@ -132,6 +136,16 @@ def model_of_request(path: str, body: Any) -> str:
     if model is None and wire is None and isinstance(body, dict):
         model = body.get("model")
     return model if isinstance(model, str) and model else "unknown-model"
+
+
+def worst_case_of(path: str, body: dict[str, Any]) -> tuple[str, int | None]:
+    """(model id, most output tokens) of a request about to be sent, by its wire's rules (the body's `model`
+    and `max_tokens` when no registered wire calls `path`)."""
+    wire = wire_of_path(path)
+    if wire is None:
+        output = body.get("max_tokens")
+        return model_of_request(path, body), output if isinstance(output, int) else None
+    return model_of_request(path, body), wire.max_output(body)
 
 
 def key_variable(provider: str) -> str:

@@ -18,6 +18,7 @@ from plugin_support import project
 from pytest_skilltransfer.models import fidelity, stops, validity
 from pytest_skilltransfer.models.base import Reply, Request, Usage
 from pytest_skilltransfer.models.sdk_common import CallPolicy, event_hooks
+from pytest_skilltransfer.models.spend_gate import OVERHEAD_TOKENS, worst_case
 from pytest_skilltransfer.models.wire import model_of_request, register_wire, unregister_wire, wire_of_path
 
 SECRET_KEY = "jw-live-0123456789abcdef"
@@ -62,6 +63,9 @@ class JsonWire:
     def request_params(self, target: Any, request: Request, policy: CallPolicy) -> dict[str, Any]:
         return {"system": request.system, "turns": [{"role": m.role, "text": m.content} for m in request.messages],
                 "max_output": request.max_tokens, "sample": request.sample_id}
+
+    def max_output(self, body: dict[str, Any]) -> int | None:
+        return body.get("max_output")
 
     def make_client(self, api_key: str, base_url: str | None, max_retries: int, timeout: float, policy: CallPolicy,
                     transport: Any = None, on_request: Callable[[Any], None] | None = None) -> Any:
@@ -142,6 +146,7 @@ def test_the_registry_answers_what_modules_asked_of_names(json_wire: JsonWire) -
     assert stops.stop_kind("cut", "text") == "truncated" and stops.stop_kind("end_turn", "text") == "complete"
     assert validity.response_problem(path, 200, b'{"output": {}}') == "the answer has no output text"
     assert fidelity.fingerprint("jsonwire") is None  # no SDK: every call takes the path of record
+    assert worst_case({"max_output": 64}, 10, path)[:3] == ("jw-small", 10 + OVERHEAD_TOKENS, 64)  # a budget's bound
 
 
 def test_a_registered_wire_runs_a_seed_end_to_end(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
@@ -158,7 +163,9 @@ def test_a_registered_wire_runs_a_seed_end_to_end(pytester: pytest.Pytester, mon
         "toy-*" = [0.0, 0.0]
     ''')
     args = ("--pair", "toy-a:fast", "--limit-replay=2", "--limit-holdout=2", "-p", "no:cacheprovider")
-    recorded = pytester.runpytest(*args, "--record-mode=once", "--snapshot-update", "--skilltransfer-json=a.json")
+    recorded = pytester.runpytest(*args, "--record-mode=once", "--snapshot-update", "--skilltransfer-json=a.json",
+                                  "--max-cost=5")  # each call reserves its worst case: the URL's model, priced
+
     recorded.assert_outcomes(passed=1)
     calls = len(server.received)
     assert calls > 0 and {h["x-jsonwire-key"] for _, h, _ in server.received} == {SECRET_KEY}
