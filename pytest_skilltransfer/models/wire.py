@@ -10,7 +10,8 @@ answer pricing and scrubbing ask `wire_named` / `wire_of_path` instead of testin
 
 The built-in `anthropic` (Messages API) and `openai` (Chat Completions) wires register when the `models`
 package is imported (`models/__init__.py`); this module imports none of them. A wire registered by other
-code (`register_wire`, e.g. a plugin or a test) is served the same way by every name-resolving path:
+code (`register_wire`: a module as it is imported, or a run's `pytest_skilltransfer_configure` hook with
+`registry.add_wire`, for that run only) is served the same way by every name-resolving path:
 `<name>:<model-id>@<base-url>` and a models-table entry with `provider = "<name>"`.
 """
 
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 from ..guards.errors import ModelError
 from ..guards.redaction import register_key_variables
+from ..guards.run_scope import Scoped
 
 if TYPE_CHECKING:
     from .aliases import Target
@@ -85,28 +87,32 @@ class Wire(Protocol):
         ...
 
 
-_WIRES: dict[str, Wire] = {}
+_WIRES: dict[str, Wire] = {}  # registered by code as it is imported (the built-in wires first)
+_run_wires: Scoped[dict[str, Wire]] = Scoped("wires", dict)  # registered by this run's hook (`guards.run_scope`)
 _lock = threading.Lock()
 
 
-def register_wire(wire: Wire) -> Wire:
-    """Register (or replace) a wire by its name; its key variables become secrets redaction knows."""
+def register_wire(wire: Wire, for_run: bool = False) -> Wire:
+    """Register (or replace) a wire by its name: for the process (code that registers as it is imported), or
+    with `for_run` for the run in progress only (a `pytest_skilltransfer_configure` hook's). Its key variables
+    become secrets redaction knows, for the process."""
     register_key_variables(wire.key_variables)
     with _lock:
-        _WIRES[wire.name] = wire
+        (_run_wires() if for_run else _WIRES)[wire.name] = wire
     return wire
 
 
 def unregister_wire(name: str) -> None:
-    """Forget a registered wire (a test's, when it is done)."""
+    """Forget a wire registered for the process (a test's, when it is done)."""
     with _lock:
         _WIRES.pop(name, None)
 
 
 def wires() -> tuple[Wire, ...]:
-    """Every registered wire, the built-in ones first."""
+    """Every registered wire, the built-in ones first; a run's wire replaces the process's of the same name."""
     with _lock:
-        return tuple(_WIRES.values())
+        run = _run_wires()
+        return tuple(w for name, w in _WIRES.items() if name not in run) + tuple(run.values())
 
 
 def wire_names() -> tuple[str, ...]:
@@ -117,7 +123,7 @@ def wire_names() -> tuple[str, ...]:
 def wire_named(name: str) -> Wire:
     """The wire called `name`, or a ModelError naming the registered ones."""
     with _lock:
-        found = _WIRES.get(name)
+        found = _run_wires().get(name) or _WIRES.get(name)
     if found is None:
         raise ModelError(f"unknown provider {name!r}: the registered wire formats are {', '.join(wire_names())}")
     return found

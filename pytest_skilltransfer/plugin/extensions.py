@@ -1,6 +1,6 @@
 """The registry `pytest_skilltransfer_configure(config, registry)` receives (see `hookspecs`).
 
-Each method feeds the layer that owns the thing it registers: model families and aliases
+Each method feeds the layer that owns the thing it registers: model families, wire formats and aliases
 (`models`), judge ops (`judges`, so seeds using them load), cassette scrubbers (`cassettes.scrub`,
 run after the built-in header and secret filters, on recording and on replay matching).
 """
@@ -38,6 +38,13 @@ class Registry:
             configure_aliases({**self._project_aliases, **self._aliases})
         except ModelError as exc:
             raise pytest.UsageError(f"pytest_skilltransfer_configure: {exc}") from None
+
+    def add_wire(self, wire: Any) -> None:
+        """A wire format (`pytest_skilltransfer.models.wire.Wire`), for this run: models named
+        `<wire.name>:<model-id>@<base-url>`, or with `provider = "<wire.name>"` in an alias, speak it."""
+        from ..models.wire import register_wire
+
+        register_wire(wire, for_run=True)
 
     def add_judge_op(self, name: str, passes: Callable[[str, Any], bool], arg: str = "string",
                      description: str = "") -> None:

@@ -1,8 +1,9 @@
-"""A wire format is one registration (`models.wire`): this module adds a third one — a small JSON API whose
+"""A wire format is one registration (`models.wire`): this module defines a third one — a small JSON API whose
 model is named in the URL path, spoken by a loopback server started here — and runs a seed against it end to
-end through a real pytest run: a model alias points at it, its calls are recorded into a real vcrpy cassette
-filed under the model the URL names, its key is redacted, its answers are priced, and the cassette replays
-offline. The wire sends through httpx2 directly (it has no SDK), so its calls always take the path of record."""
+end through a real pytest run whose `pytest_skilltransfer_configure` hook adds it: a model alias points at it,
+its calls are recorded into a real vcrpy cassette filed under the model the URL names, its key is redacted,
+its answers are priced (and reserved under a budget), the cassette replays offline, and the wire leaves with
+its run. The wire sends through httpx2 directly (it has no SDK), so its calls always take the path of record."""
 
 from __future__ import annotations
 
@@ -14,12 +15,12 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from plugin_support import project
+from plugin_support import TOY_CONFTEST, project
 from pytest_skilltransfer.models import fidelity, stops, validity
 from pytest_skilltransfer.models.base import Reply, Request, Usage
 from pytest_skilltransfer.models.sdk_common import CallPolicy, event_hooks
 from pytest_skilltransfer.models.spend_gate import OVERHEAD_TOKENS, worst_case
-from pytest_skilltransfer.models.wire import model_of_request, register_wire, unregister_wire, wire_of_path
+from pytest_skilltransfer.models.wire import model_of_request, register_wire, unregister_wire, wire_names, wire_of_path
 
 SECRET_KEY = "jw-live-0123456789abcdef"
 _CALL = re.compile(r"/models/(?P<model>[^/]+)/generate$")
@@ -149,15 +150,24 @@ def test_the_registry_answers_what_modules_asked_of_names(json_wire: JsonWire) -
     assert worst_case({"max_output": 64}, 10, path)[:3] == ("jw-small", 10 + OVERHEAD_TOKENS, 64)  # a budget's bound
 
 
-def test_a_registered_wire_runs_a_seed_end_to_end(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
-                                                  json_wire: JsonWire, server: ThreadingHTTPServer) -> None:
+HOOK = """
+from test_wire_registry import JsonWire
+
+
+def pytest_skilltransfer_configure(config, registry):
+    registry.add_wire(JsonWire())
+    registry.add_alias("fast", {{"provider": "jsonwire", "model": "jw-small", "base_url": "{base}"}})
+"""
+
+
+def test_a_wire_a_run_registers_runs_a_seed_end_to_end(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+                                                      server: ThreadingHTTPServer) -> None:
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.setenv("JSONWIRE_API_KEY", SECRET_KEY)
     base = f"http://127.0.0.1:{server.server_address[1]}/api"
     project(pytester, ini="skilltransfer_nights = 1\nskilltransfer_no_direct = true\n", seeds=("alpha",))
-    pytester.makepyprojecttoml(f'''
-        [tool.skilltransfer.models]
-        fast = {{ provider = "jsonwire", model = "jw-small", base_url = "{base}" }}
+    pytester.makeconftest(TOY_CONFTEST + HOOK.format(base=base))
+    pytester.makepyprojecttoml('''
         [tool.skilltransfer.prices]
         "jw-small" = [1.0, 4.0]
         "toy-*" = [0.0, 0.0]
@@ -165,7 +175,6 @@ def test_a_registered_wire_runs_a_seed_end_to_end(pytester: pytest.Pytester, mon
     args = ("--pair", "toy-a:fast", "--limit-replay=2", "--limit-holdout=2", "-p", "no:cacheprovider")
     recorded = pytester.runpytest(*args, "--record-mode=once", "--snapshot-update", "--skilltransfer-json=a.json",
                                   "--max-cost=5")  # each call reserves its worst case: the URL's model, priced
-
     recorded.assert_outcomes(passed=1)
     calls = len(server.received)
     assert calls > 0 and {h["x-jsonwire-key"] for _, h, _ in server.received} == {SECRET_KEY}
@@ -186,6 +195,7 @@ def test_a_registered_wire_runs_a_seed_end_to_end(pytester: pytest.Pytester, mon
     replayed = pytester.runpytest(*args, "--record-mode=none", "--skilltransfer-json=b.json")
     replayed.assert_outcomes(passed=1)
     assert len(server.received) == calls
+    assert "jsonwire" not in wire_names()  # the run's wire left with its run
     second = json.loads((pytester.path / "b.json").read_text())["results"][0]
     for result in (first, second):
         result.pop("gate")
