@@ -1,9 +1,10 @@
-"""Real providers: registers the `anthropic` and `openai` families with the model registry.
+"""Real providers: registers the family of models behind an HTTP API with the model registry.
 
 Names served: aliases (`haiku`, `sonnet`, `opus`, `luna`, `sol`, `astra`, ... and the user's
-`[tool.skilltransfer.models]` table, see `configure_aliases`), explicit `anthropic:<model-id>` and
-`openai:<model-id>`, either with `@<base-url>` for a compatible server, and bare model ids listed
-by the installed SDKs. Importing this module does not import the SDKs.
+`[tool.skilltransfer.models]` table, see `configure_aliases`), explicit `<wire>:<model-id>` for every
+registered wire format (`anthropic:`, `openai:`, `models.wire`), with `@<base-url>` for a compatible
+server, and bare model ids listed by the installed SDKs. A model speaks its wire: the wire builds, sends
+and reads its calls. Importing this module does not import the SDKs.
 
 Concurrency: each call holds a slot of its model's adaptive limiter (`limiter`), at most
 `DEFAULT_CONCURRENCY` calls per model unless configured; the local llama server serves one at a time.
