@@ -89,6 +89,7 @@ class Wire(Protocol):
 
 _WIRES: dict[str, Wire] = {}  # registered by code as it is imported (the built-in wires first)
 _run_wires: Scoped[dict[str, Wire]] = Scoped("wires", dict)  # registered by this run's hook (`guards.run_scope`)
+_process_wires: list[tuple[Wire, ...]] = [()]  # `_WIRES`' values, kept as a tuple for `wires` (asked per call)
 _lock = threading.Lock()
 
 
@@ -97,8 +98,10 @@ def register_wire(wire: Wire, for_run: bool = False) -> Wire:
     with `for_run` for the run in progress only (a `pytest_skilltransfer_configure` hook's). Its key variables
     become secrets redaction knows, for the process."""
     register_key_variables(wire.key_variables)
+    run = _run_wires() if for_run else None
     with _lock:
-        (_run_wires() if for_run else _WIRES)[wire.name] = wire
+        (_WIRES if run is None else run)[wire.name] = wire
+        _process_wires[0] = tuple(_WIRES.values())
     return wire
 
 
@@ -106,12 +109,15 @@ def unregister_wire(name: str) -> None:
     """Forget a wire registered for the process (a test's, when it is done)."""
     with _lock:
         _WIRES.pop(name, None)
+        _process_wires[0] = tuple(_WIRES.values())
 
 
 def wires() -> tuple[Wire, ...]:
     """Every registered wire, the built-in ones first; a run's wire replaces the process's of the same name."""
+    run = _run_wires()
     with _lock:
-        run = _run_wires()
+        if not run:
+            return _process_wires[0]
         return tuple(w for name, w in _WIRES.items() if name not in run) + tuple(run.values())
 
 
@@ -122,8 +128,9 @@ def wire_names() -> tuple[str, ...]:
 
 def wire_named(name: str) -> Wire:
     """The wire called `name`, or a ModelError naming the registered ones."""
+    run = _run_wires()
     with _lock:
-        found = _run_wires().get(name) or _WIRES.get(name)
+        found = run.get(name) or _WIRES.get(name)
     if found is None:
         raise ModelError(f"unknown provider {name!r}: the registered wire formats are {', '.join(wire_names())}")
     return found
