@@ -194,8 +194,6 @@ def transport_failure(exc: BaseException) -> ModelCallError | None:
     return ModelCallError(str(blocked)) if blocked is not None else None
 
 
-
-
 class _OnImport:
     """A meta-path finder that calls `callback()` when one of `names` is first imported (and finds nothing)."""
 

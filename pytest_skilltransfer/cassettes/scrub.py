@@ -23,7 +23,8 @@ from .match import body_bytes, parse_json
 
 # Headers no API may store, whatever its wire; each wire adds its own (`Wire.secret_headers`, `kept_request_headers`).
 SECRET_HEADERS = frozenset(
-    {"authorization", "x-api-key", "api-key", "cookie", "set-cookie", "request-id", "x-request-id", "proxy-authorization"}
+    {"authorization", "x-api-key", "api-key", "cookie", "set-cookie", "request-id", "x-request-id",
+     "proxy-authorization"}
 )
 KEPT_REQUEST_HEADERS = frozenset({"content-type", "accept", "accept-encoding"})
 KEPT_RESPONSE_HEADERS = frozenset({"content-type", "content-encoding"})  # encoding stays only if undecodable
@@ -124,7 +125,8 @@ def filter_response(response: dict[str, Any]) -> dict[str, Any] | None:
     headers = response.get("headers") or {}
     secret = SECRET_HEADERS | wire.secret_headers()
     response["headers"] = {
-        name: values for name, values in headers.items() if name.lower() in KEPT_RESPONSE_HEADERS and name.lower() not in secret
+        name: values for name, values in headers.items()
+        if name.lower() in KEPT_RESPONSE_HEADERS and name.lower() not in secret
     }
     return _user_scrubbed("response", response)
 

@@ -96,7 +96,8 @@ def request_body(target: Target, request: Request) -> dict[str, Any]:
 
 def request_key(target: Target, request: Request) -> tuple[str, str, str]:
     """What the path of record would match for this call: (POST, path, canonical body digest)."""
-    return "POST", request_path(target.provider, target.base_url, target.model_id), body_digest(request_body(target, request))
+    path = request_path(target.provider, target.base_url, target.model_id)
+    return "POST", path, body_digest(request_body(target, request))
 
 
 def verified_fingerprint(recorded: Iterable[tuple[str, bytes | dict[str, Any]]]) -> str | None:

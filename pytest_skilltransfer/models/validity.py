@@ -1,9 +1,10 @@
 """What counts as evidence: only a complete, successful provider response may be stored or replayed.
 
 A response is usable when its status is 2xx, its body is the provider's JSON, and that JSON is a
-finished answer as its wire defines one (`Wire.answer_problem`: a Messages API `message` with its content
-and stop reason, a chat completion whose choices all carry a finish reason). Anything else (an error status, an HTML page served with
-200, a cut-off body) is never written, and an old cassette entry of that kind counts as a miss.
+finished answer as its wire defines one (`Wire.answer_problem`: a Messages API `message` with its
+content and stop reason, a chat completion whose choices all carry a finish reason). Anything else (an
+error status, an HTML page served with 200, a cut-off body) is never written, and an old cassette entry
+of that kind counts as a miss.
 """
 
 from __future__ import annotations
