@@ -22,7 +22,7 @@ from urllib.parse import unquote, urlsplit
 from ..guards.redaction import register_secret, strip_userinfo
 from ..guards.run_scope import Scoped
 from .base import ModelError
-from .wire import key_variable, wire_named, wire_names
+from .wire import Wire, key_variable, wire_named, wire_names, wires
 
 Provider = str  # the name of a registered wire format (`models.wire`): "anthropic", "openai", ...
 
@@ -59,7 +59,7 @@ class Target:
         return self.api_key_env or key_variable(self.provider)
 
 
-def _sdk_literals(package: str, relative: str) -> list[str]:
+def sdk_literals(package: str, relative: str) -> list[str]:
     """The string literals in one SDK source file, in file order, without importing the SDK."""
     try:
         spec = importlib.util.find_spec(package)
@@ -74,13 +74,14 @@ def _sdk_literals(package: str, relative: str) -> list[str]:
         return []
 
 
-@lru_cache(maxsize=1)
 def sdk_model_ids() -> dict[str, tuple[str, ...]]:
-    """Model ids listed by the installed SDKs, per provider."""
-    return {
-        "anthropic": tuple(_sdk_literals("anthropic", "types/model_param.py")),
-        "openai": tuple(_sdk_literals("openai", "types/shared/chat_model.py")),
-    }
+    """Model ids listed by the installed SDKs, per wire (`Wire.listed_models`)."""
+    return _listed(wires())
+
+
+@lru_cache(maxsize=8)
+def _listed(registered: tuple[Wire, ...]) -> dict[str, tuple[str, ...]]:
+    return {wire.name: tuple(wire.listed_models()) for wire in registered}
 
 
 def newest_claude_aliases(ids: tuple[str, ...]) -> dict[str, str]:
@@ -136,12 +137,17 @@ def local_aliases() -> dict[str, str]:
     }
 
 
-@lru_cache(maxsize=1)
 def sdk_aliases() -> dict[str, str]:
-    """Vendor alias -> spec, derived from the installed SDKs (fallback table if unreadable)."""
-    ids = sdk_model_ids()
-    table = {k: f"anthropic:{v}" for k, v in newest_claude_aliases(ids["anthropic"]).items()}
-    table.update({k: f"openai:{v}" for k, v in newest_gpt_aliases(ids["openai"]).items()})
+    """Vendor alias -> spec, derived from the installed SDKs (`Wire.builtin_aliases`; fallback table if unreadable)."""
+    return _sdk_aliases(wires())
+
+
+@lru_cache(maxsize=8)
+def _sdk_aliases(registered: tuple[Wire, ...]) -> dict[str, str]:
+    ids = _listed(registered)
+    table: dict[str, str] = {}
+    for wire in registered:
+        table.update({k: f"{wire.name}:{v}" for k, v in wire.builtin_aliases(ids[wire.name]).items()})
     for alias, spec in _FALLBACK_ALIASES.items():
         table.setdefault(alias, spec)
     return table
@@ -236,13 +242,11 @@ def register_url_credentials(url: str | None) -> None:
 
 
 def _bare_id(name: str) -> Target | None:
-    """A full model id as listed by an SDK (or any `claude-*` id) picks its provider."""
-    ids = sdk_model_ids()
-    if name in ids["anthropic"] or name.startswith("claude-"):
-        return Target(provider="anthropic", model_id=name)
-    if name in ids["openai"]:
-        return Target(provider="openai", model_id=name)
-    return None
+    """A full model id as listed by an SDK (or any `claude-*` id) picks its wire (`Wire.serves_bare_id`)."""
+    registered = wires()
+    ids = _listed(registered)
+    wire = next((w for w in registered if w.serves_bare_id(name, ids[w.name])), None)
+    return Target(provider=wire.name, model_id=name) if wire is not None else None
 
 
 def _user_entry(name: str) -> str | dict[str, Any] | None:

@@ -203,6 +203,19 @@ class AnthropicWire:
     def is_call_path(self, path: str) -> bool:
         return path.endswith(self.SUFFIX)
 
+    def listed_models(self) -> tuple[str, ...]:
+        from .aliases import sdk_literals
+
+        return tuple(sdk_literals("anthropic", "types/model_param.py"))
+
+    def builtin_aliases(self, listed: tuple[str, ...]) -> dict[str, str]:
+        from .aliases import newest_claude_aliases
+
+        return newest_claude_aliases(listed)
+
+    def serves_bare_id(self, name: str, listed: tuple[str, ...]) -> bool:
+        return name in listed or name.startswith("claude-")
+
     def model_of(self, path: str, body: Any) -> str | None:
         model = body.get("model") if isinstance(body, dict) else None
         return model if isinstance(model, str) and model else None

@@ -206,6 +206,19 @@ class OpenAIWire:
     def is_call_path(self, path: str) -> bool:
         return path.endswith(self.SUFFIX)
 
+    def listed_models(self) -> tuple[str, ...]:
+        from .aliases import sdk_literals
+
+        return tuple(sdk_literals("openai", "types/shared/chat_model.py"))
+
+    def builtin_aliases(self, listed: tuple[str, ...]) -> dict[str, str]:
+        from .aliases import newest_gpt_aliases
+
+        return newest_gpt_aliases(listed)
+
+    def serves_bare_id(self, name: str, listed: tuple[str, ...]) -> bool:
+        return name in listed
+
     def model_of(self, path: str, body: Any) -> str | None:
         model = body.get("model") if isinstance(body, dict) else None
         return model if isinstance(model, str) and model else None

@@ -51,6 +51,18 @@ class Wire(Protocol):
         """Whether `path` (a recorded request's) is one of this wire's synchronous calls."""
         ...
 
+    def listed_models(self) -> tuple[str, ...]:
+        """The model ids its installed SDK lists, read without importing it (empty: none)."""
+        ...
+
+    def builtin_aliases(self, listed: tuple[str, ...]) -> dict[str, str]:
+        """Short names for its vendor's newest models among `listed` (`haiku` -> a Claude id), alias -> model id."""
+        ...
+
+    def serves_bare_id(self, name: str, listed: tuple[str, ...]) -> bool:
+        """Whether a bare model id (no `<wire>:` prefix) is one of its models (`listed` is `listed_models()`)."""
+        ...
+
     def model_of(self, path: str, body: Any) -> str | None:
         """The model a request to `path` with JSON `body` is for (a body field, or the URL), None if unnamed."""
         ...

@@ -57,6 +57,15 @@ class JsonWire:
     def is_call_path(self, path: str) -> bool:
         return _CALL.search(path) is not None
 
+    def listed_models(self) -> tuple[str, ...]:
+        return ()
+
+    def builtin_aliases(self, listed: tuple[str, ...]) -> dict[str, str]:
+        return {}
+
+    def serves_bare_id(self, name: str, listed: tuple[str, ...]) -> bool:
+        return False
+
     def model_of(self, path: str, body: Any) -> str | None:
         found = _CALL.search(path)
         return found.group("model") if found else None
