@@ -219,19 +219,19 @@ class Reservation:
         self.gate.release(self.token)
 
 
-def reserve_request(raw: bytes, lane: str) -> Reservation | None:
+def reserve_request(raw: bytes, lane: str, path: str = "") -> Reservation | None:
     """Reserve one request body's worst case in `lane`, waiting while calls in flight may free enough (None
     without a budget); raises `Refused` when it does not fit. The batch lane uses it for a request already
     in a batch (a resumed run adopts it): nothing is sent, but its answer is charged when it arrives."""
     gate = current()
     if gate is None:
         return None
-    return Reservation(gate, *_reserve(gate, raw, lane))
+    return Reservation(gate, *_reserve(gate, raw, lane, path))
 
 
-def reserve_step(raws: list[bytes], lane: str) -> list[Reservation | None] | None:
-    """Reserve a whole step's request bodies in `lane` at once, all or none (the batch lane sends a step as
-    one batch): their reservations (each None without a budget), or None while calls in flight may free
+def reserve_step(raws: list[tuple[str, bytes]], lane: str) -> list[Reservation | None] | None:
+    """Reserve a whole step's requests (path, body) in `lane` at once, all or none (the batch lane sends a step
+    as one batch): their reservations (each None without a budget), or None while calls in flight may free
     enough; raises `Refused` when the step cannot fit at all or a model has no price there."""
     gate = current()
     if gate is None:
@@ -239,8 +239,8 @@ def reserve_step(raws: list[bytes], lane: str) -> list[Reservation | None] | Non
     from ..pricing.prices import worst_case_usd
 
     worst: list[tuple[str, float]] = []
-    for raw in raws:
-        model_id, input_tokens, output_tokens, _ = worst_case(_body(raw), len(raw))
+    for path, raw in raws:
+        model_id, input_tokens, output_tokens, _ = worst_case(_body(raw), len(raw), path)
         usd = worst_case_usd(model_id, input_tokens, output_tokens, lane)
         if usd is None:
             raise Refused(_unpriced(model_id, lane))

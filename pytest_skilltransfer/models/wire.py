@@ -165,10 +165,11 @@ def model_of_request(path: str, body: Any) -> str:
 
 def worst_case_of(path: str, body: dict[str, Any]) -> tuple[str, int | None]:
     """(model id, most output tokens) of a request about to be sent, by its wire's rules (the body's `model`
-    and `max_tokens` when no registered wire calls `path`)."""
+    and `max_tokens` or `max_completion_tokens` when no registered wire calls `path`, or none is given: a
+    batch lane's parked body)."""
     wire = wire_of_path(path)
     if wire is None:
-        output = body.get("max_tokens")
+        output = body.get("max_tokens") or body.get("max_completion_tokens")
         return model_of_request(path, body), output if isinstance(output, int) else None
     return model_of_request(path, body), wire.max_output(body)
 
@@ -176,11 +177,6 @@ def worst_case_of(path: str, body: dict[str, Any]) -> tuple[str, int | None]:
 def key_variable(provider: str) -> str:
     """The documented API key variable of a provider's wire."""
     return wire_named(provider).key_variables[0]
-
-
-def default_endpoint(provider: str) -> str:
-    """A provider's public endpoint."""
-    return wire_named(provider).default_base_url
 
 
 def secret_headers() -> frozenset[str]:

@@ -192,7 +192,7 @@ class BatchLane:
         if known is not None:
             from ..spend_gate import reserve_request
 
-            parked.reservation = reserve_request(raw, "batch")  # already in a batch: charged when it answers
+            parked.reservation = reserve_request(raw, "batch", item.path)  # already in a batch: charged when it answers
         with self._cond:
             if halted() is not None:
                 parked.error = RunStopped(str(halted()))
@@ -354,7 +354,7 @@ class BatchLane:
         if not new:
             return True
         try:
-            reservations = reserve_step([p.raw for p in new], "batch")
+            reservations = reserve_step([(p.item.path, p.raw) for p in new], "batch")
         except Refused as refused:
             for parked in [p for ps in entries.values() for p in ps if not p.done.is_set()]:
                 self._fail_locked(parked, refused)  # a BaseException: passes the SDK's retries, as the sync gate's
