@@ -293,7 +293,7 @@ class GateRecord(JsonRecord):
     label: str | None = optional()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ItemRecord(JsonRecord):
     """One transfer item (seed x source -> target) as the JSON report carries it; see the module docstring."""
 
@@ -302,14 +302,14 @@ class ItemRecord(JsonRecord):
     target: str
     source_name: str | None = None
     target_name: str | None = None
-    baseline_target: float | None = None
+    baseline_target: float
     direct_target: float | None = None
     direct_skipped: bool = False
-    transferred: float | None = None
+    transferred: float
     transfer_gain: float | None = None
     learned_skill_tail: str = ""
     optimizer: str | None = None
-    gain: GainRecord | None = None
+    gain: GainRecord
     outcome: str | None = None
     efficiency: float | None = None
     efficiency_ci: Interval | None = None

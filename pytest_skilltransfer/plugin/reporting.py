@@ -194,11 +194,12 @@ def spend_lines(results: list[dict[str, Any]], errors: list[dict[str, Any]] | No
     """Cost per phase, role and lane (what errored items spent included), and the source frontier of
     every target tried with several sources."""
     from ..evidence.frontier import frontier, frontier_lines
-    from ..evidence.summary import spent_by_errors, unique
-    from ..pricing.cost_breakdown import breakdown, breakdown_lines
+    from ..evidence.item_record import records
+    from ..evidence.summary import bill, unique
+    from ..pricing.cost_breakdown import breakdown_lines
 
-    items = unique(results)
-    return breakdown_lines(breakdown(items + spent_by_errors(errors or []))) + frontier_lines(frontier(items))
+    items = unique(records(results))
+    return breakdown_lines(bill(items, errors)) + frontier_lines(frontier(items))
 
 
 def errored(errors: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:

@@ -32,6 +32,7 @@ from typing import Any, Iterable
 from ..engine.gate_specs import chart_gates
 from ..evidence.frontier import comparison_lines, frontier_rows, frontier_title
 from ..evidence.run_family import kind
+from ..evidence.item_record import records
 from ..evidence.summary import spent_by_errors, summarize
 from ..pricing.cost_breakdown import breakdown_lines, errored_spend
 from .html_item import item_section
@@ -108,7 +109,7 @@ def _tally(values: Iterable[str]) -> dict[str, int]:
 
 def _summary(report: dict[str, Any]) -> dict[str, Any]:
     """The report's run summary (Holm-adjusted outcomes, spend, frontier); recomputed for a report without one."""
-    return report.get("summary") or summarize(report.get("results") or [])
+    return report.get("summary") or summarize(records(report.get("results") or []))
 
 
 def headline(report: dict[str, Any]) -> str:

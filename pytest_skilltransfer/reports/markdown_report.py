@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..evidence.item_record import records
 from ..evidence.summary import summarize
 from ..guards.terminal import safe
 from .judge_report import judge_lines, unstable_lines
@@ -289,11 +290,12 @@ def _spend(ordered: list[dict[str, Any]], errors: list[dict[str, Any]] | None = 
     """Cost per phase, role and lane (errored items' spend included); the source frontier as a code block
     (it is a fixed-width table)."""
     from ..evidence.frontier import frontier, frontier_lines
-    from ..evidence.summary import spent_by_errors, unique
-    from ..pricing.cost_breakdown import breakdown, breakdown_lines
+    from ..evidence.item_record import records
+    from ..evidence.summary import bill, unique
+    from ..pricing.cost_breakdown import breakdown_lines
 
-    items = unique(ordered)
-    lines = [f"- {line}" for line in breakdown_lines(breakdown(items + spent_by_errors(errors or [])))]
+    items = unique(records(ordered))
+    lines = [f"- {line}" for line in breakdown_lines(bill(items, errors))]
     table = frontier_lines(frontier(items))
     if table:
         lines += ["", "## Source frontier", "", "```", *table, "```"]
@@ -307,7 +309,7 @@ def render(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None = 
         return "# Skill transfer\n\nNo transfer items ran.\n"
     ordered = sorted(results, key=_key)
     lines = headline(ordered, errors)
-    summary = summarize(ordered) if ordered else None
+    summary = summarize(records(ordered)) if ordered else None
     if summary:
         lines += [outcome_line(ordered, summary), ""]
     lines += error_lines(errors)

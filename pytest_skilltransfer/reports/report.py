@@ -254,10 +254,11 @@ def seed_line(result: dict[str, Any]) -> str:
 def summary_line(results: list[dict[str, Any]]) -> str:
     """`=== transfer a -> b: of N (seed, pair), in the run's family (...): T transfer, ... ===`: the counts of the
     words the rows show."""
+    from ..evidence.item_record import records
     from ..evidence.summary import summarize
 
     pairs = sorted({pair_text(r) for r in results})
-    summary = summarize(results)
+    summary = summarize(records(results))
     counts = summary["outcomes"]
     total = [r["cost"]["total_usd"] for r in results]
     usd = None if any(v is None for v in total) else sum(total)
@@ -311,6 +312,7 @@ def undecidable_text(count: int, why: bool = True) -> str:
 
 def pair_lines(results: list[dict[str, Any]]) -> list[str]:
     """Per pair, the counts of its rows' words and the mean gain over seeds with its exact 95% interval over seeds."""
+    from ..evidence.item_record import records
     from ..evidence.summary import summarize
 
     return [f"{p['source']} -> {p['target']}: {p['transfers']} transfer, {p['hurts']} hurt"
@@ -318,7 +320,7 @@ def pair_lines(results: list[dict[str, Any]]) -> list[str]:
             f"{p['no_effect']} no effect shown{undecidable_text(p.get('undecidable', 0), why=False)}; mean gain over {p['seeds']} seed(s) {p['mean_gain']:+.2f} "
             + (f"[{p['ci_low']:+.2f}, {p['ci_high']:+.2f}] (interval over seeds like these)" if p["ci_low"] is not None
                else f"(too few seeds for an interval over seeds: {p['seeds_needed']} needed)")
-            for p in summarize(results)["pairs"]]
+            for p in summarize(records(results))["pairs"]]
 
 
 def _seed_label(result: dict[str, Any]) -> str:

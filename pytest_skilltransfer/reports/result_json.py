@@ -17,6 +17,7 @@ from ..engine.ledger import Tally, evidence_digest
 from ..engine.results import Costs, Evaluation, Night, Optimization, TaskResult, TransferResult, total_costs
 from ..engine.validation import DEFAULT_TOLERANCE, ValidationScore
 from ..evidence.stats import clustered_score, mean, outcome
+from ..evidence.item_record import records
 from ..evidence.summary import summarize
 from ..pricing.prices import cache_saving_usd, cost_usd, lane_of
 from .judge_report import judge_json, verdict_json
@@ -438,7 +439,7 @@ def run_report(results: list[dict[str, Any]], errors: list[dict[str, Any]] | Non
         "usd_source": totals["agent_on_source"]["usd"],
         "usd_target": totals["agent_on_target"]["usd"],
         "usd_optimizer": totals["optimizer"]["usd"],
-        "summary": summarize(results, errors or []),
+        "summary": summarize(records(results), errors or []),
         "counts": item_counts(results, errors or []),
         "checks": run_checks(results),
         "errors": list(errors or []),

@@ -78,11 +78,12 @@ def check_arms(result: dict[str, Any]) -> list[dict[str, Any]]:
 def run_checks(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per check over the run's (seed, pair) items (`summary.unique`): the items whose transferred arm misses
     it, and its missed tasks per arm summed over items; the most missed with the learned skill first."""
+    from ..evidence.item_record import records
     from ..evidence.summary import unique
 
     totals: dict[str, dict[str, Any]] = {}
-    for result in unique(results):
-        for row in result.get("checks") or check_arms(result):
+    for result in unique(records(results)):
+        for row in result.checks or check_arms(result.to_json()):
             total = totals.setdefault(row["check"], {"check": row["check"], "items": 0, "tasks": 0, "baseline": 0,
                                                      "transferred": 0, "direct": 0, "change": 0})
             total["items"] += row["transferred"] > 0

@@ -270,12 +270,15 @@ def test_the_restart_p_value_agrees_with_its_interval() -> None:
 
 def _record(seed: str, pair: tuple[str, str], before: list[float], after: list[float], item: str = "") -> dict:
     return {"seed": seed, "source": pair[0], "target": pair[1], "item": item or f"seeds/{seed}::transfer",
-            "gain": stats.paired_gain(before, after).as_dict(), "gate": {"verdict": "pass"}}
+            "baseline_target": stats.mean(before), "transferred": stats.mean(after),
+            "gain": stats.paired_gain(before, after).as_dict(), "gate": {"verdict": "pass", "passed": True}}
 
 
 def test_run_summary_is_a_pure_function_of_the_item_records() -> None:
-    from pytest_skilltransfer.evidence.summary import summarize
+    from pytest_skilltransfer.evidence.item_record import records as typed
+    from pytest_skilltransfer.evidence.summary import summarize as summarize_records
 
+    summarize = lambda results: summarize_records(typed(results))  # noqa: E731  (the records read from JSON)
     rng = random.Random(11)
     records = []
     for i in range(6):
