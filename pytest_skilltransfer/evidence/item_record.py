@@ -114,12 +114,12 @@ class ArmScoring(JsonRecord):
     score: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ArmRecord(JsonRecord):
     """One arm's held-out evaluation (baseline, transferred or direct), averaged over restarts when there are any."""
 
-    model: str
-    split: str
+    model: str | None = None
+    split: str | None = None
     hard: ScoreRecord
     soft: ScoreRecord
     scoring: ArmScoring | None = optional()
@@ -318,7 +318,7 @@ class ItemRecord(JsonRecord):
     scores: ArmScores = field(default_factory=ArmScores)
     restarts: Any = None  # per restart with R > 1: split seed, scores, gain, learned skill, nights
     learned_skill: str = ""
-    seed_skill: str = ""
+    seed_skill: str | None = None
     optimization: Any = None  # the source's and the direct optimization's nights
     cost: CostRecord = field(default_factory=CostRecord)
     evidence: EvidenceDigest | None = None

@@ -13,6 +13,7 @@ except ImportError:  # scipy is a dev extra
     special = None
 
 from pytest_skilltransfer.evidence import stats
+from pytest_skilltransfer.evidence.item_record import ItemRecord
 from pytest_skilltransfer.plugin import gating
 from pytest_skilltransfer.engine.seed_data import Thresholds
 
@@ -109,12 +110,14 @@ def test_a_a_identical_arms_give_zero_gain_and_p_one() -> None:
         assert (gain.improved, gain.worsened, gain.tied) == (0, 0, len(arm))
 
 
-def _item(before: list[float], after: list[float], samples: int) -> dict:
+def _item(before: list[float], after: list[float], samples: int) -> ItemRecord:
     gain = stats.paired_gain(before, after)
-    evaluation = lambda values: {"hard": stats.score(values).as_dict(),
+    evaluation = lambda values: {"hard": stats.score(values).as_dict(), "soft": stats.score(values).as_dict(),
                                  "tasks": [{"task_id": f"t{i}", "hard": v} for i, v in enumerate(values)]}
-    return {"gain": gain.as_dict(), "config": {"samples": samples}, "direct_target": None,
-            "scores": {"baseline": evaluation(before), "transferred": evaluation(after)}}
+    return ItemRecord.from_json({
+        "seed": "s", "source": "a", "target": "b", "baseline_target": stats.mean(before),
+        "transferred": stats.mean(after), "gain": gain.as_dict(), "config": {"samples": samples},
+        "direct_target": None, "scores": {"baseline": evaluation(before), "transferred": evaluation(after)}})
 
 
 def test_more_samples_with_the_same_per_task_outcomes_cannot_flip_a_verdict() -> None:

@@ -22,6 +22,7 @@ from browser_support import launched_browser, open_page
 from test_terminal_output import EVIL_CONFTEST, HOSTILE
 from plugin_support import CHECKS
 
+from pytest_skilltransfer.evidence.item_record import ItemRecord, records
 from pytest_skilltransfer.guards.terminal import is_safe
 from pytest_skilltransfer.reports import html_parts, html_report, markdown_report
 
@@ -217,7 +218,7 @@ def test_control_and_bidi_characters_are_escaped_visibly(pytester: pytest.Pytest
         assert is_safe(text), (name, sorted({hex(ord(c)) for c in text if not is_safe(c)}))
     page_text = (pytester.path / "r.html").read_text()
     assert "\\x1b[2J" in page_text and "\\x07" in page_text and "\\u202e" in page_text and "\\u2066" in page_text
-    assert markdown_report.render([{**raw, "seed": f"alpha{HOSTILE}"}]).count("\\u202e") >= 2  # the summary too
+    assert markdown_report.render([ItemRecord.from_json({**raw, "seed": f"alpha{HOSTILE}"})]).count("\\u202e") >= 2
     context, page, _ = open_page(browser, pytester.path / "r.html", javascript=True)
     try:
         page.locator("details.item > summary").first.click()
@@ -254,7 +255,7 @@ def test_a_report_written_before_checks_were_recorded_renders_the_same(run: dict
     old = {**report, "results": [{k: v for k, v in r.items() if k != "checks"} for r in report["results"]]}
     old.pop("checks")
     assert html_report.render(old) == html_report.render(report)
-    assert markdown_report.render(old["results"]) == markdown_report.render(report["results"])
+    assert markdown_report.render(records(old["results"])) == markdown_report.render(records(report["results"]))
 
 
 if __name__ == "__main__":  # python tests/reports/test_html_why.py docs: the screenshots in docs/, from this run

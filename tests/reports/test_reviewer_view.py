@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from browser_support import launched_browser
 
+from pytest_skilltransfer.evidence.item_record import ItemRecord, records
 from pytest_skilltransfer.guards.terminal import is_safe
 from pytest_skilltransfer.reports import html_parts, html_report
 
@@ -92,7 +93,7 @@ def test_the_task_matrix_says_it_holds_every_task(run: dict[str, Any]) -> None:
     assert "only the 0 task(s)" not in page
     said = set()
     for result in run["report"]["results"]:
-        section = html_report.item_section(result)
+        section = html_report.item_section(ItemRecord.from_json(result))
         tasks = result["scores"]["baseline"]["tasks"]
         differ = sum(1 for i, _ in enumerate(tasks) if len({(result["scores"][arm] or {"tasks": tasks})["tasks"][i]["hard"]
                                                             for arm in ("baseline", "transferred", "direct")}) > 1)
@@ -231,6 +232,6 @@ def test_needs_a_look_names_portable_outcomes_and_seeds_unlearnable_as_written(r
     look = page.split("<h2>Needs a look</h2>", 1)[1].split("<h2>", 1)[0]
     assert "unlearnable as written? even optimized directly on smollm2-135m the skill gains nothing" in look
     assert f"portable skill (validated on sim-large): as portable on {portable['target']}" in look
-    markdown = markdown_report.render(results).split("## Needs a look", 1)[1]
+    markdown = markdown_report.render(records(results)).split("## Needs a look", 1)[1]
     assert "### unlearnable as written?: release-advisor (sim-small -> smollm2-135m)" in markdown
     assert f"### portable skill: {portable['seed']} ({portable['source']} -> {portable['target']})" in markdown
