@@ -2,7 +2,7 @@
 
 `reports.result_json` writes it from a `TransferResult`; the plugin adds what it decides per item (the
 constant-answer check, the family, the gate, the node id); the gating, the run summary, the frontier,
-the snapshots, the renderers and the `merge` / `history` commands read it. `ItemRecord.to_json()` is
+the snapshots, the diagnosis, the renderers and the `merge` command read it. `ItemRecord.to_json()` is
 the JSON report's shape, key for key and in the same order, and `ItemRecord.from_json()` reads it back,
 including reports written by earlier versions (a key they lack takes its default; a key this version
 does not know is kept in `extra` and written back).
@@ -12,11 +12,12 @@ where the key goes in the JSON, with `optional()` when only some items carry it.
 changes of shape that an older reader cannot follow (a key renamed, removed or changing meaning); version 1,
 the shape every report so far has, writes no version key, and a later version writes `record_version`.
 
-Parts read by other folders are typed; parts only their own renderer reads are kept as the JSON values
-(`Any`): the optimization's nights (`optimization`, `restarts`), the seed's settings (`config`), the rubric
-judge (`judge`, `reports.judge_report`), the validation-set skill (`portable`, `reports.portable`), the per-check
-rows (`checks`, `reports.why`), a rubric verdict of a sample, and the base-ref comparison (`compare`,
-`snapshot_change`, `plugin.compare`).
+The parts the gates, the statistics and the tables read are typed. Kept as their JSON values (`Any`, read by
+key) are the open-ended parts whose shape one producer owns: the optimization's nights and edits
+(`optimization`, `restarts`: `reports.result_json`), the protocol settings (`config`: `engine.results`), the
+rubric judge and a sample's rubric verdicts (`judge`, `rubric`: `reports.judge_report`), the validation-set
+skill (`portable`: `reports.result_json`), the per-check rows (`checks`: `reports.why`), the base-ref
+comparison (`compare`, `snapshot_change`: `plugin.compare`), and a gain's restarts (`evidence.gains`).
 """
 
 from __future__ import annotations

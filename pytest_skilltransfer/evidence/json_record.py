@@ -21,7 +21,7 @@ import dataclasses
 import types
 import typing
 from collections.abc import Mapping
-from typing import Any, ClassVar, TypeVar
+from typing import Any, Callable, TypeVar
 
 _OMIT = "skilltransfer_omit"  # metadata: None -> key absent, or the name of the field the key comes with
 
@@ -49,21 +49,18 @@ class JsonRecord:
     extra: Mapping[str, Any] = dataclasses.field(default_factory=dict, kw_only=True)
     absent: frozenset[str] = dataclasses.field(default=frozenset(), kw_only=True, compare=False, repr=False)
 
-    _types: ClassVar[dict[type, dict[str, Any]]] = {}
-
     def to_json(self) -> dict[str, Any]:
         """The record as JSON values, its keys in declared order, then the undeclared ones it was read with."""
         data: dict[str, Any] = {}
-        for spec in _declared(type(self)):
-            value = getattr(self, spec.name)
-            omit = spec.metadata.get(_OMIT)
-            if omit is True and value is None or isinstance(omit, str) and getattr(self, omit) is None:
+        for key in _plan(type(self)).keys:
+            value = getattr(self, key.name)
+            if key.omit is True and value is None or key.omit.__class__ is str and getattr(self, key.omit) is None:
                 continue
-            if spec.name in self.absent and value == _default(spec):  # an earlier version's report lacked it
+            if self.absent and key.name in self.absent and value == key.default():  # an earlier version lacked it
                 continue
-            data[spec.name] = _encode(value)
-        for key, value in self.extra.items():
-            data.setdefault(key, value)
+            data[key.name] = _encode(value)
+        for name, value in self.extra.items():
+            data.setdefault(name, value)
         return data
 
     @classmethod
@@ -71,31 +68,62 @@ class JsonRecord:
         """The record of a JSON object; a missing key takes the field's default, an undeclared one goes to `extra`."""
         if not isinstance(data, Mapping):
             raise RecordError(f"{cls.__name__}: expected a JSON object, got {type(data).__name__}")
-        hints = _hints(cls)
+        plan = _plan(cls)
         values: dict[str, Any] = {}
-        for spec in _declared(cls):
-            if spec.name in data:
-                values[spec.name] = _decode(hints[spec.name], data[spec.name], f"{cls.__name__}.{spec.name}")
-            elif spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING:
-                raise RecordError(f"{cls.__name__}: the key {spec.name!r} is missing")
-        names = {spec.name for spec in _declared(cls)}
-        extra = {key: value for key, value in data.items() if key not in names}
-        return cls(**values, extra=extra, absent=frozenset(names - set(data)))
+        for key in plan.keys:
+            if key.name in data:
+                try:
+                    value = data[key.name]
+                    values[key.name] = value if key.decode is _keep else key.decode(value)
+                except _Mismatch as exc:
+                    raise RecordError(f"{cls.__name__}.{key.name}: {exc}") from None
+            elif key.required:
+                raise RecordError(f"{cls.__name__}: the key {key.name!r} is missing")
+        if len(values) == len(data) == len(plan.names):  # every key declared and present
+            return cls(**values)
+        extra = {name: value for name, value in data.items() if name not in plan.names}
+        return cls(**values, extra=extra, absent=plan.names - data.keys())
 
 
-def _declared(cls: type) -> tuple[dataclasses.Field[Any], ...]:
-    return tuple(spec for spec in dataclasses.fields(cls) if spec.name not in ("extra", "absent"))
+class _Mismatch(Exception):
+    """A JSON value of the wrong kind (the record names where)."""
 
 
-def _default(spec: dataclasses.Field[Any]) -> Any:
-    return spec.default_factory() if spec.default_factory is not dataclasses.MISSING else spec.default
+@dataclasses.dataclass(frozen=True)
+class _Key:
+    name: str
+    decode: Callable[[Any], Any]
+    omit: bool | str  # False: always written; True: left out while None; a name: written when that field is not None
+    required: bool
+    default: Callable[[], Any]
 
 
-def _hints(cls: type) -> dict[str, Any]:
-    known = JsonRecord._types.get(cls)
-    if known is None:
-        known = JsonRecord._types[cls] = typing.get_type_hints(cls)
-    return known
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    keys: tuple[_Key, ...]
+    names: frozenset[str]
+
+
+_PLANS: dict[type, _Plan] = {}
+
+
+def _plan(cls: type) -> _Plan:
+    """How a record class reads and writes its keys, worked out once from its fields and their types."""
+    plan = _PLANS.get(cls)
+    if plan is None:
+        hints = typing.get_type_hints(cls)
+        keys = tuple(_Key(spec.name, _decoder(hints[spec.name]), spec.metadata.get(_OMIT, False),
+                          spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING,
+                          _default_of(spec))
+                     for spec in dataclasses.fields(cls) if spec.name not in ("extra", "absent"))
+        plan = _PLANS[cls] = _Plan(keys, frozenset(key.name for key in keys))
+    return plan
+
+
+def _default_of(spec: dataclasses.Field[Any]) -> Callable[[], Any]:
+    if spec.default_factory is not dataclasses.MISSING:
+        return spec.default_factory
+    return lambda: spec.default
 
 
 def _encode(value: Any) -> Any:
@@ -108,25 +136,41 @@ def _encode(value: Any) -> Any:
     return value
 
 
-def _decode(hint: Any, value: Any, where: str) -> Any:
+def _keep(value: Any) -> Any:
+    return value
+
+
+def _decoder(hint: Any) -> Callable[[Any], Any]:
+    """The function that reads a JSON value into the field type `hint`."""
     origin = typing.get_origin(hint)
     if origin in (typing.Union, types.UnionType):
-        if value is None:
-            return None
         inner = [arg for arg in typing.get_args(hint) if arg is not type(None)]
-        return _decode(inner[0], value, where) if len(inner) == 1 else value
+        if len(inner) != 1:
+            return _keep
+        read = _decoder(inner[0])
+        return read if read is _keep else lambda value: None if value is None else read(value)
     if isinstance(hint, type) and issubclass(hint, JsonRecord):
-        if not isinstance(value, Mapping):
-            raise RecordError(f"{where}: expected a JSON object, got {type(value).__name__}")
-        return hint.from_json(value)
+        record = hint
+
+        def read_record(value: Any) -> Any:
+            if not isinstance(value, Mapping):
+                raise _Mismatch(f"expected a JSON object, got {type(value).__name__}")
+            return record.from_json(value)
+        return read_record
     if origin is tuple:
-        if not isinstance(value, list | tuple):
-            raise RecordError(f"{where}: expected a JSON list, got {type(value).__name__}")
-        item = typing.get_args(hint)[0]
-        return tuple(_decode(item, v, where) for v in value)
+        item = _decoder(typing.get_args(hint)[0])
+
+        def read_list(value: Any) -> Any:
+            if not isinstance(value, list | tuple):
+                raise _Mismatch(f"expected a JSON list, got {type(value).__name__}")
+            return tuple(value) if item is _keep else tuple(item(v) for v in value)
+        return read_list
     if origin in (Mapping, dict):
-        if not isinstance(value, Mapping):
-            raise RecordError(f"{where}: expected a JSON object, got {type(value).__name__}")
-        item = typing.get_args(hint)[1]
-        return {key: _decode(item, v, f"{where}[{key!r}]") for key, v in value.items()}
-    return value
+        item = _decoder(typing.get_args(hint)[1])
+
+        def read_object(value: Any) -> Any:
+            if not isinstance(value, Mapping):
+                raise _Mismatch(f"expected a JSON object, got {type(value).__name__}")
+            return {key: item(v) for key, v in value.items()}
+        return read_object
+    return _keep

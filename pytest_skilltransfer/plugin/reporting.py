@@ -98,8 +98,9 @@ class TransferReporting:
         self.interrupted = interruption(self.config)
         if self.interrupted is not None:
             self.run_fields.append(lambda: {"interrupted": self.interrupted})
+        report = self.report() if self.settings.json_path or self.settings.html_path else None
         if self.settings.json_path:
-            write(self.settings.json_path, json.dumps(self.report(), indent=2) + "\n")
+            write(self.settings.json_path, json.dumps(report, indent=2) + "\n")
         if self.settings.md_path:
             text = markdown_report.render(self.ordered(), errored(self.errors))
             if self.interrupted is not None:
@@ -110,7 +111,7 @@ class TransferReporting:
         if self.settings.html_path:
             from ..reports import html_report
 
-            write(self.settings.html_path, html_report.render(self.report()))
+            write(self.settings.html_path, html_report.render(report))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if is_worker(self.config) or not (self.results or self.errors or self.interrupted):

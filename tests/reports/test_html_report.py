@@ -144,7 +144,7 @@ def test_opening_an_item_shows_its_answers_from_the_compressed_store(pages: dict
     assert html_parts.esc(answer[:60]) not in pages["whole"].read_text()
     context, page, requests = open_page(browser, pages["whole"], javascript)
     try:
-        item = page.locator(f"#{html_parts.anchor(result)}")
+        item = page.locator(f"#{html_parts.anchor(ItemRecord.from_json(result))}")
         item.locator("> summary").click()
         assert item.locator("table.matrix").is_visible()
         drill = item.locator(f'details[data-task="{task["task_id"]}"]')
@@ -157,8 +157,9 @@ def test_opening_an_item_shows_its_answers_from_the_compressed_store(pages: dict
             other = next(r for r in report["results"] if r["seed"] == "release-advisor")
             words = " ".join(other["scores"]["baseline"]["tasks"][0]["samples"][0]["answer"].split())[:30]
             page.locator("#search").fill(words)  # answers of items not yet opened: the search unfolds them
-            found = page.locator(f"#{html_parts.anchor(other)}")
-            page.wait_for_function("id => document.getElementById(id).open", arg=html_parts.anchor(other))
+            other_id = html_parts.anchor(ItemRecord.from_json(other))
+            found = page.locator(f"#{other_id}")
+            page.wait_for_function("id => document.getElementById(id).open", arg=other_id)
             assert found.locator("details[data-task]:visible").count() >= 1
         else:
             assert drill.count() == 0

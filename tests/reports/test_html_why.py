@@ -62,7 +62,7 @@ def screenshots(browser: Any, page_path: Path, out: Path) -> tuple[Path, Path]:
     try:
         first = out / "html-report-harmed.png"
         page.screenshot(path=str(first))
-        item = page.locator(f"#{html_parts.anchor(failing_item(page_path))}")
+        item = page.locator(f"#{html_parts.anchor(ItemRecord.from_json(failing_item(page_path)))}")
         item.locator("> summary").click()
         page.evaluate("el => window.scrollTo(0, el.getBoundingClientRect().top + window.scrollY - 8)",
                       item.element_handle())
@@ -110,7 +110,7 @@ def test_the_checks_by_arms_table_matches_the_json(run: dict[str, Any], browser:
     harmed = run["harmed"]
     context, page, _ = open_page(browser, run["html"], javascript=True)
     try:
-        item = page.locator(f"#{html_parts.anchor(harmed)}")
+        item = page.locator(f"#{html_parts.anchor(ItemRecord.from_json(harmed))}")
         item.locator("> summary").click()
         rows = item.locator("table.checks tr").all_inner_texts()[1:]
         shown = [re.split(r"\t", row.strip()) for row in rows]
@@ -164,7 +164,7 @@ def test_the_search_box_filters_items_and_tasks(run: dict[str, Any], browser: An
         box.fill("ticket-router")
         assert page.locator("details.item:visible").count() == 3 and page.locator("tr.item-row:visible").count() == 2
         box.fill("held-007")  # a task id: every item has it, and opens to show it
-        harmed = page.locator(f"#{html_parts.anchor(run['harmed'])}")
+        harmed = page.locator(f"#{html_parts.anchor(ItemRecord.from_json(run['harmed']))}")
         assert harmed.get_attribute("open") is not None
         assert harmed.locator("tr[data-task]:visible").count() == 1
         assert "task(s) match" in page.locator("#search-note").inner_text()
