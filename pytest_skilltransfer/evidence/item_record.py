@@ -22,7 +22,7 @@ comparison (`compare`, `snapshot_change`: `plugin.compare`), and a gain's restar
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -352,9 +352,7 @@ class ItemRecord(JsonRecord):
         return self.seed, self.source, self.target, self.optimizer or ""
 
 
-def records(results: Any) -> list[ItemRecord]:
-    """Records of results that may still be in the JSON shape (a report read from disk)."""
-    return [r if isinstance(r, ItemRecord) else ItemRecord.from_json(r) for r in results]
+def records(results: Iterable[Mapping[str, Any]]) -> list[ItemRecord]:
+    """The records of a JSON report's `results`."""
+    return [ItemRecord.from_json(r) for r in results]
 
-
-__all__ = ["RECORD_VERSION", "RecordError", "ItemRecord", "records"]

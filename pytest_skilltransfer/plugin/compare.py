@@ -20,12 +20,14 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
 import pytest
 
-from ..evidence.item_record import ItemRecord
 from ..reports.comparison import regression_verdict
+
+if TYPE_CHECKING:
+    from ..evidence.item_record import ItemRecord
 
 AUTO = "auto"
 DIFF_LINES = 120  # a seed's diff against the ref, as the reports carry it

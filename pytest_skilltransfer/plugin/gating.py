@@ -151,7 +151,7 @@ def gate_level(correction: str, family: int) -> float:
 
 def _decided_text(tasks: int | None, n: int, restarts: int, record: GainRecord | ScoreRecord | None = None,
                   paired: bool = True) -> str:
-    """What would decide an inconclusive gate; `record` is the gain's (or score's) JSON record, whose
+    """What would decide an inconclusive gate; `record` is the gain's (or score's) record, whose
     `unit` says whether tasks or clusters are counted."""
     few = too_few_clusters(record) if record is not None and paired else None
     if few is not None:

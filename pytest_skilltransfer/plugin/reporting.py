@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
 
 from ..guards.terminal import safe
-from ..evidence.item_record import ItemRecord
 from .options import Settings
 from .spellings import SPELLINGS
+
+if TYPE_CHECKING:
+    from ..evidence.item_record import ItemRecord
 
 REPORT_ATTRIBUTE = "skilltransfer"
 ERROR_ATTRIBUTE = "skilltransfer_error"  # an item that errored before it had a result: why
@@ -63,6 +65,8 @@ class TransferReporting:
             return
         text = getattr(report, REPORT_ATTRIBUTE, None)
         if text is not None:
+            from ..evidence.item_record import ItemRecord
+
             record = ItemRecord.from_json(json.loads(text))
             assert record.item is not None
             earlier = self.errors.pop(record.item, None)

@@ -6,9 +6,10 @@ from __future__ import annotations
 import difflib
 import math
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..evidence.item_record import ItemRecord
+if TYPE_CHECKING:
+    from ..evidence.item_record import ItemRecord
 
 VERDICT_WORDS = {"pass": "ok", "fail": "regressed", "new": "new (no snapshot at the ref)",
                  "unscored": "not compared (the snapshot at the ref has no per-task scores)",

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..evidence.item_record import ItemRecord
-
 from ..engine.validation import CheckRate, ValidationScore, blocked_text
+from ..evidence.item_record import ItemRecord
 
 HEADING = ("portable skills (--validate-on): single- and multi-model skill on the target, each item's 3 "
            "comparisons one exact paired family, Holm-adjusted p, intervals at the Holm step's level")

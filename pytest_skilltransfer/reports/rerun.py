@@ -1,21 +1,19 @@
-"""The commands a report prints for an item from its JSON result: rerun it as it ran and, when its snapshot
+"""The commands a report prints for an item from its record: rerun it as it ran and, when its snapshot
 differs, accept the new result. One source, so the terminal diagnosis, the Markdown report and the HTML page
 agree (the re-record command, which needs the run's options, is `plugin.rerecord_command`'s)."""
 
 from __future__ import annotations
 
 import shlex
-from typing import Any
 
 from ..evidence.item_record import ItemRecord
-
 from .report import pair_names
 
 SNAPSHOT_AS_COMMITTED = (None, "ok", "not compared", "updated")
 
 
 def rerun_commands(result: ItemRecord) -> list[tuple[str, str]]:
-    """(what, command) for an item's JSON result (its `item` node id, `source`, `target`, `gate`). The
+    """(what, command) for an item's record (its `item` node id, `source`, `target`, `gate`). The
     pair is named (`--transfer-pair`, a spelling no other plugin owns) so the item is collected whichever
     matrix the run had."""
     if not result.item:
