@@ -13,9 +13,12 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from pytest_skilltransfer.evidence.item_record import ItemRecord
 
 TOY_CONFTEST = '''
 from pytest_skilltransfer.models.base import Reply, Usage, register_family
@@ -120,3 +123,15 @@ def loopback_project(pytester: pytest.Pytester, fake: Any, prices: str, **openai
         [tool.skilltransfer.prices]
         {prices}
     ''')
+
+
+NO_GAIN = {"mean": 0.0, "ci_low": -1.0, "ci_high": 1.0, "n": 1, "p_value": 1.0}
+
+
+def item_record(**fields: Any) -> "ItemRecord":
+    """An item's record from the JSON keys a test cares about; the keys every record has (seed, pair, scores,
+    gain) default to a neutral item."""
+    from pytest_skilltransfer.evidence.item_record import ItemRecord
+
+    return ItemRecord.from_json({"seed": "alpha", "source": "s", "target": "t", "baseline_target": 0.0,
+                                 "transferred": 0.0, "gain": NO_GAIN, **fields})

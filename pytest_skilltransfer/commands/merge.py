@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..evidence.item_record import ItemRecord, RecordError
 from ..guards.report_files import read_text
 from ..guards.terminal import safe
 
@@ -39,6 +40,11 @@ def load(path: Path) -> dict[str, Any]:
     if not isinstance(report, dict) or not isinstance(report.get("results"), list):
         raise MergeError(f"{path}: not a skilltransfer JSON report (no \"results\" list); "
                          "write one with pytest --skilltransfer-json=PATH")
+    for index, result in enumerate(report["results"]):
+        try:
+            ItemRecord.from_json(result)
+        except RecordError as exc:
+            raise MergeError(f"{path}: result {index + 1} cannot be read: {exc}") from None
     return report
 
 
@@ -82,29 +88,36 @@ def _disjoint(records: list[tuple[Path, dict[str, Any]]], key: str, word: str) -
             owner[name] = path
 
 
+def merged_results(reports: list[dict[str, Any]]) -> list[ItemRecord]:
+    """Every shard's results as records, in the order one unsharded run lists them."""
+    from ..plugin.reporting import ordered
+
+    return ordered([ItemRecord.from_json(r) for report in reports for r in report["results"]])
+
+
 def merged_report(reports: list[dict[str, Any]]) -> dict[str, Any]:
     """The JSON report of the merged set, exactly as one unsharded run writes it."""
-    from ..plugin.reporting import ordered
     from ..reports.result_json import run_report
 
     errors = sorted((e for report in reports for e in report.get("errors", [])), key=lambda e: e["item"])
-    report = run_report(ordered([r for report in reports for r in report["results"]]), errors)
+    report = run_report(merged_results(reports), errors)
     base = reports[0].get("compare_to") if reports else None
     if base:
         report["compare_to"] = base
     return report
 
 
-def failed_gates(results: list[dict[str, Any]]) -> list[str]:
+def failed_gates(results: list[ItemRecord]) -> list[str]:
     """`<node id>: reasons` for every item whose gate failed."""
     from ..plugin.reporting import gate_failed
 
     lines = []
     for result in results:
-        gate = result.get("gate") or {}
-        if gate_failed(result):
-            reasons = [*gate.get("failures", []), *([gate["snapshot"]] if gate.get("snapshot", "ok") not in ("ok", "updated") else [])]
-            name = result.get("item") or f"{result['seed']} ({result['source']} -> {result['target']})"
+        gate = result.gate
+        if gate is not None and gate_failed(result):
+            snapshot = gate.snapshot or "ok"
+            reasons = [*gate.failures, *([snapshot] if snapshot not in ("ok", "updated") else [])]
+            name = result.item or f"{result.seed} ({result.source} -> {result.target})"
             lines.append(f"{name}: " + "; ".join(reasons))
     return lines
 
@@ -144,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         print(safe(f"error: {exc}"), file=sys.stderr)
         return 2
     merged = merged_report([report for _, report in reports])
-    results = merged["results"]
+    results = merged_results([report for _, report in reports])
     shards = len(reports)
     print(f" {SECTION} (merged from {shards} report(s)) ".center(80, "="))
     errors = merged["errors"]
@@ -167,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(failed)} gate(s) failed:", file=sys.stderr)
         for line in failed:
             print(safe(f"  FAILED {line}"), file=sys.stderr)
-    gated = {r.get("item", "") for r in results if gate_failed(r)}
+    gated = {r.item or "" for r in results if gate_failed(r)}
     broken = failed_tests([report for _, report in reports], gated)
     if broken:
         print(f"{len(broken)} item(s) failed or errored in their shard:", file=sys.stderr)

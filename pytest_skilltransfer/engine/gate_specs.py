@@ -12,11 +12,14 @@ shows it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..guards.run_scope import Scoped
 
-Check = Callable[[dict[str, Any], float, float], Any]  # (result JSON, threshold, level) -> plugin.gating.Gate
+if TYPE_CHECKING:
+    from ..evidence.item_record import ItemRecord
+
+Check = Callable[["ItemRecord", float, float], Any]  # (the item's record, threshold, level) -> plugin.gating.Gate
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The source frontier: for each target, which source is worth its price.
 
-A pure function of the per-item records of a JSON report (like `summary`), so merged shards give the
+A pure function of the items' records (`item_record.ItemRecord`, like `summary`), so merged shards give the
 same frontier as one run. Per target, for each source that was tried on it:
 
 * the mean gain over its seeds (transferred - baseline on the target) with the exact interval over
@@ -37,15 +37,16 @@ from __future__ import annotations
 from typing import Any
 
 from .family import seeds_needed
+from .item_record import ItemRecord
 from .score_intervals import EPSILON
 from .stats import mean, mean_gain_interval
 
 FEW = "too few seeds"
 
 
-def _usd_per_seed(rows: list[dict[str, Any]], key: str = "optimize_source_usd") -> float | None:
+def _usd_per_seed(rows: list[ItemRecord], key: str = "optimize_source_usd") -> float | None:
     """The mean optimization dollars over the rows (one per seed); None when one is unpriced."""
-    values = [(r.get("cost") or {}).get(key) for r in rows]
+    values = [getattr(r.cost, key) for r in rows]
     if not values or any(v is None for v in values):
         return None
     return round(mean(values), 6)
@@ -71,14 +72,14 @@ def _verdict(low: float | None, high: float | None) -> str:
     return "hurts" if high < 0 else "helps" if low > 0 else "inconclusive"
 
 
-def _by_seed(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {r["seed"]: r for r in rows}
+def _by_seed(rows: list[ItemRecord]) -> dict[str, ItemRecord]:
+    return {r.seed: r for r in rows}
 
 
-def _source_row(source: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    gains = [r["gain"]["mean"] for r in rows]
+def _source_row(source: str, rows: list[ItemRecord]) -> dict[str, Any]:
+    gains = [r.gain.mean for r in rows]
     low, high = _interval(gains)
-    headrooms = [r["headroom"]["mean"] for r in rows if r.get("headroom")]
+    headrooms = [r.headroom.mean for r in rows if r.headroom]
     mean_gain = mean(gains)
     efficiency = (round(mean_gain / mean(headrooms), 4)
                   if len(headrooms) == len(rows) and headrooms and mean(headrooms) > 0 else None)
@@ -88,14 +89,14 @@ def _source_row(source: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
             "gain_per_usd": _per_dollar(mean_gain, usd), "verdict": _verdict(low, high)}
 
 
-def compare(mine: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> dict[str, Any]:
+def compare(mine: list[ItemRecord], theirs: list[ItemRecord]) -> dict[str, Any]:
     """Another source (`theirs`) against this one (`mine`) on the seeds both were tried on, paired by seed:
     the mean of their transferred score minus mine (on one seed and target both share the baseline, so this
     is their gain minus mine, a value in [-1, 1]) with its exact interval over those seeds, and each one's
     dollars per seed on those seeds."""
     a, b = _by_seed(mine), _by_seed(theirs)
     shared = sorted(set(a) & set(b))
-    differences = [b[s]["transferred"] - a[s]["transferred"] for s in shared]
+    differences = [b[s].transferred - a[s].transferred for s in shared]
     low, high = _interval(differences)
     return {"shared_seeds": len(shared), "gain_difference": round(mean(differences), 4) if shared else None,
             "ci_low": low, "ci_high": high,
@@ -112,24 +113,24 @@ def dominates(comparison: dict[str, Any]) -> bool:
     return theirs < mine - EPSILON or low > EPSILON
 
 
-def _standing(source: str, on_target: list[dict[str, Any]], sources: list[str]) -> tuple[list[str], dict[str, Any]]:
+def _standing(source: str, on_target: list[ItemRecord], sources: list[str]) -> tuple[list[str], dict[str, Any]]:
     """The sources that dominate `source`, and its paired comparison against every other source."""
-    mine = [r for r in on_target if r["source"] == source]
-    comparisons = {other: compare(mine, [r for r in on_target if r["source"] == other])
+    mine = [r for r in on_target if r.source == source]
+    comparisons = {other: compare(mine, [r for r in on_target if r.source == other])
                    for other in sources if other != source}
     return [other for other, c in comparisons.items() if dominates(c)], comparisons
 
 
-def _direct(rows: list[dict[str, Any]], own: list[dict[str, Any]] = ()) -> dict[str, Any] | None:  # type: ignore[assignment]
+def _direct(rows: list[ItemRecord], own: list[ItemRecord] = ()) -> dict[str, Any] | None:  # type: ignore[assignment]
     """The direct reference over the target's seeds (one item per seed carries it); without one, the items
     whose source is the target (`own`: optimized and scored on the target, which is what direct means)."""
-    per_seed: dict[str, dict[str, Any]] = {}
+    per_seed: dict[str, ItemRecord] = {}
     for r in rows:
-        if r.get("headroom"):
-            per_seed.setdefault(r["seed"], r)
+        if r.headroom:
+            per_seed.setdefault(r.seed, r)
     if not per_seed and own:
         picked = list(_by_seed(list(own)).values())
-        gains = [r["gain"]["mean"] for r in picked]
+        gains = [r.gain.mean for r in picked]
         low, high = _interval(gains)
         usd = _usd_per_seed(picked)
         return {"seeds": len(picked), "mean_gain": round(mean(gains), 4), "ci_low": low, "ci_high": high,
@@ -137,22 +138,22 @@ def _direct(rows: list[dict[str, Any]], own: list[dict[str, Any]] = ()) -> dict[
     if not per_seed:
         return None
     picked = list(per_seed.values())
-    headrooms = [r["headroom"]["mean"] for r in picked]
+    headrooms = [r.headroom.mean for r in picked if r.headroom]
     low, high = _interval(headrooms)
     usd = _usd_per_seed(picked, "optimize_direct_usd")
     return {"seeds": len(picked), "mean_gain": round(mean(headrooms), 4), "ci_low": low, "ci_high": high,
             "usd_per_seed": usd, "gain_per_usd": _per_dollar(mean(headrooms), usd)}
 
 
-def frontier(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def frontier(items: list[ItemRecord]) -> list[dict[str, Any]]:
     """Per target (sorted): every source's row (see module docstring) and the direct reference.
     `items`: one result per (seed, source, target), as `summary.unique` gives them."""
     targets = []
-    for target in sorted({r["target"] for r in items}):
-        own = [r for r in items if r["target"] == target and r["source"] == target]
-        on_target = [r for r in items if r["target"] == target and r["source"] != target]
-        sources = sorted({r["source"] for r in on_target})
-        rows = [_source_row(source, [r for r in on_target if r["source"] == source]) for source in sources]
+    for target in sorted({r.target for r in items}):
+        own = [r for r in items if r.target == target and r.source == target]
+        on_target = [r for r in items if r.target == target and r.source != target]
+        sources = sorted({r.source for r in on_target})
+        rows = [_source_row(source, [r for r in on_target if r.source == source]) for source in sources]
         for row in rows:
             row["dominated_by"], row["against"] = _standing(row["source"], on_target, sources)
             row["frontier"] = row["usd_per_seed"] is not None and not row["dominated_by"]

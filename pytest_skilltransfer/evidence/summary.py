@@ -1,4 +1,4 @@
-"""Run-level statistics: a pure function of the per-item records of a JSON report.
+"""Run-level statistics: a pure function of the items' records (`item_record.ItemRecord`).
 
 Because it reads only what every result carries (`gain.mean`, `gain.n`, `gain.p_value`, the gate's
 verdict), the summary of merged shards equals the summary of one run over the same items.
@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..pricing.cost_breakdown import breakdown
+from .item_record import ItemRecord
 from .run_family import UNDECIDABLE, RunFamily, kind, word
 from .family import seeds_needed  # noqa: F401 (re-exported: the summary's minimum of seeds)
 from .frontier import frontier
@@ -32,15 +33,11 @@ ALPHA = round(1 - LEVEL, 6)
 SHOWN_ALONE = "shown alone"
 
 
-def _key(result: dict[str, Any]) -> tuple[str, str, str, str]:
-    return result["seed"], result["source"], result["target"], result.get("optimizer") or ""
-
-
-def unique(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def unique(results: list[ItemRecord]) -> list[ItemRecord]:
     """One result per (seed, source, target, optimizer), sorted, the first occurrence kept."""
-    seen: dict[tuple[str, str, str, str], dict[str, Any]] = {}
-    for result in sorted(results, key=lambda r: (_key(r), r.get("item", ""))):
-        seen.setdefault(_key(result), result)
+    seen: dict[tuple[str, str, str, str], ItemRecord] = {}
+    for result in sorted(results, key=lambda r: (r.key, r.item or "")):
+        seen.setdefault(result.key, result)
     return list(seen.values())
 
 
@@ -49,13 +46,18 @@ def spent_by_errors(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"cost": e["cost"]} for e in errors if (e.get("cost") or {}).get("phases")]
 
 
-def distinct_evidence(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def bill(items: list[ItemRecord], errors: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """What the items and the errored items (`errors`) paid, per phase, role and lane (`breakdown`)."""
+    return breakdown([{"cost": r.cost.to_json()} for r in items] + spent_by_errors(errors or []))
+
+
+def distinct_evidence(items: list[ItemRecord]) -> list[ItemRecord]:
     """The items once per body of answers: two targets that gave byte-identical answers (one model over two wire
     protocols) are one hypothesis; the first in order is kept."""
     seen: set[str] = set()
     out = []
     for result in items:
-        answers = (result.get("evidence") or {}).get("answers")
+        answers = result.evidence.answers if result.evidence else None
         if answers is not None and answers in seen:
             continue
         if answers is not None:
@@ -64,17 +66,17 @@ def distinct_evidence(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _family(result: dict[str, Any]) -> RunFamily:
+def _family(result: ItemRecord) -> RunFamily:
     """The family the item was judged in (its record), or the items alone for a record without one."""
-    record = result.get("family")
+    record = result.family
     if not record:
         return RunFamily(1, method="none")
-    return RunFamily(record["size"], record["alpha"], record["method"])
+    return RunFamily(record.size, record.alpha, record.method)
 
 
-def item_word(result: dict[str, Any]) -> str:
+def item_word(result: ItemRecord) -> str:
     """The word the item's row shows."""
-    return result.get("outcome") or word(result["gain"], _family(result))
+    return result.outcome or word(result.gain.as_gain(), _family(result))
 
 
 def over_seeds(gains: list[float], level: float = LEVEL) -> tuple[float, float]:
@@ -82,7 +84,7 @@ def over_seeds(gains: list[float], level: float = LEVEL) -> tuple[float, float]:
     return mean_gain_interval(gains, level)
 
 
-def summarize(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def summarize(results: list[ItemRecord], errors: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Each item's outcome in the run's family (as its row shows it), the per-pair aggregate over seeds, and the
     counts of the words; the cost counts what errored items (`errors`) spent too."""
     items = unique(results)
@@ -93,9 +95,9 @@ def summarize(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None
         text = item_word(result)
         family = _family(result)
         per_item.append({
-            "seed": result["seed"], "source": result["source"], "target": result["target"],
-            "gain": result["gain"]["mean"], "p_value": result["gain"]["p_value"],
-            "p_adjusted": float(f"{min(1.0, result['gain']['p_value'] * family.size):.6g}"),
+            "seed": result.seed, "source": result.source, "target": result.target,
+            "gain": result.gain.mean, "p_value": result.gain.p_value,
+            "p_adjusted": float(f"{min(1.0, result.gain.p_value * family.size):.6g}"),
             "level": round(family.level, 8), "family_size": family.size,
             "method": family.method,
             "significant": text in (TRANSFERS, HURTS), "outcome": text, "kind": kind(text),
@@ -104,8 +106,8 @@ def summarize(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None
         })
     pairs = []
     needed = seeds_needed()
-    for source, target in sorted({(r["source"], r["target"]) for r in items}):
-        gains = [r["gain"]["mean"] for r in items if (r["source"], r["target"]) == (source, target)]
+    for source, target in sorted({(r.source, r.target) for r in items}):
+        gains = [r.gain.mean for r in items if (r.source, r.target) == (source, target)]
         mine = [i for i in per_item if (i["source"], i["target"]) == (source, target)]
         low, high = over_seeds(gains)
         enough = len(gains) >= needed
@@ -115,7 +117,7 @@ def summarize(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None
                       **_counts(mine), "significant_gains": sum(i["outcome"] == TRANSFERS for i in mine)})
     verdicts = {"pass": 0, "fail": 0, "inconclusive": 0}
     for result in results:
-        verdict = (result.get("gate") or {}).get("verdict")
+        verdict = result.gate.verdict if result.gate else None
         if verdict in verdicts:
             verdicts[verdict] += 1
     counted_items = [i for i in per_item if i["counted"]]
@@ -127,7 +129,7 @@ def summarize(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None
                    "same_answers": len(items) - len(hypotheses),
                    "rule": "each item at 1 - alpha / m, m the distinct items of the run its evidence was new in "
                            "(an item whose evidence digest equals its snapshot's keeps the m recorded there)"},
-        "mean_gain": round(mean(r["gain"]["mean"] for r in items), 4),
+        "mean_gain": round(mean(r.gain.mean for r in items), 4),
         "outcomes": {**{o: sum(i["outcome"] == o for i in counted_items) for o in (TRANSFERS, HURTS, NO_EFFECT)},
                      **{k: sum(i["kind"] == k for i in counted_items) for k in (SHOWN_ALONE, UNDECIDABLE)}},
         "shown_alone": sum(i["kind"] == SHOWN_ALONE for i in counted_items),
@@ -135,7 +137,7 @@ def summarize(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None
         "significant_gains": sum(i["outcome"] == TRANSFERS for i in counted_items),
         "significant_losses": sum(i["outcome"] == HURTS for i in counted_items),
         "verdicts": verdicts, "pairs": pairs,
-        "cost": breakdown(items + spent_by_errors(errors or [])), "frontier": frontier(items),
+        "cost": bill(items, errors), "frontier": frontier(items),
     }
 
 
@@ -147,7 +149,7 @@ def _counts(items: list[dict[str, Any]]) -> dict[str, int]:
             "undecidable": sum(i["kind"] == UNDECIDABLE for i in items)}
 
 
-def _same_as(result: dict[str, Any], hypotheses: list[dict[str, Any]]) -> str:
-    answers = result["evidence"]["answers"]
-    first = next(r for r in hypotheses if (r.get("evidence") or {}).get("answers") == answers)
-    return f"{first['seed']} {first['source']} -> {first['target']}"
+def _same_as(result: ItemRecord, hypotheses: list[ItemRecord]) -> str:
+    answers = result.evidence.answers if result.evidence else None
+    first = next(r for r in hypotheses if r.evidence is not None and r.evidence.answers == answers)
+    return f"{first.seed} {first.source} -> {first.target}"

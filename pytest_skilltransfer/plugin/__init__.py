@@ -41,6 +41,7 @@ Design choices:
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Generator
 
@@ -549,7 +550,7 @@ def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapsho
     from ..engine.protocol import CalibrationFailed, NoJudgeConfigured
     from ..engine.seed_data import SeedError
     from ..models.base import ModelCallError, ModelError
-    from ..reports.result_json import result_to_json
+    from ..reports.result_json import item_record
     from .snapshots import TransferSnapshotExtension
 
     item = request.node
@@ -580,10 +581,10 @@ def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapsho
         problem = ""
     if problem:
         pytest.fail(safe(problem), pytrace=False)
-    data = result_to_json(result, settings_of(request.config).answer_chars)
-    data["prompt_cache"] = "auto" if runner.settings.calls.prompt_cache else "off"  # shapes Anthropic requests
-    item.stash[RUN] = ItemRun(result, data, seed, spec, snapshot.use_extension(TransferSnapshotExtension))
+    record = replace(item_record(result, settings_of(request.config).answer_chars),
+                     prompt_cache="auto" if runner.settings.calls.prompt_cache else "off")  # shapes Anthropic requests
+    item.stash[RUN] = ItemRun(result, record, seed, spec, snapshot.use_extension(TransferSnapshotExtension))
     from .item_hooks import junit_properties
 
-    item.user_properties.extend(junit_properties(data))
+    item.user_properties.extend(junit_properties(record))
     return result

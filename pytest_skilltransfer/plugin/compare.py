@@ -20,11 +20,14 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
 import pytest
 
 from ..reports.comparison import regression_verdict
+
+if TYPE_CHECKING:
+    from ..evidence.item_record import ItemRecord
 
 AUTO = "auto"
 DIFF_LINES = 120  # a seed's diff against the ref, as the reports carry it
@@ -166,7 +169,7 @@ class Before:
         """What the regression gate compares with, parsed from the text at the ref (None: new)."""
         return None if self.text is None else parse(self.text)
 
-    def record(self, result: dict[str, Any], gate: dict[str, Any], seed_path: Path | None = None) -> dict[str, Any]:
+    def record(self, result: ItemRecord, gate: dict[str, Any], seed_path: Path | None = None) -> dict[str, Any]:
         """The item's `compare` record in the JSON report: ref, before -> after and the regression verdict.
 
         `status`: compared; new (no snapshot at the ref); unscored (a snapshot there without per-task
@@ -184,12 +187,12 @@ class Before:
         before = round(_mean_over_units(per_task, result), 3) if per_task else None
         verdict = regression_verdict(gate) if status == "compared" else status
         record = {"ref": self.base.name, "commit": self.base.commit, "snapshot": self.base.relative(self.path),
-                  "status": status, "before": before, "after": result["transferred"], "verdict": verdict}
-        if per_task and (verdict == "fail" or before != result["transferred"]):
+                  "status": status, "before": before, "after": result.transferred, "verdict": verdict}
+        if per_task and (verdict == "fail" or before != result.transferred):
             record["cause"] = self.cause(result, per_task, gate, seed_path)
         return record
 
-    def cause(self, result: dict[str, Any], per_task: dict[str, float], gate: dict[str, Any],
+    def cause(self, result: ItemRecord, per_task: dict[str, float], gate: dict[str, Any],
               seed_path: Path | None) -> dict[str, Any]:
         """What changed between the ref and this run, for the reports' "cause of a change"."""
         from ..reports.comparison import accept_tolerance, dropped_tasks, learned_at
@@ -222,12 +225,13 @@ class Before:
         return "\n".join(lines)
 
 
-def _mean_over_units(per_task: dict[str, float], result: dict[str, Any]) -> float:
+def _mean_over_units(per_task: dict[str, float], result: ItemRecord) -> float:
     """The committed per-task scores' mean as this run's transferred score is taken: over tasks, or over
     clusters when this run's held-out tasks share any (so before and after are the same kind of mean)."""
     from ..evidence.stats import clustered_score
 
-    clusters = {t["task_id"]: t.get("cluster") for t in result["scores"]["transferred"]["tasks"]}
+    transferred = result.scores.transferred
+    clusters = {t.task_id: t.cluster for t in (transferred.tasks if transferred is not None else ())}
     return clustered_score([list(per_task.values())], [clusters.get(task) for task in per_task]).mean
 
 
@@ -244,7 +248,7 @@ def before(config: pytest.Config, snapshot_path: Path) -> Before | None:
 
 
 def snapshot_change(config: pytest.Config, snapshot_path: Path, seed_path: Path, committed: dict[str, float],
-                    result: dict[str, Any], gate: dict[str, Any]) -> dict[str, Any] | None:
+                    result: ItemRecord, gate: dict[str, Any]) -> dict[str, Any] | None:
     """Without `--compare-to`, an item whose regression gate failed against the snapshot committed in the
     working tree: the same record as `Before.record` (ref "the committed snapshot"), its cause's diff taken
     against HEAD (the seed's uncommitted edits) when the project is a git repository; None otherwise."""
@@ -258,5 +262,5 @@ def snapshot_change(config: pytest.Config, snapshot_path: Path, seed_path: Path,
     base = BaseRef(SNAPSHOT_REF, head.commit if head else "", "snapshot", head.toplevel if head else config.rootpath)
     cause = Before(base, snapshot_path, text).cause(result, committed, gate, seed_path if head else None)
     return {"ref": SNAPSHOT_REF, "commit": base.commit, "snapshot": base.relative(snapshot_path), "status": "compared",
-            "before": round(_mean_over_units(committed, result), 3), "after": result["transferred"], "verdict": "fail",
+            "before": round(_mean_over_units(committed, result), 3), "after": result.transferred, "verdict": "fail",
             "cause": cause}

@@ -9,10 +9,12 @@ edits accepted and rejected per night.
 from __future__ import annotations
 
 import difflib
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from ..evidence.item_record import ArmRecord, GateRecord, ItemRecord, TaskRecord
 from ..guards.edits import Edit
 from ..guards.terminal import safe
 from ..reports.report import (
@@ -39,57 +41,60 @@ class TransferFailed(pytest.fail.Exception):  # type: ignore[misc,name-defined]
         self.summary = safe(summary)
 
 
-def _estimate(evaluation: dict[str, Any] | None) -> tuple[str, str, str]:
+def _estimate(evaluation: ArmRecord | None) -> tuple[str, str, str]:
     if evaluation is None:
         return "-", "-", "-"
-    hard = evaluation["hard"]
-    return f"{hard['mean']:.2f}", f"[{hard['ci_low']:.2f}, {hard['ci_high']:.2f}]", f"{evaluation['soft']['mean']:.2f}"
+    hard = evaluation.hard
+    return f"{hard.mean:.2f}", f"[{hard.ci_low:.2f}, {hard.ci_high:.2f}]", f"{evaluation.soft.mean:.2f}"
 
 
-def scores_table(result: dict[str, Any]) -> list[str]:
+def scores_table(result: ItemRecord) -> list[str]:
     """Baseline, transferred and direct on the target: hard mean, its interval, soft mean."""
-    scores = result["scores"]
     lines = [f"  {'':<12} {'hard':>5}  {'95% CI':<13} {'soft':>5}"]
     for name in ("baseline", "transferred", "direct"):
-        mean, interval, soft = _estimate(scores[name])
+        mean, interval, soft = _estimate(getattr(result.scores, name))
         lines.append(f"  {name:<12} {mean:>5}  {interval:<13} {soft:>5}")
-    gain = result["gain"]
+    gain = result.gain
     lines.append(f"  gain {gain_text(result)} over {units_text(gain)}{design_effect_text(gain)}, "
-                 f"p = {p_text(gain['p_value'])} ({gain['improved']} improved, {gain['worsened']} worse, "
-                 f"{gain['tied']} tied{' clusters' if gain.get('unit') == 'cluster' else ''}), "
+                 f"p = {p_text(gain.p_value)} ({gain.improved} improved, {gain.worsened} worse, "
+                 f"{gain.tied} tied{' clusters' if gain.unit == 'cluster' else ''}), "
                  f"minimal detectable gain {mdg_text(result)}; efficiency {efficiency_text(result, interval=True)}")
     return lines
 
 
-def failing_tasks(result: dict[str, Any], task_texts: dict[str, str]) -> list[str]:
+def _tasks(evaluation: ArmRecord | None) -> tuple[TaskRecord, ...]:
+    return evaluation.tasks if evaluation is not None else ()
+
+
+def failing_tasks(result: ItemRecord, task_texts: dict[str, str]) -> list[str]:
     """Held-out tasks the target still fails with the learned skill, and the checks each misses."""
     lines = []
-    for task in result["scores"]["transferred"]["tasks"]:
-        if task["hard"] >= 1.0:
+    for task in _tasks(result.scores.transferred):
+        if task.hard >= 1.0:
             continue
-        missed = sorted({label for sample in task["samples"] for label in sample["failed"]})
+        missed = sorted({label for sample in task.samples for label in sample.failed})
         judged = {f"rubric={v['criterion']}": f" (judge: {v['reason']}; votes {'/'.join(v['votes'])})"
-                  for sample in task["samples"] for v in sample.get("rubric", []) if not v["passed"]}
-        text = task_texts.get(task["task_id"], "")
+                  for sample in task.samples for v in sample.rubric or () if not v["passed"]}
+        text = task_texts.get(task.task_id, "")
         text = text if len(text) <= TASK_CHARS else text[: TASK_CHARS - 3] + "..."
-        lines.append(f"  {task['task_id']} (hard {task['hard']:.2f}): {text}")
+        lines.append(f"  {task.task_id} (hard {task.hard:.2f}): {text}")
         lines.extend(f"      misses: {label}{judged.get(label, '')}" for label in missed)
     return lines or ["  (none: every held-out task passes)"]
 
 
-def worse_tasks(result: dict[str, Any], task_texts: dict[str, str]) -> list[str]:
+def worse_tasks(result: ItemRecord, task_texts: dict[str, str]) -> list[str]:
     """Held-out tasks scoring lower with the learned skill than with the seed's, and the checks they now miss."""
-    baseline = {t["task_id"]: t for t in result["scores"]["baseline"]["tasks"]}
+    baseline = {t.task_id: t for t in _tasks(result.scores.baseline)}
     lines = []
-    for task in result["scores"]["transferred"]["tasks"]:
-        before = baseline.get(task["task_id"])
-        if before is None or task["hard"] >= before["hard"]:
+    for task in _tasks(result.scores.transferred):
+        before = baseline.get(task.task_id)
+        if before is None or task.hard >= before.hard:
             continue
-        missed_before = {label for sample in before["samples"] for label in sample["failed"]}
-        missed_now = sorted({label for sample in task["samples"] for label in sample["failed"]} - missed_before)
-        text = task_texts.get(task["task_id"], "")
+        missed_before = {label for sample in before.samples for label in sample.failed}
+        missed_now = sorted({label for sample in task.samples for label in sample.failed} - missed_before)
+        text = task_texts.get(task.task_id, "")
         text = text if len(text) <= TASK_CHARS else text[: TASK_CHARS - 3] + "..."
-        lines.append(f"  {task['task_id']} (hard {before['hard']:.2f} -> {task['hard']:.2f}): {text}")
+        lines.append(f"  {task.task_id} (hard {before.hard:.2f} -> {task.hard:.2f}): {text}")
         lines.extend(f"      now misses: {label}" for label in missed_now)
     return lines
 
@@ -130,14 +135,14 @@ def _edit_line(edit: dict[str, Any]) -> str:
     return Edit(edit["op"], edit["content"], edit["anchor"]).summary()
 
 
-def diagnose(result: dict[str, Any], outcome: GateOutcome, seed_skill: str, task_texts: dict[str, str],
+def diagnose(result: ItemRecord, outcome: GateOutcome, seed_skill: str, task_texts: dict[str, str],
              snapshot_diff: list[str] | None = None) -> str:
     """The full failure text of one item."""
     what = "failed" if outcome.failures or snapshot_diff else "inconclusive"
-    head = f"skill transfer {what} for {result['seed']} ({pair_text(result)}):"
+    head = f"skill transfer {what} for {result.seed} ({pair_text(result)}):"
     lines = [head, *(f"  FAILED {f}" for f in outcome.failures),
              *(f"  INCONCLUSIVE {m}" for m in outcome.inconclusive), *(f"  note: {n}" for n in outcome.notes)]
-    restarts = restart_count(result["gain"])
+    restarts = restart_count(result.gain.as_gain())
     over = f" and {restarts} restarts" if restarts > 1 else ""
     for gate in outcome.gates:
         if gate.name != "min_gain" or gate.verdict == "pass":
@@ -145,7 +150,7 @@ def diagnose(result: dict[str, Any], outcome: GateOutcome, seed_skill: str, task
         at = f"  note: at a true gain of {gate.threshold + 0.1:+.2f}, passing min_gain {gate.threshold:+.2f} with 80% power"
         if gate.tasks_for_power is not None:
             lines.append(f"{at} needs {gate.tasks_for_power} "
-                         f"{'clusters' if result['gain'].get('unit') == 'cluster' else 'held-out tasks'}{over} "
+                         f"{'clusters' if result.gain.unit == 'cluster' else 'held-out tasks'}{over} "
                          "(none getting worse; two-sided alpha 0.05)")
         elif restarts > 1:
             lines.append(f"{at} takes more restarts than {restarts}: no number of held-out tasks up to 2000 does it")
@@ -159,27 +164,27 @@ def diagnose(result: dict[str, Any], outcome: GateOutcome, seed_skill: str, task
     if snapshot_diff:
         from ..reports.rerun import rerun_commands
 
-        accept = [command for what, command in rerun_commands({**result, "gate": {"snapshot": snapshot_diff[0]}})
-                  if what != "rerun"]
+        mismatch = GateRecord(verdict="fail", passed=False, snapshot=snapshot_diff[0])
+        accept = [command for what, command in rerun_commands(replace(result, gate=mismatch)) if what != "rerun"]
         lines += ["", "snapshot mismatch" + (f" (accept once reviewed: {accept[0]})" if accept else
                                              " (run with --snapshot-update to accept)") + ":",
                   *(f"  {d}" for d in snapshot_diff)]
     unfinished = unfinished_answers(result)
     if unfinished:
         lines += ["", f"unfinished answers (counted as given): {unfinished}"]
-    lines += ["", f"scores on {result['target']} (held-out):", *scores_table(result)]
+    lines += ["", f"scores on {result.target} (held-out):", *scores_table(result)]
     worse = worse_tasks(result, task_texts)
     if worse:
-        lines += ["", f"held-out tasks worse on {result['target']} with the learned skill than with the seed's "
+        lines += ["", f"held-out tasks worse on {result.target} with the learned skill than with the seed's "
                   f"({len(worse and [w for w in worse if not w.startswith('      ')])}), and the checks they now miss:",
                   *worse]
-        learned = learned_lines(result["optimization"]["source"])
+        learned = learned_lines(result.optimization["source"])
         if learned:
-            lines += [f"learned lines accepted on {result['source']} (the nights that added them):", *learned]
-    lines += ["", f"held-out tasks failing on {result['target']} with the learned skill:",
+            lines += [f"learned lines accepted on {result.source} (the nights that added them):", *learned]
+    lines += ["", f"held-out tasks failing on {result.target} with the learned skill:",
               *failing_tasks(result, task_texts)]
-    lines += ["", "learned skill vs seed skill:", *skill_diff(seed_skill, result["learned_skill"])]
+    lines += ["", "learned skill vs seed skill:", *skill_diff(seed_skill, result.learned_skill)]
     lines += ["", "edits per night (+ accepted, - rejected, x not applied):",
-              *nights(result["optimization"]["source"], "optimized"),
-              *nights(result["optimization"]["direct"], "direct reference, optimized")]
+              *nights(result.optimization["source"], "optimized"),
+              *nights(result.optimization["direct"], "direct reference, optimized")]
     return "\n".join(lines)

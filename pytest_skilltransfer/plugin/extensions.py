@@ -7,9 +7,12 @@ run after the built-in header and secret filters, on recording and on replay mat
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
+
+if TYPE_CHECKING:
+    from ..evidence.item_record import ItemRecord
 
 
 class Registry:
@@ -56,11 +59,11 @@ class Registry:
         except ValueError as exc:
             raise pytest.UsageError(f"pytest_skilltransfer_configure: {exc}") from None
 
-    def add_gate(self, name: str, check: Callable[[dict[str, Any], float, float], Any], help: str,
+    def add_gate(self, name: str, check: Callable[["ItemRecord", float, float], Any], help: str,
                  label: str = "gain", claim: bool = True, chart: int | None = None, family: bool = True,
                  signed: bool = True) -> None:
         """A gate set like the built-in ones (seed.toml `[thresholds]`, the marker): `check(result, threshold,
-        level)` returns a `pytest_skilltransfer.plugin.gating.Gate` for the item's JSON result, at `level` (the
+        level)` returns a `pytest_skilltransfer.plugin.gating.Gate` for the item's record, at `level` (the
         run family's, or 0.95 with `family=False`); `claim`: a pass claims something; `chart`: +1 or -1 to draw
         its threshold on the page's gain axis at +t or -t (see `engine.gate_specs.GateSpec`)."""
         from ..engine.gate_specs import GateSpec, register_gate

@@ -48,6 +48,7 @@ from typing import Any
 from ..engine.gate_specs import all_gates, claim_gates, family_gates, threshold_gates
 from ..engine.seed_data import Thresholds
 from ..evidence import stats
+from ..evidence.item_record import ArmRecord, GainRecord, ItemRecord, ScoreRecord
 from ..reports.report import pair_text, too_few_clusters, units_text, verdict_label  # noqa: F401  (verdict_label: the plugin labels its records)
 
 EPSILON = 1e-9
@@ -148,14 +149,14 @@ def gate_level(correction: str, family: int) -> float:
     return stats.LEVEL
 
 
-def _decided_text(tasks: int | None, n: int, restarts: int, record: dict[str, Any] | None = None,
+def _decided_text(tasks: int | None, n: int, restarts: int, record: GainRecord | ScoreRecord | None = None,
                   paired: bool = True) -> str:
-    """What would decide an inconclusive gate; `record` is the gain's (or score's) JSON record, whose
+    """What would decide an inconclusive gate; `record` is the gain's (or score's) record, whose
     `unit` says whether tasks or clusters are counted."""
     few = too_few_clusters(record) if record is not None and paired else None
     if few is not None:
         return few
-    if record is not None and record.get("unit") == "cluster":
+    if record is not None and record.unit == "cluster":
         if tasks is None:
             return "no number of clusters decides it at this estimate"
         return (f"the same per-cluster result over {tasks} cluster(s) (now {n}) would decide it; more tasks in the "
@@ -172,47 +173,47 @@ def _decided_text(tasks: int | None, n: int, restarts: int, record: dict[str, An
 
 def _interval_gate(name: str, label: str, estimate: float, n: int, threshold: float, level: float,
                    paired: bool, extra: str = "", restart_values: list[float] | None = None,
-                   gain: dict[str, Any] | None = None, record: dict[str, Any] | None = None) -> Gate:
+                   gain: GainRecord | None = None, record: ScoreRecord | None = None) -> Gate:
     values = restart_values or []
-    low, high = stats.gain_bounds_of(gain, level) if gain is not None else stats.bounds(estimate, n, level, paired,
+    low, high = stats.gain_bounds_of(gain.as_gain(), level) if gain is not None else stats.bounds(estimate, n, level, paired,
                                                                                          values)
     verdict = stats.decide(low, high, threshold)
     shown = f"{label} {estimate:+.3f} [{low:+.3f}, {high:+.3f}]" if paired else \
         f"{label} {estimate:.3f} [{low:.3f}, {high:.3f}]"
     over = f", {len(values)} restarts" if len(values) > 1 else ""
-    record = gain if gain is not None else record
-    counted = units_text(record) if record is not None else f"{n} task(s)"
+    counted_in = gain if gain is not None else record
+    counted = units_text(counted_in) if counted_in is not None else f"{n} task(s)"
     shown += f" ({level * 100:.6g}% CI, {counted}{over}{extra})"
     sign = "+" if paired else ""
     if verdict == stats.PASS:
         return Gate(name, verdict, threshold, estimate, low, high, f"{shown} is at least {name} {threshold:{sign}.3f}")
     if verdict == stats.FAIL:
         return Gate(name, verdict, threshold, estimate, low, high, f"{shown} is below {name} {threshold:{sign}.3f}")
-    tasks = (stats.gain_tasks_to_decide(gain, threshold, level) if gain is not None else
+    tasks = (stats.gain_tasks_to_decide(gain.as_gain(), threshold, level) if gain is not None else
              stats.tasks_to_decide(estimate, n, threshold, level, paired=paired, restart_values=values))
     message = (f"{shown} neither shows {name} {threshold:{sign}.3f} nor rules it out; "
-               + _decided_text(tasks, n, len(values), record, paired))
+               + _decided_text(tasks, n, len(values), counted_in, paired))
     return Gate(name, verdict, threshold, estimate, low, high, message, tasks)
 
 
-def _efficiency_gate(result: dict[str, Any], threshold: float) -> Gate | str:
-    if result["direct_target"] is None and result.get("direct_skipped"):
+def _efficiency_gate(result: ItemRecord, threshold: float) -> Gate | str:
+    if result.direct_target is None and result.direct_skipped:
         # an option that skips the evidence a gate needs leaves the gate undecided, never passed
         return Gate("min_efficiency", stats.INCONCLUSIVE, threshold, None, None, None,
                     "efficiency is undefined: the direct reference ran on demand and was skipped (the transferred skill "
                     "shows a gain); neither shows min_efficiency nor rules it out: leave "
                     "--transfer-direct-on-demand off for an item gated on efficiency")
-    if result["direct_target"] is None:
+    if result.direct_target is None:
         return "min_efficiency gate skipped: efficiency is undefined (no direct run (--no-direct))"
-    estimate = result.get("efficiency_ci")
+    estimate = result.efficiency_ci
     if estimate is None:
-        headroom = result.get("headroom") or {}
-        shown = (f" (direct - baseline {headroom['mean']:+.3f} [{headroom['ci_low']:+.3f}, {headroom['ci_high']:+.3f}])"
+        headroom = result.headroom
+        shown = (f" (direct - baseline {headroom.mean:+.3f} [{headroom.ci_low:+.3f}, {headroom.ci_high:+.3f}])"
                  if headroom else "")
         message = ("efficiency is undefined: the direct headroom is not significantly above 0"
                    f"{shown}; neither shows min_efficiency {threshold:.3f} nor rules it out")
         return Gate("min_efficiency", stats.INCONCLUSIVE, threshold, None, None, None, message)
-    low, high, mean = estimate["ci_low"], estimate["ci_high"], estimate["mean"]
+    low, high, mean = estimate.ci_low, estimate.ci_high, estimate.mean
     verdict = stats.decide(low, high, threshold)
     shown = f"efficiency {mean:.3f} [{low:.3f}, {high:.3f}]"
     text = {stats.PASS: f"{shown} is at least min_efficiency {threshold:.3f}",
@@ -264,17 +265,17 @@ def _failed_view(views: tuple[View, ...], threshold: float) -> View | None:
     return next((v for v in views if v.high < threshold - EPSILON), None)
 
 
-def per_task(evaluation: dict[str, Any] | None) -> dict[str, float]:
-    """{task id: hard score} of one evaluation in the JSON shape."""
-    return {} if evaluation is None else {t["task_id"]: t["hard"] for t in evaluation["tasks"]}
+def per_task(evaluation: ArmRecord | None) -> dict[str, float]:
+    """{task id: hard score} of one evaluation."""
+    return {} if evaluation is None else evaluation.per_task()
 
 
-def per_task_first(evaluation: dict[str, Any] | None) -> dict[str, float] | None:
+def per_task_first(evaluation: ArmRecord | None) -> dict[str, float] | None:
     """{task id: restart 1's hard score} of a restart-averaged evaluation; None for one optimization."""
-    tasks = [] if evaluation is None else evaluation["tasks"]
-    if not tasks or len(tasks[0].get("restarts") or []) <= 1:
+    tasks = () if evaluation is None else evaluation.tasks
+    if not tasks or len(tasks[0].restarts or ()) <= 1:
         return None
-    return {t["task_id"]: t["restarts"][0] for t in tasks}
+    return {t.task_id: t.restarts[0] for t in tasks if t.restarts}
 
 
 def _single_floor(gate: Gate, views: tuple[View, ...], level: float) -> Gate:
@@ -290,46 +291,46 @@ def _single_floor(gate: Gate, views: tuple[View, ...], level: float) -> Gate:
                 tasks_for_power=gate.tasks_for_power)
 
 
-def per_task_clusters(evaluation: dict[str, Any] | None) -> dict[str, str | None]:
-    """{task id: cluster, or None for a task of its own} of one evaluation in the JSON shape."""
-    return {} if evaluation is None else {t["task_id"]: t.get("cluster") for t in evaluation["tasks"]}
+def per_task_clusters(evaluation: ArmRecord | None) -> dict[str, str | None]:
+    """{task id: cluster, or None for a task of its own} of one evaluation."""
+    return {} if evaluation is None else {t.task_id: t.cluster for t in evaluation.tasks}
 
 
-def _gain_interval(result: dict[str, Any], level: float) -> tuple[float, float, float, int]:
-    """The gain's mean, interval at `level` and unit count (tasks, or clusters), from a result in the JSON shape."""
-    gain = result["gain"]
-    low, high = stats.gain_bounds_of(gain, level)
-    return gain["mean"], low, high, gain["n"]
+def _gain_interval(result: ItemRecord, level: float) -> tuple[float, float, float, int]:
+    """The gain's mean, interval at `level` and unit count (tasks, or clusters)."""
+    low, high = stats.gain_bounds_of(result.gain.as_gain(), level)
+    return result.gain.mean, low, high, result.gain.n
 
 
-def _shown_gain(mean: float, low: float, high: float, gain: dict[str, Any], level: float) -> str:
-    restarts = restart_count(gain)
+def _shown_gain(mean: float, low: float, high: float, gain: GainRecord, level: float) -> str:
+    restarts = restart_count(gain.as_gain())
     over = f", {restarts} restarts" if restarts > 1 else ""
     return f"gain {mean:+.3f} [{low:+.3f}, {high:+.3f}] ({level * 100:.6g}% CI, {units_text(gain)}{over})"
 
 
-def _harm_gate(result: dict[str, Any], tolerance: float, level: float) -> Gate:
+def _harm_gate(result: ItemRecord, tolerance: float, level: float) -> Gate:
     """Fail when the whole gain interval lies below -tolerance: the target is worse than its own baseline."""
     mean, low, high, n = _gain_interval(result, level)
-    views = single_views(result["gain"], level)
-    shown = _shown_gain(mean, low, high, result["gain"], level) + _beside(views)
-    worse = result["gain"].get("worsened")
-    unit = "cluster(s)" if result["gain"].get("unit") == "cluster" else "held-out task(s)"
+    gain = result.gain.as_gain()
+    views = single_views(gain, level)
+    shown = _shown_gain(mean, low, high, result.gain, level) + _beside(views)
+    worse = result.gain.worsened
+    unit = "cluster(s)" if result.gain.unit == "cluster" else "held-out task(s)"
     failed = None if high < -tolerance - EPSILON else _failed_view(views, -tolerance)
     if high < -tolerance - EPSILON or failed is not None:
         count = f"; {worse} of {n} {unit} got worse" if worse is not None else ""
         which = "" if failed is None else f" (the interval of {failed.label} lies below it; {SINGLE_RULE})"
         estimate, low, high = (mean, low, high) if failed is None else (failed.mean, failed.low, failed.high)
         return Gate("harm_tolerance", stats.FAIL, tolerance, estimate, low, high,
-                    f"harm: the learned skill makes {result['target']} worse than its own baseline: {shown} lies "
+                    f"harm: the learned skill makes {result.target} worse than its own baseline: {shown} lies "
                     f"below -{tolerance:.3f}{which}{count} (turn the harm gate off with harm_tolerance = \"off\", "
                     "or declare it with expect = \"hurts\" in seed.toml)")
-    few = too_few_clusters(result["gain"])
+    few = too_few_clusters(result.gain)
     if few is not None:
         return Gate("harm_tolerance", stats.INCONCLUSIVE, tolerance, mean, low, high,
                     f"harm neither shown nor ruled out: {shown}; {few}")
     size = round(tolerance + HARM_SIZE, 6)
-    needed = stats.tasks_for_gain(size, level, restarts=restart_count(result["gain"]))
+    needed = stats.tasks_for_gain(size, level, restarts=restart_count(gain))
     power = (f"; a harm of -{size:.2f} takes {needed} {unit} to show with 80% power (now {n})"
              if needed is not None else "")
     return Gate("harm_tolerance", stats.PASS, tolerance, mean, low, high,
@@ -337,12 +338,12 @@ def _harm_gate(result: dict[str, Any], tolerance: float, level: float) -> Gate:
                 tasks_for_power=needed)
 
 
-def _task_level_gain(result: dict[str, Any], level: float, first: bool = False) -> stats.Gain | None:
-    """The gain over tasks, each its own unit (the run without clusters), from the per-task scores of a result in
-    the JSON shape (restart-averaged with restarts, or restart 1's with `first`); None when they are not there."""
-    scores = result.get("scores") or {}
-    before = per_task(scores.get("baseline"))
-    after = per_task_first(scores.get("transferred")) if first else per_task(scores.get("transferred"))
+def _task_level_gain(result: ItemRecord, level: float, first: bool = False) -> stats.Gain | None:
+    """The gain over tasks, each its own unit (the run without clusters), from the per-task scores of a result
+    (restart-averaged with restarts, or restart 1's with `first`); None when they are not there."""
+    scores = result.scores
+    before = per_task(scores.baseline)
+    after = per_task_first(scores.transferred) if first else per_task(scores.transferred)
     if after is None:
         return None
     common = [task for task in before if task in after]
@@ -355,18 +356,18 @@ TASK_RULE = ("with clusters a gate also fails whenever the tasks, each its own u
              "it: an option never passes what the plain run fails")
 
 
-def _task_floor(gate: Gate, result: dict[str, Any], level: float) -> Gate:
+def _task_floor(gate: Gate, result: ItemRecord, level: float) -> Gate:
     """A harm or min_gain gate over clusters fails when the same gate over tasks, each its own unit (the run without
     clusters), fails: the interval over clusters is the honest one for a claim, but it must not pass what the plain
     run fails."""
-    if gate.verdict == stats.FAIL or result["gain"].get("unit") != "cluster":
+    if gate.verdict == stats.FAIL or result.gain.unit != "cluster":
         return gate
     threshold = -gate.threshold if gate.name == "harm_tolerance" else gate.threshold
     readings = (_task_level_gain(result, level), _task_level_gain(result, level, first=True))
     tasks = next((g for g in readings if g is not None and g.high < threshold - EPSILON), None)
     if tasks is None:
         return gate
-    what = (f"harm: the learned skill makes {result['target']} worse than its own baseline over the held-out tasks"
+    what = (f"harm: the learned skill makes {result.target} worse than its own baseline over the held-out tasks"
             if gate.name == "harm_tolerance" else f"below {gate.name} {gate.threshold:+.3f} over the held-out tasks")
     over = f"over clusters: {gate.message}"
     return Gate(gate.name, stats.FAIL, gate.threshold, tasks.mean, tasks.low, tasks.high,
@@ -375,10 +376,11 @@ def _task_floor(gate: Gate, result: dict[str, Any], level: float) -> Gate:
                 f"task(s) got worse; {over} ({TASK_RULE})", tasks_for_power=gate.tasks_for_power)
 
 
-def _noninferiority_gate(result: dict[str, Any], margin: float, level: float) -> Gate:
+def _noninferiority_gate(result: ItemRecord, margin: float, level: float) -> Gate:
     """Pass only when the whole gain interval is at or above -margin (the burden of proof on safety)."""
     mean, low, high, n = _gain_interval(result, level)
-    shown = _shown_gain(mean, low, high, result["gain"], level)
+    gain = result.gain.as_gain()
+    shown = _shown_gain(mean, low, high, result.gain, level)
     verdict = stats.decide(low, high, -margin)
     text = {stats.PASS: f"non-inferior: {shown} lies at or above -{margin:.3f}",
             stats.FAIL: f"inferior: {shown} lies below -{margin:.3f}",
@@ -386,19 +388,18 @@ def _noninferiority_gate(result: dict[str, Any], margin: float, level: float) ->
                                 f"below -{margin:.3f})"}[verdict]
     tasks = None
     if verdict == stats.INCONCLUSIVE:
-        tasks = stats.gain_tasks_to_decide(result["gain"], -margin, level)
-        text += "; " + _decided_text(tasks, n, len((result["gain"].get("restarts") or {}).get("gains") or []),
-                                     result["gain"])
+        tasks = stats.gain_tasks_to_decide(gain, -margin, level)
+        text += "; " + _decided_text(tasks, n, len((result.gain.restarts or {}).get("gains") or []), result.gain)
     return Gate("noninferiority_margin", verdict, margin, mean, low, high, text, tasks)
 
 
-def _expect_gate(result: dict[str, Any], expected: str, level: float = stats.LEVEL) -> Gate:
+def _expect_gate(result: ItemRecord, expected: str, level: float = stats.LEVEL) -> Gate:
     """Pass when the measured outcome, at the run family's level, is the one the seed declares for this pair."""
-    gain = result["gain"]
+    gain = result.gain.as_gain()
     low, high = stats.gain_bounds_of(gain, level)
     measured = stats.outcome(low, high)
-    shown = _shown_gain(gain["mean"], low, high, gain, level)
-    few = too_few_clusters(gain)
+    shown = _shown_gain(gain["mean"], low, high, result.gain, level)
+    few = too_few_clusters(result.gain)
     if few is not None:
         return Gate("expect", stats.INCONCLUSIVE, 0.0, gain["mean"], low, high,
                     f"cannot show the declared outcome '{expected}' or any other: {shown}; {few}")
@@ -410,10 +411,10 @@ def _expect_gate(result: dict[str, Any], expected: str, level: float = stats.LEV
                 f"'{measured}': {shown}; the seed's behaviour changed (fix it, or change its expect)")
 
 
-def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str, float] | None = None,
+def evaluate(result: ItemRecord, thresholds: Thresholds, committed: dict[str, float] | None = None,
              updating: bool = False, correction: str = "none", family: int = 1,
              reference: str | None = None, expected: str | None = None) -> GateOutcome:
-    """Apply every configured gate to a result in the JSON shape of `result_json`.
+    """Apply every configured gate to an item's record (`evidence.item_record.ItemRecord`).
 
     `expected` is the outcome the seed declares for this pair (seed.toml `expect`); it replaces the
     harm gate.
@@ -427,17 +428,18 @@ def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str
     notes: list[str] = []
     corrected = f", Bonferroni over {family} items" if level != stats.LEVEL else ""
     if thresholds.min_gain is not None:
-        gain = result["gain"]
+        gain = result.gain.as_gain()
         gate = _interval_gate("min_gain", "gain", gain["mean"], gain["n"], thresholds.min_gain, level, True,
                               f", p = {gain['p_value']:.3g}{corrected}", (gain.get("restarts") or {}).get("gains"),
-                              gain=gain)
+                              gain=result.gain)
         gate = replace(gate, tasks_for_power=stats.tasks_to_pass(thresholds.min_gain, POWER_MARGIN, level,
                                                                   restarts=restart_count(gain)))
         gates.append(_task_floor(_single_floor(gate, single_views(gain, level), level), result, level))
     if thresholds.min_score is not None:
-        hard = result["scores"]["transferred"]["hard"]
-        gates.append(_interval_gate("min_score", "transferred score", hard["mean"], hard["n"], thresholds.min_score,
-                                    level, False, corrected, hard.get("restart_means"), record=hard))
+        hard = _transferred(result).hard
+        gates.append(_interval_gate("min_score", "transferred score", hard.mean, hard.n, thresholds.min_score,
+                                    level, False, corrected, list(hard.restart_means or ()) or None,
+                                    record=hard))
     if thresholds.min_efficiency is not None:
         decision = _efficiency_gate(result, thresholds.min_efficiency)
         (notes.append if isinstance(decision, str) else gates.append)(decision)  # type: ignore[arg-type]
@@ -448,7 +450,7 @@ def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str
     if thresholds.noninferiority_margin is not None:
         gates.append(_noninferiority_gate(result, thresholds.noninferiority_margin, level))
     if thresholds.regression_tolerance is not None and committed is not None and not updating:
-        transferred = result["scores"]["transferred"]
+        transferred = _transferred(result)
         check = stats.regression(committed, per_task(transferred), thresholds.regression_tolerance, level,
                                  clusters=per_task_clusters(transferred))
         message = check.message()
@@ -488,13 +490,18 @@ def evaluate(result: dict[str, Any], thresholds: Thresholds, committed: dict[str
     return _judge_stability(outcome, result, thresholds, committed, updating, correction, family, expected)
 
 
-def _judge_stability(outcome: GateOutcome, result: dict[str, Any], thresholds: Thresholds,
+def _transferred(result: ItemRecord) -> ArmRecord:
+    assert result.scores.transferred is not None, "a result always has its transferred arm"
+    return result.scores.transferred
+
+
+def _judge_stability(outcome: GateOutcome, result: ItemRecord, thresholds: Thresholds,
                      committed: dict[str, float] | None, updating: bool, correction: str, family: int,
                      expected: str | None = None) -> GateOutcome:
     """A pass that does not survive its uncertain rubric verdicts resolved against the skill is inconclusive."""
     from ..reports.judge_report import adverse, uncertain_count
 
-    count = uncertain_count(result) if result.get("judge") else 0
+    count = uncertain_count(result) if result.judge else 0
     if not count or outcome.verdict != stats.PASS or not outcome.claims:
         return outcome
     worst = evaluate(adverse(result), thresholds, committed, updating, correction, family, expected=expected)

@@ -8,48 +8,51 @@ from __future__ import annotations
 import gc
 import json
 import warnings
+from dataclasses import replace
 from typing import Any, Generator
 
 import pytest
 
+from ..evidence.item_record import AnswersCollapse, ConstantAnswerRecord, FamilyRecord, GateRecord, ItemRecord
 from ..evidence.run_family import RunFamily, record as family_record, word
 from ..guards.terminal import safe
 from .reporting import ERROR_ATTRIBUTE, FIX, REPORT_ATTRIBUTE, is_worker, plain_nodeid
 from .state import ERROR_COST, RUN, RUNNER, SPEC, ItemRun, runner_of, settings_of
 
 
-def junit_properties(data: dict[str, Any]) -> list[tuple[str, object]]:
+def junit_properties(record: ItemRecord) -> list[tuple[str, object]]:
     """Scores and cost as (name, value) pairs, as `record_property` makes them, for JUnit XML."""
+    gain, ci = record.gain, record.efficiency_ci
     values = {
-        "pair": f"{data['source']}->{data['target']}",
-        "baseline": data["baseline_target"],
-        "transferred": data["transferred"],
-        "direct": data["direct_target"],
-        "gain": data["gain"]["mean"],
-        "gain_ci_low": data["gain"]["ci_low"],
-        "gain_ci_high": data["gain"]["ci_high"],
-        "gain_p_value": data["gain"]["p_value"],
-        "gain_method": data["gain"]["method"],
-        "mdg": data["gain"]["mdg"],
-        "restarts": len(data.get("restarts") or []) or None,
-        "restart_gain_sd": ((data["gain"].get("restarts") or {}).get("sd")),
-        "tasks": data["gain"].get("tasks") or data["gain"]["n"],
-        "clusters": data["gain"].get("clusters"),  # with clusters only (the gain's units), and their design effect
-        "design_effect": data["gain"].get("design_effect"),
-        "efficiency": data["efficiency"],
-        "efficiency_ci_low": (data.get("efficiency_ci") or {}).get("ci_low"),
-        "efficiency_ci_high": (data.get("efficiency_ci") or {}).get("ci_high"),
-        "calls": data["cost"]["calls"],
-        "tokens": data["cost"]["tokens"],
-        "usd": data["cost"]["total_usd"],
+        "pair": f"{record.source}->{record.target}",
+        "baseline": record.baseline_target,
+        "transferred": record.transferred,
+        "direct": record.direct_target,
+        "gain": gain.mean,
+        "gain_ci_low": gain.ci_low,
+        "gain_ci_high": gain.ci_high,
+        "gain_p_value": gain.p_value,
+        "gain_method": gain.method,
+        "mdg": gain.mdg,
+        "restarts": len(record.restarts or []) or None,
+        "restart_gain_sd": (gain.restarts or {}).get("sd"),
+        "tasks": gain.tasks or gain.n,
+        "clusters": gain.clusters,  # with clusters only (the gain's units), and their design effect
+        "design_effect": gain.design_effect,
+        "efficiency": record.efficiency,
+        "efficiency_ci_low": ci.ci_low if ci else None,
+        "efficiency_ci_high": ci.ci_high if ci else None,
+        "calls": record.cost.calls,
+        "tokens": record.cost.tokens,
+        "usd": record.cost.total_usd,
     }
-    judge = data.get("judge")
+    judge = record.judge
     if judge:
         calibration = judge["calibration"] or {}
         values.update({"judge": judge["model"], "judge_agreement": judge["agreement"],
                        "judge_unstable": len(judge["unstable"]), "judge_errors": judge["errors"],
                        "judge_calibration_accuracy": calibration.get("accuracy")})
-    portable = data.get("portable")
+    portable = record.portable
     if portable:  # --validate-on: the multi-model skill and its comparison with today's
         between = next(c for c in portable["family"]["comparisons"] if c["name"] == "multi_vs_single")
         values.update({"validate_on": ",".join(portable["validate_on"]),
@@ -90,7 +93,7 @@ def run_family(item: pytest.Item, run: ItemRun) -> RunFamily:
 
     if settings_of(item.config).correction == "none":
         return RunFamily(1, method="none")
-    recorded = snapshots.recorded_family(run.snapshot, run.data)
+    recorded = snapshots.recorded_family(run.snapshot, run.record)
     if recorded is not None:
         return RunFamily(recorded[1], method=recorded[0], recorded=True)
     return RunFamily(family_size(item))
@@ -104,11 +107,12 @@ def _gaming(run: ItemRun) -> None:
     result = run.result
     arms = [result.baseline, *(r.transferred for r in result.runs), *(r.direct for r in result.runs if r.direct)]
     answers = [s.answer for ev in arms for t in ev.tasks for s in t.samples]
-    run.data["constant_answer"] = constant_answer(run.seed.test, answers).as_dict()
+    found_constant = ConstantAnswerRecord.from_json(constant_answer(run.seed.test, answers).as_dict())
     transferred = [s.answer for r in result.runs for t in r.transferred.tasks for s in t.samples]
     base = [s.answer for t in result.baseline.tasks for s in t.samples]
     found = collapse(base, transferred, len(result.baseline.tasks), regex_patterns(run.seed.test))
-    run.data["answers_collapse"] = {**found.as_dict(), **({"text": found.text()} if found.collapsed else {})}
+    run.record = replace(run.record, constant_answer=found_constant, answers_collapse=AnswersCollapse(
+        **found.as_dict(), text=found.text() if found.collapsed else None))
 
 
 def _gate(item: pytest.Item, run: ItemRun) -> None:
@@ -118,49 +122,49 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
 
     settings = settings_of(item.config)
     thresholds = settings.thresholds(run.seed.thresholds, run.spec.thresholds)
-    committed = snapshots.committed_per_task(run.snapshot, run.data)
+    committed = snapshots.committed_per_task(run.snapshot, run.record)
     updating = bool(run.snapshot.update_snapshots)
     base = compare.before(item.config, snapshots.location(run.snapshot))
     if base is not None:  # --compare-to: the snapshot committed at the base ref, also while updating
         committed, updating = base.committed(snapshots.parse_per_task), False
     _gaming(run)
     family = run_family(item, run)
-    run.data["outcome"] = word(run.data["gain"], family)
-    run.data["family"] = family_record(run.data["gain"], family)
+    gain = run.record.gain.as_gain()
+    run.record = replace(run.record, outcome=word(gain, family), family=FamilyRecord.from_json(family_record(gain, family)))
     runner = runner_of(item.config)
-    outcome = gating.evaluate(run.data, thresholds, committed, updating=updating,
+    outcome = gating.evaluate(run.record, thresholds, committed, updating=updating,
                               correction=family.method if family.size > 1 else "none", family=family.size,
                               reference=base.reference if base is not None else None,
                               expected=run.seed.expected_outcome(runner.ref(run.spec.source), runner.ref(run.spec.target)))
     if base is not None:
-        run.data["compare"] = base.record(run.data, outcome.as_dict(), run.spec.seed_path)
+        run.record = replace(run.record, compare=base.record(run.record, outcome.as_dict(), run.spec.seed_path))
     elif committed is not None and not updating:  # a regression against the snapshot on disk: its cause too
         change = compare.snapshot_change(item.config, snapshots.location(run.snapshot), run.spec.seed_path,
-                                         committed, run.data, outcome.as_dict())
+                                         committed, run.record, outcome.as_dict())
         if change is not None:
-            run.data["snapshot_change"] = change
-    mismatch = snapshots.compare(run.snapshot, run.data) if settings.compare_snapshots else []
+            run.record = replace(run.record, snapshot_change=change)
+    mismatch = snapshots.compare(run.snapshot, run.record) if settings.compare_snapshots else []
     verdict = "fail" if mismatch else outcome.verdict
     written = "updated" if run.snapshot.update_snapshots else "ok"
-    run.data["gate"] = {**outcome.as_dict(), "verdict": verdict, "passed": verdict == "pass",
-                        "snapshot": mismatch[0] if mismatch else written if settings.compare_snapshots else "not compared"}
-    run.data["gate"]["label"] = gating.verdict_label(run.data["gate"])
+    gate = GateRecord.from_json({**outcome.as_dict(), "verdict": verdict, "passed": verdict == "pass", "snapshot":
+                                 mismatch[0] if mismatch else written if settings.compare_snapshots else "not compared"})
+    run.record = replace(run.record, gate=replace(gate, label=gating.verdict_label(gate)))
     for gate in outcome.gates:
         item.user_properties.append((f"skilltransfer_gate_{gate.name}", gate.verdict))
         if gate.tasks_for_power is not None:
             name = "min_gain" if gate.name == "min_gain" else "harm"
             item.user_properties.append((f"skilltransfer_tasks_for_{name}", gate.tasks_for_power))
-    item.user_properties.append(("skilltransfer_outcome", run.data["outcome"]))
-    item.user_properties.append(("skilltransfer_verdict", run.data["gate"]["label"]))
+    item.user_properties.append(("skilltransfer_outcome", run.record.outcome))
+    item.user_properties.append(("skilltransfer_verdict", run.record.gate.label))
     guard = gating.inconclusive_guard(outcome)
     if verdict == "inconclusive" and guard is not None and settings.inconclusive != "fail":
         warnings.warn(pytest.PytestWarning(safe(f"{item.nodeid}: --transfer-inconclusive={settings.inconclusive} does "
                                                 f"not apply to the {guard.name} guard: {guard.message}")), stacklevel=1)
     if verdict == "fail" or gating.item_fails(outcome, settings.inconclusive):
         texts = {task.id: task.text for task in run.seed.test}
-        raise TransferFailed(diagnose({**run.data, "item": plain_nodeid(item.nodeid)}, outcome, run.seed.skill, texts,
-                                      mismatch),
-                             failure_reason(run.data))
+        raise TransferFailed(diagnose(replace(run.record, item=plain_nodeid(item.nodeid)), outcome, run.seed.skill,
+                                      texts, mismatch),
+                             failure_reason(run.record))
     if verdict == "inconclusive":
         reason = "inconclusive: " + "; ".join(outcome.inconclusive)
         if settings.inconclusive == "xfail":
@@ -224,7 +228,7 @@ def _runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Gener
         _short_summary(report, call)
     run = item.stash.get(RUN, None)
     if run is not None and report.when == "call":
-        setattr(report, REPORT_ATTRIBUTE, json.dumps({**run.data, "item": plain_nodeid(report.nodeid)}))
+        setattr(report, REPORT_ATTRIBUTE, json.dumps(replace(run.record, item=plain_nodeid(report.nodeid)).to_json()))
     spec = item.stash.get(SPEC, None)
     if run is None and spec is not None and report.failed:  # errored before a result: counted in every report
         reason = str(getattr(call.excinfo, "value", "") or report.longreprtext).strip().splitlines()

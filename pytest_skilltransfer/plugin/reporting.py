@@ -1,21 +1,24 @@
 """Run-level reports, built where every result arrives: the xdist controller (or the only process).
 
-Each call report of a transfer item carries its result as `report.skilltransfer` (JSON shape);
+Each call report of a transfer item carries its result as `report.skilltransfer` (its record's JSON text);
 xdist serializes that attribute with the report, so `pytest_runtest_logreport` on the controller
-sees every worker's results. Workers neither print nor write reports.
+reads every worker's results back as records (`evidence.item_record`). Workers neither print nor write reports.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
 
 from ..guards.terminal import safe
 from .options import Settings
 from .spellings import SPELLINGS
+
+if TYPE_CHECKING:
+    from ..evidence.item_record import ItemRecord
 
 REPORT_ATTRIBUTE = "skilltransfer"
 ERROR_ATTRIBUTE = "skilltransfer_error"  # an item that errored before it had a result: why
@@ -33,17 +36,14 @@ def plain_nodeid(nodeid: str) -> str:
     return nodeid.rsplit("@", 1)[0] if nodeid.rfind("@") > nodeid.rfind("]") else nodeid
 
 
-def ordered(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def ordered(results: list[ItemRecord]) -> list[ItemRecord]:
     """One result per item, in an order that does not depend on which worker (or shard) ran it."""
-    return sorted(results, key=lambda r: (r["seed"], r["source"], r["target"], r["item"]))
+    return sorted(results, key=lambda r: (r.seed, r.source, r.target, r.item or ""))
 
 
-def gate_failed(result: dict[str, Any]) -> bool:
+def gate_failed(result: ItemRecord) -> bool:
     """True when the item's gate failed (an item without a gate record has not failed one)."""
-    gate = result.get("gate")
-    if not gate:
-        return False
-    return gate["verdict"] == "fail" if "verdict" in gate else not gate["passed"]
+    return result.gate is not None and result.gate.verdict == "fail"
 
 
 class TransferReporting:
@@ -52,12 +52,12 @@ class TransferReporting:
     def __init__(self, config: pytest.Config, settings: Settings):
         self.config = config
         self.settings = settings
-        self.results: dict[str, dict[str, Any]] = {}  # by item: a rerun (pytest-rerunfailures) replaces its try
+        self.results: dict[str, ItemRecord] = {}  # by item: a rerun (pytest-rerunfailures) replaces its try
         self.run_fields: list[Callable[[], dict[str, Any]]] = []  # extra top-level JSON fields (shard, ref)
         self.errors: dict[str, dict[str, Any]] = {}  # by item: errored before a result (a cassette miss, ...)
         self.interrupted: dict[str, Any] | None = None  # a stopped run: why and what was paid (`stopping`)
 
-    def ordered(self) -> list[dict[str, Any]]:
+    def ordered(self) -> list[ItemRecord]:
         return ordered(list(self.results.values()))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -65,20 +65,23 @@ class TransferReporting:
             return
         text = getattr(report, REPORT_ATTRIBUTE, None)
         if text is not None:
-            data = json.loads(text)
-            earlier = self.errors.pop(data["item"], None)
+            from ..evidence.item_record import ItemRecord
+
+            record = ItemRecord.from_json(json.loads(text))
+            assert record.item is not None
+            earlier = self.errors.pop(record.item, None)
             if earlier is not None and earlier.get("cost"):  # a rerun: the errored try's spend stays in the bill
                 from ..reports.result_json import with_earlier_try
 
-                data = with_earlier_try(data, earlier["cost"])
-            self.results[data["item"]] = data
+                record = with_earlier_try(record, earlier["cost"])
+            self.results[record.item] = record
         error = getattr(report, ERROR_ATTRIBUTE, None)
         if error is not None and error["item"] not in self.results:
             earlier = self.errors.get(error["item"])
             if earlier is not None and earlier.get("cost") and error.get("cost"):  # errored on each try: both spent
-                from ..reports.result_json import with_earlier_try
+                from ..reports.result_json import with_spent
 
-                error = {**error, "cost": with_earlier_try({"cost": error["cost"]}, earlier["cost"])["cost"]}
+                error = {**error, "cost": with_spent(error["cost"], earlier["cost"])}
             self.errors[error["item"]] = error
 
     def report(self) -> dict[str, Any]:
@@ -99,8 +102,9 @@ class TransferReporting:
         self.interrupted = interruption(self.config)
         if self.interrupted is not None:
             self.run_fields.append(lambda: {"interrupted": self.interrupted})
+        report = self.report() if self.settings.json_path or self.settings.html_path else None
         if self.settings.json_path:
-            write(self.settings.json_path, json.dumps(self.report(), indent=2) + "\n")
+            write(self.settings.json_path, json.dumps(report, indent=2) + "\n")
         if self.settings.md_path:
             text = markdown_report.render(self.ordered(), errored(self.errors))
             if self.interrupted is not None:
@@ -111,7 +115,7 @@ class TransferReporting:
         if self.settings.html_path:
             from ..reports import html_report
 
-            write(self.settings.html_path, html_report.render(self.report()))
+            write(self.settings.html_path, html_report.render(report))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if is_worker(self.config) or not (self.results or self.errors or self.interrupted):
@@ -142,7 +146,7 @@ class TransferReporting:
                 terminalreporter.write_line(safe(f"{label} report: {path}"))
 
 
-def summary_lines(results: list[dict[str, Any]], verbose: bool = False,
+def summary_lines(results: list[ItemRecord], verbose: bool = False,
                   errors: list[dict[str, Any]] | None = None) -> list[str]:
     """The terminal summary of a run's results: the table, the summary line, the price comparison, the
     bill (with what errored items spent), the rubric judges (`verbose`: with every unstable check), and
@@ -161,9 +165,9 @@ def summary_lines(results: list[dict[str, Any]], verbose: bool = False,
     for result in results:
         unfinished = unfinished_answers(result)
         if unfinished:
-            lines.append(f"unfinished answers in {result['seed']} ({result['source']} -> {result['target']}): {unfinished}")
-    collapsed = {f"{r['seed']} ({r['source']} -> {r['target']}): {r['answers_collapse']['text']}": None
-                 for r in results if (r.get("answers_collapse") or {}).get("text")}
+            lines.append(f"unfinished answers in {result.seed} ({result.source} -> {result.target}): {unfinished}")
+    collapsed = {f"{r.seed} ({r.source} -> {r.target}): {r.answers_collapse.text}": None
+                 for r in results if r.answers_collapse is not None and r.answers_collapse.text}
     lines += list(collapsed)
     for result in results:
         for line in judge_lines([result]):
@@ -171,41 +175,41 @@ def summary_lines(results: list[dict[str, Any]], verbose: bool = False,
     return lines + against_base(results)
 
 
-def unlearnable_lines(results: list[dict[str, Any]]) -> list[str]:
+def unlearnable_lines(results: list[ItemRecord]) -> list[str]:
     """One line per seed on which even the direct optimization gained nothing on any pair of the run (every item
     of the seed says so), naming the checks that no arm of any of its pairs ever passed."""
-    by_seed: dict[str, list[dict[str, Any]]] = {}
+    by_seed: dict[str, list[ItemRecord]] = {}
     for result in results:
-        by_seed.setdefault(result["seed"], []).append(result)
+        by_seed.setdefault(result.seed, []).append(result)
     lines = []
     for seed, items in by_seed.items():
-        if not all(item.get("unlearnable") is not None for item in items):
+        if not all(item.unlearnable is not None for item in items):
             continue
-        lists = [item["unlearnable"].get("checks_never_passed") or [] for item in items]
+        lists = [item.unlearnable.checks_never_passed if item.unlearnable else () for item in items]
         never = [label for label in lists[0] if all(label in other for other in lists[1:])]
-        pairs = sorted({f"{item['source']} -> {item['target']}" for item in items})
+        pairs = sorted({f"{item.source} -> {item.target}" for item in items})
         lines.append(f"unlearnable: {seed}: even direct optimization gained nothing on any pair ({', '.join(pairs)}); "
                      "checks never passed in any arm: "
                      + (", ".join(never) if never else "none (each passed somewhere, never all together)"))
     return lines
 
 
-def spend_lines(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None = None) -> list[str]:
+def spend_lines(results: list[ItemRecord], errors: list[dict[str, Any]] | None = None) -> list[str]:
     """Cost per phase, role and lane (what errored items spent included), and the source frontier of
     every target tried with several sources."""
     from ..evidence.frontier import frontier, frontier_lines
-    from ..evidence.summary import spent_by_errors, unique
-    from ..pricing.cost_breakdown import breakdown, breakdown_lines
+    from ..evidence.summary import bill, unique
+    from ..pricing.cost_breakdown import breakdown_lines
 
     items = unique(results)
-    return breakdown_lines(breakdown(items + spent_by_errors(errors or []))) + frontier_lines(frontier(items))
+    return breakdown_lines(bill(items, errors)) + frontier_lines(frontier(items))
 
 
 def errored(errors: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     return [errors[item] for item in sorted(errors)]
 
 
-def item_counts(results: list[dict[str, Any]], errors: dict[str, dict[str, Any]]) -> dict[str, int]:
+def item_counts(results: list[ItemRecord], errors: dict[str, dict[str, Any]]) -> dict[str, int]:
     from ..reports.result_json import item_counts as counts
 
     return counts(results, list(errors.values()))

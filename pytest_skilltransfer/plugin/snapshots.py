@@ -28,6 +28,7 @@ from syrupy.data import SnapshotCollections
 from syrupy.extensions.base import AbstractSyrupyExtension
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
+from ..evidence.item_record import ArmRecord, ItemRecord
 from ..guards.redaction import redact_text
 from ..guards.terminal import safe
 from ..reports.report import (
@@ -96,11 +97,11 @@ class TransferSnapshotExtension(SingleFileSnapshotExtension):
         return SnapshotCollections()
 
 
-def _score_row(name: str, evaluation: dict[str, Any] | None) -> str:
+def _score_row(name: str, evaluation: ArmRecord | None) -> str:
     if evaluation is None:
         return f"| {name} | - | - | - |"
-    hard, soft = evaluation["hard"], evaluation["soft"]
-    return f"| {name} | {hard['mean']:.3f} | [{hard['ci_low']:.3f}, {hard['ci_high']:.3f}] | {soft['mean']:.3f} |"
+    hard, soft = evaluation.hard, evaluation.soft
+    return f"| {name} | {hard.mean:.3f} | [{hard.ci_low:.3f}, {hard.ci_high:.3f}] | {soft.mean:.3f} |"
 
 
 def _night_lines(optimization: dict[str, Any] | None, label: str) -> list[str]:
@@ -119,75 +120,75 @@ FAMILY_LINE = re.compile(r"^- judged in: (\w+) over (\d+) item\(s\)", re.M)
 DIGEST_LINE = re.compile(r"evidence digest ([0-9a-f]+)$", re.M)
 
 
-def _family_line(result: dict[str, Any]) -> list[str]:
+def _family_line(result: ItemRecord) -> list[str]:
     """The family the outcome and gates were judged in (`evidence.run_family`): read back when the evidence is
     unchanged, so a replay keeps its verdict and words whatever else the run holds."""
-    family = result.get("family")
+    family = result.family
     if not family:
         return []
-    return [f"- judged in: {family['method']} over {family['size']} item(s) of its run, level "
-            f"{family['level'] * 100:.6g}% (family-wise error {family['alpha']:g})"]
+    return [f"- judged in: {family.method} over {family.size} item(s) of its run, level "
+            f"{family.level * 100:.6g}% (family-wise error {family.alpha:g})"]
 
 
-def recorded_family(snapshot: "SnapshotAssertion", result: dict[str, Any]) -> tuple[str, int] | None:
+def recorded_family(snapshot: "SnapshotAssertion", result: ItemRecord) -> tuple[str, int] | None:
     """(method, size) of the family the committed snapshot was judged in, when this run's evidence digest equals
     the one it records (the evidence is unchanged); None otherwise."""
     path = location(snapshot)
-    if not path.is_file() or not result.get("evidence"):
+    if not path.is_file() or result.evidence is None or result.evidence.digest is None:
         return None
     text = path.read_text(encoding="utf-8")
     digest, family = DIGEST_LINE.search(text), FAMILY_LINE.search(text)
-    if digest is None or family is None or not result["evidence"]["digest"].startswith(digest.group(1)):
+    if digest is None or family is None or not result.evidence.digest.startswith(digest.group(1)):
         return None
     if settings_changes(text, render(result)):
         return None
     return family.group(1), int(family.group(2))
 
 
-def _evidence_line(result: dict[str, Any]) -> list[str]:
+def _evidence_line(result: ItemRecord) -> list[str]:
     """Which answers the result was computed from: a tampered cassette changes this line."""
-    evidence = result.get("evidence")
+    evidence = result.evidence
     if not evidence:
         return []
-    return [f"- scored from {evidence['calls']} distinct call(s), evidence digest {evidence['digest'][:16]}"]
+    return [f"- scored from {evidence.calls} distinct call(s), evidence digest {(evidence.digest or '')[:16]}"]
 
 
-def render(result: dict[str, Any]) -> str:
+def render(result: ItemRecord) -> str:
     """The snapshot text of one result."""
-    scores = result["scores"]
-    ci = result.get("efficiency_ci")
-    efficiency = "-" if ci is None else f"{ci['mean']:.3f} [{ci['ci_low']:.3f}, {ci['ci_high']:.3f}]"
+    scores = result.scores
+    ci = result.efficiency_ci
+    efficiency = "-" if ci is None else f"{ci.mean:.3f} [{ci.ci_low:.3f}, {ci.ci_high:.3f}]"
     lines = [
-        f"# {result['seed']}: {result['source']} -> {result['target']}", "",
+        f"# {result.seed}: {result.source} -> {result.target}", "",
         "| held-out on target | hard | 95% CI | soft |", "|---|---|---|---|",
-        _score_row("baseline", scores["baseline"]),
-        _score_row("transferred", scores["transferred"]),
-        _score_row("direct", scores["direct"]), "",
-        f"- gain: {gain_text(result)} over {units_text(result['gain'])}{design_effect_text(result['gain'])}, "
-        f"p = {p_text(result['gain']['p_value'])} "
+        _score_row("baseline", scores.baseline),
+        _score_row("transferred", scores.transferred),
+        _score_row("direct", scores.direct), "",
+        f"- gain: {gain_text(result)} over {units_text(result.gain)}{design_effect_text(result.gain)}, "
+        f"p = {p_text(result.gain.p_value)} "
         f"({method_text(result)}), minimal detectable gain {mdg_text(result)}",
         f"- outcome: {outcome_text(result)}", *_family_line(result),
         f"- efficiency: {efficiency}",
-        f"- transferred per task: `{per_task_text(scores['transferred'])}`", *_evidence_line(result),
+        f"- transferred per task: `{per_task_text(scores.transferred)}`", *_evidence_line(result),
         *_settings_line(result),
         *_restart_lines(result), "",
         "## Optimization", "",
-        *_night_lines(result["optimization"]["source"], "On the source"),
-        *_night_lines(result["optimization"]["direct"], "Direct, on the target"),
-        "## Learned skill", "", FENCE + "markdown", result["learned_skill"].rstrip("\n"), FENCE, "",
+        *_night_lines(result.optimization["source"], "On the source"),
+        *_night_lines(result.optimization["direct"], "Direct, on the target"),
+        "## Learned skill", "", FENCE + "markdown", result.learned_skill.rstrip("\n"), FENCE, "",
     ]
     return safe(redact_text("\n".join(lines)))  # a committed file read as diffs: no secret, no control acting
 
 
-def settings_of(result: dict[str, Any]) -> dict[str, str]:
+def settings_of(result: ItemRecord) -> dict[str, str]:
     """The protocol settings that shaped a result, as text: the protocol's, the optimizer, the prompt cache."""
-    config = result.get("config") or {}
+    config = result.config or {}
     values = {name: config[name] for name in SETTINGS if name in config}
     if not values.get("direct_on_demand"):
         values.pop("direct_on_demand", None)  # off: the settings line as before the setting existed
-    source = (result.get("optimization") or {}).get("source") or {}
-    values["optimizer"] = source.get("optimizer") or result.get("optimizer")
-    values["prompt_cache"] = result.get("prompt_cache")
+    source = (result.optimization or {}).get("source") or {}
+    values["optimizer"] = source.get("optimizer") or result.optimizer
+    values["prompt_cache"] = result.prompt_cache
     return {name: _setting_text(value) for name, value in values.items() if value is not None or name == "min_delta"}
 
 
@@ -197,8 +198,8 @@ def _setting_text(value: Any) -> str:
     return "profile" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def _settings_line(result: dict[str, Any]) -> list[str]:
-    if not result.get("config"):
+def _settings_line(result: ItemRecord) -> list[str]:
+    if not result.config:
         return []
     return ["- protocol settings: `" + " ".join(f"{k}={v}" for k, v in settings_of(result).items()) + "`"]
 
@@ -221,12 +222,12 @@ def settings_changes(before: str, after: str) -> list[str]:
             if old.get(name) != new.get(name)]
 
 
-def _restart_lines(result: dict[str, Any]) -> list[str]:
+def _restart_lines(result: ItemRecord) -> list[str]:
     """With restarts: each restart's split seed and gain, and their spread (nothing for one restart)."""
-    runs = result.get("restarts")
+    runs = result.restarts
     if not runs:
         return []
-    spread = result["gain"]["restarts"]
+    spread = result.gain.restarts or {}
     gains = ", ".join(f"{r['restart']} (split seed {r['split_seed']}) {r['gain']:+.3f}" for r in runs)
     return [f"- restarts: {gains}; sd {spread['sd']:.3f}, range [{spread['min']:+.3f}, {spread['max']:+.3f}]"]
 
@@ -236,9 +237,9 @@ def location(snapshot: "SnapshotAssertion") -> Path:
     return Path(snapshot.extension.get_location(test_location=snapshot.test_location, index=snapshot.index))
 
 
-def per_task_text(evaluation: dict[str, Any]) -> str:
+def per_task_text(evaluation: ArmRecord | None) -> str:
     """`id=1 id=0.667`: each task's hard score, compactly."""
-    return " ".join(f"{t['task_id']}={t['hard']:.4g}" for t in evaluation["tasks"])
+    return " ".join(f"{t.task_id}={t.hard:.4g}" for t in (evaluation.tasks if evaluation is not None else ()))
 
 
 def parse_per_task(text: str) -> dict[str, float] | None:
@@ -250,7 +251,7 @@ def parse_per_task(text: str) -> dict[str, float] | None:
     return {task: float(value) for task, _, value in pairs}
 
 
-def committed_per_task(snapshot: "SnapshotAssertion", result: dict[str, Any] | None = None) -> dict[str, float] | None:
+def committed_per_task(snapshot: "SnapshotAssertion", result: ItemRecord | None = None) -> dict[str, float] | None:
     """The transferred per-task scores in the snapshot on disk, or None when there is none or, given
     this run's `result`, when it was made with other protocol settings (then it measures another thing)."""
     path = location(snapshot)
@@ -262,7 +263,7 @@ def committed_per_task(snapshot: "SnapshotAssertion", result: dict[str, Any] | N
     return parse_per_task(text)
 
 
-def compare(snapshot: "SnapshotAssertion", result: dict[str, Any]) -> list[str]:
+def compare(snapshot: "SnapshotAssertion", result: ItemRecord) -> list[str]:
     """Assert the rendered result against the snapshot: [] when it matches (or was written), else why not."""
     text = render(result)
     if snapshot == text:

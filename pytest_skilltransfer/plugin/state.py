@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 import pytest
 
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
 
     from ..engine.results import TransferResult
+    from ..evidence.item_record import ItemRecord
     from ..engine.seed_data import Seed
     from ..guards.run_scope import RunScope  # noqa: F401  (named in a stash key's type)
     from .collect import TransferSpec
@@ -50,10 +51,11 @@ def run_folder(config: pytest.Config) -> Path | None:
 
 @dataclass
 class ItemRun:
-    """One item's protocol run: the engine result, its JSON, the seed and the snapshot assertion."""
+    """One item's protocol run: the engine result, its record (what the gates decide is added to it), the seed
+    and the snapshot assertion."""
 
     result: "TransferResult"
-    data: dict[str, Any]
+    record: "ItemRecord"
     seed: "Seed"
     spec: "TransferSpec"
     snapshot: "SnapshotAssertion"

@@ -6,7 +6,10 @@ from __future__ import annotations
 import difflib
 import math
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..evidence.item_record import ItemRecord
 
 VERDICT_WORDS = {"pass": "ok", "fail": "regressed", "new": "new (no snapshot at the ref)",
                  "unscored": "not compared (the snapshot at the ref has no per-task scores)",
@@ -21,24 +24,24 @@ def regression_verdict(gate: dict[str, Any]) -> str:
     return "off"
 
 
-def comparisons(results: list[dict[str, Any]]) -> tuple[str, list[tuple[str, str, str, str]]]:
+def comparisons(results: list[ItemRecord]) -> tuple[str, list[tuple[str, str, str, str]]]:
     """The heading `regression against REF (commit): counts` and one (item, before, after, verdict)
     row per item compared with the base ref; ("", []) without a ref."""
-    compared = [r for r in results if r.get("compare")]
+    compared = [r for r in results if r.compare]
     if not compared:
         return "", []
-    first = compared[0]["compare"]
-    counts = {v: sum(1 for r in compared if r["compare"]["verdict"] == v) for v in VERDICT_WORDS if v != "pass"}
+    first = compared[0].compare
+    counts = {v: sum(1 for r in compared if r.compare["verdict"] == v) for v in VERDICT_WORDS if v != "pass"}
     said = ", ".join(f"{n} {VERDICT_WORDS[v]}" for v, n in counts.items() if n) or "no regression"
     rows = []
     for result in compared:
-        record = result["compare"]
-        rows.append((result.get("item") or result["seed"], "-" if record["before"] is None else f"{record['before']:.2f}",
+        record = result.compare
+        rows.append((result.item or result.seed, "-" if record["before"] is None else f"{record['before']:.2f}",
                      f"{record['after']:.2f}", VERDICT_WORDS.get(record["verdict"], record["verdict"])))
     return f"regression against {first['ref']} ({first['commit'][:7]}): {said}", rows
 
 
-def summary_lines(results: list[dict[str, Any]]) -> list[str]:
+def summary_lines(results: list[ItemRecord]) -> list[str]:
     """For the terminal: the heading and the items whose score or verdict needs a look, the rest counted."""
     heading, rows = comparisons(results)
     if not heading:
@@ -62,11 +65,11 @@ def label(compare: dict[str, Any]) -> str:
     return f"vs {compare.get('ref', 'the base')}" + (f" ({commit})" if commit else "")
 
 
-def moved_record(result: dict[str, Any]) -> dict[str, Any]:
+def moved_record(result: ItemRecord) -> dict[str, Any]:
     """The record of an item's move with its cause: against the base ref (`compare`, with `--compare-to`),
     else against the committed snapshot (`snapshot_change`, when the regression gate failed there); {}."""
-    compare = result.get("compare") or {}
-    return compare if compare.get("cause") is not None else (result.get("snapshot_change") or {})
+    compare = result.compare or {}
+    return compare if compare.get("cause") is not None else (result.snapshot_change or {})
 
 
 def accept_tolerance(gate: dict[str, Any]) -> float | None:
@@ -78,17 +81,18 @@ def accept_tolerance(gate: dict[str, Any]) -> float | None:
     return None
 
 
-def dropped_tasks(per_task: dict[str, float], result: dict[str, Any]) -> list[dict[str, Any]]:
+def dropped_tasks(per_task: dict[str, float], result: ItemRecord) -> list[dict[str, Any]]:
     """The held-out tasks scoring lower now than in the snapshot at the ref, with the checks they now miss and
     the start of their answer now (the snapshot at the ref keeps scores, not answers)."""
     rows = []
-    for task in result["scores"]["transferred"]["tasks"]:
-        before = per_task.get(task["task_id"])
-        if before is None or task["hard"] >= before:
+    transferred = result.scores.transferred
+    for task in transferred.tasks if transferred is not None else ():
+        before = per_task.get(task.task_id)
+        if before is None or task.hard >= before:
             continue
-        missed = sorted({label for sample in task.get("samples", []) for label in sample.get("failed", [])})
-        answer = next((s["answer"] for s in task.get("samples", []) if s.get("answer") is not None), None)
-        rows.append({"task": task["task_id"], "before": before, "after": task["hard"], "missed": missed,
+        missed = sorted({label for sample in task.samples for label in sample.failed})
+        answer = next((s.answer for s in task.samples if s.answer is not None), None)
+        rows.append({"task": task.task_id, "before": before, "after": task.hard, "missed": missed,
                      "answer": None if answer is None else answer[:ANSWER_CHARS]})
     return rows
 
@@ -112,17 +116,17 @@ def newly_missed(cause: dict[str, Any]) -> list[tuple[str, int]]:
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-def learned_diff(result: dict[str, Any]) -> list[str]:
+def learned_diff(result: ItemRecord) -> list[str]:
     """The learned skill at the ref against this run's, as a unified diff ([] when equal or unknown, or when
     this run's nights accepted no edit)."""
     before = (moved_record(result).get("cause") or {}).get("learned_before")
-    if before is None or result.get("learned_skill") == result.get("seed_skill"):
+    if before is None or result.learned_skill == result.seed_skill:
         return []  # no night accepted an edit: the seed's diff says it all
-    return list(difflib.unified_diff(before.splitlines(), str(result.get("learned_skill", "")).splitlines(),
+    return list(difflib.unified_diff(before.splitlines(), str(result.learned_skill).splitlines(),
                                      "learned skill (at the ref)", "learned skill (now)", lineterm="", n=1))
 
 
-def accept_commands(result: dict[str, Any]) -> list[tuple[str, str]]:
+def accept_commands(result: ItemRecord) -> list[tuple[str, str]]:
     """(what, text) that accepts a regression on purpose: the seed.toml line the reviewer sees in the diff,
     and the command that checks it; [] when nothing regressed."""
     compare = moved_record(result)
@@ -130,18 +134,18 @@ def accept_commands(result: dict[str, Any]) -> list[tuple[str, str]]:
     tolerance = cause.get("accept_tolerance")
     if tolerance is None:
         return []
-    where = cause.get("seed_toml") or f"seeds/{result['seed']}/seed.toml"
+    where = cause.get("seed_toml") or f"seeds/{result.seed}/seed.toml"
     said = [("accept the drop on purpose", f"[thresholds] regression_tolerance = {tolerance:g}  # in {where}; "
              "the ini's skilltransfer_regression_tolerance, a marker or the command line win over it")]
-    if result.get("item"):
-        against = [f"--transfer-compare-to={compare['ref']}"] if result.get("compare") is compare else []
+    if result.item:
+        against = [f"--transfer-compare-to={compare['ref']}"] if result.compare is compare else []
         said.append(("check it passes then", shlex.join([
-            "pytest", result["item"], "--transfer-pair", f"{result['source']}->{result['target']}", *against,
+            "pytest", result.item, "--transfer-pair", f"{result.source}->{result.target}", *against,
             f"--transfer-regression-tolerance={tolerance:g}"])))
     return said
 
 
-def cause_lines(result: dict[str, Any]) -> list[str]:
+def cause_lines(result: ItemRecord) -> list[str]:
     """The cause of a change against the base ref, as text (terminal and Markdown): before -> after, the
     checks newly missed on the tasks that dropped, the seed's diff from the ref, the learned skill's change,
     and how to accept the drop on purpose; [] when the item did not move against the ref."""

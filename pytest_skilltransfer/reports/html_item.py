@@ -10,6 +10,7 @@ import re
 import zlib
 from typing import Any
 
+from ..evidence.item_record import ItemRecord, TaskRecord
 from ..evidence.run_family import kind
 from .html_parts import (
     ARMS,
@@ -30,69 +31,71 @@ from .portable import blocked_by_text
 from .why import check_arms, is_hand_written
 
 
-def _gates(result: dict[str, Any]) -> str:
-    gates = (result.get("gate") or {}).get("gates", [])
+def _gates(result: ItemRecord) -> str:
+    gates = result.gate.gates if result.gate else ()
     if not gates:
         return "<p>No gate: this item makes no claim; its outcome above is what was measured.</p>"
-    rows = "".join(f'<tr><td>{esc(g.get("gate", ""))}</td><td>{_chip(g.get("verdict", ""), "v-" + str(g.get("verdict", "")))}</td>'
-                   f'<td>{esc(g.get("message", ""))}</td></tr>' for g in gates)
+    rows = "".join(f'<tr><td>{esc(g.gate)}</td><td>{_chip(g.verdict, "v-" + g.verdict)}</td>'
+                   f'<td>{esc(g.message)}</td></tr>' for g in gates)
     return f"<table><tr><th>gate</th><th>verdict</th><th>message</th></tr>{rows}</table>"
 
 
-def _scores(result: dict[str, Any]) -> str:
+def _scores(result: ItemRecord) -> str:
     rows = []
     for arm in ARMS:
-        ev = result["scores"].get(arm)
+        ev = getattr(result.scores, arm)
         if ev is None:
             rows.append(f"<tr><td>{arm}</td><td colspan=3>-</td></tr>")
             continue
-        hard = ev["hard"]
-        rows.append(f'<tr><td>{arm}</td><td class="num">{hard["mean"]:.3f}</td>'
-                    f'<td class="num">[{hard["ci_low"]:.3f}, {hard["ci_high"]:.3f}]</td>'
-                    f'<td class="num">{ev["soft"]["mean"]:.3f}</td></tr>')
-    gain = result["gain"]
+        hard = ev.hard
+        rows.append(f'<tr><td>{arm}</td><td class="num">{hard.mean:.3f}</td>'
+                    f'<td class="num">[{hard.ci_low:.3f}, {hard.ci_high:.3f}]</td>'
+                    f'<td class="num">{ev.soft.mean:.3f}</td></tr>')
+    gain = result.gain
+    counts = {name: "?" if value is None else value
+              for name, value in (("improved", gain.improved), ("worsened", gain.worsened), ("tied", gain.tied))}
     return ("<table><tr><th>on the target</th><th>hard</th><th>95% CI</th><th>soft</th></tr>" + "".join(rows)
             + f'</table><p>gain {esc(gain_text(result))} over {esc(units_text(gain) + design_effect_text(gain))}, '
-              f'p = {p_text(gain["p_value"])}, '
-              f'minimal detectable gain {mdg_text(result)}; {gain.get("improved", "?")} improved, '
-              f'{gain.get("worsened", "?")} worsened, {gain.get("tied", "?")} tied</p>')
+              f'p = {p_text(gain.p_value)}, '
+              f'minimal detectable gain {mdg_text(result)}; {counts["improved"]} improved, '
+              f'{counts["worsened"]} worsened, {counts["tied"]} tied</p>')
 
 
-def _tasks_by_arm(result: dict[str, Any]) -> tuple[list[str], dict[str, dict[str, dict[str, Any]]]]:
-    by_arm: dict[str, dict[str, dict[str, Any]]] = {}
+def _tasks_by_arm(result: ItemRecord) -> tuple[list[str], dict[str, dict[str, TaskRecord]]]:
+    by_arm: dict[str, dict[str, TaskRecord]] = {}
     order: list[str] = []
     for arm in ARMS:
-        ev = result["scores"].get(arm)
-        for task in (ev or {}).get("tasks", []):
-            by_arm.setdefault(task["task_id"], {})[arm] = task
-            if task["task_id"] not in order:
-                order.append(task["task_id"])
+        ev = getattr(result.scores, arm)
+        for task in ev.tasks if ev is not None else ():
+            by_arm.setdefault(task.task_id, {})[arm] = task
+            if task.task_id not in order:
+                order.append(task.task_id)
     return order, by_arm
 
 
-def _cell(task: dict[str, Any] | None) -> str:
+def _cell(task: TaskRecord | None) -> str:
     if task is None:
         return "<td>-</td>"
-    css = "t-pass" if task["hard"] >= 1 else "t-fail" if task["hard"] <= 0 else "t-mid"
-    mark = "pass" if task["hard"] >= 1 else "fail" if task["hard"] <= 0 else f"{task['hard']:.2f}"
-    return f'<td class="{css}" title="soft {task["soft"]:.2f}">{mark} <span class="muted">{task["soft"]:.2f}</span></td>'
+    css = "t-pass" if task.hard >= 1 else "t-fail" if task.hard <= 0 else "t-mid"
+    mark = "pass" if task.hard >= 1 else "fail" if task.hard <= 0 else f"{task.hard:.2f}"
+    return f'<td class="{css}" title="soft {task.soft:.2f}">{mark} <span class="muted">{task.soft:.2f}</span></td>'
 
 
-def _answer_block(arm: str, task: dict[str, Any] | None) -> str:
+def _answer_block(arm: str, task: TaskRecord | None) -> str:
     if task is None:
         return f"<div><b>{arm}</b><p class=muted>not scored</p></div>"
     parts = [f"<div><b>{arm}</b> {_cell(task).replace('<td', '<span').replace('</td>', '</span>')}"]
-    for sample in task.get("samples", []):
-        answer = sample.get("answer")
-        missed = ", ".join(sample.get("failed", [])) or "none"
-        stop = sample.get("stop_reason") or ""
-        parts.append(f'<p class="muted">sample {esc(sample.get("sample_id", ""))}: stop {esc(stop)}; missed: '
+    for sample in task.samples:
+        answer = sample.answer
+        missed = ", ".join(sample.failed) or "none"
+        stop = sample.stop_reason or ""
+        parts.append(f'<p class="muted">sample {esc(sample.sample_id)}: stop {esc(stop)}; missed: '
                      f'<code>{esc(missed)}</code></p>')
         if answer is not None:
             long = len(answer) > FOLD_CHARS
             body = f"<pre>{esc(answer)}</pre>"
             parts.append(f"<details><summary>answer ({len(answer)} chars)</summary>{body}</details>" if long else body)
-        for vote in sample.get("rubric", []) or []:
+        for vote in sample.rubric or ():
             parts.append(f'<p class="muted">rubric: {esc(_vote_text(vote))}</p>')
     return "".join(parts) + "</div>"
 
@@ -102,7 +105,7 @@ def _vote_text(vote: dict[str, Any]) -> str:
     return f"{vote.get('criterion', vote.get('check', ''))}: {verdict} {vote.get('reason', '')}".strip()
 
 
-def task_matrix(result: dict[str, Any]) -> str:
+def task_matrix(result: ItemRecord) -> str:
     """Held-out task x arm, pass/fail and soft score, a CSS-only filter for tasks whose result differs,
     and per task the answers side by side with the checks each missed."""
     order, by_arm = _tasks_by_arm(result)
@@ -110,9 +113,9 @@ def task_matrix(result: dict[str, Any]) -> str:
     rows, drill = [], []
     for task_id in order:
         arms = by_arm[task_id]
-        hards = {arms[a]["hard"] for a in ARMS if a in arms}
+        hards = {arms[a].hard for a in ARMS if a in arms}
         css = "differs" if len(hards) > 1 else "same"
-        cluster = next((arms[a]["cluster"] for a in ARMS if a in arms and "cluster" in arms[a]), None)
+        cluster = next((arms[a].cluster for a in ARMS if a in arms and arms[a].cluster is not None), None)
         cluster_note = "" if cluster is None else f' <span class="cluster">{esc(cluster)}</span>'
         rows.append(f'<tr class="{css}" data-task="{esc(task_id)}"><td><a href="#{box}-{esc(task_id)}">{esc(task_id)}</a>'
                     f'{cluster_note}</td>' + "".join(_cell(arms.get(a)) for a in ARMS) + "</tr>")
@@ -144,10 +147,10 @@ def unfold(store: str) -> str:
     return zlib.decompress(base64.b64decode(packed.group(1))).decode("utf-8")
 
 
-def skill_diff(result: dict[str, Any]) -> str:
+def skill_diff(result: ItemRecord) -> str:
     """The learned skill as a unified diff against the seed's skill (the whole skill when the seed's is absent)."""
-    learned = result.get("learned_skill", "")
-    seed = result.get("seed_skill")
+    learned = result.learned_skill
+    seed = result.seed_skill
     if seed is None:
         return f"<pre>{esc(learned)}</pre>"
     lines = list(difflib.unified_diff(seed.splitlines(), learned.splitlines(), "SKILL.md (seed)", "SKILL.md (learned)",
@@ -180,22 +183,22 @@ def _nights(optimization: dict[str, Any] | None, label: str) -> str:
             f"{esc(optimization.get('optimizer', ''))}</h3><ul>{''.join(items)}</ul>")
 
 
-def _costs(result: dict[str, Any]) -> str:
+def _costs(result: ItemRecord) -> str:
     rows = []
-    for phase, phase_rows in result["cost"].get("phases", {}).items():
+    for phase, phase_rows in result.cost.phases.items():
         for row in phase_rows:
-            rows.append(f'<tr><td>{esc(phase)}</td><td>{esc(row["role"])}</td><td>{esc(row["model"])}</td>'
-                        f'<td>{esc(row.get("lane", ""))}</td><td class="num">{row["calls"]}</td>'
-                        f'<td class="num">{row["input_tokens"]}</td><td class="num">{row["output_tokens"]}</td>'
-                        f'<td class="num">{esc(usd_text(row.get("usd")))}</td></tr>')
+            rows.append(f'<tr><td>{esc(phase)}</td><td>{esc(row.role)}</td><td>{esc(row.model)}</td>'
+                        f'<td>{esc(row.lane or "")}</td><td class="num">{row.calls}</td>'
+                        f'<td class="num">{row.input_tokens}</td><td class="num">{row.output_tokens}</td>'
+                        f'<td class="num">{esc(usd_text(row.usd))}</td></tr>')
     if not rows:
         return ""
     return ("<table><tr><th>phase</th><th>role</th><th>model</th><th>lane</th><th>calls</th><th>input tok.</th>"
             "<th>output tok.</th><th>$</th></tr>" + "".join(rows) + "</table>")
 
 
-def _restarts(result: dict[str, Any]) -> str:
-    runs = result.get("restarts")
+def _restarts(result: ItemRecord) -> str:
+    runs = result.restarts
     if not runs:
         return ""
     rows = "".join(f'<tr><td>{r["restart"]}</td><td>{r["split_seed"]}</td><td class="num">{r["transferred"]:.3f}</td>'
@@ -209,9 +212,9 @@ def _restarts(result: dict[str, Any]) -> str:
             f"<th>direct</th><th>gain</th></tr>{rows}</table>")
 
 
-def _portable(result: dict[str, Any]) -> str:
+def _portable(result: ItemRecord) -> str:
     """With --validate-on: the family of three comparisons, the extra cost and the portable skill's nights."""
-    portable = result.get("portable")
+    portable = result.portable
     if not portable:
         return ""
     from .portable import extra_cost_text
@@ -224,16 +227,16 @@ def _portable(result: dict[str, Any]) -> str:
     word = portable["outcome"]
     css = {"more portable": "o-transfers", "less portable": "o-hurts"}.get(word, "o-none")
     return (f"<h3>Portable skill (validated on {esc(', '.join(portable['validate_on']))}, tolerance "
-            f"{portable['tolerance']:g})</h3><p>{_chip(word, css)} on {esc(result['target'])}: single-model "
-            f"{result['transferred']:.2f}, multi-model {portable['transferred']['hard']['mean']:.2f}, baseline "
-            f"{result['baseline_target']:.2f}; extra cost {esc(extra_cost_text(portable['extra_cost']))} "
+            f"{portable['tolerance']:g})</h3><p>{_chip(word, css)} on {esc(result.target)}: single-model "
+            f"{result.transferred:.2f}, multi-model {portable['transferred']['hard']['mean']:.2f}, baseline "
+            f"{result.baseline_target:.2f}; extra cost {esc(extra_cost_text(portable['extra_cost']))} "
             f"({esc(per_model)})</p><table><tr><th>comparison</th><th>gain</th><th>interval</th><th>level</th>"
             f"<th>p</th><th>p (Holm)</th><th>outcome</th></tr>{rows}</table>"
             f"{_nights(portable.get('optimization'), 'Against the validation set, on the source')}")
 
 
-def _compare(result: dict[str, Any]) -> str:
-    compare = result.get("compare")
+def _compare(result: ItemRecord) -> str:
+    compare = result.compare
     if not compare:
         return ""
     before = "-" if compare.get("before") is None else f"{compare['before']:.2f}"
@@ -241,25 +244,26 @@ def _compare(result: dict[str, Any]) -> str:
             f"{compare['after']:.2f}: <b>{esc(compare.get('verdict', ''))}</b> {esc(compare.get('message', ''))}</p>")
 
 
-def _unlearnable(result: dict[str, Any]) -> str:
+def _unlearnable(result: ItemRecord) -> str:
     """A paragraph when even the direct optimization on this pair's target gained nothing, naming the checks no
     arm passed (the run summary names the seeds where that holds on every pair)."""
-    if result.get("unlearnable") is None:
+    if result.unlearnable is None:
         return ""
-    never = result["unlearnable"].get("checks_never_passed") or []
+    never = result.unlearnable.checks_never_passed
     listed = ", ".join(f"<code>{esc(label)}</code>" for label in never) or "none (each passed somewhere, never all together)"
     return (f'<p class="unlearnable"><b>Nothing learnable on this pair:</b> even direct optimization on '
-            f'{esc(result["target"])} gained nothing; checks never passed in any arm: {listed}</p>')
+            f'{esc(result.target)} gained nothing; checks never passed in any arm: {listed}</p>')
 
 
-def _gaming(result: dict[str, Any]) -> str:
+def _gaming(result: ItemRecord) -> str:
     """The constant-answer flag and the transferred answers' collapse, in words (nothing when neither applies)."""
-    notes = [(result.get("constant_answer") or {}).get("text") if (result.get("constant_answer") or {}).get("flagged")
-             else None, (result.get("answers_collapse") or {}).get("text")]
+    constant, collapse = result.constant_answer, result.answers_collapse
+    notes = [constant.text if constant is not None and constant.flagged else None,
+             collapse.text if collapse is not None else None]
     return "".join(f'<p class="muted"><b>Checks:</b> {esc(note)}</p>' for note in notes if note)
 
 
-def item_section(result: dict[str, Any], holm: dict[tuple[str, str, str], str] | None = None) -> str:
+def item_section(result: ItemRecord, holm: dict[tuple[str, str, str], str] | None = None) -> str:
     """One folded section with everything about an item."""
     outcome, verdict = holm_outcome_of(result, holm or {}), _verdict(result)
     from .rerun import rerun_commands
@@ -270,9 +274,9 @@ def item_section(result: dict[str, Any], holm: dict[tuple[str, str, str], str] |
             f'<summary>{hand}<b>{esc(_label(result))}</b> {_chip(outcome, _outcome_class(outcome))} '
             f'{_verdict_chip(verdict)} gain {esc(gain_text(result))}</summary>'
             f"{rerun}{_unlearnable(result)}{_gaming(result)}<h3>Gates</h3>{_gates(result)}<h3>Scores</h3>{_scores(result)}{_compare(result)}"
-            f"<h3>Checks x arms</h3>{check_table(result.get('checks') or check_arms(result))}"
+            f"<h3>Checks x arms</h3>{check_table(result.checks or check_arms(result))}"
             f"<h3>Tasks</h3>{task_matrix(result)}"
             f"<h3>Learned skill (diff against the seed's)</h3>{skill_diff(result)}"
-            f"<h3>Nights</h3>{_nights(result['optimization'].get('source'), 'On the source')}"
-            f"{_nights(result['optimization'].get('direct'), 'Direct, on the target')}"
+            f"<h3>Nights</h3>{_nights(result.optimization.get('source'), 'On the source')}"
+            f"{_nights(result.optimization.get('direct'), 'Direct, on the target')}"
             f"{_restarts(result)}{_portable(result)}<h3>Cost</h3>{_costs(result)}</details>")

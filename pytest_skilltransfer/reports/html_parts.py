@@ -8,6 +8,7 @@ import html
 import re
 from typing import Any
 
+from ..evidence.item_record import ItemRecord
 from ..guards.terminal import safe
 from .report import failure_reason, gain_text, gate_reason, verdict_text
 from .why import changed, is_hand_written
@@ -111,27 +112,27 @@ def esc(text: Any) -> str:
     return html.escape(safe(str(text)), quote=True)
 
 
-def outcome_of(result: dict[str, Any]) -> str:
+def outcome_of(result: ItemRecord) -> str:
     """The measured outcome of the paired gain: transfers, hurts, or no effect shown."""
-    if result.get("outcome"):
-        return str(result["outcome"])
-    gain = result["gain"]
-    if gain["ci_low"] > 0:
+    if result.outcome:
+        return str(result.outcome)
+    gain = result.gain
+    if gain.ci_low > 0:
         return "transfers"
-    return "hurts" if gain["ci_high"] < 0 else "no effect shown"
+    return "hurts" if gain.ci_high < 0 else "no effect shown"
 
 
-def holm_outcome_of(result: dict[str, Any], holm: dict[tuple[str, str, str], str]) -> str:
+def holm_outcome_of(result: ItemRecord, holm: dict[tuple[str, str, str], str]) -> str:
     """The item's outcome in the run's family (Bonferroni over its (seed, pair) items): what every count on the
     page counts (an item absent from the summary keeps its own outcome)."""
-    return holm.get((result["seed"], result["source"], result["target"]), outcome_of(result))
+    return holm.get((result.seed, result.source, result.target), outcome_of(result))
 
 
 def _outcome_class(outcome: str) -> str:
     return {"transfers": "o-transfers", "hurts": "o-hurts"}.get(outcome, "o-none")
 
 
-def _verdict(result: dict[str, Any]) -> str:
+def _verdict(result: ItemRecord) -> str:
     verdict = verdict_text(result)
     return "no gate" if verdict in ("-", "") else verdict
 
@@ -144,33 +145,33 @@ def _verdict_chip(verdict: str) -> str:
     return _chip(verdict, "v-" + verdict.replace(" ", "-"))
 
 
-def anchor(result: dict[str, Any]) -> str:
+def anchor(result: ItemRecord) -> str:
     """A stable, readable element id for an item: seed and pair, and a digest of the node id (two tests may
     share a seed and pair)."""
-    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", f"{result['seed']}--{result['source']}--{result['target']}").strip("-")
-    return f"{slug}-{hashlib.sha1(str(result.get('item', '')).encode()).hexdigest()[:6]}"
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", f"{result.seed}--{result.source}--{result.target}").strip("-")
+    return f"{slug}-{hashlib.sha1((result.item or '').encode()).hexdigest()[:6]}"
 
 
-def _test_name(result: dict[str, Any]) -> str:
-    return str(result.get("item", "")).split("::")[-1]
+def _test_name(result: ItemRecord) -> str:
+    return (result.item or "").split("::")[-1]
 
 
-def _label(result: dict[str, Any]) -> str:
-    label = f"{result['seed']}  {result['source']} -> {result['target']}"
+def _label(result: ItemRecord) -> str:
+    label = f"{result.seed}  {result.source} -> {result.target}"
     return f"{label}  (hand-written test {_test_name(result)})" if is_hand_written(result) else label
 
 
-def _changed(result: dict[str, Any]) -> bool:
+def _changed(result: ItemRecord) -> bool:
     return changed(result)
 
 
-def reason(result: dict[str, Any]) -> str:
+def reason(result: ItemRecord) -> str:
     """The gate's one-line reason: why it did not pass, or, for a passing item that hurts or changed, what its
     first gate found."""
     if _verdict(result) not in ("pass", "no gate", "unchanged vs snapshot"):
         return failure_reason(result)
-    gates = (result.get("gate") or {}).get("gates", [])
-    compare = result.get("compare") or {}
+    gates = result.gate.gates if result.gate else ()
+    compare = result.compare or {}
     if _changed(result) and compare.get("message"):
         return str(compare["message"])
     return gate_reason(gates[0]) if gates else f"gain {gain_text(result)}"

@@ -32,6 +32,7 @@ from typing import Any, Iterable
 from ..engine.gate_specs import chart_gates
 from ..evidence.frontier import comparison_lines, frontier_rows, frontier_title
 from ..evidence.run_family import kind
+from ..evidence.item_record import ItemRecord, records
 from ..evidence.summary import spent_by_errors, summarize
 from ..pricing.cost_breakdown import breakdown_lines, errored_spend
 from .html_item import item_section
@@ -85,9 +86,9 @@ MAX_LABEL_WIDTH = 600
 RUN_CHECKS = 10  # the run's most missed checks shown on the page
 
 
-def attention_first(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def attention_first(results: list[ItemRecord]) -> list[ItemRecord]:
     """Failed, hurting and changed items first, then the rest; stable by seed and pair."""
-    def rank(r: dict[str, Any]) -> int:
+    def rank(r: ItemRecord) -> int:
         if _verdict(r) == "fail":
             return 0
         if outcome_of(r) == "hurts":
@@ -95,7 +96,7 @@ def attention_first(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if _changed(r) or _verdict(r) == "inconclusive":
             return 2
         return 3
-    ordered = sorted(results, key=lambda r: (r["seed"], r["source"], r["target"], r.get("item", "")))
+    ordered = sorted(results, key=lambda r: (r.seed, r.source, r.target, r.item or ""))
     return sorted(ordered, key=rank)
 
 
@@ -106,26 +107,26 @@ def _tally(values: Iterable[str]) -> dict[str, int]:
     return counts
 
 
-def _summary(report: dict[str, Any]) -> dict[str, Any]:
+def _summary(report: dict[str, Any], results: list[ItemRecord]) -> dict[str, Any]:
     """The report's run summary (Holm-adjusted outcomes, spend, frontier); recomputed for a report without one."""
-    return report.get("summary") or summarize(report.get("results") or [])
+    return report.get("summary") or summarize(results)
 
 
-def headline(report: dict[str, Any]) -> str:
+def headline(report: dict[str, Any], results: list[ItemRecord]) -> str:
     """The one count: (seed, pair) outcomes after Holm, the gates of the matrix items, hand-written tests
     apart, errors, dollars."""
-    results, errors = report["results"], report.get("errors") or []
-    summary = _summary(report) if results else {"outcomes": {}, "hypotheses": 0}
+    errors = report.get("errors") or []
+    summary = _summary(report, results) if results else {"outcomes": {}, "hypotheses": 0}
     outcomes = summary["outcomes"]
     matrix = [r for r in results if not is_hand_written(r)]
     hand = [r for r in results if is_hand_written(r)]
     verdicts = _tally(_verdict(r) for r in matrix)
     if errors:
         verdicts["errored"] = len(errors)
-    paid = [*results, *spent_by_errors(errors)]  # what errored items spent stays in the bill
-    usd = [r["cost"].get("total_usd") for r in paid]
+    paid = [*(r.cost.to_json() for r in results), *(e["cost"] for e in spent_by_errors(errors))]  # errored items'
+    usd = [cost.get("total_usd") for cost in paid]  # spend stays in the bill
     dollars = "n/a (unpriced model)" if any(u is None for u in usd) else f"${sum(usd):.4f}"
-    calls = sum(r["cost"].get("calls", 0) for r in paid)
+    calls = sum(cost.get("calls", 0) for cost in paid)
     outcome_chips = " ".join(f'<span data-count="{esc(o)}">{_chip(f"{outcomes.get(o, 0)} {o}", _outcome_class(o))}</span>'
                              for o in OUTCOMES)
     verdict_chips = " ".join(_chip(f"{n} {v}", "v-" + v.replace(" ", "-")) for v, n in sorted(verdicts.items()))
@@ -144,7 +145,7 @@ def headline(report: dict[str, Any]) -> str:
             f'<p class="counts"><b>Cost</b> {esc(dollars)} over {calls} call(s)</p>')
 
 
-def _chart_label(result: dict[str, Any]) -> str:
+def _chart_label(result: ItemRecord) -> str:
     return _label(result)
 
 
@@ -165,7 +166,7 @@ def _cut(text: str, width: float) -> str:
     return head + "…" + tail
 
 
-def gain_chart(results: list[dict[str, Any]]) -> str:
+def gain_chart(results: list[ItemRecord]) -> str:
     """An SVG forest plot: each item's gain (dot) and 95% interval (bar) on -1 .. +1, zero and thresholds marked."""
     height = ROW_HEIGHT * (len(results) + 2)
     labels = [_chart_label(r) for r in results]
@@ -184,36 +185,36 @@ def gain_chart(results: list[dict[str, Any]]) -> str:
     colors = {"transfers": "#1a7f37", "hurts": "#cf222e"}
     for row, result in enumerate(results, start=1):
         y = ROW_HEIGHT * row + ROW_HEIGHT / 2
-        gain = result["gain"]
+        gain = result.gain
         color = colors.get(outcome_of(result), "#9a6700")
         label = labels[row - 1]
         shown = label if _text_width(label) + 16 <= label_width else _cut(label, label_width - 16)
         parts.append(f'<a href="#{anchor(result)}"><text x="{label_width - 8}" y="{y + 4:.1f}" text-anchor="end">'
                      f'<title>{esc(label)}</title>{esc(shown)}</text></a>')
-        for gate in (result.get("gate") or {}).get("gates", []):
-            threshold, sign = gate.get("threshold"), chart_gates().get(gate.get("gate"))
+        for gate in result.gate.gates if result.gate else ():
+            threshold, sign = gate.threshold, chart_gates().get(gate.gate)
             if sign is not None and isinstance(threshold, (int, float)):
                 at = sign * threshold  # a tolerance or margin t is the line at -t
-                parts.append(f'<line class="threshold" data-gate="{esc(gate["gate"])}" x1="{x(at):.1f}" y1="{y - 7:.1f}" '
+                parts.append(f'<line class="threshold" data-gate="{esc(gate.gate)}" x1="{x(at):.1f}" y1="{y - 7:.1f}" '
                              f'x2="{x(at):.1f}" y2="{y + 7:.1f}" stroke="#8250df" stroke-dasharray="2,2">'
-                             f'<title>{esc(gate["gate"])} {threshold:g}: gain {at:+g}</title></line>')
-        parts.append(f'<line x1="{x(gain["ci_low"]):.1f}" y1="{y:.1f}" x2="{x(gain["ci_high"]):.1f}" y2="{y:.1f}" '
+                             f'<title>{esc(gate.gate)} {threshold:g}: gain {at:+g}</title></line>')
+        parts.append(f'<line x1="{x(gain.ci_low):.1f}" y1="{y:.1f}" x2="{x(gain.ci_high):.1f}" y2="{y:.1f}" '
                      f'stroke="{color}" stroke-width="3"/>')
-        parts.append(f'<circle cx="{x(gain["mean"]):.1f}" cy="{y:.1f}" r="4" fill="{color}">'
+        parts.append(f'<circle cx="{x(gain.mean):.1f}" cy="{y:.1f}" r="4" fill="{color}">'
                      f'<title>{esc(gain_text(result))}</title></circle>')
         parts.append(f'<text x="{label_width + CHART_WIDTH + 10}" y="{y + 4:.1f}">{esc(gain_text(result))}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
 
-def needs_a_look(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def needs_a_look(results: list[ItemRecord]) -> list[ItemRecord]:
     """The items a reviewer must look at: failed, hurt, inconclusive or changed against the base, probably
     unlearnable as written, or with a portable-skill (--validate-on) outcome."""
     return [r for r in results if _verdict(r) in ("fail", "inconclusive") or outcome_of(r) == "hurts" or _changed(r)
-            or unlearnable(r) or r.get("portable")]
+            or unlearnable(r) or r.portable]
 
 
-def _why_item(result: dict[str, Any], holm: dict[tuple[str, str, str], str]) -> str:
+def _why_item(result: ItemRecord, holm: dict[tuple[str, str, str], str]) -> str:
     """One entry of "Needs a look": the item, its reason, the checks newly missed with their task counts and the
     learned lines they point at, and the commands."""
     from .rerun import rerun_commands
@@ -247,7 +248,7 @@ def _why_item(result: dict[str, Any], holm: dict[tuple[str, str, str], str]) -> 
             + (f"<ul>{commands}</ul>" if commands else "") + "</li>")
 
 
-def _notes(result: dict[str, Any]) -> str:
+def _notes(result: ItemRecord) -> str:
     """The portable skill's outcome and the unlearnable-as-written warning, when they apply."""
     notes = [text for text in (portable_text(result), unlearnable(result) and unlearnable_text(result)) if text]
     return "".join(f'<p class="note">{esc(text)}</p>' for text in notes)
@@ -259,7 +260,7 @@ def _diff_pre(lines: list[str]) -> str:
                                               for line in lines) + "</pre>"
 
 
-def cause_block(result: dict[str, Any]) -> str:
+def cause_block(result: ItemRecord) -> str:
     """The cause of a change against the base ref (`--compare-to`), side by side: the seed's diff from the ref
     beside the checks newly missed on the tasks that dropped (with their scores), and the learned skill's
     change; the line that accepts a regression on purpose first."""
@@ -293,7 +294,7 @@ def cause_block(result: dict[str, Any]) -> str:
             + f'<div class="cause-grid"><div>{seed}</div><div>{missed}{moved}</div></div></div>')
 
 
-def _attention(results: list[dict[str, Any]], holm: dict[tuple[str, str, str], str]) -> str:
+def _attention(results: list[ItemRecord], holm: dict[tuple[str, str, str], str]) -> str:
     """"Needs a look": each failed, hurting, inconclusive or changed item and why."""
     flagged = needs_a_look(results)
     if not flagged:
@@ -303,7 +304,7 @@ def _attention(results: list[dict[str, Any]], holm: dict[tuple[str, str, str], s
             f'<p class="muted rule">How a learned line is matched to a check: {esc(CAUSE_RULE)}</p>')
 
 
-def _items_table(results: list[dict[str, Any]], holm: dict[tuple[str, str, str], str], hand: bool = False) -> str:
+def _items_table(results: list[ItemRecord], holm: dict[tuple[str, str, str], str], hand: bool = False) -> str:
     clustered = any(clusters_text(r) for r in results)
     head = ("seed", *(("test",) if hand else ()), "pair", "baseline", "transferred", "direct", "gain [95% CI]", "p",
             "mdg", *(("clusters",) if clustered else ()), "outcome (run family)", "gates", "$")
@@ -312,24 +313,24 @@ def _items_table(results: list[dict[str, Any]], holm: dict[tuple[str, str, str],
         clusters = f'<td class="num">{esc(clusters_text(r) or "-")}</td>' if clustered else ""
         test = f"<td><code>{esc(_test_name(r))}</code></td>" if hand else ""
         outcome, verdict = holm_outcome_of(r, holm), _verdict(r)
-        direct = (f"{r['direct_target']:.2f}" if r.get("direct_target") is not None
+        direct = (f"{r.direct_target:.2f}" if r.direct_target is not None
                   else '<span title="direct reference on demand: the transferred skill shows a gain">not needed</span>'
-                  if r.get("direct_skipped") else "-")
+                  if r.direct_skipped else "-")
         rows.append(
             f'<tr class="{"hand-row" if hand else "item-row"}" data-item="{anchor(r)}" data-outcome="{esc(kind(outcome))}" '
             f'data-verdict="{esc(verdict)}">'
-            f'<td><a href="#{anchor(r)}">{esc(r["seed"])}</a></td>{test}<td>{esc(r["source"])} -&gt; {esc(r["target"])}</td>'
-            f'<td class="num">{r["baseline_target"]:.2f}</td><td class="num">{r["transferred"]:.2f}</td>'
-            f'<td class="num">{direct}</td><td class="num" data-v="{r["gain"]["mean"]}">{esc(gain_text(r))}</td>'
-            f'<td class="num" data-v="{r["gain"]["p_value"]}">{p_text(r["gain"]["p_value"])}</td>'
+            f'<td><a href="#{anchor(r)}">{esc(r.seed)}</a></td>{test}<td>{esc(r.source)} -&gt; {esc(r.target)}</td>'
+            f'<td class="num">{r.baseline_target:.2f}</td><td class="num">{r.transferred:.2f}</td>'
+            f'<td class="num">{direct}</td><td class="num" data-v="{r.gain.mean}">{esc(gain_text(r))}</td>'
+            f'<td class="num" data-v="{r.gain.p_value}">{p_text(r.gain.p_value)}</td>'
             f'<td class="num">{mdg_text(r)}</td>{clusters}<td>{_chip(outcome, _outcome_class(outcome))}</td>'
             f'<td>{_verdict_chip(verdict)}</td>'
-            f'<td class="num">{esc(usd_text(r["cost"].get("total_usd")))}</td></tr>')
+            f'<td class="num">{esc(usd_text(r.cost.total_usd))}</td></tr>')
     return ('<table class="sortable"><thead><tr>' + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"
             + "".join(rows) + "</tbody></table>")
 
 
-def _filters(results: list[dict[str, Any]], holm: dict[tuple[str, str, str], str]) -> str:
+def _filters(results: list[ItemRecord], holm: dict[tuple[str, str, str], str]) -> str:
     counts = _tally([kind(holm_outcome_of(r, holm)) for r in results] + [_verdict(r) for r in results])
     buttons = ["all", *OUTCOMES, "fail", "inconclusive", "unchanged vs snapshot", "no gate"]
     return ('<p class="filters">Show: ' + " ".join(
@@ -449,9 +450,9 @@ def plan_section(report: dict[str, Any]) -> str:
 def render(report: dict[str, Any], history: str = "") -> str:
     """The whole page from a JSON report; `history`: the history section (`reports.history.html_section`, read
     from git by `html --history`), placed before the items' sections."""
-    results = attention_first(report.get("results") or [])
+    results = attention_first(records(report.get("results") or []))
     errors = list(report.get("errors") or [])
-    body = [headline(report)]
+    body = [headline(report, results)]
     stopped = report.get("interrupted")
     if stopped:
         body.append(f'<p class="interrupted"><strong>Interrupted ({esc(stopped["by"])})</strong>: '
@@ -459,7 +460,7 @@ def render(report: dict[str, Any], history: str = "") -> str:
                     f'{esc(stopped["resume"])}</p>')
     body.append(_errors(errors))
     if results:
-        summary = _summary(report)
+        summary = _summary(report, results)
         holm = holm_outcomes(summary)
         matrix = [r for r in results if not is_hand_written(r)]
         hand = [r for r in results if is_hand_written(r)]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..evidence.item_record import ItemRecord
 from ..evidence.summary import summarize
 from ..guards.terminal import safe
 from .judge_report import judge_lines, unstable_lines
@@ -54,7 +55,7 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def _table(ordered: list[dict[str, Any]]) -> list[str]:
+def _table(ordered: list[ItemRecord]) -> list[str]:
     """`ordered` is sorted as `table_rows` sorts (stably, by seed and pair), so rows and results align."""
     columns, rows = md_table(ordered)
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
@@ -63,15 +64,15 @@ def _table(ordered: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def _key(result: dict[str, Any]) -> tuple[str, str, str]:
-    return result["seed"], result["source"], result["target"]
+def _key(result: ItemRecord) -> tuple[str, str, str]:
+    return result.seed, result.source, result.target
 
 
 def _bold(verdict: str) -> str:
     return "**FAIL**" if verdict == "fail" else verdict
 
 
-def _against_base(ordered: list[dict[str, Any]]) -> list[str]:
+def _against_base(ordered: list[ItemRecord]) -> list[str]:
     """Before -> after per item against the base ref (`--compare-to`), as a table; [] without a ref."""
     from .comparison import VERDICT_WORDS, comparisons
 
@@ -87,7 +88,7 @@ def _against_base(ordered: list[dict[str, Any]]) -> list[str]:
     return lines + [""]
 
 
-def headline(results: list[dict[str, Any]], errors: list[dict[str, Any]]) -> list[str]:
+def headline(results: list[ItemRecord], errors: list[dict[str, Any]]) -> list[str]:
     """`# Skill transfer: 9 items, 8 passed, 1 failed, ...` and each gate's verdict counts."""
     counts = item_counts(results, errors)
     total = sum(counts.values())
@@ -96,14 +97,14 @@ def headline(results: list[dict[str, Any]], errors: list[dict[str, Any]]) -> lis
     return [f"# Skill transfer: {total} item(s), {shown}", ""]
 
 
-def gate_lines(results: list[dict[str, Any]]) -> list[str]:
+def gate_lines(results: list[ItemRecord]) -> list[str]:
     """`Gates: `min_gain` 3 pass, 1 fail; ...`: each gate's verdict counts."""
     lines: list[str] = []
     gates: dict[str, dict[str, int]] = {}
     for result in results:
-        for gate in (result.get("gate") or {}).get("gates", []):
-            tally = gates.setdefault(gate["gate"], {})
-            tally[gate["verdict"]] = tally.get(gate["verdict"], 0) + 1
+        for gate in result.gate.gates if result.gate else ():
+            tally = gates.setdefault(gate.gate, {})
+            tally[gate.verdict] = tally.get(gate.verdict, 0) + 1
     if gates:
         lines += ["Gates: " + "; ".join(f"`{name}` " + ", ".join(f"{n} {v}" for v, n in sorted(tally.items()))
                                          for name, tally in gates.items()), ""]
@@ -114,20 +115,20 @@ def _cell_of(value: float) -> int:
     return round((max(-1.0, min(1.0, value)) + 1) / 2 * (PLOT_WIDTH - 1))
 
 
-def gain_bar(result: dict[str, Any]) -> str:
+def gain_bar(result: ItemRecord) -> str:
     """The gain (●) with its 95% interval (─) on -1 .. +1, zero (│) and the min_gain threshold (┊)."""
-    gain = result["gain"]
+    gain = result.gain
     cells = [" "] * PLOT_WIDTH
-    for i in range(_cell_of(gain["ci_low"]), _cell_of(gain["ci_high"]) + 1):
+    for i in range(_cell_of(gain.ci_low), _cell_of(gain.ci_high) + 1):
         cells[i] = "─"
-    thresholds = [g["threshold"] for g in (result.get("gate") or {}).get("gates", []) if g["gate"] == "min_gain"]
+    thresholds = [g.threshold for g in (result.gate.gates if result.gate else ()) if g.gate == "min_gain"]
     for value, mark in [(t, "┊") for t in thresholds] + [(0.0, "│")]:
         cells[_cell_of(value)] = "┼" if cells[_cell_of(value)] == "─" and mark == "│" else mark
-    cells[_cell_of(gain["mean"])] = "●"
+    cells[_cell_of(gain.mean)] = "●"
     return "".join(cells)
 
 
-def chart(ordered: list[dict[str, Any]]) -> list[str]:
+def chart(ordered: list[ItemRecord]) -> list[str]:
     """One text chart of every item's gain: a row per item, in the table's order."""
     labels = [f"{row[0]} {row[1]}" for row in table_rows(ordered)]  # the terminal table's labels, same order
     width = max(map(len, labels))
@@ -139,12 +140,12 @@ def chart(ordered: list[dict[str, Any]]) -> list[str]:
     return lines + ["```", ""]
 
 
-def _missed_checks(result: dict[str, Any]) -> str:
+def _missed_checks(result: ItemRecord) -> str:
     """`contains=Owner: (20 of 40 tasks)`: the checks the learned skill misses on the target, most often first."""
-    tasks = result["scores"]["transferred"]["tasks"]
+    tasks = result.scores.transferred.tasks if result.scores.transferred else ()
     missed: dict[str, int] = {}
     for task in tasks:
-        for label in {label for sample in task["samples"] for label in sample["failed"]}:
+        for label in {label for sample in task.samples for label in sample.failed}:
             missed[label] = missed.get(label, 0) + 1
     ranked = sorted(missed.items(), key=lambda kv: (-kv[1], kv[0]))
     return ", ".join(f"{_code(label)} ({n} of {len(tasks)} tasks)" for label, n in ranked) or "none"
@@ -156,34 +157,34 @@ def _code(text: str, width: int = CHECK_CHARS) -> str:
     return f"`` {text} ``" if "`" in text else f"`{text}`"
 
 
-def flagged(ordered: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def flagged(ordered: list[ItemRecord]) -> list[ItemRecord]:
     """Failed items first, then hurting, then inconclusive or changed ones (each group in the table's order)."""
-    def rank(result: dict[str, Any]) -> int:
+    def rank(result: ItemRecord) -> int:
         verdict = verdict_text(result)
         if verdict == "fail":
             return 0
-        if result.get("outcome") == "hurts":
+        if result.outcome == "hurts":
             return 1
-        return 2 if verdict == "inconclusive" or changed(result) or unlearnable(result) or result.get("portable") else 3
+        return 2 if verdict == "inconclusive" or changed(result) or unlearnable(result) or result.portable else 3
     return sorted((r for r in ordered if rank(r) < 3), key=rank)
 
 
-def _name(result: dict[str, Any]) -> str:
-    test = f", hand-written test {result['item'].split('::')[-1]}" if is_hand_written(result) else ""
-    return f"{result['seed']} ({result['source']} -> {result['target']}{test})"
+def _name(result: ItemRecord) -> str:
+    test = f", hand-written test {(result.item or '').split('::')[-1]}" if is_hand_written(result) else ""
+    return f"{result.seed} ({result.source} -> {result.target}{test})"
 
 
-def _reason(result: dict[str, Any]) -> str:
+def _reason(result: ItemRecord) -> str:
     if verdict_text(result) in ("fail", "inconclusive"):
         return failure_reason(result)
-    compare = result.get("compare") or {}
+    compare = result.compare or {}
     if changed(result) and compare.get("message"):
         return str(compare["message"])
-    gates = (result.get("gate") or {}).get("gates", [])
+    gates = result.gate.gates if result.gate else ()
     return gate_reason(gates[0]) if gates else f"gain {gain_text(result)}"
 
 
-def why_lines(result: dict[str, Any]) -> list[str]:
+def why_lines(result: ItemRecord) -> list[str]:
     """The checks newly missed (task counts) and the learned lines each points at, or the lines the nights changed."""
     found = why(result)
     lines = []
@@ -201,28 +202,28 @@ def why_lines(result: dict[str, Any]) -> list[str]:
     return lines
 
 
-def failure_sections(ordered: list[dict[str, Any]]) -> list[str]:
+def failure_sections(ordered: list[ItemRecord]) -> list[str]:
     """A short section per failed, hurting or inconclusive item: why, the scores, the commands."""
     lines = []
     for result in flagged(ordered):
-        direct = result["direct_target"]
+        direct = result.direct_target
         verdict = verdict_text(result)
-        word = (verdict if verdict in ("fail", "inconclusive") else "hurts" if result.get("outcome") == "hurts"
+        word = (verdict if verdict in ("fail", "inconclusive") else "hurts" if result.outcome == "hurts"
                 else "changed" if changed(result) else "unlearnable as written?" if unlearnable(result)
                 else "portable skill")
         notes = [text for text in (portable_text(result), unlearnable(result) and unlearnable_text(result)) if text]
         lines += [f"### {word}: {_name(result)}", "",
                   f"- **{_cell(_reason(result))}**", *(f"- {_cell(text)}" for text in notes), *why_lines(result),
-                  f"- on {result['target']}: baseline {result['baseline_target']:.2f} -> transferred "
-                  f"{result['transferred']:.2f}" + ("" if direct is None else f" (direct {direct:.2f})")
-                  + f"; gain {gain_text(result)}, p = {p_text(result['gain']['p_value'])}"]
+                  f"- on {result.target}: baseline {result.baseline_target:.2f} -> transferred "
+                  f"{result.transferred:.2f}" + ("" if direct is None else f" (direct {direct:.2f})")
+                  + f"; gain {gain_text(result)}, p = {p_text(result.gain.p_value)}"]
         lines += cause_markdown(result)
         lines += rerun_lines(result)
         lines.append("")
     return ["## Needs a look", "", *lines] if lines else []
 
 
-def cause_markdown(result: dict[str, Any]) -> list[str]:
+def cause_markdown(result: ItemRecord) -> list[str]:
     """The cause of a change against the base ref: checks newly missed, the seed's diff, the accept line."""
     from .comparison import accept_commands, label, learned_diff, moved_record, newly_missed
 
@@ -249,25 +250,25 @@ def cause_markdown(result: dict[str, Any]) -> list[str]:
     return lines
 
 
-def narrow_table(ordered: list[dict[str, Any]], holm: dict[tuple[str, str, str], str]) -> list[str]:
+def narrow_table(ordered: list[ItemRecord], holm: dict[tuple[str, str, str], str]) -> list[str]:
     """seed | pair | gain [95% CI] | outcome (after Holm) | verdict: flagged items first."""
     first = flagged(ordered)
     rows = first + [r for r in ordered if r not in first]
     lines = ["| seed | pair | gain [95% CI] | outcome (run family) | verdict |", "|---|---|---|---|---|"]
     for r in rows:
-        seed = r["seed"] + (" (hand-written test)" if is_hand_written(r) else "")
-        outcome = holm.get(_key(r), r.get("outcome", ""))
-        lines.append(f"| {_cell(seed)} | {r['source']}->{r['target']} | {gain_text(r)} | "
+        seed = r.seed + (" (hand-written test)" if is_hand_written(r) else "")
+        outcome = holm.get(_key(r), r.outcome or "")
+        lines.append(f"| {_cell(seed)} | {r.source}->{r.target} | {gain_text(r)} | "
                      f"{'**hurts**' if outcome == 'hurts' else outcome} | {_bold(verdict_text(r))} |")
     return lines + [""]
 
 
-def outcome_line(ordered: list[dict[str, Any]], summary: dict[str, Any]) -> str:
+def outcome_line(ordered: list[ItemRecord], summary: dict[str, Any]) -> str:
     """The counts of the rows' words in the run's family, hand-written tests named apart, and the dollars."""
     counts = summary["outcomes"]
     hurt = f"**{counts['hurts']} hurt**" if counts["hurts"] else "0 hurt"
     hand = [r for r in ordered if is_hand_written(r)]
-    total = [r["cost"]["total_usd"] for r in ordered]
+    total = [r.cost.total_usd for r in ordered]
     usd = "n/a" if any(v is None for v in total) else f"{sum(total):.4f}"
     from .report import alone_text, family_text, same_answers_text, undecidable_text
 
@@ -279,28 +280,28 @@ def outcome_line(ordered: list[dict[str, Any]], summary: dict[str, Any]) -> str:
                if hand else "") + f" · cost ${usd}")
 
 
-def rerun_lines(result: dict[str, Any]) -> list[str]:
+def rerun_lines(result: ItemRecord) -> list[str]:
     from .rerun import rerun_commands
 
     return [f"- {what}: {_code(command, len(command))}" for what, command in rerun_commands(result)]
 
 
-def _spend(ordered: list[dict[str, Any]], errors: list[dict[str, Any]] | None = None) -> list[str]:
+def _spend(ordered: list[ItemRecord], errors: list[dict[str, Any]] | None = None) -> list[str]:
     """Cost per phase, role and lane (errored items' spend included); the source frontier as a code block
     (it is a fixed-width table)."""
     from ..evidence.frontier import frontier, frontier_lines
-    from ..evidence.summary import spent_by_errors, unique
-    from ..pricing.cost_breakdown import breakdown, breakdown_lines
+    from ..evidence.summary import bill, unique
+    from ..pricing.cost_breakdown import breakdown_lines
 
     items = unique(ordered)
-    lines = [f"- {line}" for line in breakdown_lines(breakdown(items + spent_by_errors(errors or [])))]
+    lines = [f"- {line}" for line in breakdown_lines(bill(items, errors))]
     table = frontier_lines(frontier(items))
     if table:
         lines += ["", "## Source frontier", "", "```", *table, "```"]
     return lines + ([""] if lines else [])
 
 
-def render(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None = None) -> str:
+def render(results: list[ItemRecord], errors: list[dict[str, Any]] | None = None) -> str:
     """The whole report, control and bidi characters escaped visibly."""
     errors = list(errors or [])
     if not results and not errors:
@@ -341,7 +342,7 @@ def error_lines(errors: list[dict[str, Any]]) -> list[str]:
     return lines + [""]
 
 
-def run_check_lines(ordered: list[dict[str, Any]], top: int = 10) -> list[str]:
+def run_check_lines(ordered: list[ItemRecord], top: int = 10) -> list[str]:
     """The checks missed most with the learned skill across the (seed, pair) items, per arm."""
     rows = [r for r in run_checks(ordered) if r["transferred"] or r["baseline"]][:top]
     if not rows:
@@ -354,7 +355,7 @@ def run_check_lines(ordered: list[dict[str, Any]], top: int = 10) -> list[str]:
     return lines + [""]
 
 
-def details_lines(ordered: list[dict[str, Any]], errors: list[dict[str, Any]] | None = None) -> list[str]:
+def details_lines(ordered: list[ItemRecord], errors: list[dict[str, Any]] | None = None) -> list[str]:
     """Everything below the first screen."""
     lines = gate_lines(ordered)
     if ordered:
@@ -369,7 +370,7 @@ def details_lines(ordered: list[dict[str, Any]], errors: list[dict[str, Any]] | 
     unfinished = [(r, text) for r in ordered if (text := unfinished_answers(r))]
     if unfinished:
         lines += ["## Unfinished answers", ""]
-        lines += [f"- **{r['seed']}** ({r['source']} -> {r['target']}): {text}" for r, text in unfinished]
+        lines += [f"- **{r.seed}** ({r.source} -> {r.target}): {text}" for r, text in unfinished]
         lines.append("")
     lines += _against_base(ordered)
     if judge_lines(ordered):

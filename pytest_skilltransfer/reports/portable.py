@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..engine.validation import CheckRate, ValidationScore, blocked_text
+from ..evidence.item_record import ItemRecord
 
 HEADING = ("portable skills (--validate-on): single- and multi-model skill on the target, each item's 3 "
            "comparisons one exact paired family, Holm-adjusted p, intervals at the Holm step's level")
@@ -31,20 +32,20 @@ def extra_cost_text(extra: dict[str, Any]) -> str:
     return f"{money} ({extra.get('calls', 0)} calls)"
 
 
-def comparison_row(result: dict[str, Any]) -> tuple[str, ...]:
+def comparison_row(result: ItemRecord) -> tuple[str, ...]:
     """One item's row (its result must carry `portable`)."""
-    portable = result["portable"]
+    portable = result.portable
     family = {c["name"]: c for c in portable["family"]["comparisons"]}
-    return (result["seed"], f"{result['source']} -> {result['target']}", ",".join(portable["validate_on"]),
-            f"{result['baseline_target']:.2f}", f"{result['transferred']:.2f}",
+    return (result.seed, f"{result.source} -> {result.target}", ",".join(portable["validate_on"]),
+            f"{result.baseline_target:.2f}", f"{result.transferred:.2f}",
             f"{portable['transferred']['hard']['mean']:.2f}",
             _interval(family["single"]), _interval(family["multi"]), _interval(family["multi_vs_single"]),
             _p(family["multi_vs_single"]["p_holm"]), extra_cost_text(portable["extra_cost"]), portable["outcome"])
 
 
-def portable_lines(results: list[dict[str, Any]]) -> list[str]:
+def portable_lines(results: list[ItemRecord]) -> list[str]:
     """The heading and a fixed-width table of every result that has a portable arm (none: no lines)."""
-    items = sorted((r for r in results if r.get("portable")), key=lambda r: (r["source"], r["target"], r["seed"]))
+    items = sorted((r for r in results if r.portable), key=lambda r: (r.source, r.target, r.seed))
     if not items:
         return []
     rows = [COLUMNS, *(comparison_row(r) for r in items)]
@@ -65,22 +66,22 @@ def blocked_by_text(night: dict[str, Any]) -> str:
     return ", ".join([blocked_text(scores)] * bool(scores) + [m for m in night.get("blocked_by", []) if m not in known])
 
 
-def blocked_lines(results: list[dict[str, Any]]) -> list[str]:
+def blocked_lines(results: list[ItemRecord]) -> list[str]:
     """Per item: how many nights the listed models blocked, and by whom."""
     lines = []
     for result in results:
-        nights = (result["portable"].get("optimization") or {}).get("nights") or []
+        nights = (result.portable.get("optimization") or {}).get("nights") or []
         blocked = [f"night {n['night']} by {blocked_by_text(n)}" for n in nights
                    if not n["accepted"] and n.get("blocked_by")]
         if blocked:
-            lines.append(f"{result['seed']} ({result['source']} -> {result['target']}): edits blocked: "
+            lines.append(f"{result.seed} ({result.source} -> {result.target}): edits blocked: "
                          f"{'; '.join(blocked)}")
     return lines
 
 
-def portable_markdown(results: list[dict[str, Any]]) -> list[str]:
+def portable_markdown(results: list[ItemRecord]) -> list[str]:
     """The same rows as a Markdown table under a heading (none without a portable arm)."""
-    items = sorted((r for r in results if r.get("portable")), key=lambda r: (r["source"], r["target"], r["seed"]))
+    items = sorted((r for r in results if r.portable), key=lambda r: (r.source, r.target, r.seed))
     if not items:
         return []
     head = "| " + " | ".join(COLUMNS) + " |"

@@ -1,4 +1,5 @@
-"""TransferResult -> plain JSON: upstream's fields first, then ours (CIs, p-values, efficiency, cost, skills, tasks).
+"""TransferResult -> its typed record (`evidence.item_record.ItemRecord`) and the JSON report: upstream's fields
+first, then ours (CIs, p-values, efficiency, cost, skills, tasks).
 
 Each result carries everything the run-level statistics need (per-task scores, the gain's p-value,
 n and mean), so `summary.summarize` recomputes them exactly from any list of results, e.g. merged shards.
@@ -10,13 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any, Iterable
 
 from ..engine.ledger import Tally, evidence_digest
 from ..engine.results import Costs, Evaluation, Night, Optimization, TaskResult, TransferResult, total_costs
 from ..engine.validation import DEFAULT_TOLERANCE, ValidationScore
 from ..evidence.stats import clustered_score, mean, outcome
+from ..evidence.item_record import CostRecord, ItemRecord
 from ..evidence.summary import summarize
 from ..pricing.prices import cache_saving_usd, cost_usd, lane_of
 from .judge_report import judge_json, verdict_json
@@ -242,7 +244,12 @@ def _profile_scores(result: TransferResult) -> dict[str, Any]:
 
 
 def result_to_json(result: TransferResult, answer_chars: int = ANSWER_CHARS) -> dict[str, Any]:
-    """One result in the report shape; each answer's text is kept up to `answer_chars` characters.
+    """One result in the report shape (`item_record(...).to_json()`)."""
+    return item_record(result, answer_chars).to_json()
+
+
+def item_record(result: TransferResult, answer_chars: int = ANSWER_CHARS) -> ItemRecord:
+    """One result's record; each answer's text is kept up to `answer_chars` characters.
 
     Its cost is its bill: each answer it used is charged once, and not at all when an earlier result
     of the run paid for it (`TransferResult.billed_costs`); the optimizations' own figures
@@ -303,8 +310,8 @@ def result_to_json(result: TransferResult, answer_chars: int = ANSWER_CHARS) -> 
         **({"judge": judge_json(result)} if result.judge is not None else {}),
         **({"unlearnable": {"checks_never_passed": list(result.never_passed)}} if result.unlearnable else {}),
     }
-    record["checks"] = check_arms(record)
-    return record
+    item = ItemRecord.from_json(record)
+    return replace(item, checks=check_arms(item))
 
 
 ERRORED_PHASE = "errored"  # the bill of an item that stopped before its result
@@ -319,20 +326,26 @@ def errored_cost(costs: Costs, source: str | None = None) -> dict[str, Any]:
             "usage_unreported_calls": sum(t.usage.unreported for t in costs.values())}
 
 
-def with_earlier_try(record: dict[str, Any], spent: dict[str, Any]) -> dict[str, Any]:
+def with_earlier_try(record: ItemRecord, spent: dict[str, Any]) -> ItemRecord:
     """A result whose item errored on an earlier try (pytest-rerunfailures) carries what that try spent
     (`errored_cost`): its rows under the phase `errored`, added to the result's totals, so a rerun keeps
     the whole bill (the answers it reused from that try count as reused, not paid)."""
+    return replace(record, cost=CostRecord.from_json(with_spent(record.cost.to_json(), spent, record.source)))
+
+
+def with_spent(cost: dict[str, Any], spent: dict[str, Any], source: str | None = None) -> dict[str, Any]:
+    """A cost record (a result's, or an errored item's `errored_cost`) with what an earlier errored try spent
+    added: its rows under the phase `errored`, and its calls, tokens and dollars in the totals."""
     rows = (spent.get("phases") or {}).get(ERRORED_PHASE)
     if not rows:
-        return record
-    cost = dict(record["cost"])
+        return cost
+    cost = dict(cost)
     phases = {**cost["phases"], ERRORED_PHASE: [*cost["phases"].get(ERRORED_PHASE, []), *rows]}
     total, extra = cost.get("total_usd"), spent.get("total_usd")
-    cost.update(phases=phases, roles=role_costs(phases, record.get("source")),
+    cost.update(phases=phases, roles=role_costs(phases, source),
                 total_usd=None if total is None or extra is None else _round_usd(total + extra),
                 calls=cost.get("calls", 0) + spent.get("calls", 0), tokens=cost.get("tokens", 0) + spent.get("tokens", 0))
-    return {**record, "cost": cost}
+    return cost
 
 
 IN_SAMPLE = "in sample: the target was a validation model"
@@ -408,30 +421,29 @@ def _round_usd(value: float | None) -> float | None:
 
 def run_to_json(results: list[TransferResult]) -> dict[str, Any]:
     """A whole run: upstream's top-level fields plus the results."""
-    return run_report([result_to_json(r) for r in results])
+    return run_report([item_record(r) for r in results])
 
 
-def item_counts(results: list[dict[str, Any]], errors: list[dict[str, Any]]) -> dict[str, int]:
+def item_counts(results: list[ItemRecord], errors: list[dict[str, Any]]) -> dict[str, int]:
     """Every transfer item once: passed, failed and inconclusive gates, and errored items (no result)."""
-    verdicts = [(r.get("gate") or {}).get("verdict", "pass" if (r.get("gate") or {}).get("passed", True) else "fail")
-                for r in results]
+    verdicts = [r.gate.verdict if r.gate is not None else "pass" for r in results]
     return {"passed": verdicts.count("pass"), "failed": verdicts.count("fail"),
             "inconclusive": verdicts.count("inconclusive"), "errored": len(errors)}
 
 
-def run_report(results: list[dict[str, Any]], errors: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The whole-run report from results already in JSON shape (e.g. gathered from xdist workers).
+def run_report(results: list[ItemRecord], errors: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The whole-run JSON report from the items' records (e.g. gathered from xdist workers).
 
     `source` and `target` are always lists of model names; tokens and dollars are summed per role
     (agent on the source, agent on the target, optimizer), so a model that is a source in one pair
     and a target in another is counted in each role it played. Dollars are None when a model is unpriced.
     """
-    totals = sum_roles((role, part["calls"], part["tokens"], part["usd"])
-                       for r in results for role, part in r["cost"]["roles"].items())
+    totals = sum_roles((role, part.calls, part.tokens, part.usd)
+                       for r in results for role, part in r.cost.roles.items())
     return {
         "experiment": EXPERIMENT,
-        "source": sorted({r["source"] for r in results}),
-        "target": sorted({r["target"] for r in results}),
+        "source": sorted({r.source for r in results}),
+        "target": sorted({r.target for r in results}),
         "tokens_source": totals["agent_on_source"]["tokens"],
         "tokens_target": totals["agent_on_target"]["tokens"],
         "tokens_optimizer": totals["optimizer"]["tokens"],
@@ -442,5 +454,5 @@ def run_report(results: list[dict[str, Any]], errors: list[dict[str, Any]] | Non
         "counts": item_counts(results, errors or []),
         "checks": run_checks(results),
         "errors": list(errors or []),
-        "results": results,
+        "results": [r.to_json() for r in results],
     }

@@ -1,5 +1,5 @@
 """Why an item failed, hurt or changed: its checks per arm, the checks newly missed, and the learned lines
-they point at. A pure function of the JSON report's records (like `summary`), so a merged report, the page
+they point at. A pure function of the items' records (`evidence.item_record`, like `summary`), so a merged report, the page
 and the Markdown summary say the same.
 
 A check counts as missed on a held-out task in an arm when any of the task's samples (any restart) missed
@@ -26,6 +26,7 @@ import re
 from typing import Any
 
 from ..engine.judges import ABSENT, LENGTH, PRESENT, miss_of
+from ..evidence.item_record import ArmRecord, ItemRecord
 
 ARMS = ("baseline", "transferred", "direct")
 SHORT_WORDS = ("short", "shorter", "concise", "brief", "briefly", "terse", "succinct", "under", "limit", "fewer",
@@ -49,40 +50,40 @@ TOP_CHECKS = 3
 TOP_LINES = 4
 
 
-def missed_tasks(evaluation: dict[str, Any] | None) -> dict[str, set[str]]:
+def missed_tasks(evaluation: ArmRecord | None) -> dict[str, set[str]]:
     """Per check, the ids of the tasks on which any sample missed it."""
     missed: dict[str, set[str]] = {}
-    for task in (evaluation or {}).get("tasks", []):
-        for sample in task.get("samples", []):
-            for label in sample.get("failed", []):
-                missed.setdefault(label, set()).add(task["task_id"])
+    for task in evaluation.tasks if evaluation is not None else ():
+        for sample in task.samples:
+            for label in sample.failed:
+                missed.setdefault(label, set()).add(task.task_id)
     return missed
 
 
-def check_arms(result: dict[str, Any]) -> list[dict[str, Any]]:
+def check_arms(result: ItemRecord) -> list[dict[str, Any]]:
     """Each check's missed tasks per arm (`direct` None without a direct run), the change transferred -
     baseline, and the tasks newly missed and fixed; the worst change first, then by name."""
-    scores = result.get("scores") or {}
-    by_arm = {arm: missed_tasks(scores.get(arm)) for arm in ARMS}
-    tasks = len((scores.get("baseline") or {}).get("tasks", []))
+    scores = result.scores
+    by_arm = {arm: missed_tasks(getattr(scores, arm)) for arm in ARMS}
+    tasks = len(scores.baseline.tasks) if scores.baseline is not None else 0
     rows = []
     for label in sorted(set().union(*by_arm.values())):
         base, moved = by_arm["baseline"].get(label, set()), by_arm["transferred"].get(label, set())
-        direct = None if scores.get("direct") is None else len(by_arm["direct"].get(label, set()))
+        direct = None if scores.direct is None else len(by_arm["direct"].get(label, set()))
         rows.append({"check": label, "tasks": tasks, "baseline": len(base), "transferred": len(moved),
                      "direct": direct, "change": len(moved) - len(base), "newly_missed": len(moved - base),
                      "fixed": len(base - moved)})
     return sorted(rows, key=lambda r: (-r["change"], -r["newly_missed"], -r["transferred"], r["check"]))
 
 
-def run_checks(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def run_checks(results: list[ItemRecord]) -> list[dict[str, Any]]:
     """Per check over the run's (seed, pair) items (`summary.unique`): the items whose transferred arm misses
     it, and its missed tasks per arm summed over items; the most missed with the learned skill first."""
     from ..evidence.summary import unique
 
     totals: dict[str, dict[str, Any]] = {}
     for result in unique(results):
-        for row in result.get("checks") or check_arms(result):
+        for row in result.checks or check_arms(result):
             total = totals.setdefault(row["check"], {"check": row["check"], "items": 0, "tasks": 0, "baseline": 0,
                                                      "transferred": 0, "direct": 0, "change": 0})
             total["items"] += row["transferred"] > 0
@@ -93,10 +94,10 @@ def run_checks(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(totals.values(), key=lambda r: (-r["transferred"], -r["change"], r["check"]))
 
 
-def learned_lines(result: dict[str, Any]) -> list[str]:
+def learned_lines(result: ItemRecord) -> list[str]:
     """The lines the accepted nights added (`+ ...`) or removed (`- ...`): the learned skill's diff against the
     seed's, without blank lines, markers and headings."""
-    seed, learned = result.get("seed_skill"), result.get("learned_skill") or ""
+    seed, learned = result.seed_skill, result.learned_skill
     if seed is None:
         return []
     lines = []
@@ -155,10 +156,10 @@ def pointed_lines(check: str, lines: list[str]) -> list[str]:
     return [line for line in mentioning_lines(check, lines) if causes(line, check)]
 
 
-def why(result: dict[str, Any]) -> dict[str, Any]:
+def why(result: ItemRecord) -> dict[str, Any]:
     """The checks most often newly missed with the learned skill (else the checks it still misses most), each
     with the learned lines it points at, and the learned lines in all."""
-    rows = result.get("checks") or check_arms(result)
+    rows = result.checks or check_arms(result)
     newly = sorted((r for r in rows if r["newly_missed"] > 0), key=lambda r: (-r["newly_missed"], r["check"]))
     kind = "newly missed"
     if not newly:
@@ -173,40 +174,39 @@ def why(result: dict[str, Any]) -> dict[str, Any]:
     return {"kind": kind, "checks": checks, "learned_lines": lines}
 
 
-def changed(result: dict[str, Any]) -> bool:
+def changed(result: ItemRecord) -> bool:
     """Whether the item changed against the base ref (`--compare-to`): a regression verdict or another score."""
-    compare = result.get("compare") or {}
+    compare = result.compare or {}
     return bool(compare) and (compare.get("verdict") not in (None, "pass")
                               or compare.get("before") != compare.get("after"))
 
 
-def unlearnable(result: dict[str, Any]) -> bool:
+def unlearnable(result: ItemRecord) -> bool:
     """Probably unlearnable as written: the result's `unlearnable` record (`engine.results.TransferResult`:
     the direct optimization on the target gains nothing over a baseline with room to grow, nor does the
     transferred skill): the seed's tasks or checks may ask what no edit of the skill can give."""
-    return result.get("unlearnable") is not None
+    return result.unlearnable is not None
 
 
-def unlearnable_text(result: dict[str, Any]) -> str:
-    return (f"unlearnable as written? even optimized directly on {result['target']} the skill gains nothing: "
-            f"baseline {result['baseline_target']:.2f}, transferred {result['transferred']:.2f}, direct "
-            f"{result['direct_target']:.2f}; look at the seed's tasks and checks")
+def unlearnable_text(result: ItemRecord) -> str:
+    return (f"unlearnable as written? even optimized directly on {result.target} the skill gains nothing: "
+            f"baseline {result.baseline_target:.2f}, transferred {result.transferred:.2f}, direct "
+            f"{result.direct_target:.2f}; look at the seed's tasks and checks")
 
 
-def portable_text(result: dict[str, Any]) -> str | None:
+def portable_text(result: ItemRecord) -> str | None:
     """A --validate-on item's outcome in one line (the word its record carries), None without one."""
-    portable = result.get("portable")
+    portable = result.portable
     if not portable:
         return None
     return (f"portable skill (validated on {', '.join(portable['validate_on'])}): {portable['outcome']} on "
-            f"{result['target']}; single-model {result['transferred']:.2f}, multi-model "
-            f"{portable['transferred']['hard']['mean']:.2f}, baseline {result['baseline_target']:.2f}")
+            f"{result.target}; single-model {result.transferred:.2f}, multi-model "
+            f"{portable['transferred']['hard']['mean']:.2f}, baseline {result.baseline_target:.2f}")
 
 
-def is_hand_written(result: dict[str, Any]) -> bool:
+def is_hand_written(result: ItemRecord) -> bool:
     """A hand-written test (a `transfer` fixture call in a test function), not an item of the seed matrix."""
-    item = result.get("item", "")
-    return bool(item) and "::transfer[" not in item
+    return bool(result.item) and "::transfer[" not in (result.item or "")
 
 
 def holm_outcomes(report_summary: dict[str, Any]) -> dict[tuple[str, str, str], str]:

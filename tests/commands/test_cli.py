@@ -117,21 +117,24 @@ def test_bad_numbers_are_refused(flag, value, message):
 
 
 def test_table_labels_hand_written_tests():
+    from plugin_support import item_record
     from pytest_skilltransfer.reports.report import table_rows
 
     base = {"seed": "s", "source": "a", "target": "b", "baseline_target": 0.0, "transferred": 1.0, "direct_target": None,
-            "gain": {"mean": 1.0, "ci_low": 1.0, "ci_high": 1.0}, "efficiency": None,
+            "gain": {"mean": 1.0, "ci_low": 1.0, "ci_high": 1.0, "n": 1, "p_value": 1.0}, "efficiency": None,
             "cost": {"calls": 1, "tokens": 2, "total_usd": 0.0}}
-    rows = table_rows([{**base, "item": "seeds/s/SKILL.md::transfer[a->b]"}, {**base, "item": "seeds/test_x.py::test_gate"}])
+    rows = table_rows([item_record(**base, item="seeds/s/SKILL.md::transfer[a->b]"),
+                       item_record(**base, item="seeds/test_x.py::test_gate")])
     assert [r[0] for r in rows] == ["s", "s (test_gate)"]
 
 
 def test_price_difference_compares_source_and_direct_optimization():
+    from plugin_support import item_record
     from pytest_skilltransfer.reports.report import price_difference
 
-    cost = lambda src, direct, seed="s", source="a", target="b": {  # noqa: E731
-        "seed": seed, "source": source, "target": target, "optimizer": source,
-        "cost": {"optimize_source_usd": src, "optimize_direct_usd": direct}}
+    cost = lambda src, direct, seed="s", source="a", target="b": item_record(  # noqa: E731
+        seed=seed, source=source, target=target, optimizer=source,
+        cost={"optimize_source_usd": src, "optimize_direct_usd": direct})
     assert price_difference([cost(0.01, 0.08), cost(0.01, 0.12, seed="t")]) == (
         "optimization cost: on source $0.0200 vs direct on target $0.2000 (10.0x)")
     # one source optimization shared by two targets is counted once

@@ -144,3 +144,47 @@ def test_merge_fails_for_an_item_its_shard_failed_beyond_the_gates(runs: dict[st
         f"  FAILED {item} (the test failed in shard 2)",
         "  ERROR seeds/broken (errored in shard 2)",
     ]
+
+
+def test_every_item_of_the_main_job_reads_back_as_its_record_and_writes_the_same_json(runs: dict[str, Any]) -> None:
+    from pytest_skilltransfer.evidence.item_record import ItemRecord
+
+    results = runs["whole"][0]["results"]
+    assert len(results) == 46
+    for data in results:
+        record = ItemRecord.from_json(data)
+        assert json.dumps(record.to_json()) == json.dumps(data)  # every key, in the same order
+        assert ItemRecord.from_json(record.to_json()) == record
+        assert record.gate is not None and record.gate.label and record.family is not None
+        assert not record.extra and not record.gain.extra and not record.cost.extra  # every key is declared
+
+
+OLD_REPORT = ROOT / "tests" / "commands" / "reports" / "before-model-names.json.gz"  # 4 items of a run before the
+# JSON carried the names given (`source_name`), the family, the constant answer and the answers' collapse
+
+
+def test_a_report_of_an_earlier_version_loads_and_merges(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import gzip
+
+    from pytest_skilltransfer.evidence.item_record import ItemRecord
+
+    old = json.loads(gzip.decompress(OLD_REPORT.read_bytes()))
+    for data in old["results"]:
+        record = ItemRecord.from_json(data)
+        assert "source_name" not in data and record.source_name is None and record.family is None
+        assert json.dumps(record.to_json()) == json.dumps(data)  # nothing lost, nothing added
+    code = merge([str(OLD_REPORT), "--json", str(tmp_path / "merged.json"), "--md", str(tmp_path / "merged.md"),
+                  "--html", str(tmp_path / "merged.html")])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    merged = json.loads((tmp_path / "merged.json").read_text())
+    assert [r["item"] for r in merged["results"]] == sorted(r["item"] for r in old["results"])
+    assert merged["summary"]["items"] and merged["counts"]["passed"] == 4
+    assert "status-report" in printed and "docs-style" in (tmp_path / "merged.md").read_text()
+
+
+def test_a_report_of_a_newer_record_version_is_a_clear_error() -> None:
+    from pytest_skilltransfer.evidence.item_record import ItemRecord, RecordError
+
+    with pytest.raises(RecordError, match="record_version 2; this version of pytest-skilltransfer reads up to 1"):
+        ItemRecord.from_json({"seed": "s", "source": "a", "target": "b", "record_version": 2})

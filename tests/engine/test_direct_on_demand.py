@@ -11,6 +11,7 @@ from pytest_skilltransfer.engine.protocol import SeedSession
 from pytest_skilltransfer.engine.results import ProtocolConfig
 from pytest_skilltransfer.planning.money import units_usd
 from pytest_skilltransfer.planning.plan import Planner
+from pytest_skilltransfer.evidence.item_record import ItemRecord
 from pytest_skilltransfer.reports.report import seed_line
 from pytest_skilltransfer.reports.result_json import result_to_json
 
@@ -40,7 +41,7 @@ def test_a_transfer_that_shows_a_gain_skips_the_direct_reference(seed):
     assert target.reflect_prompts() == [], "the target was never asked to optimize"
     record = result_to_json(result)
     assert record["direct_skipped"] is True and record["direct_target"] is None
-    assert "direct=not needed" in seed_line(record)
+    assert "direct=not needed" in seed_line(ItemRecord.from_json(record))
 
 
 def test_a_transfer_that_shows_no_gain_runs_the_direct_reference(seed):

@@ -19,10 +19,10 @@ from pytest_skilltransfer.plugin.gating import Gate
 
 def at_most_gain(result, threshold, level):
     """Fails when the transferred skill gains more than `threshold` (a gate nobody would want; easy to see)."""
-    gain = result["gain"]
-    verdict = stats.FAIL if gain["mean"] > threshold else stats.PASS
-    return Gate("max_gain", verdict, threshold, gain["mean"], gain["ci_low"], gain["ci_high"],
-                f"gain {gain['mean']:+.2f} against max_gain {threshold:+.2f} at level {level:.4f}")
+    gain = result.gain  # the item's record (pytest_skilltransfer.evidence.item_record.ItemRecord)
+    verdict = stats.FAIL if gain.mean > threshold else stats.PASS
+    return Gate("max_gain", verdict, threshold, gain.mean, gain.ci_low, gain.ci_high,
+                f"gain {gain.mean:+.2f} against max_gain {threshold:+.2f} at level {level:.4f}")
 
 
 def pytest_skilltransfer_configure(config, registry):

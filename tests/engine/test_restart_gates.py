@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_skilltransfer.evidence import stats
+from pytest_skilltransfer.evidence.item_record import ItemRecord
 from pytest_skilltransfer.plugin.gating import evaluate
 from pytest_skilltransfer.engine.seed_data import Thresholds
 
@@ -48,14 +49,16 @@ def test_five_restarts_that_all_hurt_fail_the_harm_gate_and_a_harmless_seed_pass
         "-p", "no:cacheprovider").stdout.str()
 
 
-def _record(before: list[float], afters: list[list[float]]) -> dict:
-    """A result in the JSON shape, as much of it as the gates read."""
+def _record(before: list[float], afters: list[list[float]]) -> ItemRecord:
+    """An item's record, as much of it as the gates read."""
     gain = stats.restart_gain(before, afters)
     tasks = [{"task_id": f"t{i}", "hard": stats.mean(a[i] for a in afters),
               **({"restarts": [a[i] for a in afters]} if len(afters) > 1 else {})} for i in range(len(before))]
-    return {"source": "s", "target": "t", "gain": gain.as_dict(), "direct_target": None,
-            "scores": {"transferred": {"hard": stats.score(tasks and [t["hard"] for t in tasks]).as_dict(),
-                                       "tasks": tasks}}}
+    score = stats.score(tasks and [t["hard"] for t in tasks]).as_dict()
+    return ItemRecord.from_json({
+        "seed": "a", "source": "s", "target": "t", "baseline_target": stats.mean(before),
+        "transferred": score["mean"], "gain": gain.as_dict(), "direct_target": None,
+        "scores": {"transferred": {"hard": score, "soft": score, "tasks": tasks}}})
 
 
 def _draw(rng: random.Random, n: int, restarts: int) -> tuple[list[float], list[list[float]]]:

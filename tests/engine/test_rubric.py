@@ -26,6 +26,7 @@ from pytest_skilltransfer.engine.seed_data import SeedError
 from pytest_skilltransfer.models.base import Reply, Request, ToolCall
 from pytest_skilltransfer.models.registry import resolve_model
 from pytest_skilltransfer.models.sim.judge import read
+from pytest_skilltransfer.evidence.item_record import ItemRecord
 from pytest_skilltransfer.reports.judge_report import adverse, uncertain_count
 
 CAUSE = 'Names the root cause of the incident (a "Root cause" line counts).'
@@ -255,16 +256,21 @@ def test_gates_do_not_pass_on_uncertain_verdicts():
     sample = lambda hard, rubric: {"sample_id": 0, "hard": hard, "soft": hard, "failed": [] if hard else [f"rubric={CAUSE}"],
                                    "rubric": rubric}
     firm_fail = {**unstable, "passed": False, "votes": ["fail"] * 3, "unstable": False}
-    result = {
-        "judge": {"model": "sim-judge"}, "direct_target": None,
-        "scores": {"baseline": {"tasks": [{"samples": [sample(0.0, [firm_fail])]}] * 2},
-                   "transferred": {"hard": {}, "tasks": [{"samples": [sample(1.0, [unstable])]},
-                                                         {"samples": [sample(1.0, [{**unstable, "unstable": False, "votes": ["pass"] * 3}])]}]},
+    score = {"mean": 0.0, "ci_low": 0.0, "ci_high": 1.0, "n": 2}
+    steady = {**unstable, "unstable": False, "votes": ["pass"] * 3}
+    result = ItemRecord.from_json({
+        "seed": "s", "source": "a", "target": "b", "baseline_target": 0.0, "transferred": 1.0,
+        "gain": {**score, "p_value": 1.0}, "judge": {"model": "sim-judge"}, "direct_target": None,
+        "scores": {"baseline": {"hard": score, "soft": score,
+                                "tasks": [{"task_id": f"t{i}", "samples": [sample(0.0, [firm_fail])]} for i in (0, 1)]},
+                   "transferred": {"hard": score, "soft": score,
+                                   "tasks": [{"task_id": "t0", "samples": [sample(1.0, [unstable])]},
+                                             {"task_id": "t1", "samples": [sample(1.0, [steady])]}]},
                    "direct": None},
-    }
+    })
     assert uncertain_count(result) == 1
     worst = adverse(result)
-    assert worst["transferred"] == 0.5 and worst["gain"]["mean"] == 0.5 and worst["judge"] is None
+    assert worst.transferred == 0.5 and worst.gain.mean == 0.5 and worst.judge is None
 
 
 class SplitJudge:
@@ -292,9 +298,9 @@ def test_a_gate_that_passes_only_on_unstable_verdicts_is_inconclusive(tmp_path):
     data = result_to_json(session.transfer(agent, agent))
     assert data["transferred"] == 1.0 and data["judge"]["agreement"] == pytest.approx(0.833, abs=0.001)
     assert len(data["judge"]["unstable"]) == 12  # the transferred answers: pass/pass/fail
-    outcome = gating.evaluate(data, Thresholds(min_score=0.5))
+    outcome = gating.evaluate(ItemRecord.from_json(data), Thresholds(min_score=0.5))
     assert outcome.verdict == "inconclusive" and not outcome.passed
     assert outcome.inconclusive[-1].startswith("the pass rests on 12 uncertain rubric verdict(s)")
     assert "raise --judge-samples" in outcome.inconclusive[-1]
     steady = {**data, "judge": None}  # without a judge section nothing is uncertain: the gate passes
-    assert gating.evaluate(steady, Thresholds(min_score=0.5)).verdict == "pass"
+    assert gating.evaluate(ItemRecord.from_json(steady), Thresholds(min_score=0.5)).verdict == "pass"

@@ -9,6 +9,7 @@ from pytest_skilltransfer.engine.protocol import SeedSession
 from pytest_skilltransfer.engine.results import ProtocolConfig
 from pytest_skilltransfer.models.registry import resolve_model
 from pytest_skilltransfer.plugin.reporting import unlearnable_lines
+from pytest_skilltransfer.evidence.item_record import ItemRecord
 from pytest_skilltransfer.reports.html_item import item_section
 from pytest_skilltransfer.reports.result_json import result_to_json
 
@@ -26,13 +27,14 @@ def test_an_unlearnable_seed_names_the_checks_no_arm_ever_passed(tmp_path):
     assert result.unlearnable and result.never_passed == ("regex=(?<=ref-)[0-9]{40}",)
     record = result_to_json(result)
     assert record["unlearnable"] == {"checks_never_passed": ["regex=(?<=ref-)[0-9]{40}"]}
-    (line,) = unlearnable_lines([record])
+    (line,) = unlearnable_lines([ItemRecord.from_json(record)])
     assert line == ("unlearnable: never: even direct optimization gained nothing on any pair (sim-small -> sim-large); "
                     "checks never passed in any arm: regex=(?<=ref-)[0-9]{40}")
     learned = {**record, "source": "sim-large", "target": "sim-small"}
     del learned["unlearnable"]
-    assert unlearnable_lines([record, learned]) == []  # the direct optimization gained on another pair
-    page = item_section(record)
+    both = [ItemRecord.from_json(record), ItemRecord.from_json(learned)]
+    assert unlearnable_lines(both) == []  # the direct optimization gained on another pair
+    page = item_section(ItemRecord.from_json(record))
     assert "<b>Nothing learnable on this pair:</b> even direct optimization on sim-large gained nothing" in page
     assert "<code>regex=(?&lt;=ref-)[0-9]{40}</code>" in page
 

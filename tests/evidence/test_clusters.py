@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from plugin_support import make_seed, project
+from plugin_support import item_record, make_seed, project
 from pytest_skilltransfer.evidence import stats
 from pytest_skilltransfer.engine.task_files import read_tasks
 from pytest_skilltransfer.engine.seed_data import SeedProblem
@@ -221,15 +221,21 @@ def test_a_declared_outcome_cannot_be_shown_by_too_few_clusters() -> None:
     from pytest_skilltransfer.engine.seed_data import Thresholds
 
     gain = stats.clustered_gain([1.0] * 12, [[0.0] * 12], [f"c{i % 5}" for i in range(12)])
-    result = {"source": "a", "target": "b", "gain": gain.as_dict(), "scores": {"transferred": {"tasks": []}}}
+    result = item_record(source="a", target="b", gain=gain.as_dict(), scores={"transferred": _arm([])})
+    assert result.gain.to_json() == gain.as_dict()  # the clustered keys come and go together
     for expected in ("no effect shown", "hurts"):
         outcome = evaluate(result, Thresholds(harm_tolerance=0.0), expected=expected)
         assert outcome.verdict == stats.INCONCLUSIVE
         assert "too few clusters for any verdict: 5 cluster(s)" in outcome.inconclusive[0]
     six = stats.clustered_gain([1.0] * 12, [[0.0] * 12], [f"c{i % 6}" for i in range(12)])
-    result["gain"] = six.as_dict()
+    result = item_record(source="a", target="b", gain=six.as_dict(), scores={"transferred": _arm([])})
     assert evaluate(result, Thresholds(harm_tolerance=0.0), expected="hurts").verdict == stats.PASS
     assert evaluate(result, Thresholds(harm_tolerance=0.0)).verdict == stats.FAIL  # 6 clusters all worse: harm
+
+
+def _arm(tasks: list[dict]) -> dict:
+    score = {"mean": 0.0, "ci_low": 0.0, "ci_high": 1.0, "n": len(tasks)}
+    return {"hard": score, "soft": score, "tasks": tasks}
 
 
 def test_compare_to_takes_the_base_score_over_clusters_as_this_run_does() -> None:
@@ -237,6 +243,6 @@ def test_compare_to_takes_the_base_score_over_clusters_as_this_run_does() -> Non
 
     committed = {"a": 1.0, "b": 1.0, "c": 1.0, "d": 0.0}
     tasks = [{"task_id": t, **({"cluster": "x"} if t != "d" else {})} for t in committed]
-    result = {"scores": {"transferred": {"tasks": tasks}}}
+    result = item_record(scores={"transferred": _arm(tasks)})
     assert _mean_over_units(committed, result) == pytest.approx(0.5)  # two units: cluster x (1.0) and d (0.0)
-    assert _mean_over_units(committed, {"scores": {"transferred": {"tasks": []}}}) == pytest.approx(0.75)
+    assert _mean_over_units(committed, item_record(scores={"transferred": _arm([])})) == pytest.approx(0.75)

@@ -11,13 +11,19 @@ from fake_provider import FakeProvider
 from plugin_support import make_seed
 
 from pytest_skilltransfer.evidence.frontier import frontier, frontier_lines
+from pytest_skilltransfer.evidence.item_record import ItemRecord
 
 
 def _result(seed: str, source: str, gain: float, usd: float | None, headroom: float | None = 0.5,
-            target: str = "t") -> dict:
-    return {"seed": seed, "source": source, "target": target, "optimizer": source, "transferred": gain,
-            "gain": {"mean": gain}, "headroom": None if headroom is None else {"mean": headroom},
-            "cost": {"optimize_source_usd": usd, "optimize_direct_usd": 0.4, "phases": {}}}
+            target: str = "t") -> ItemRecord:
+    return ItemRecord.from_json({
+        "seed": seed, "source": source, "target": target, "optimizer": source, "baseline_target": 0.0,
+        "transferred": gain, "gain": _gain(gain), "headroom": None if headroom is None else _gain(headroom),
+        "cost": {"optimize_source_usd": usd, "optimize_direct_usd": 0.4, "phases": {}}})
+
+
+def _gain(mean: float) -> dict:
+    return {"mean": mean, "ci_low": mean, "ci_high": mean, "n": 1, "p_value": 1.0}
 
 
 SEEDS = [f"s{i}" for i in range(12)]

@@ -11,6 +11,7 @@ from plugin_support import make_seed, project
 
 from pytest_skilltransfer.evidence import stats
 from pytest_skilltransfer.evidence.run_family import RunFamily, word
+from pytest_skilltransfer.evidence.item_record import ItemRecord
 from pytest_skilltransfer.evidence.summary import summarize
 
 INI = "skilltransfer_pair = toy-a:toy-b\nskilltransfer_correction = bonferroni\n"
@@ -70,8 +71,9 @@ def test_words_read_the_family_s_level() -> None:
 def test_byte_identical_answers_count_once() -> None:
     gain = stats.paired_gain([0.0] * 24, [1.0] * 24).as_dict()
     family = RunFamily(2).as_dict()
-    records = [{"seed": "s", "source": "a", "target": target, "gain": gain, "outcome": "transfers",
-                "family": family, "evidence": {"answers": "same"}, "cost": {}} for target in ("m", "m-wire2")]
+    records = [ItemRecord.from_json({"seed": "s", "source": "a", "target": target, "baseline_target": 0.0,
+                                     "transferred": 1.0, "gain": gain, "outcome": "transfers", "family": family,
+                                     "evidence": {"answers": "same"}, "cost": {}}) for target in ("m", "m-wire2")]
     summary = summarize(records)
     assert summary["hypotheses"] == 1 and summary["outcomes"]["transfers"] == 1
     assert summary["family"]["same_answers"] == 1

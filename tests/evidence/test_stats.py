@@ -13,6 +13,7 @@ except ImportError:  # scipy is a dev extra
     special = None
 
 from pytest_skilltransfer.evidence import stats
+from pytest_skilltransfer.evidence.item_record import ItemRecord
 from pytest_skilltransfer.plugin import gating
 from pytest_skilltransfer.engine.seed_data import Thresholds
 
@@ -109,12 +110,14 @@ def test_a_a_identical_arms_give_zero_gain_and_p_one() -> None:
         assert (gain.improved, gain.worsened, gain.tied) == (0, 0, len(arm))
 
 
-def _item(before: list[float], after: list[float], samples: int) -> dict:
+def _item(before: list[float], after: list[float], samples: int) -> ItemRecord:
     gain = stats.paired_gain(before, after)
-    evaluation = lambda values: {"hard": stats.score(values).as_dict(),
+    evaluation = lambda values: {"hard": stats.score(values).as_dict(), "soft": stats.score(values).as_dict(),
                                  "tasks": [{"task_id": f"t{i}", "hard": v} for i, v in enumerate(values)]}
-    return {"gain": gain.as_dict(), "config": {"samples": samples}, "direct_target": None,
-            "scores": {"baseline": evaluation(before), "transferred": evaluation(after)}}
+    return ItemRecord.from_json({
+        "seed": "s", "source": "a", "target": "b", "baseline_target": stats.mean(before),
+        "transferred": stats.mean(after), "gain": gain.as_dict(), "config": {"samples": samples},
+        "direct_target": None, "scores": {"baseline": evaluation(before), "transferred": evaluation(after)}})
 
 
 def test_more_samples_with_the_same_per_task_outcomes_cannot_flip_a_verdict() -> None:
@@ -270,12 +273,15 @@ def test_the_restart_p_value_agrees_with_its_interval() -> None:
 
 def _record(seed: str, pair: tuple[str, str], before: list[float], after: list[float], item: str = "") -> dict:
     return {"seed": seed, "source": pair[0], "target": pair[1], "item": item or f"seeds/{seed}::transfer",
-            "gain": stats.paired_gain(before, after).as_dict(), "gate": {"verdict": "pass"}}
+            "baseline_target": stats.mean(before), "transferred": stats.mean(after),
+            "gain": stats.paired_gain(before, after).as_dict(), "gate": {"verdict": "pass", "passed": True}}
 
 
 def test_run_summary_is_a_pure_function_of_the_item_records() -> None:
-    from pytest_skilltransfer.evidence.summary import summarize
+    from pytest_skilltransfer.evidence.item_record import records as typed
+    from pytest_skilltransfer.evidence.summary import summarize as summarize_records
 
+    summarize = lambda results: summarize_records(typed(results))  # noqa: E731  (the records read from JSON)
     rng = random.Random(11)
     records = []
     for i in range(6):

@@ -87,9 +87,11 @@ def test_cache_tokens_are_recorded_replayed_and_priced(tmp_path: Path) -> None:
 
 
 def test_reports_say_what_caching_saved() -> None:
-    results = [{"cost": {"cache_read_tokens": 1200, "cache_write_tokens": 1000, "cache_saved_usd": 0.0018}}]
+    from plugin_support import item_record
+
+    results = [item_record(cost={"cache_read_tokens": 1200, "cache_write_tokens": 1000, "cache_saved_usd": 0.0018})]
     assert cache_text(results) == ", prompt cache saved $0.0018 (1200 tokens read, 1000 written)"
-    assert cache_text([{"cost": {"cache_read_tokens": 0, "cache_write_tokens": 0, "cache_saved_usd": 0.0}}]) == ""
+    assert cache_text([item_record(cost={"cache_read_tokens": 0, "cache_write_tokens": 0, "cache_saved_usd": 0.0})]) == ""
 
 
 def test_cache_rates_are_dated_and_missing_rates_mean_no_saving() -> None:

@@ -178,6 +178,7 @@ def test_a_rerun_keeps_what_its_errored_try_spent() -> None:
     that spend (phase errored) so the run's bill does not lose it, and so does an item that errors twice."""
     from types import SimpleNamespace
 
+    from plugin_support import item_record
     from pytest_skilltransfer.plugin.reporting import ERROR_ATTRIBUTE, REPORT_ATTRIBUTE, TransferReporting
     from pytest_skilltransfer.pricing.cost_breakdown import breakdown
 
@@ -189,9 +190,11 @@ def test_a_rerun_keeps_what_its_errored_try_spent() -> None:
     for _ in range(2):
         reporting.pytest_runtest_logreport(SimpleNamespace(**{ERROR_ATTRIBUTE: error}))  # type: ignore[arg-type]
     assert reporting.errors["i"]["cost"]["total_usd"] == 0.5 and len(reporting.errors["i"]["cost"]["phases"]["errored"]) == 2
-    result = {"item": "i", "seed": "s", "source": "a", "target": "b",
-              "cost": {"phases": {"baseline": [{**row, "usd": 0.1, "calls": 2}]}, "total_usd": 0.1, "calls": 2, "tokens": 40}}
-    reporting.pytest_runtest_logreport(SimpleNamespace(**{REPORT_ATTRIBUTE: json.dumps(result)}))  # type: ignore[arg-type]
-    kept = reporting.results["i"]["cost"]
-    assert not reporting.errors and kept["total_usd"] == pytest.approx(0.6) and kept["calls"] == 12
-    assert breakdown([reporting.results["i"]])["by_phase"] == {"baseline": 0.1, "errored": 0.5}
+    result = item_record(item="i", seed="s", source="a", target="b",
+                         cost={"phases": {"baseline": [{**row, "usd": 0.1, "calls": 2}]}, "total_usd": 0.1, "calls": 2,
+                               "tokens": 40})
+    report = SimpleNamespace(**{REPORT_ATTRIBUTE: json.dumps(result.to_json())})
+    reporting.pytest_runtest_logreport(report)  # type: ignore[arg-type]
+    kept = reporting.results["i"].cost
+    assert not reporting.errors and kept.total_usd == pytest.approx(0.6) and kept.calls == 12
+    assert breakdown([{"cost": kept.to_json()}])["by_phase"] == {"baseline": 0.1, "errored": 0.5}

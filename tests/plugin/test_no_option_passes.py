@@ -15,13 +15,15 @@ import pytest
 
 from pytest_skilltransfer.engine.seed_data import Thresholds
 from pytest_skilltransfer.evidence import stats
+from pytest_skilltransfer.evidence.item_record import ItemRecord
 from pytest_skilltransfer.plugin.gating import evaluate, item_fails
 
 ACTIONS = ("fail", "xfail", "pass")
 
 
-def _record(before: list[float], afters: list[list[float]], clusters: list[str | None] | None = None) -> dict:
-    """A result in the JSON shape, as much of it as the gates read."""
+def _record(before: list[float], afters: list[list[float]], clusters: list[str | None] | None = None,
+            **fields: object) -> ItemRecord:
+    """An item's record, as much of it as the gates read."""
     clusters = clusters or [None] * len(before)
     gain = stats.clustered_gain(before, afters, clusters) if any(clusters) else stats.restart_gain(before, afters)
     tasks = [{"task_id": f"t{i}", "hard": stats.mean(a[i] for a in afters),
@@ -29,9 +31,12 @@ def _record(before: list[float], afters: list[list[float]], clusters: list[str |
               **({"restarts": [a[i] for a in afters]} if len(afters) > 1 else {})} for i in range(len(before))]
     base = [{"task_id": f"t{i}", "hard": b, **({"cluster": clusters[i]} if clusters[i] else {})}
             for i, b in enumerate(before)]
-    return {"source": "s", "target": "t", "gain": gain.as_dict(), "direct_target": None,
-            "scores": {"baseline": {"tasks": base},
-                       "transferred": {"hard": stats.score([t["hard"] for t in tasks]).as_dict(), "tasks": tasks}}}
+    before_score, after_score = stats.score(before).as_dict(), stats.score([t["hard"] for t in tasks]).as_dict()
+    return ItemRecord.from_json({
+        "seed": "a", "source": "s", "target": "t", "baseline_target": before_score["mean"],
+        "transferred": after_score["mean"], "gain": gain.as_dict(), "direct_target": None,
+        "scores": {"baseline": {"hard": before_score, "soft": before_score, "tasks": base},
+                   "transferred": {"hard": after_score, "soft": after_score, "tasks": tasks}}, **fields})
 
 
 def _draw(rng: random.Random, n: int, restarts: int) -> tuple[list[float], list[list[float]]]:
@@ -65,7 +70,7 @@ def test_no_option_passes_what_the_plain_run_fails(n: int) -> None:
             "clusters": _record(before, afters[:1], clusters),
             "restarts": _record(before, afters),
             "clusters and restarts": _record(before, afters, clusters),
-            "direct on demand": {**_record(before, afters[:1]), "direct_skipped": True},
+            "direct on demand": _record(before, afters[:1], direct_skipped=True),
         }
         for name, record in variants.items():
             for action in ACTIONS:

@@ -168,13 +168,14 @@ def test_a_ref_that_cannot_be_read_stops_the_run(pytester: pytest.Pytester, setu
 
 def test_a_snapshot_at_the_ref_without_per_task_scores_is_reported_not_compared(tmp_path: Path) -> None:
     from pytest_skilltransfer.plugin.compare import BaseRef, Before
+    from plugin_support import item_record
     from pytest_skilltransfer.reports.comparison import summary_lines
 
     base = BaseRef("main", "0" * 40, "--compare-to", tmp_path)
     old = Before(base, tmp_path / SNAPSHOT, "# router: cover-a -> cover-b\n\n| transferred | 1.000 | ...\n")
-    record = old.record({"transferred": 0.0}, {"gates": [{"gate": "regression_tolerance", "verdict": "pass"}]})
+    record = old.record(item_record(transferred=0.0), {"gates": [{"gate": "regression_tolerance", "verdict": "pass"}]})
     assert (record["status"], record["verdict"], record["before"]) == ("unscored", "unscored", None)
-    lines = summary_lines([{"seed": "router", "item": "seeds/router::transfer[cover-a->cover-b]", "compare": record}])
+    lines = summary_lines([item_record(seed="router", item="seeds/router::transfer[cover-a->cover-b]", compare=record)])
     assert lines == ["regression against main (0000000): 1 not compared (the snapshot at the ref has no per-task scores)",
                      "  seeds/router::transfer[cover-a->cover-b]: - -> 0.00  not compared (the snapshot at the ref has "
                      "no per-task scores)"]

@@ -14,6 +14,7 @@ import pytest
 from fake_provider import FakeProvider
 from plugin_support import CHECKS, TOY_CONFTEST, make_seed
 from pytest_skilltransfer.cassettes.scrub import USER_SCRUBBERS
+from pytest_skilltransfer.evidence.item_record import ItemRecord
 from pytest_skilltransfer.reports.rerun import rerun_commands
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -130,4 +131,4 @@ def test_an_alias_is_the_model_it_names(tmp_path: Path) -> None:
     assert (result["source"], result["target"]) == ("sim-small", "sim-large")
     assert (result["source_name"], result["target_name"]) == ("cheap", "expensive")
     assert result["outcome"] == "hurts" and result["gate"]["verdict"] == "pass"
-    assert rerun_commands(result)[0][1].endswith("--transfer-pair 'cheap->expensive'")
+    assert rerun_commands(ItemRecord.from_json(result))[0][1].endswith("--transfer-pair 'cheap->expensive'")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_skilltransfer.evidence import stats
+from pytest_skilltransfer.evidence.item_record import ItemRecord
 from pytest_skilltransfer.plugin import gating, snapshots
 from pytest_skilltransfer.reports import markdown_report
 from pytest_skilltransfer.engine.seed_data import Thresholds
@@ -21,7 +22,13 @@ def _evaluation(values: list[float]) -> dict[str, Any]:
 
 
 def result(samples: int = 1, before: list[float] | None = None, after: list[float] | None = None,
-           direct: list[float] | None = None) -> dict[str, Any]:
+           direct: list[float] | None = None) -> ItemRecord:
+    """An item's record, as the JSON report holds it (`data`) and read back."""
+    return ItemRecord.from_json(data(samples, before, after, direct))
+
+
+def data(samples: int = 1, before: list[float] | None = None, after: list[float] | None = None,
+         direct: list[float] | None = None) -> dict[str, Any]:
     before = before if before is not None else [0.0, 0.0, 1.0, 0.0]
     after = after if after is not None else [1.0, 0.0, 1.0, 0.0]
     gain = stats.paired_gain(before, after)
@@ -48,7 +55,7 @@ def test_gates_are_three_valued() -> None:
     failing = gating.evaluate(many, Thresholds(min_gain=0.95, min_score=0.95, min_efficiency=1.5))
     assert failing.verdict == "fail" and len(failing.failures) == 3
     assert failing.failures[0].startswith("gain +0.750 [+0.")
-    assert failing.failures[0].endswith(f"task(s), p = {many['gain']['p_value']:.3g}) is below min_gain +0.950")
+    assert failing.failures[0].endswith(f"task(s), p = {many.gain.p_value:.3g}) is below min_gain +0.950")
     few = gating.evaluate(result(), Thresholds(min_gain=0.25, min_score=0.5))
     assert few.verdict == "inconclusive" and not few.passed and len(few.inconclusive) == 2
     assert "neither shows min_gain +0.250 nor rules it out" in few.inconclusive[0]
@@ -78,12 +85,12 @@ def test_snapshot_text_escapes_control_bidi_and_zero_width_characters_visibly() 
     """A committed snapshot is read as a diff in a terminal or a web view: nothing in it acts."""
     from pytest_skilltransfer.guards.terminal import is_safe
 
-    hostile = result()
+    hostile = data()
     hostile["learned_skill"] = "# Skill\n\x1b[2J\x07 ok\u202eevil\u200bhidden\tkept\n"
     hostile["optimization"]["source"]["nights"] = [
         {"night": 1, "val_before": 0.5, "val_after": 0.75, "accepted": True, "note": "\x1b]0;pwned\x07",
          "applied": [{"op": "add", "content": "Say \u2066hi\u2069"}]}]
-    text = snapshots.render(hostile)
+    text = snapshots.render(ItemRecord.from_json(hostile))
     assert is_safe(text)
     assert "\\x1b[2J\\x07 ok\\u202eevil\\u200bhidden\tkept" in text and "\\u2066hi\\u2069" in text
     assert snapshots.parse_skill(text).startswith("# Skill\n\\x1b[2J")
@@ -97,12 +104,14 @@ def test_snapshot_text_carries_the_per_task_scores() -> None:
 
 
 def test_markdown_gain_bar_marks_the_gain_its_interval_zero_and_the_threshold() -> None:
-    item = {**result(), "gain": {"mean": 0.5, "ci_low": 0.2, "ci_high": 0.8},
-            "gate": {"gates": [{"gate": "min_gain", "threshold": 0.3}]}}
+    item = ItemRecord.from_json({**data(), "gain": {"mean": 0.5, "ci_low": 0.2, "ci_high": 0.8, "n": 4, "p_value": 1},
+                                 "gate": {"verdict": "pass", "passed": True,
+                                          "gates": [{"gate": "min_gain", "verdict": "pass", "threshold": 0.3}]}})
     bar = markdown_report.gain_bar(item)
     assert len(bar) == markdown_report.PLOT_WIDTH
     assert bar == " " * 20 + "│" + " " * 3 + "──┊───●──────" + " " * 4  # one cell per 0.05 from -1
-    straddling = markdown_report.gain_bar({**result(), "gain": {"mean": 0.0, "ci_low": -0.1, "ci_high": 0.1}})
+    straddling = markdown_report.gain_bar(ItemRecord.from_json(
+        {**data(), "gain": {"mean": 0.0, "ci_low": -0.1, "ci_high": 0.1, "n": 4, "p_value": 1}}))
     assert straddling.strip() == "──●──"
 
 
@@ -112,11 +121,12 @@ def test_markdown_report_parses_with_a_headline_one_chart_and_a_section_per_fail
     cost = {"calls": 1, "tokens": 2, "total_usd": 0.0, "optimize_source_usd": 0.0, "optimize_direct_usd": 0.0}
     items = []
     for seed, after in (("alpha", [1.0, 1.0, 1.0, 1.0]), ("beta", [0.0, 0.0, 1.0, 0.0]), ("gamma", [1.0, 0.0, 1.0, 0.0])):
-        item = {**result(after=after), "seed": seed, "cost": cost, "item": f"seeds/{seed}/SKILL.md::transfer[small->large]"}
-        outcome = gating.evaluate(item, Thresholds(min_gain=0.5) if seed != "gamma" else Thresholds(min_gain=0.1))
+        item = {**data(after=after), "seed": seed, "cost": cost, "item": f"seeds/{seed}/SKILL.md::transfer[small->large]"}
+        outcome = gating.evaluate(ItemRecord.from_json(item),
+                                  Thresholds(min_gain=0.5) if seed != "gamma" else Thresholds(min_gain=0.1))
         verdict = "fail" if seed == "beta" else outcome.verdict
         item["gate"] = {**outcome.as_dict(), "verdict": verdict, "passed": verdict == "pass", "snapshot": "ok"}
-        items.append(item)
+        items.append(ItemRecord.from_json(item))
     error = {"item": "seeds/delta/SKILL.md::transfer[small->large]", "seed": "delta", "source": "small",
              "target": "large", "when": "setup", "reason": "cassette miss"}
     text = markdown_report.render(items, [error])
@@ -137,10 +147,10 @@ def test_markdown_report_parses_with_a_headline_one_chart_and_a_section_per_fail
 
 def test_markdown_gives_each_item_its_own_verdict() -> None:
     cost = {"calls": 1, "tokens": 2, "total_usd": 0.0, "optimize_source_usd": 0.0, "optimize_direct_usd": 0.0}
-    matrix = {**result(), "cost": cost, "item": "seeds/alpha/SKILL.md::transfer[small->large]", "gate": {"passed": True, "verdict": "pass"}}
-    hand = {**result(), "cost": cost, "item": "seeds/test_gates.py::test_alpha",
+    matrix = {**data(), "cost": cost, "item": "seeds/alpha/SKILL.md::transfer[small->large]", "gate": {"passed": True, "verdict": "pass"}}
+    hand = {**data(), "cost": cost, "item": "seeds/test_gates.py::test_alpha",
             "gate": {"passed": False, "verdict": "fail", "failures": ["gain too low"], "snapshot": "ok"}}
-    text = markdown_report.render([matrix, hand])
+    text = markdown_report.render([ItemRecord.from_json(matrix), ItemRecord.from_json(hand)])
     narrow, full = text.split("<details>", 1)
     rows = [line for line in narrow.splitlines() if line.startswith("| alpha")]  # failures first
     assert [row.rsplit("|", 2)[-2].strip() for row in rows] == ["**FAIL**", "no gate"]

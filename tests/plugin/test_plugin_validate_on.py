@@ -11,6 +11,7 @@ import pytest
 from fake_provider import FakeProvider
 from plugin_support import copy_project_seed, loopback_project, make_seed, project
 
+from pytest_skilltransfer.evidence.item_record import ItemRecord
 from pytest_skilltransfer.reports.result_json import IN_SAMPLE
 
 PORTABLE_HEADING = "portable skills (--validate-on)*"
@@ -46,14 +47,14 @@ def test_the_harmed_target_listed_keeps_the_harmful_edit_out(pytester: pytest.Py
     from pytest_skilltransfer.plugin.item_hooks import junit_properties
 
     report = json.loads((pytester.path / "r.json").read_text())["results"][0]
-    properties = dict(junit_properties(report))
+    properties = dict(junit_properties(ItemRecord.from_json(report)))
     assert properties["skilltransfer_portable_outcome"] == IN_SAMPLE
     assert properties["skilltransfer_validate_on"] == "toy-contrary" and properties["skilltransfer_portable"] == 1.0
     from pytest_skilltransfer.reports.html_item import item_section
 
     night = report["portable"]["optimization"]["nights"][0]
     assert night["validation"][0]["dropped_checks"] == ["max_chars"]
-    assert "(blocked by toy-contrary (max_chars 1.00 -&gt; 0.00))" in item_section(report)
+    assert "(blocked by toy-contrary (max_chars 1.00 -&gt; 0.00))" in item_section(ItemRecord.from_json(report))
 
 
 def test_without_the_option_nothing_changes(pytester: pytest.Pytester) -> None:
@@ -152,10 +153,11 @@ def test_the_plan_bounds_and_prices_the_listed_models_and_replay_is_offline(pyte
 
 
 def test_rerun_commands_keep_the_validation_set() -> None:
+    from plugin_support import item_record
     from pytest_skilltransfer.reports.rerun import rerun_commands
 
-    result = {"item": "seeds/a/SKILL.md::transfer[s->t]", "source": "s", "target": "t",
-              "portable": {"validate_on": ["t", "u"], "tolerance": 0.05}}
+    result = item_record(item="seeds/a/SKILL.md::transfer[s->t]", source="s", target="t",
+                         portable={"validate_on": ["t", "u"], "tolerance": 0.05})
     assert rerun_commands(result)[0][1] == ("pytest 'seeds/a/SKILL.md::transfer[s->t]' --transfer-pair 's->t' "
                                             "--transfer-validate-on t,u --transfer-validate-tolerance 0.05")
 

@@ -18,6 +18,7 @@ import pytest
 from browser_support import launched_browser, open_page
 
 from pytest_skilltransfer.commands.merge import main as merge
+from pytest_skilltransfer.evidence.item_record import ItemRecord
 from pytest_skilltransfer.reports import html_item, html_parts, html_report
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,7 +122,7 @@ def test_the_javascript_filters_show_only_the_chosen_outcome(pages: dict[str, An
 def test_an_items_section_shows_answers_checks_the_skill_diff_and_the_nights(pages: dict[str, Any]) -> None:
     report = json.loads(pages["json"].read_text())
     result = next(r for r in report["results"] if r["seed"] == "docs-style")
-    text = html_item.item_section(result)
+    text = html_item.item_section(ItemRecord.from_json(result))
     sample = result["scores"]["baseline"]["tasks"][0]["samples"][0]
     answers = html_item.unfold(text)  # the answers per task are stored compressed in the page
     assert html_parts.esc(sample["answer"][:40]) in answers and html_parts.esc(sample["answer"][:40]) not in text
@@ -143,7 +144,7 @@ def test_opening_an_item_shows_its_answers_from_the_compressed_store(pages: dict
     assert html_parts.esc(answer[:60]) not in pages["whole"].read_text()
     context, page, requests = open_page(browser, pages["whole"], javascript)
     try:
-        item = page.locator(f"#{html_parts.anchor(result)}")
+        item = page.locator(f"#{html_parts.anchor(ItemRecord.from_json(result))}")
         item.locator("> summary").click()
         assert item.locator("table.matrix").is_visible()
         drill = item.locator(f'details[data-task="{task["task_id"]}"]')
@@ -156,8 +157,9 @@ def test_opening_an_item_shows_its_answers_from_the_compressed_store(pages: dict
             other = next(r for r in report["results"] if r["seed"] == "release-advisor")
             words = " ".join(other["scores"]["baseline"]["tasks"][0]["samples"][0]["answer"].split())[:30]
             page.locator("#search").fill(words)  # answers of items not yet opened: the search unfolds them
-            found = page.locator(f"#{html_parts.anchor(other)}")
-            page.wait_for_function("id => document.getElementById(id).open", arg=html_parts.anchor(other))
+            other_id = html_parts.anchor(ItemRecord.from_json(other))
+            found = page.locator(f"#{other_id}")
+            page.wait_for_function("id => document.getElementById(id).open", arg=other_id)
             assert found.locator("details[data-task]:visible").count() >= 1
         else:
             assert drill.count() == 0

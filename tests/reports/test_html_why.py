@@ -22,6 +22,7 @@ from browser_support import launched_browser, open_page
 from test_terminal_output import EVIL_CONFTEST, HOSTILE
 from plugin_support import CHECKS
 
+from pytest_skilltransfer.evidence.item_record import ItemRecord, records
 from pytest_skilltransfer.guards.terminal import is_safe
 from pytest_skilltransfer.reports import html_parts, html_report, markdown_report
 
@@ -61,7 +62,7 @@ def screenshots(browser: Any, page_path: Path, out: Path) -> tuple[Path, Path]:
     try:
         first = out / "html-report-harmed.png"
         page.screenshot(path=str(first))
-        item = page.locator(f"#{html_parts.anchor(failing_item(page_path))}")
+        item = page.locator(f"#{html_parts.anchor(ItemRecord.from_json(failing_item(page_path)))}")
         item.locator("> summary").click()
         page.evaluate("el => window.scrollTo(0, el.getBoundingClientRect().top + window.scrollY - 8)",
                       item.element_handle())
@@ -109,7 +110,7 @@ def test_the_checks_by_arms_table_matches_the_json(run: dict[str, Any], browser:
     harmed = run["harmed"]
     context, page, _ = open_page(browser, run["html"], javascript=True)
     try:
-        item = page.locator(f"#{html_parts.anchor(harmed)}")
+        item = page.locator(f"#{html_parts.anchor(ItemRecord.from_json(harmed))}")
         item.locator("> summary").click()
         rows = item.locator("table.checks tr").all_inner_texts()[1:]
         shown = [re.split(r"\t", row.strip()) for row in rows]
@@ -163,7 +164,7 @@ def test_the_search_box_filters_items_and_tasks(run: dict[str, Any], browser: An
         box.fill("ticket-router")
         assert page.locator("details.item:visible").count() == 3 and page.locator("tr.item-row:visible").count() == 2
         box.fill("held-007")  # a task id: every item has it, and opens to show it
-        harmed = page.locator(f"#{html_parts.anchor(run['harmed'])}")
+        harmed = page.locator(f"#{html_parts.anchor(ItemRecord.from_json(run['harmed']))}")
         assert harmed.get_attribute("open") is not None
         assert harmed.locator("tr[data-task]:visible").count() == 1
         assert "task(s) match" in page.locator("#search-note").inner_text()
@@ -217,7 +218,7 @@ def test_control_and_bidi_characters_are_escaped_visibly(pytester: pytest.Pytest
         assert is_safe(text), (name, sorted({hex(ord(c)) for c in text if not is_safe(c)}))
     page_text = (pytester.path / "r.html").read_text()
     assert "\\x1b[2J" in page_text and "\\x07" in page_text and "\\u202e" in page_text and "\\u2066" in page_text
-    assert markdown_report.render([{**raw, "seed": f"alpha{HOSTILE}"}]).count("\\u202e") >= 2  # the summary too
+    assert markdown_report.render([ItemRecord.from_json({**raw, "seed": f"alpha{HOSTILE}"})]).count("\\u202e") >= 2
     context, page, _ = open_page(browser, pytester.path / "r.html", javascript=True)
     try:
         page.locator("details.item > summary").first.click()
@@ -254,7 +255,7 @@ def test_a_report_written_before_checks_were_recorded_renders_the_same(run: dict
     old = {**report, "results": [{k: v for k, v in r.items() if k != "checks"} for r in report["results"]]}
     old.pop("checks")
     assert html_report.render(old) == html_report.render(report)
-    assert markdown_report.render(old["results"]) == markdown_report.render(report["results"])
+    assert markdown_report.render(records(old["results"])) == markdown_report.render(records(report["results"]))
 
 
 if __name__ == "__main__":  # python tests/reports/test_html_why.py docs: the screenshots in docs/, from this run

@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 from browser_support import launched_browser
+from plugin_support import item_record
 
+from pytest_skilltransfer.evidence.item_record import ItemRecord, records
 from pytest_skilltransfer.guards.terminal import is_safe
 from pytest_skilltransfer.reports import html_parts, html_report
 
@@ -58,7 +60,7 @@ def wide_page(browser: Any, path: Path, fragment: str = "") -> tuple[Any, Any]:
 
 
 def test_a_needs_a_look_link_opens_its_item_on_load_and_on_click(run: dict[str, Any], browser: Any) -> None:
-    flagged = html_report.needs_a_look(run["report"]["results"])
+    flagged = html_report.needs_a_look(records(run["report"]["results"]))
     first, second = (html_parts.anchor(r) for r in flagged[:2])
     context, page = wide_page(browser, run["html"], f"#{first}")
     try:
@@ -92,7 +94,7 @@ def test_the_task_matrix_says_it_holds_every_task(run: dict[str, Any]) -> None:
     assert "only the 0 task(s)" not in page
     said = set()
     for result in run["report"]["results"]:
-        section = html_report.item_section(result)
+        section = html_report.item_section(ItemRecord.from_json(result))
         tasks = result["scores"]["baseline"]["tasks"]
         differ = sum(1 for i, _ in enumerate(tasks) if len({(result["scores"][arm] or {"tasks": tasks})["tasks"][i]["hard"]
                                                             for arm in ("baseline", "transferred", "direct")}) > 1)
@@ -106,11 +108,12 @@ def test_the_task_matrix_says_it_holds_every_task(run: dict[str, Any]) -> None:
 def test_the_chart_draws_every_threshold_set() -> None:
     """min_gain, harm_tolerance and noninferiority_margin set: three dashed lines, each where its gate decides
     (a tolerance or margin t at gain -t)."""
-    gates = [{"gate": "min_gain", "threshold": 0.2}, {"gate": "harm_tolerance", "threshold": 0.1},
-             {"gate": "noninferiority_margin", "threshold": 0.3}, {"gate": "min_score", "threshold": 0.5}]
-    result = {"seed": "s", "source": "a", "target": "b", "item": "seeds/s/SKILL.md::transfer[a->b]",
-              "outcome": "no effect shown", "gain": {"mean": 0.1, "ci_low": -0.2, "ci_high": 0.4, "p_value": 0.5},
-              "gate": {"gates": gates}}
+    gates = [{"gate": name, "verdict": "inconclusive", "threshold": threshold} for name, threshold in
+             (("min_gain", 0.2), ("harm_tolerance", 0.1), ("noninferiority_margin", 0.3), ("min_score", 0.5))]
+    result = item_record(seed="s", source="a", target="b", item="seeds/s/SKILL.md::transfer[a->b]",
+                         outcome="no effect shown", gain={"mean": 0.1, "ci_low": -0.2, "ci_high": 0.4, "n": 24,
+                                                          "p_value": 0.5},
+                         gate={"verdict": "inconclusive", "passed": False, "gates": gates})
     chart = html_report.gain_chart([result])
     drawn = {line.split('data-gate="')[1].split('"')[0]: line for line in chart.split("<line ") if "data-gate" in line}
     assert set(drawn) == {"min_gain", "harm_tolerance", "noninferiority_margin"}
@@ -123,8 +126,8 @@ def test_the_chart_draws_every_threshold_set() -> None:
 
 
 def test_long_labels_are_cut_in_the_middle_and_whole_in_their_title() -> None:
-    result = {"seed": "a-seed-with-a-very-long-name-" * 4, "source": "sim-small", "target": "smollm2-135m-anthropic",
-              "outcome": "transfers", "gain": {"mean": 0.5, "ci_low": 0.2, "ci_high": 0.8, "p_value": 0.01}}
+    result = item_record(seed="a-seed-with-a-very-long-name-" * 4, source="sim-small", target="smollm2-135m-anthropic",
+                         outcome="transfers", gain={"mean": 0.5, "ci_low": 0.2, "ci_high": 0.8, "n": 24, "p_value": 0.01})
     chart = html_report.gain_chart([result])
     assert f"<title>{html_parts.esc(html_parts._label(result))}</title>" in chart
     assert "…" in chart and "-&gt; smollm2-135m-anthropic</text>" in chart and ">a-seed-with" in chart
@@ -218,7 +221,8 @@ def test_needs_a_look_names_portable_outcomes_and_seeds_unlearnable_as_written(r
     results = json.loads(run["json"].read_text())["results"]
     unlearnable = next(r for r in results if r["seed"] == "release-advisor" and r["target"] == "smollm2-135m")
     assert (unlearnable["baseline_target"], unlearnable["transferred"], unlearnable["direct_target"]) == (0, 0, 0)
-    portable = next(r for r in results if r["outcome"] == "transfers" and not html_report.needs_a_look([r]))
+    portable = next(r for r in results
+                    if r["outcome"] == "transfers" and not html_report.needs_a_look([ItemRecord.from_json(r)]))
     comparison = {"mean": 0.0, "ci_low": -0.1, "ci_high": 0.1, "level": 0.98, "p_value": 1.0, "p_holm": 1.0,
                   "outcome": "no effect shown"}
     portable["portable"] = {
@@ -231,6 +235,6 @@ def test_needs_a_look_names_portable_outcomes_and_seeds_unlearnable_as_written(r
     look = page.split("<h2>Needs a look</h2>", 1)[1].split("<h2>", 1)[0]
     assert "unlearnable as written? even optimized directly on smollm2-135m the skill gains nothing" in look
     assert f"portable skill (validated on sim-large): as portable on {portable['target']}" in look
-    markdown = markdown_report.render(results).split("## Needs a look", 1)[1]
+    markdown = markdown_report.render(records(results)).split("## Needs a look", 1)[1]
     assert "### unlearnable as written?: release-advisor (sim-small -> smollm2-135m)" in markdown
     assert f"### portable skill: {portable['seed']} ({portable['source']} -> {portable['target']})" in markdown

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_skilltransfer.evidence.item_record import ItemRecord
 from pytest_skilltransfer.reports.why import check_arms, learned_lines, pointed_lines, run_checks, why
 
 SEED = "# Skill\n\nAnswer the question.\n- Say what to check afterwards.\n"
@@ -14,16 +15,25 @@ LEARNED = SEED.replace("- Say what to check afterwards.\n", "") + (
 
 def arm(*tasks: list[list[str]]) -> dict[str, Any]:
     """An evaluation whose task i has one sample per list of missed checks."""
-    return {"tasks": [{"task_id": f"t{i}", "samples": [{"failed": failed} for failed in samples]}
+    score = {"mean": 0.0, "ci_low": 0.0, "ci_high": 1.0, "n": len(tasks)}
+    return {"hard": score, "soft": score,
+            "tasks": [{"task_id": f"t{i}", "samples": [{"sample_id": j, "hard": float(not failed), "soft": 0.0,
+                                                        "failed": failed} for j, failed in enumerate(samples)]}
                       for i, samples in enumerate(tasks)]}
 
 
-def result(**fields: Any) -> dict[str, Any]:
+def result(**fields: Any) -> ItemRecord:
+    """The record of `data(**fields)`."""
+    return ItemRecord.from_json(data(**fields))
+
+
+def data(**fields: Any) -> dict[str, Any]:
     scores = {"baseline": arm([[]], [["max_chars=900"]], [[]]),
               "transferred": arm([["min_chars=300"]], [[], ["min_chars=300"]], [["max_chars=900"]]),
               "direct": None}
     return {"seed": "s", "source": "a", "target": "b", "optimizer": None, "item": "seeds/s/SKILL.md::transfer[a->b]",
-            "scores": scores, "seed_skill": SEED, "learned_skill": LEARNED, **fields}
+            "baseline_target": 0.0, "transferred": 0.0, "gain": {"mean": 0.0, "ci_low": 0.0, "ci_high": 0.0, "n": 3,
+                                                                 "p_value": 1.0}, "scores": scores, "seed_skill": SEED, "learned_skill": LEARNED, **fields}
 
 
 def test_a_check_is_missed_on_a_task_when_any_sample_missed_it_and_the_worst_change_comes_first() -> None:
@@ -54,7 +64,7 @@ def test_why_names_the_checks_newly_missed_with_their_tasks_and_lines() -> None:
     assert found["kind"] == "newly missed"
     assert found["checks"][0] == {"check": "min_chars=300", "tasks": 2, "of": 3, "lines": ["+ - Keep answers short."],
                                   "mentions": []}
-    still = why(result(scores={**result()["scores"], "transferred": result()["scores"]["baseline"]}))
+    still = why(result(scores={**data()["scores"], "transferred": data()["scores"]["baseline"]}))
     assert still["kind"] == "still missed" and still["checks"][0]["check"] == "max_chars=900"
 
 
