@@ -75,9 +75,11 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, request
     In the modules of `IN_PROCESS`, `runpytest_subprocess` runs in this process (`runpytest_inprocess`:
     no interpreter, pytest or SDK start-up per run) unless the test is marked `subprocess` (what it
     tests is a process of its own: its exit, signals, warnings printed once) or the run starts xdist
-    workers. `SKILLTRANSFER_TEST_SUBPROCESS=1` runs every one in a process of its own, as pytester does."""
+    workers. `SKILLTRANSFER_TEST_SUBPROCESS=1` runs every one in a process of its own, as pytester does;
+    `SKILLTRANSFER_TEST_IN_PROCESS=module,...` adds modules (to check one before listing it)."""
     monkeypatch.setenv("PYTEST_ADDOPTS", OPTIONAL_PLUGINS_OFF)
-    if (request.path.stem in IN_PROCESS and request.node.get_closest_marker("subprocess") is None
+    in_process = IN_PROCESS | set(filter(None, os.environ.get("SKILLTRANSFER_TEST_IN_PROCESS", "").split(",")))
+    if (request.path.stem in in_process and request.node.get_closest_marker("subprocess") is None
             and not os.environ.get("SKILLTRANSFER_TEST_SUBPROCESS")):
         real = pytester.runpytest_subprocess
 
