@@ -74,11 +74,6 @@ def _wire(provider: str) -> ModuleType:
     return openai_wire
 
 
-def sdk_module(provider: str) -> str:
-    """The SDK module `provider`'s calls go through (imported on the first client: `sdk_common.make_client`)."""
-    return _wire(provider).CLIENT_CLASS[0]
-
-
 class ProviderModel:
     """A model behind a real HTTP API (Anthropic Messages or OpenAI Chat Completions)."""
 

@@ -222,9 +222,6 @@ def _engage(config: pytest.Config) -> None:
         del config.stash[SETTINGS]
         raise
     _configure_concurrency(settings, progress, runner)
-    from . import sdk_warmup
-
-    sdk_warmup.start(config, settings, runner)  # a run that records: the SDKs imported while it collects
     from ..models.sdk_common import configure_calls
 
     configure_calls(settings.calls)

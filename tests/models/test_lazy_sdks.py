@@ -9,18 +9,10 @@ from fake_provider import FakeProvider
 from plugin_support import make_seed
 
 REPORT_MODULES = '''
-import json, sys, threading
-def _imported():
-    return {name: name in sys.modules for name in ("anthropic", "openai")}
-def pytest_collection_finish(session):
-    for thread in threading.enumerate():
-        if thread.name == "skilltransfer-sdk-import":  # started when the run engaged, recording
-            thread.join()
-    with open("before_items.json", "w") as handle:
-        json.dump(_imported(), handle)
+import json, sys
 def pytest_sessionfinish(session):
     with open("modules.json", "w") as handle:
-        json.dump(_imported(), handle)
+        json.dump({name: name in sys.modules for name in ("anthropic", "openai")}, handle)
 '''
 
 
@@ -42,5 +34,3 @@ def test_only_the_needed_sdks_are_imported(pytester: pytest.Pytester, pair: str,
         make_seed(pytester.path / "seeds", "alpha")
         pytester.runpytest_subprocess("seeds", "--record-mode=once", "--snapshot-update", "-p", "no:randomly")
     assert json.loads((pytester.path / "modules.json").read_text()) == expected
-    # a run that records imports its SDK in the background from engagement on, not at the first call
-    assert json.loads((pytester.path / "before_items.json").read_text()) == expected
