@@ -41,16 +41,16 @@ for _module in pkgutil.walk_packages(pytest_skilltransfer.__path__, "pytest_skil
 OPTIONAL_PLUGINS_OFF = "-p no:randomly -p no:recording -p no:pytest-shard -p no:pytest-split"
 # Modules whose `runpytest_subprocess` runs in this process (see the `pytester` fixture): checked to
 # give the same outcomes both ways, alone and under xdist, and to cost less CPU so. Other modules keep a
-# process per run: some cassette modules' runs fail in one process (a later run finds its answers paid
-# by an earlier one), and some cost as much either way (their runs start xdist workers, which are
-# processes regardless); benchmarks/README.md has the figures.
+# process per run: they cost as much either way (their runs start xdist workers, which are processes
+# regardless, or are few); benchmarks/README.md has the figures.
 IN_PROCESS = frozenset({"test_plugin_gating", "test_plugin_snapshots", "test_flex", "test_plugin_good_citizen",
                         "test_plugin_shards", "test_plugin_collect", "test_plugin_reports", "test_decidability",
                         "test_bounds", "test_restart_gates", "test_direct_on_demand", "test_clusters",
                         "test_call_deadline", "test_terminal_output", "test_plugin_node_ids",
                         "test_plugin_compare", "test_plugin_plan_budget", "test_budget", "test_plugin_validate_on",
                         "test_plugin_rubric", "test_plan_calibration", "test_plan_bounds", "test_prompt_cache",
-                        "test_plan_counts", "test_secrets", "test_live_progress"})
+                        "test_plan_counts", "test_secrets", "test_live_progress", "test_plugin_cassettes",
+                        "test_prune_usual_mode", "test_pay_once_edge_cases", "test_plugin_concurrency"})
 # The slow end-to-end modules (a recorder killed with -9, signals, the batch lane's waits): marked
 # `end_to_end`, so `-m "not end_to_end"` gives a quick loop; CI runs them with the rest.
 END_TO_END = frozenset({"test_batch_every_path", "test_batch_kill", "test_batch_lane", "test_batch_mode",
@@ -95,6 +95,7 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, request
                 return pytester.runpytest_inprocess(*args)
             finally:
                 _restore(saved)
+                sdk_common.close_clients()  # as the run's process exit would: the next run builds its own
 
         monkeypatch.setattr(pytester, "runpytest_subprocess", run)
     return pytester
