@@ -40,13 +40,17 @@ for _module in pkgutil.walk_packages(pytest_skilltransfer.__path__, "pytest_skil
 
 OPTIONAL_PLUGINS_OFF = "-p no:randomly -p no:recording -p no:pytest-shard -p no:pytest-split"
 # Modules whose `runpytest_subprocess` runs in this process (see the `pytester` fixture): checked to
-# give the same outcomes both ways, alone and under xdist. Other modules keep a process per run: an
-# in-process run shares process-wide state (prices, the spend gate, the batch lane) that some of
-# their tests depend on, and the cassette modules' runs fail in one process (benchmarks/README.md).
+# give the same outcomes both ways, alone and under xdist, and to cost less CPU so. Other modules keep a
+# process per run: they cost as much either way (their runs start xdist workers, which are processes
+# regardless, or are few); benchmarks/README.md has the figures.
 IN_PROCESS = frozenset({"test_plugin_gating", "test_plugin_snapshots", "test_flex", "test_plugin_good_citizen",
                         "test_plugin_shards", "test_plugin_collect", "test_plugin_reports", "test_decidability",
                         "test_bounds", "test_restart_gates", "test_direct_on_demand", "test_clusters",
-                        "test_call_deadline", "test_terminal_output", "test_plugin_node_ids"})
+                        "test_call_deadline", "test_terminal_output", "test_plugin_node_ids",
+                        "test_plugin_compare", "test_plugin_plan_budget", "test_budget", "test_plugin_validate_on",
+                        "test_plugin_rubric", "test_plan_calibration", "test_plan_bounds", "test_prompt_cache",
+                        "test_plan_counts", "test_secrets", "test_live_progress", "test_plugin_cassettes",
+                        "test_prune_usual_mode", "test_pay_once_edge_cases", "test_plugin_concurrency"})
 # The slow end-to-end modules (a recorder killed with -9, signals, the batch lane's waits): marked
 # `end_to_end`, so `-m "not end_to_end"` gives a quick loop; CI runs them with the rest.
 END_TO_END = frozenset({"test_batch_every_path", "test_batch_kill", "test_batch_lane", "test_batch_mode",
@@ -75,9 +79,11 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, request
     In the modules of `IN_PROCESS`, `runpytest_subprocess` runs in this process (`runpytest_inprocess`:
     no interpreter, pytest or SDK start-up per run) unless the test is marked `subprocess` (what it
     tests is a process of its own: its exit, signals, warnings printed once) or the run starts xdist
-    workers. `SKILLTRANSFER_TEST_SUBPROCESS=1` runs every one in a process of its own, as pytester does."""
+    workers. `SKILLTRANSFER_TEST_SUBPROCESS=1` runs every one in a process of its own, as pytester does;
+    `SKILLTRANSFER_TEST_IN_PROCESS=module,...` adds modules (to check one before listing it)."""
     monkeypatch.setenv("PYTEST_ADDOPTS", OPTIONAL_PLUGINS_OFF)
-    if (request.path.stem in IN_PROCESS and request.node.get_closest_marker("subprocess") is None
+    in_process = IN_PROCESS | set(filter(None, os.environ.get("SKILLTRANSFER_TEST_IN_PROCESS", "").split(",")))
+    if (request.path.stem in in_process and request.node.get_closest_marker("subprocess") is None
             and not os.environ.get("SKILLTRANSFER_TEST_SUBPROCESS")):
         real = pytester.runpytest_subprocess
 
@@ -89,6 +95,7 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, request
                 return pytester.runpytest_inprocess(*args)
             finally:
                 _restore(saved)
+                sdk_common.close_clients()  # as the run's process exit would: the next run builds its own
 
         monkeypatch.setattr(pytester, "runpytest_subprocess", run)
     return pytester

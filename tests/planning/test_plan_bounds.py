@@ -116,9 +116,9 @@ def test_an_aa_check_is_counted_by_the_plan(pytester: pytest.Pytester) -> None:
     """A hand-written test's A/A check scores the transferred skill again: the plan counts those calls too."""
     with FakeProvider() as fake:
         pytester.makeconftest(TOY_CONFTEST)
-        pytester.makeini("[pytest]\ntestpaths = seeds test_aa.py\n")
+        pytester.makeini("[pytest]\ntestpaths = seeds test_hand_aa.py\n")
         make_seed(pytester.path / "seeds", "alpha")
-        pytester.makepyfile(test_aa=AA_TEST)
+        pytester.makepyfile(test_hand_aa=AA_TEST)  # not test_aa: the suite has a module of that name, which an in-process run has imported
         pytester.makepyprojecttoml(f'''
             [tool.skilltransfer.models]
             small = "anthropic:fake-small@{fake.anthropic_url}"
@@ -129,9 +129,9 @@ def test_an_aa_check_is_counted_by_the_plan(pytester: pytest.Pytester) -> None:
         planned = pytester.runpytest_subprocess("--plan", "--nights=1", "--pair=small:large")
         assert planned.ret == 0, planned.stdout.str()
         rows = {re.split(r"\s{2,}", line.strip())[0]: re.split(r"\s{2,}", line.strip())
-                for line in planned.stdout.lines if line.startswith(("seeds/", "test_aa.py", "total "))}
+                for line in planned.stdout.lines if line.startswith(("seeds/", "test_hand_aa.py", "total "))}
         matrix = int(next(cells[1] for key, cells in rows.items() if key.startswith("seeds/")))
-        assert int(rows["test_aa.py::test_aa"][1]) == matrix + 4  # the second scoring of the 4 held-out tasks
+        assert int(rows["test_hand_aa.py::test_aa"][1]) == matrix + 4  # the second scoring of the 4 held-out tasks
         total = int(next(cells[1] for key, cells in rows.items() if key.startswith("total ")))
         run = pytester.runpytest_subprocess("--record-mode=once", "--snapshot-update", "--nights=1", "--pair=small:large")
         run.assert_outcomes(passed=2)

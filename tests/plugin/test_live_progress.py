@@ -11,8 +11,38 @@ import yaml
 from fake_provider import FakeProvider
 from plugin_support import TOY_CONFTEST, make_seed
 
+TIME = r"(?:\d+h\d\dm|\d+m\d\ds|\d+s)"  # as `live_progress._elapsed` writes a duration (a loaded machine's ETA runs to minutes)
 LINE = re.compile(r"^skilltransfer: (\d+)/(\d+) items · (\d+) calls? \(plan ≤ ([\d,]+)\) · \$[\d,]+\.\d\d(?: \+ (\d+) unpriced)? · "
-                  r"(?:(\d+) round trip\(s\) (?:on the critical path|left, ends in ~\d+s \(~(?:<1s|\d+s) each\)) · )?\d+s$")
+                  rf"(?:(\d+) round trip\(s\) (?:on the critical path|left, ends in ~{TIME} \(~(?:<1s|{TIME}) each\)) · )?{TIME}$")
+# The run's first item to end waits, before the controller counts it, until the progress line has said how
+# many round trips are left: a line while items run is then certain, however slow or fast the machine is
+# (the timer still writes it; the wait only keeps the run from ending before its next tick).
+WAIT_FOR_A_LINE = """
+import time
+
+import pytest
+
+_CONFIG = []
+
+
+def pytest_configure(config):
+    _CONFIG.append(config)
+
+
+def _said_what_is_left():
+    progress = _CONFIG[0].pluginmanager.get_plugin("skilltransfer-progress")
+    return progress is None or "left, ends in" in (progress._last_figures or "")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_logreport(report):
+    if report.when != "teardown" or hasattr(_CONFIG[0], "workerinput"):
+        return
+    waited = time.monotonic()
+    while not _said_what_is_left():
+        assert time.monotonic() - waited < 60, "no progress line while the items ran"
+        time.sleep(0.01)
+"""
 
 
 @pytest.fixture(autouse=True)
@@ -46,6 +76,7 @@ def test_a_recording_run_shows_items_calls_and_dollars_as_it_goes(pytester: pyte
     with FakeProvider() as fake:
         fake.delay = 0.02
         _project(pytester, fake.anthropic_url, ("alpha", "beta"))
+        pytester.makepyfile(conftest=TOY_CONFTEST + WAIT_FOR_A_LINE)
         result = pytester.runpytest_subprocess("--pair", "toy-a:remote", "--record-mode=once", "--snapshot-update",
                                                "--skilltransfer-progress", "0.2", "-n", str(workers))
         sent = len(fake.received)
