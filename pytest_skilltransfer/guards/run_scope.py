@@ -12,7 +12,8 @@ process's own scope is in force. Threads a run starts see the run's scope.
 Held per run: aliases and the URL of a local model server the run started (`models.aliases`), prices, free
 models and lanes (`pricing.prices`), the call policy (`models.sdk_common`), the limiters (`models.limiter`),
 the batch lane (`models.batch`), registered judge ops, model families and gates, cassette scrubbers, what
-starts a local server on demand (`models.providers`). Kept for the process on purpose: the secrets redaction
+starts a local server on demand (`models.providers`), the SDK clients the run built (`models.sdk_common`;
+closed when the run ends). Kept for the process on purpose: the secrets redaction
 knows (`guards.redaction`; forgetting one when a run ends could only let it reach a file later) and what code
 registers as it is imported (the built-in model families, a conftest's `register_family` at import).
 """
@@ -31,7 +32,28 @@ class RunScope:
     def __init__(self, name: str = "run") -> None:
         self.name = name
         self._stores: dict[str, Any] = {}
+        self._on_leave: list[Callable[[], None]] = []
         self._lock = threading.Lock()
+
+    def on_leave(self, callback: Callable[[], None]) -> None:
+        """Run `callback` when the scope ends (e.g. close what the run opened); the process's at exit."""
+        with self._lock:
+            first = not self._on_leave
+            self._on_leave.append(callback)
+        if first and self is _PROCESS:
+            import atexit
+
+            atexit.register(self.close)
+
+    def close(self) -> None:
+        """Run the scope's leave callbacks once, newest first; one failing does not stop the others."""
+        with self._lock:
+            callbacks, self._on_leave = self._on_leave[::-1], []
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:  # noqa: BLE001 - closing must not fail the run's end
+                pass
 
     def store(self, key: str, factory: Callable[[], T]) -> T:
         with self._lock:
@@ -62,6 +84,7 @@ def leave(scope: RunScope) -> None:
     with _force_lock:
         if scope in _in_force:
             _in_force.remove(scope)
+    scope.close()
 
 
 class Scoped(Generic[T]):

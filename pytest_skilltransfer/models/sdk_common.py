@@ -28,7 +28,6 @@ Objects made later are collected as before; an SDK the process had already impor
 
 from __future__ import annotations
 
-import atexit
 import gc
 import importlib
 import os
@@ -43,6 +42,7 @@ from http.cookiejar import CookieJar
 from typing import Any, Callable, Protocol
 
 from ..guards.redaction import redact_text, strip_userinfo
+from ..guards import run_scope
 from ..guards.run_scope import Scoped
 from .aliases import Target
 from .base import ModelCallError, find_in_chain
@@ -281,30 +281,36 @@ def client_settings(target: Target) -> ClientSettings:
     return ClientSettings(api_key=key, max_retries=call_policy().max_retries, replay=False)
 
 
-_clients: dict[tuple[Any, ...], Any] = {}
+_clients = Scoped("sdk_clients", dict)  # the run's clients; closed when its scope ends
 _clients_lock = threading.Lock()
 
 
 def cached_client(key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
-    """One SDK client per (provider, base URL, key, policy), shared across threads; all are closed at exit."""
+    """One SDK client per (provider, base URL, key, policy) and run, shared across its threads; the
+    run's are closed when it ends (the process's at exit), so one run's pool never serves the next."""
     with _clients_lock:
-        client = _clients.get(key)
+        clients = _clients()
+        client = clients.get(key)
         if client is None:
-            if not _clients:
-                atexit.register(close_clients)
-            client = _clients[key] = build()
+            if not clients:
+                run_scope.current().on_leave(lambda: _close(clients))
+            client = clients[key] = build()
         return client
 
 
 def close_clients() -> None:
-    """Close every cached client (their pooled connections), at exit: nothing is left open for the interpreter."""
+    """Close the clients of the run in force (their pooled connections)."""
+    _close(_clients())
+
+
+def _close(clients: dict[tuple[Any, ...], Any]) -> None:
     with _clients_lock:
-        clients = list(_clients.values())
-        _clients.clear()
-    for client in clients:
+        built = list(clients.values())
+        clients.clear()
+    for client in built:
         try:
             client.close()
-        except Exception:  # noqa: BLE001 - closing at exit must not fail the exit
+        except Exception:  # noqa: BLE001 - closing must not fail the run's end
             pass
 
 

@@ -57,7 +57,7 @@ def _count_clients(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """The SDK clients built from now on (none are cached), as a list that grows."""
     built: list[Any] = []
     real = sdk_common.make_client
-    monkeypatch.setattr(sdk_common, "_clients", {})
+    monkeypatch.setattr(sdk_common, "_clients", lambda store={}: store)  # a store of its own
     for wire in ("anthropic_wire", "openai_wire"):
         monkeypatch.setattr(f"pytest_skilltransfer.models.{wire}.make_client",
                             lambda *a, **k: built.append(a) or real(*a, **k))
