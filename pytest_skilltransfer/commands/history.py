@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..reports import history as report
+from ..reports import history_view as report
 
 SNAPSHOTS = ":(glob)**/__snapshots__/**/*.md"
 

@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     history = ""
     if args.history:
-        from ..reports.history import html_section, series
+        from ..reports.history_view import html_section, series
         from .history import GitError, read_points, toplevel
 
         seeds = tuple(sorted({r["seed"] for r in report["results"]}))

@@ -17,7 +17,7 @@ key) are the open-ended parts whose shape one producer owns: the optimization's 
 (`optimization`, `restarts`: `reports.result_json`), the protocol settings (`config`: `engine.results`), the
 rubric judge and a sample's rubric verdicts (`judge`, `rubric`: `reports.judge_report`), the validation-set
 skill (`portable`: `reports.result_json`), the per-check rows (`checks`: `reports.why`), the base-ref
-comparison (`compare`, `snapshot_change`: `plugin.compare`), and a gain's restarts (`evidence.gains`).
+comparison (`compare`, `snapshot_change`: `plugin.compare_to`), and a gain's restarts (`evidence.gains`).
 """
 
 from __future__ import annotations

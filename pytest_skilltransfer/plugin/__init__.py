@@ -101,11 +101,11 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
-    from . import batch_setup, compare, shards
+    from . import batch_setup, compare_to, shards
 
     add_options(parser)
     shards.add_options(parser)
-    compare.add_options(parser)
+    compare_to.add_options(parser)
     batch_setup.add_options(parser)
 
 
@@ -280,12 +280,12 @@ def _keep_transfer_snapshots(config: pytest.Config) -> None:
 
 def _register_ci(config: pytest.Config, reporting: TransferReporting) -> None:
     """Shard selection (`shards`) and the base ref (`compare`); both are named in the JSON report."""
-    from . import compare, shards
+    from . import compare_to, shards
 
     selection = shards.register(config)
     if selection is not None:
         reporting.run_fields.append(lambda: {"shard": selection.record()})
-    base = compare.configure(config)
+    base = compare_to.configure(config)
     if base is not None:
         reporting.run_fields.append(lambda: {"compare_to": base.as_dict()})
 
@@ -343,8 +343,8 @@ class PlanMode:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
         from ..pricing.prices import shipped_table
-        from .decidable import plan_lines as decidability_lines
-        from .decidable import undecidable_items
+        from .undecidable import plan_lines as decidability_lines
+        from .undecidable import undecidable_items
         from ..planning.calibration import Calibration
         from .planning import build_plans, plan_json, plan_lines
 
@@ -503,7 +503,7 @@ def pytest_collection_modifyitems_decidability(config: pytest.Config, items: lis
     """After deselection: each item of the run that can never be a finding of its family says so, once. (pytest
     registers a plugin's hook functions only under names that start with `pytest_`, whatever their specname.)"""
     if any(SPEC in item.stash for item in items) and not settings_of(config).plan:  # --plan prints it in the plan
-        from .decidable import warn_undecidable
+        from .undecidable import warn_undecidable
 
         warn_undecidable(runner_of(config), items, spec_of)
 

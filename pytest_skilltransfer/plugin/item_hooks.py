@@ -117,14 +117,14 @@ def _gaming(run: ItemRun) -> None:
 
 def _gate(item: pytest.Item, run: ItemRun) -> None:
     from ..reports.report import failure_reason
-    from . import compare, gating, snapshots
+    from . import compare_to, gating, snapshots
     from .diagnosis import TransferFailed, diagnose
 
     settings = settings_of(item.config)
     thresholds = settings.thresholds(run.seed.thresholds, run.spec.thresholds)
     committed = snapshots.committed_per_task(run.snapshot, run.record)
     updating = bool(run.snapshot.update_snapshots)
-    base = compare.before(item.config, snapshots.location(run.snapshot))
+    base = compare_to.before(item.config, snapshots.location(run.snapshot))
     if base is not None:  # --compare-to: the snapshot committed at the base ref, also while updating
         committed, updating = base.committed(snapshots.parse_per_task), False
     _gaming(run)
@@ -139,7 +139,7 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
     if base is not None:
         run.record = replace(run.record, compare=base.record(run.record, outcome.as_dict(), run.spec.seed_path))
     elif committed is not None and not updating:  # a regression against the snapshot on disk: its cause too
-        change = compare.snapshot_change(item.config, snapshots.location(run.snapshot), run.spec.seed_path,
+        change = compare_to.snapshot_change(item.config, snapshots.location(run.snapshot), run.spec.seed_path,
                                          committed, run.record, outcome.as_dict())
         if change is not None:
             run.record = replace(run.record, snapshot_change=change)

@@ -1,5 +1,5 @@
 """Regression against a base ref, as reports show it: the verdict words and one row per compared item,
-from the items' `compare` records in the JSON report (written by `plugin.compare`)."""
+from the items' `compare` records in the JSON report (written by `plugin.compare_to`)."""
 
 from __future__ import annotations
 

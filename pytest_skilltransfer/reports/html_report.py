@@ -448,7 +448,7 @@ def plan_section(report: dict[str, Any]) -> str:
 
 
 def render(report: dict[str, Any], history: str = "") -> str:
-    """The whole page from a JSON report; `history`: the history section (`reports.history.html_section`, read
+    """The whole page from a JSON report; `history`: the history section (`reports.history_view.html_section`, read
     from git by `html --history`), placed before the items' sections."""
     results = attention_first(records(report.get("results") or []))
     errors = list(report.get("errors") or [])

@@ -239,7 +239,7 @@ def _arm(tasks: list[dict]) -> dict:
 
 
 def test_compare_to_takes_the_base_score_over_clusters_as_this_run_does() -> None:
-    from pytest_skilltransfer.plugin.compare import _mean_over_units
+    from pytest_skilltransfer.plugin.compare_to import _mean_over_units
 
     committed = {"a": 1.0, "b": 1.0, "c": 1.0, "d": 0.0}
     tasks = [{"task_id": t, **({"cluster": "x"} if t != "d" else {})} for t in committed]

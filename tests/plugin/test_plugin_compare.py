@@ -167,7 +167,7 @@ def test_a_ref_that_cannot_be_read_stops_the_run(pytester: pytest.Pytester, setu
 
 
 def test_a_snapshot_at_the_ref_without_per_task_scores_is_reported_not_compared(tmp_path: Path) -> None:
-    from pytest_skilltransfer.plugin.compare import BaseRef, Before
+    from pytest_skilltransfer.plugin.compare_to import BaseRef, Before
     from plugin_support import item_record
     from pytest_skilltransfer.reports.comparison import summary_lines
 

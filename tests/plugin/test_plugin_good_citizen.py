@@ -32,7 +32,7 @@ LIGHT_MODULES = {  # all the plugin imports in a run that is not its own
     "pytest_skilltransfer.plugin.options", "pytest_skilltransfer.plugin.collect",
     "pytest_skilltransfer.plugin.engagement", "pytest_skilltransfer.plugin.reporting",
     "pytest_skilltransfer.plugin.hookspecs", "pytest_skilltransfer.plugin.markers",
-    "pytest_skilltransfer.plugin.compare", "pytest_skilltransfer.plugin.shards", "pytest_skilltransfer.plugin.batch_setup",
+    "pytest_skilltransfer.plugin.compare_to", "pytest_skilltransfer.plugin.shards", "pytest_skilltransfer.plugin.batch_setup",
     "pytest_skilltransfer.plugin.aa_fixture",
     "pytest_skilltransfer.plugin.spellings", "pytest_skilltransfer.plugin.values", "pytest_skilltransfer.plugin.state",
     "pytest_skilltransfer.guards.bounds", "pytest_skilltransfer.guards.terminal",
