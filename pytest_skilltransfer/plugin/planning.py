@@ -19,6 +19,7 @@ from ..models.base import Model, ModelCallError, Reply, Request
 from ..planning.calibration import Calibration, calibrated
 from ..planning.money import breakdown, configured_prices, lane_prices, units_usd
 from ..planning.plan import Planner, Unit
+from .aa_fixture import AA_MARKER
 from .runner import Runner, concurrency, needs_recording
 
 
@@ -115,7 +116,8 @@ def _planned(runner: Runner, items: list[pytest.Item], spec_of: Callable[[pytest
             units = planner.item(source, target, optimizer or source, optimizer or target,
                                  tuple(m.model_id for m in listed))
             if "transfer_aa" in getattr(item, "fixturenames", ()):  # the A/A check scores the transferred skill again
-                units.append(planner.aa_check(source, optimizer or source, target))
+                sampled = item.get_closest_marker(AA_MARKER) is not None
+                units.append(planner.aa_check(source, optimizer or source, target, sampled))
             rows.append((item, spec, units, models + listed))
         yield seed, rows
 
