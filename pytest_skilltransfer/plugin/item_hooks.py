@@ -109,6 +109,8 @@ def _gaming(run: ItemRun) -> None:
     base = [s.answer for t in result.baseline.tasks for s in t.samples]
     found = collapse(base, transferred, len(result.baseline.tasks), regex_patterns(run.seed.test))
     run.data["answers_collapse"] = {**found.as_dict(), **({"text": found.text()} if found.collapsed else {})}
+    if run.seed.context_chosen:  # a fixed context picked by trying candidates is part of the result: say how
+        run.data["context_chosen"] = run.seed.context_chosen
 
 
 def _gate(item: pytest.Item, run: ItemRun) -> None:

@@ -165,6 +165,7 @@ def summary_lines(results: list[dict[str, Any]], verbose: bool = False,
     collapsed = {f"{r['seed']} ({r['source']} -> {r['target']}): {r['answers_collapse']['text']}": None
                  for r in results if (r.get("answers_collapse") or {}).get("text")}
     lines += list(collapsed)
+    lines += list({f"{r['seed']}: fixed context chosen {r['context_chosen']}": None for r in results if r.get("context_chosen")})
     for result in results:
         for line in judge_lines([result]):
             lines += [line, *(f"  unstable: {text}" for text in (unstable_lines(result) if verbose else ()))]

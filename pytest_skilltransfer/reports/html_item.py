@@ -253,10 +253,13 @@ def _unlearnable(result: dict[str, Any]) -> str:
 
 
 def _gaming(result: dict[str, Any]) -> str:
-    """The constant-answer flag and the transferred answers' collapse, in words (nothing when neither applies)."""
+    """The constant-answer flag, the transferred answers' collapse and how a fixed context was chosen, in words
+    (nothing when none applies)."""
     notes = [(result.get("constant_answer") or {}).get("text") if (result.get("constant_answer") or {}).get("flagged")
              else None, (result.get("answers_collapse") or {}).get("text")]
-    return "".join(f'<p class="muted"><b>Checks:</b> {esc(note)}</p>' for note in notes if note)
+    chosen = result.get("context_chosen")
+    return ("".join(f'<p class="muted"><b>Checks:</b> {esc(note)}</p>' for note in notes if note)
+            + (f'<p class="muted"><b>Fixed context:</b> chosen {esc(chosen)}</p>' if chosen else ""))
 
 
 def item_section(result: dict[str, Any], holm: dict[tuple[str, str, str], str] | None = None) -> str:
