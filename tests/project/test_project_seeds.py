@@ -219,9 +219,9 @@ def test_a_harm_seed_passes_at_baseline_and_its_rule_hurts_one_model_only(name: 
 KINDS = {
     "alert-intake": "full", "changelog-writer": "full", "docs-style": "full", "incident-summary": "partial",
     "notes-first": "full", "release-advisor": "partial", "standup-digest": "none", "support-triage": "full",
-    "ticket-router": "full", "postmortem-cause": "full", "change-review": "full", "review-tagger": "full",
-    "review-tagger-context": "full",
-    "review-tagger-other-example": "full",
+    "ticket-router": "full", "postmortem-cause": "full", "change-review": "full",
+    # the labelled seeds: "full" as the direct reference gets no further (0.08 each: the simulator guesses labels)
+    "review-tagger": "full", "review-tagger-context": "full", "review-tagger-other-example": "full",
     "status-report": "harm", "howto-answers": "none",
 }
 # The direction in which a harm seed's learned skill hurts the target (its seed.toml says why).
