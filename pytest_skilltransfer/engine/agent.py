@@ -34,6 +34,7 @@ class AgentContext:
     corpus: tuple[Page, ...] | None = None
     context: tuple[Message, ...] = ()  # the seed's fixed turns, before every task
     max_tokens: int = ANSWER_MAX_TOKENS  # the reply limit of every call (a seed's `max_tokens`)
+    temperature: float | None = None  # sampling temperature sent with every call (None: the provider's default)
 
 
 def context_messages(turns: tuple[ContextTurn, ...]) -> tuple[Message, ...]:
@@ -50,7 +51,7 @@ def run_task(ctx: AgentContext, skill: str, task: Task, sample_id: int) -> Attem
     text, paused, stop_reason = "", "", ""
     for _ in range(MAX_TOOL_STEPS):
         request = Request(system=skill, messages=tuple(messages), tools=tools,
-                          max_tokens=ctx.max_tokens, sample_id=sample_id)
+                          max_tokens=ctx.max_tokens, sample_id=sample_id, temperature=ctx.temperature)
         reply = ctx.cache.call(ctx.model, request, ctx.meter, ctx.role)
         text, stop_reason = paused + reply.text, reply.stop_reason
         if reply.stop_reason in PAUSED:  # the provider paused a long turn: send it back to be continued

@@ -122,29 +122,32 @@ class SeedSession:
             "val": capped(seed.val, config.limit_holdout, split_seed),
             "test": capped(seed.test, config.limit_test, split_seed),
         }
-        self._evaluations: phases.Memo[tuple[str, str, str, int], tuple[Evaluation, Meter]] = phases.Memo()
+        self._evaluations: phases.Memo[tuple[str, str, str, int, float | None], tuple[Evaluation, Meter]] = phases.Memo()
         self._optimizations: phases.Memo[tuple[str, str, int, tuple[str, ...], float], tuple[Optimization, Meter]] = phases.Memo()
         self._transfers = 0  # transfers started: the first part of every phase's rank
         self._paid: set[str] = set()  # answers a result's bill has charged (each is paid once)
         self.phase = ""  # the protocol phase that failed (or runs, when one runs), for error messages
 
     def evaluate(self, model: Model, skill: str, split: str, meter: Meter | None = None,
-                 rank: tuple[int, ...] = (), first_sample: int = 0) -> Evaluation:
+                 rank: tuple[int, ...] = (), first_sample: int = 0, temperature: float | None = None) -> Evaluation:
         """Score `skill` on a split with `model`: memoized (with its own meter ranked `rank`) unless a
         phase's `meter` is given (the meter then sees cache hits as such).
 
         Each task gets `samples` rollouts with sample ids `first_sample`, `first_sample + 1`, ...;
-        another `first_sample` scores the same skill again with requests never sent before."""
+        another `first_sample` scores the same skill again with requests never sent before. A
+        `temperature` is sent with every call (the sampled A/A check); None sends none."""
         if meter is not None:
-            return self._evaluate(model, skill, split, meter, first_sample)
-        key = (model.model_id, hashlib.sha256(skill.encode()).hexdigest(), split, first_sample)
+            return self._evaluate(model, skill, split, meter, first_sample, temperature)
+        key = (model.model_id, hashlib.sha256(skill.encode()).hexdigest(), split, first_sample, temperature)
         own = Meter(rank, priority=FINAL_PRIORITY)
-        compute = lambda: (self._evaluate(model, skill, split, own, first_sample), own)  # noqa: E731
+        compute = lambda: (self._evaluate(model, skill, split, own, first_sample, temperature), own)  # noqa: E731
         return self._evaluations.get(key, compute, own, _ranked_first(rank))[0]
 
-    def _evaluate(self, model: Model, skill: str, split: str, meter: Meter, first_sample: int = 0) -> Evaluation:
+    def _evaluate(self, model: Model, skill: str, split: str, meter: Meter, first_sample: int = 0,
+                  temperature: float | None = None) -> Evaluation:
         ctx = AgentContext(model=model, cache=self.cache, meter=meter, role="agent", corpus=self.corpus,
-                           context=context_messages(self.seed.context), max_tokens=self.seed.max_tokens)
+                           context=context_messages(self.seed.context), max_tokens=self.seed.max_tokens,
+                           temperature=temperature)
         tasks = self.splits[split]
         jobs = [(task, first_sample + s) for task in tasks for s in range(self.config.samples)]
 

@@ -198,6 +198,7 @@ class Seed:
     calibration: tuple[CalibrationItem, ...] = ()
     expect: tuple[tuple[str, str], ...] = ()  # (pair `SRC->TGT` or `*`, declared outcome)
     context: tuple[ContextTurn, ...] = ()  # fixed turns before every task (context.jsonl); never scored
+    context_chosen: str = ""  # how the fixed context was chosen (seed.toml `context_chosen`), shown beside its results
     max_tokens: int = ANSWER_MAX_TOKENS  # the agent's reply limit for this seed's tasks (`max_tokens` in seed.toml)
 
     def expected_outcome(self, source: ModelRef, target: ModelRef) -> str | None:

@@ -4,7 +4,8 @@
     <seed>/benchmark.jsonl   training pool, split into train and val by a hash (required)
     <seed>/held-out.jsonl    test tasks (required, at least one)
     <seed>/seed.toml         optional: description, skill, corpus, pairs, optimizer, validate_on, validate_tolerance,
-                             expect, max_tokens (the agent's reply limit), [split], [thresholds], [judge]
+                             expect, max_tokens (the agent's reply limit), context_chosen (how context.jsonl was
+                             chosen), [split], [thresholds], [judge]
     <seed>/brain/            optional corpus for the `search` tool (Markdown pages, slug = path)
     <seed>/judge-calibration.jsonl  optional: answers with the verdict a person expects, for rubric judges
     <seed>/context.jsonl     optional: fixed user/assistant turns placed before every task, in every arm
@@ -74,7 +75,7 @@ def _read_config(path: Path, problems: list[SeedProblem], folder: ConfinedFolder
         return {}
     allowed = {"description": str, "skill": str, "corpus": str, "split": dict, "thresholds": dict, "pairs": list,
                "optimizer": str, "validate_on": (str, list), "validate_tolerance": (int, float), "judge": dict,
-               "expect": (str, dict), "max_tokens": object}  # max_tokens: checked by _max_tokens
+               "expect": (str, dict), "max_tokens": object, "context_chosen": str}  # max_tokens: checked by _max_tokens
     for key, value in config.items():
         if key not in allowed:
             problems.append(SeedProblem(str(path), f"unknown key {key!r}; known keys: {', '.join(allowed)}"))
@@ -334,6 +335,10 @@ def _load_folder(root: Path, limits: SeedLimits, folder: ConfinedFolder) -> Seed
     calibration = read_calibration(calibration_path, problems, folder) if _present(calibration_path, folder) else []
     context_path = root / CONTEXT_FILE
     context = read_context(context_path, problems, limits, folder) if _present(context_path, folder) else []
+    context_chosen = str(config.get("context_chosen", "")).strip()
+    if context_chosen and not context:
+        problems.append(SeedProblem(str(root / CONFIG_FILE), f"context_chosen says how {CONTEXT_FILE} was chosen, "
+                                    f"but this seed has no {CONTEXT_FILE}; remove the key or add the file"))
     problems += context_leaks(context, pools[TEST_FILE])
     corpus_dir = _corpus_dir(root, config, config_path, limits, problems, folder)
     train, val = split_train_val(root.name, pools[TRAIN_FILE], split) if not problems else ((), ())
@@ -361,6 +366,7 @@ def _load_folder(root: Path, limits: SeedLimits, folder: ConfinedFolder) -> Seed
         calibration=tuple(calibration),
         expect=expect,
         context=tuple(context),
+        context_chosen=context_chosen,
         max_tokens=max_tokens,
     )
 

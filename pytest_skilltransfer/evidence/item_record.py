@@ -331,6 +331,7 @@ class ItemRecord(JsonRecord):
     prompt_cache: str | None = optional()
     constant_answer: ConstantAnswerRecord | None = optional()
     answers_collapse: AnswersCollapse | None = optional()
+    context_chosen: str | None = optional()  # a fixed context picked from candidates: how (seed.toml)
     family: FamilyRecord | None = optional()
     compare: Any = optional()
     snapshot_change: Any = optional()

@@ -2,8 +2,9 @@
 
 Tool results (role "tool") become `tool_result` blocks in a user turn; consecutive user-side turns
 merge into one message, as the API requires. The sample id travels as `metadata.user_id`
-("skilltransfer-sample-<n>") so repeated samples are distinct requests. No temperature or top_p is
-sent: some current models refuse them, and determinism comes from the cassettes.
+("skilltransfer-sample-<n>") so repeated samples are distinct requests. No top_p is sent, and no
+temperature unless the request sets one (the sampled A/A check; some current models refuse it):
+determinism comes from the cassettes.
 
 Prompt caching: the shared prefix of every call (the tools, then the skill as system prompt) gets
 one `cache_control` breakpoint on the system block when it is long enough for the model's minimum
@@ -124,6 +125,8 @@ def request_params(target: Target, request: Request, prompt_cache: bool = True) 
             {"name": shape.name, "description": shape.description, "input_schema": shape.schema}
         ]
         params["tool_choice"] = {"type": "tool", "name": shape.name}
+    if request.temperature is not None:  # not a `messages.create` parameter: sent last, as its `extra_body` is
+        params["temperature"] = request.temperature
     return mark_cache_prefix(params) if prompt_cache else params
 
 

@@ -62,7 +62,10 @@ class ResponseSchema:
 
 @dataclass(frozen=True)
 class Request:
-    """What the harness asks of a model. `sample_id` makes repeated samples distinct requests."""
+    """What the harness asks of a model. `sample_id` makes repeated samples distinct requests.
+
+    `temperature` None sends none (the provider's default: greedy on the local server); a value is sent
+    as the request's sampling temperature (the sampled A/A check), and the sample id is its seed."""
 
     system: str
     messages: tuple[Message, ...]
@@ -70,6 +73,7 @@ class Request:
     max_tokens: int = 1024
     sample_id: int = 0
     response_schema: ResponseSchema | None = None
+    temperature: float | None = None
 
     def canonical(self) -> dict[str, Any]:
         """A JSON-able form with stable key order, used for cache keys and diffs (no schema: key left out).
@@ -87,6 +91,8 @@ class Request:
         schema = self.response_schema
         if schema is not None:
             data["response_schema"] = {"name": schema.name, "description": schema.description, "schema": schema.schema}
+        if self.temperature is not None:  # left out when unset, so greedy requests keep their keys
+            data["temperature"] = self.temperature
         return data
 
     @cached_property

@@ -3,7 +3,8 @@
 Function calling maps to our ToolSpec/ToolCall; tool results are role "tool" messages. The sample id
 is sent as `seed`, so repeated samples are distinct requests (and sample differently on servers
 that honour it). The official API gets `max_completion_tokens` (GPT-6 rejects `max_tokens`);
-compatible servers get `max_tokens`, which they all understand. No temperature or top_p is sent.
+compatible servers get `max_tokens`, which they all understand. No top_p is sent, and no temperature
+unless the request sets one (the sampled A/A check).
 Prompt caching is automatic on OpenAI's side; `prompt_tokens_details.cached_tokens` (and
 `cache_write_tokens` where reported) are metered.
 A request's `response_schema` becomes a strict `json_schema` response format (structured output).
@@ -78,6 +79,8 @@ def request_params(target: Target, request: Request, run_tier: str | None = None
             "json_schema": {"name": shape.name, "description": shape.description, "schema": shape.schema, "strict": True},
         }
     params["seed"] = request.sample_id
+    if request.temperature is not None:
+        params["temperature"] = request.temperature
     if request.tools:
         params["tools"] = [
             {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}

@@ -369,8 +369,10 @@ class Planner:
         return units
 
 
-    def aa_check(self, source: str, source_optimizer: str, target: str) -> Unit:
+    def aa_check(self, source: str, source_optimizer: str, target: str, sampled: bool = False) -> Unit:
         """A hand-written test's A/A check (`transfer_aa`): the transferred skill scored on the target once more,
-        with new sample ids (its first scoring is the item's own `transferred` unit)."""
-        return Unit((self.seed.name, "aa-check", source, source_optimizer, target), "aa-check",
-                    self.evaluation(target, self.test, self.learned_skill))
+        with new sample ids (its first scoring is the item's own `transferred` unit); `sampled` (at a temperature):
+        scored twice, neither scoring shared with the item's."""
+        scoring = self.evaluation(target, self.test, self.learned_skill)
+        return Unit((self.seed.name, "aa-check", source, source_optimizer, target, *(["sampled"] if sampled else [])),
+                    "aa-check", _merge([*scoring, *scoring]) if sampled else scoring)

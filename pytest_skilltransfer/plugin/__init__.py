@@ -161,7 +161,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "the test runs once per configured pair",
     )
     from . import markers
+    from .aa_fixture import AA_MARKER_HELP
 
+    config.addinivalue_line("markers", AA_MARKER_HELP)
     markers.register(config)
     if config.option.help or not engaged(config):  # --help must work even when the configuration is wrong
         return

@@ -112,7 +112,8 @@ def _gaming(run: ItemRun) -> None:
     base = [s.answer for t in result.baseline.tasks for s in t.samples]
     found = collapse(base, transferred, len(result.baseline.tasks), regex_patterns(run.seed.test))
     run.record = replace(run.record, constant_answer=found_constant, answers_collapse=AnswersCollapse(
-        **found.as_dict(), text=found.text() if found.collapsed else None))
+        **found.as_dict(), text=found.text() if found.collapsed else None),
+        context_chosen=run.seed.context_chosen or None)  # a fixed context picked by trying candidates: say how
 
 
 def _gate(item: pytest.Item, run: ItemRun) -> None:

@@ -19,6 +19,7 @@ from ..models.base import Model, ModelCallError, Reply, Request
 from ..planning.calibration import Calibration, calibrated
 from ..planning.money import breakdown, configured_prices, lane_prices, units_usd
 from ..planning.plan import Planner, Unit
+from .aa_fixture import AA_MARKER
 from .runner import Runner, concurrency, needs_recording
 
 
@@ -34,6 +35,8 @@ class ItemPlan:
     miss_phase: str | None = None  # None: everything replayed (or no cassette needed)
     error: str = ""
     provider_ids: frozenset[str] = frozenset()  # the item's models that are called over a wire (and recorded)
+    aa: bool = False  # a hand-written test with an A/A check (`transfer_aa`): its calls are replayed too
+    aa_temperature: float | None = None  # that check's sampling temperature (`skilltransfer_aa` marker)
 
     @property
     def calls(self) -> int:
@@ -114,8 +117,8 @@ def _planned(runner: Runner, items: list[pytest.Item], spec_of: Callable[[pytest
             optimizer = models[2].model_id if spec.optimizer else None
             units = planner.item(source, target, optimizer or source, optimizer or target,
                                  tuple(m.model_id for m in listed))
-            if "transfer_aa" in getattr(item, "fixturenames", ()):  # the A/A check scores the transferred skill again
-                units.append(planner.aa_check(source, optimizer or source, target))
+            if _has_aa(item):  # the A/A check scores the transferred skill again (sampled: twice)
+                units.append(planner.aa_check(source, optimizer or source, target, _aa_temperature(item) is not None))
             rows.append((item, spec, units, models + listed))
         yield seed, rows
 
@@ -132,7 +135,8 @@ def build_plans(runner: Runner, items: list[pytest.Item], spec_of: Callable[[pyt
         judged = [judge.model] if judge is not None else []
         seed_plans = [(ItemPlan(item.nodeid, units, needs_recording(models),
                                 f"{models[0].model_id}->{models[1].model_id}",
-                                provider_ids=_provider_ids(models + judged)), models, spec)
+                                provider_ids=_provider_ids(models + judged), aa=_has_aa(item),
+                                aa_temperature=_aa_temperature(item)), models, spec)
                       for item, spec, units, models in rows]
         if any(plan.needs_cassette for plan, _, _ in seed_plans):
             _replay(runner, seed.name, session, seed_plans, calibration)
@@ -195,6 +199,17 @@ def critical_path(runner: Runner, items: list[pytest.Item], spec_of: Callable[[p
     return total
 
 
+def _has_aa(item: pytest.Item) -> bool:
+    return "transfer_aa" in getattr(item, "fixturenames", ())
+
+
+def _aa_temperature(item: pytest.Item) -> float | None:
+    """The A/A marker's temperature when it is a usable number (the test itself reports a bad one)."""
+    marker = item.get_closest_marker(AA_MARKER)
+    value = marker.kwargs.get("temperature") if marker is not None else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
+
+
 def _replay(runner: Runner, seed: str, session: SeedSession, seed_plans: list[tuple[ItemPlan, list[Model], Any]],
             calibration: Calibration | None) -> None:
     from ..cassettes import recording
@@ -208,6 +223,12 @@ def _replay(runner: Runner, seed: str, session: SeedSession, seed_plans: list[tu
             try:
                 result = session.transfer(wrapped[0], wrapped[1], wrapped[2] if spec.optimizer else None,
                                           tuple(wrapped[fixed:]), spec.validate_tolerance)
+                if plan.aa:  # the A/A check's second (or, sampled, both) scorings are calls of this item too
+                    from ..engine.aa import aa_check
+
+                    session.phase = "aa-check"
+                    aa_check(session, wrapped[1], result.learned.learned_skill, temperature=plan.aa_temperature)
+                    session.phase = ""
             except ModelCallError as exc:
                 plan.miss_phase = session.phase or "?"
                 plan.error = str(exc).splitlines()[0]

@@ -169,6 +169,7 @@ def summary_lines(results: list[ItemRecord], verbose: bool = False,
     collapsed = {f"{r.seed} ({r.source} -> {r.target}): {r.answers_collapse.text}": None
                  for r in results if r.answers_collapse is not None and r.answers_collapse.text}
     lines += list(collapsed)
+    lines += list({f"{r.seed}: fixed context chosen {r.context_chosen}": None for r in results if r.context_chosen})
     for result in results:
         for line in judge_lines([result]):
             lines += [line, *(f"  unstable: {text}" for text in (unstable_lines(result) if verbose else ()))]

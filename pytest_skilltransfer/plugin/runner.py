@@ -182,8 +182,9 @@ class Runner:
         session = self._sessions.get(self.key(path))
         return session.unbilled() if session is not None else {}
 
-    def aa(self, path: Path, target: str, skill: str) -> "AACheck":
-        """The A/A check of `skill` on `target` over the seed's held-out tasks, in the seed's cassette."""
+    def aa(self, path: Path, target: str, skill: str, temperature: float | None = None) -> "AACheck":
+        """The A/A check of `skill` on `target` over the seed's held-out tasks, in the seed's cassette
+        (with a `temperature`: both scorings sampled at it)."""
         from ..engine.aa import aa_check
 
         session = self.session(path)
@@ -194,7 +195,7 @@ class Runner:
                 model = self.model(target)
         session.phase = "aa-check"
         try:
-            return aa_check(session, model, skill)
+            return aa_check(session, model, skill, temperature=temperature)
         except ModelCallError as exc:
             if hasattr(exc, "with_phase"):
                 raise exc.with_phase(session.phase) from exc.__cause__

@@ -256,11 +256,13 @@ def _unlearnable(result: ItemRecord) -> str:
 
 
 def _gaming(result: ItemRecord) -> str:
-    """The constant-answer flag and the transferred answers' collapse, in words (nothing when neither applies)."""
-    constant, collapse = result.constant_answer, result.answers_collapse
+    """The constant-answer flag, the transferred answers' collapse and how a fixed context was chosen, in words
+    (nothing when none applies)."""
+    constant, collapse, chosen = result.constant_answer, result.answers_collapse, result.context_chosen
     notes = [constant.text if constant is not None and constant.flagged else None,
              collapse.text if collapse is not None else None]
-    return "".join(f'<p class="muted"><b>Checks:</b> {esc(note)}</p>' for note in notes if note)
+    return ("".join(f'<p class="muted"><b>Checks:</b> {esc(note)}</p>' for note in notes if note)
+            + (f'<p class="muted"><b>Fixed context:</b> chosen {esc(chosen)}</p>' if chosen else ""))
 
 
 def item_section(result: ItemRecord, holm: dict[tuple[str, str, str], str] | None = None) -> str:

@@ -39,3 +39,44 @@ def test_a_model_that_changes_with_the_sample_id_is_caught(seed):
     model = ScriptedModel("drifting", lambda skill, task, sample: f"{task}. Owner: @a" if sample else task)
     check = aa_check(SeedSession(seed, ProtocolConfig()), model, seed.skill)
     assert check.gain.mean == 1.0 and not check.no_effect and check.gain.p_value < 0.001
+
+
+def test_a_sampled_check_sends_its_temperature_on_two_fresh_scorings(seed):
+    model = ScriptedModel("greedy", lambda skill, task, sample: f"{task}. Owner: @a")
+    session = SeedSession(seed, ProtocolConfig(samples=2))
+    greedy = session.evaluate(model, seed.skill, "test")  # the protocol's own scoring: not reused when sampled
+    sent = len(model.requests)
+    check = aa_check(session, model, seed.skill, temperature=0.8)
+    sampled = model.requests[sent:]
+    assert [r.sample_id for r in sampled] == [0, 1] * 24 + [2, 3] * 24 and {r.temperature for r in sampled} == {0.8}
+    assert check.first is not greedy and check.temperature == 0.8 and check.no_effect
+    assert "at temperature 0.8" in check.summary()
+
+
+def test_aa_temperature_marker_is_checked() -> None:
+    from pytest_skilltransfer.plugin.aa_fixture import aa_temperature
+
+    class Item:
+        nodeid = "test_x.py::test_aa"
+
+        def __init__(self, marker):
+            self.marker = marker
+
+        def get_closest_marker(self, name):
+            return self.marker
+
+    assert aa_temperature(Item(None)) is None
+    assert aa_temperature(Item(pytest.mark.skilltransfer_aa(temperature=0.7).mark)) == 0.7
+    for bad in (pytest.mark.skilltransfer_aa(temperature=0).mark, pytest.mark.skilltransfer_aa(temperature="hot").mark,
+                pytest.mark.skilltransfer_aa(temp=0.7).mark):
+        with pytest.raises(pytest.fail.Exception, match="skilltransfer_aa"):
+            aa_temperature(Item(bad))
+
+
+def test_the_plan_counts_both_scorings_of_a_sampled_check(seed):
+    from pytest_skilltransfer.planning.plan import Planner
+
+    planner = Planner(seed, ProtocolConfig())
+    greedy = planner.aa_check("sim-small", "sim-small", "claude-sonnet-5-5")
+    sampled = planner.aa_check("sim-small", "sim-small", "claude-sonnet-5-5", sampled=True)
+    assert greedy.calls == 24 and sampled.calls == 48 and sampled.key != greedy.key

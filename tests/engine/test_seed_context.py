@@ -153,3 +153,21 @@ def test_the_simulator_answers_the_task_not_the_context_and_decides_as_without_i
         alone = Request(system=skill, messages=(task,), max_tokens=512, sample_id=sample)
         after = Request(system=skill, messages=(*turns, task), max_tokens=512, sample_id=sample)
         assert sim.complete(after).text == sim.complete(alone).text
+
+
+def test_how_the_context_was_chosen_is_kept_and_needs_a_context(tmp_path: Path) -> None:
+    root = write_seed(tmp_path / "router", EXAMPLE)
+    (root / "seed.toml").write_text('context_chosen = "from 3 candidates on the first 4 training tasks"\n')
+    assert load_seed(root).context_chosen == "from 3 candidates on the first 4 training tasks"
+    assert load_seed(write_seed(tmp_path / "plain", EXAMPLE)).context_chosen == ""
+    bare = write_seed(tmp_path / "bare", None)
+    (bare / "seed.toml").write_text('context_chosen = "by hand"\n')
+    assert any("context_chosen" in p and "no context.jsonl" in p for p in problems(bare))
+
+
+def test_the_page_shows_how_the_context_was_chosen() -> None:
+    """(The terminal's line under the table is in the README's main-job sample.)"""
+    from pytest_skilltransfer.reports.html_item import _gaming
+
+    assert "<b>Fixed context:</b> chosen from 3 candidates" in _gaming({"seed": "s", "context_chosen": "from 3 candidates"})
+    assert _gaming({"seed": "s"}) == ""

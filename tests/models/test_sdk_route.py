@@ -27,6 +27,8 @@ REQUESTS = {
         tools=(SEARCH,), sample_id=1),
     "structured, no system": Request(system="", messages=(Message("user", "rate it"),), response_schema=RATING,
                                      max_tokens=20),
+    "sampled, tools": Request(system="Use the tools.", messages=(Message("user", "find x"),), tools=(SEARCH,),
+                              sample_id=24, temperature=0.8),
 }
 TARGETS = {
     "official": Target("openai", "gpt-6-luna"),
@@ -147,3 +149,17 @@ def test_one_redaction_pass_over_a_reply_equals_each_part_redacted(monkeypatch: 
         assert [(c.id, c.name) for c in redacted.tool_calls] == [(c.id, c.name) for c in reply.tool_calls]
     assert redact_reply(replies[1]) is replies[1]  # nothing to redact: the reply itself
     assert key not in repr(redact_reply(replies[0]))
+
+
+def test_a_temperature_is_sent_only_when_the_request_sets_one() -> None:
+    from pytest_skilltransfer.models import anthropic_wire
+
+    greedy, sampled = REQUESTS["plain"], REQUESTS["sampled, tools"]
+    target = TARGETS["compatible server"]
+    assert "temperature" not in openai_wire.request_params(target, greedy)
+    assert "temperature" not in greedy.canonical() and sampled.canonical()["temperature"] == 0.8
+    assert list(openai_wire.request_params(target, sampled))[-3:] == ["seed", "temperature", "tools"]
+    assert openai_wire.request_params(target, sampled)["seed"] == 24  # the sample id seeds the sampler
+    claude = Target("anthropic", "claude-x")
+    assert "temperature" not in anthropic_wire.request_params(claude, greedy)
+    assert list(anthropic_wire.request_params(claude, sampled))[-1] == "temperature"  # where `extra_body` puts it
