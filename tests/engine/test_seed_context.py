@@ -167,7 +167,8 @@ def test_how_the_context_was_chosen_is_kept_and_needs_a_context(tmp_path: Path) 
 
 def test_the_page_shows_how_the_context_was_chosen() -> None:
     """(The terminal's line under the table is in the README's main-job sample.)"""
+    from plugin_support import item_record
     from pytest_skilltransfer.reports.html_item import _gaming
 
-    assert "<b>Fixed context:</b> chosen from 3 candidates" in _gaming({"seed": "s", "context_chosen": "from 3 candidates"})
-    assert _gaming({"seed": "s"}) == ""
+    assert "<b>Fixed context:</b> chosen from 3 candidates" in _gaming(item_record(context_chosen="from 3 candidates"))
+    assert _gaming(item_record()) == ""

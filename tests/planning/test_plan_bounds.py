@@ -137,9 +137,9 @@ def test_an_aa_check_is_counted_by_the_plan(pytester: pytest.Pytester) -> None:
         run.assert_outcomes(passed=2)
         assert 0 < len(fake.received) <= total
         replayed = pytester.runpytest_subprocess("--plan", "--nights=1", "--pair=small:large")
-        assert any(line.startswith("test_aa.py::test_aa") and "all recorded" in line for line in replayed.stdout.lines)
+        assert any(line.startswith("test_hand_aa.py::test_aa") and "all recorded" in line for line in replayed.stdout.lines)
         # sampled at a temperature, neither scoring of the A/A check is recorded: the plan's replay finds the miss
-        pytester.makepyfile(test_aa=AA_TEST.replace("def test_aa", "@pytest.mark.skilltransfer_aa(temperature=0.8)\ndef test_aa"))
+        pytester.makepyfile(test_hand_aa=AA_TEST.replace("def test_aa", "@pytest.mark.skilltransfer_aa(temperature=0.8)\ndef test_aa"))
         sampled = pytester.runpytest_subprocess("--plan", "--nights=1", "--pair=small:large")
-        row = next(line for line in sampled.stdout.lines if line.startswith("test_aa.py::test_aa"))
+        row = next(line for line in sampled.stdout.lines if line.startswith("test_hand_aa.py::test_aa"))
         assert "then a miss in aa-check" in row and int(re.split(r"\s{2,}", row.strip())[1]) == matrix + 8, row
