@@ -84,9 +84,12 @@ def project(pytester: pytest.Pytester, ini: str = "", seeds: tuple[str, ...] = (
     """A pytester project: toy conftest, an ini with the limits off, and seeds under seeds/.
 
     Its items are judged each alone at 95% (`skilltransfer_correction = none`) unless `ini` sets the
-    correction: these projects test one item's gates; the run family's tests set `bonferroni`."""
+    correction: these projects test one item's gates; the run family's tests set `bonferroni`. Likewise they
+    score every held-out task at once (`skilltransfer_design = fixed`) unless `ini` sets the design: the
+    group-sequential design's tests set it."""
     pytester.makeconftest(TOY_CONFTEST)
     correction = "" if "skilltransfer_correction" in ini else "skilltransfer_correction = none\n"
+    correction += "" if "skilltransfer_design" in ini else "skilltransfer_design = fixed\n"
     pytester.makeini("[pytest]\nskilltransfer_limit_replay = 0\nskilltransfer_limit_holdout = 0\n" + correction + ini)
     root = pytester.path / "seeds"
     for name in seeds:

@@ -104,15 +104,15 @@ class Design:
 
     def as_dict(self, n: int) -> dict[str, Any]:
         looks = self.looks(n)
-        return {"name": self.name, "looks": [k.tasks for k in looks], "alpha_shares": [k.share for k in looks],
+        return {"design": self.name, "looks": [k.tasks for k in looks], "alpha_shares": [k.share for k in looks],
                 "futility": self.rule if self.sequential else NO_FUTILITY,
                 "futility_below": self.futility if self.sequential and self.rule == PREDICTIVE else None}
 
 
 FIXED = Design("fixed", (1.0,), (1.0,), rule=NO_FUTILITY)
-# alpha at the first look (6 tasks) could not buy a decision there (the smallest two-sided p of 6 tasks is 1/32):
-# it looks for futility only
-GROUP_SEQUENTIAL = Design("group-sequential", (0.25, 0.5, 0.75, 1.0), (0.0, 0.08, 0.2, 0.72), futility=0.05)
+# alpha .001 / .004 / .01 / .035 at 0.05: the first look (6 tasks) cannot decide at .001 (the smallest two-sided p of
+# 6 tasks is 1/32), but its share gives a futility stop an interval that says something (+-0.73 where nothing moved)
+GROUP_SEQUENTIAL = Design("group-sequential", (0.25, 0.5, 0.75, 1.0), (0.02, 0.08, 0.2, 0.7), futility=0.05)
 DESIGNS = {d.name: d for d in (FIXED, GROUP_SEQUENTIAL)}
 
 
@@ -208,8 +208,8 @@ class Stop:
         return self.tasks < self.total
 
     def as_dict(self) -> dict[str, Any]:
-        return {"design": self.design, "look": self.look, "looks": self.looks, "tasks": self.tasks,
-                "of": self.total, "alpha_share": self.share, "reason": self.reason}
+        return {"look": self.look, "tasks": self.tasks, "of": self.total, "alpha_share": self.share,
+                "reason": self.reason}
 
 
 def run(design: Design, differences: Sequence[float], thresholds: Sequence[float] = (0.0,),
@@ -307,3 +307,17 @@ def operating(design: Design, total: int, p_up: float, p_down: float, thresholds
                 covered += p * (low - 1e-9 <= truth <= high + 1e-9)
         before = look.tasks
     return Operating(total, expected, tuple(passes), tuple(fails), covered if coverage else math.nan, stops)
+
+
+@dataclass(frozen=True)
+class Stopping:
+    """What an item's looks test: its two-sided alpha (its share of the run family's) and the thresholds its gates
+    read from the gain (0 for the outcome, -tolerance for harm, `min_gain`, -margin for non-inferiority)."""
+
+    alpha: float = ALPHA
+    thresholds: tuple[float, ...] = (0.0,)
+
+
+def fixed_stop(total: int) -> Stop:
+    """The stop of the fixed design: one look at every task."""
+    return Stop(FIXED.name, 1, 1, total, total, 1.0, LAST_LOOK)

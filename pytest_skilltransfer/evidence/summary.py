@@ -69,7 +69,8 @@ def _family(result: dict[str, Any]) -> RunFamily:
     record = result.get("family")
     if not record:
         return RunFamily(1, method="none")
-    return RunFamily(record["size"], record["alpha"], record["method"])
+    return RunFamily(record["size"], record["alpha"], record["method"], share=record.get("alpha_share", 1.0),
+                     futile=record.get("futile", False))
 
 
 def item_word(result: dict[str, Any]) -> str:

@@ -12,7 +12,8 @@ from typing import Any, Generator
 
 import pytest
 
-from ..evidence.run_family import RunFamily, record as family_record, word
+from ..evidence.run_family import ALPHA, RunFamily, record as family_record, word
+from ..evidence.sequential import Stopping
 from ..guards.terminal import safe
 from .reporting import ERROR_ATTRIBUTE, FIX, REPORT_ATTRIBUTE, is_worker, plain_nodeid
 from .state import ERROR_COST, RUN, RUNNER, SPEC, ItemRun, runner_of, settings_of
@@ -88,12 +89,31 @@ def run_family(item: pytest.Item, run: ItemRun) -> RunFamily:
     (so it keeps its verdict and words), else Bonferroni over the run's distinct items (`evidence.run_family`)."""
     from . import snapshots
 
+    stop = run.data.get("sequential") or {}
+    looks = {"share": stop.get("alpha_share", 1.0), "futile": stop.get("reason") == "futile"}
     if settings_of(item.config).correction == "none":
-        return RunFamily(1, method="none")
+        return RunFamily(1, method="none", **looks)
     recorded = snapshots.recorded_family(run.snapshot, run.data)
     if recorded is not None:
-        return RunFamily(recorded[1], method=recorded[0], recorded=True)
-    return RunFamily(family_size(item))
+        return RunFamily(recorded[1], method=recorded[0], recorded=True, **looks)
+    return RunFamily(family_size(item), **looks)
+
+
+def stopping(item: pytest.Item, seed: Any, spec: Any, snapshot: Any) -> Stopping:
+    """What the item's looks test (`evidence.sequential`): its share of the run family's alpha, and the thresholds
+    of the gates that read the gain (0 for the outcome and `expect`, -harm tolerance, `min_gain`, -non-inferiority
+    margin). The family size is the one the item's committed snapshot records when it records one, so a replay
+    stops where its recording did whatever else the run collects (`-k`, another seed added); else the run's."""
+    from . import snapshots
+
+    settings = settings_of(item.config)
+    gates = settings.thresholds(seed.thresholds, spec.thresholds)
+    values = {0.0}
+    for value, sign in ((gates.harm_tolerance, -1.0), (gates.min_gain, 1.0), (gates.noninferiority_margin, -1.0)):
+        if value is not None:
+            values.add(round(sign * value, 9) + 0.0)
+    size = 1 if settings.correction == "none" else (snapshots.recorded_size(snapshot) or family_size(item))
+    return Stopping(ALPHA / size, tuple(sorted(values)))
 
 
 def _gaming(run: ItemRun) -> None:
@@ -130,7 +150,7 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
     runner = runner_of(item.config)
     outcome = gating.evaluate(run.data, thresholds, committed, updating=updating,
                               correction=family.method if family.size > 1 else "none", family=family.size,
-                              reference=base.reference if base is not None else None,
+                              reference=base.reference if base is not None else None, share=family.share,
                               expected=run.seed.expected_outcome(runner.ref(run.spec.source), runner.ref(run.spec.target)))
     if base is not None:
         run.data["compare"] = base.record(run.data, outcome.as_dict(), run.spec.seed_path)
