@@ -474,6 +474,10 @@ class SeedSession:
             differences = [a - b for b, a in zip(before, after)]
             up, down = sum(d for d in differences if d > 0), -sum(d for d in differences if d < 0)
             seen = sequential.judge_look(design, total, look, up, down, stopping.thresholds, stopping.alpha)
+            scores = [(t.task_id, t.hard) for e in waves[("transfer", 1)] for t in e.tasks]
+            regression = sequential.reference_look(design, total, look, scores, stopping, stopping.alpha)
+            if regression == sequential.CONTINUE:
+                seen = replace(seen, action=sequential.CONTINUE)  # the regression gate is still open: look on
             if seen.action != sequential.CONTINUE:
                 self.progress(f"{self.seed.name}: look {look.number} of {len(looks)} at {look.tasks} of {total} "
                               f"held-out tasks on {target.model_id}: {seen.action}, stop")

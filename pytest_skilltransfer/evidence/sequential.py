@@ -316,8 +316,53 @@ class Stopping:
 
     alpha: float = ALPHA
     thresholds: tuple[float, ...] = (0.0,)
+    # the regression gate's committed per-task scores of the transferred skill (task id, score) and its threshold
+    # (-tolerance): a second pair, transferred now against then, that can keep an item looking but never stops it
+    reference: tuple[tuple[str, float], ...] = ()
+    reference_threshold: float = -0.05
+
+
+def reference_look(design: Design, total: int, look: Look, scores: Sequence[tuple[str, float]], stopping: Stopping,
+                   alpha: float = ALPHA) -> str | None:
+    """The regression pair at an interim look: this run's transferred scores so far (`scores`, task id and score)
+    against the committed ones, over the tasks both have. `CONTINUE` while it is open and the item's last look
+    (of `total` tasks, at its level) would likely decide it, so the item looks on; else what it is (None without
+    a reference or a common task). It only ever keeps an item looking: it never stops one."""
+    reference = dict(stopping.reference)
+    differences = [score - reference[task] for task, score in scores if task in reference]
+    if not differences or look.tasks >= total:
+        return None
+    up, down = sum(d for d in differences if d > 0), -sum(d for d in differences if d < 0)
+    threshold, n = stopping.reference_threshold, len(differences)
+    if gain_decision(n, up, down, threshold, look.level(alpha)) != INCONCLUSIVE:
+        return DECIDED
+    if up + down <= 1e-9:
+        return FUTILE
+    last = design.looks(total)[-1].level(alpha)
+    common = len(reference)
+    chance = (predictive_decision(common, n, up, down, threshold, last, design.prior) if n < common else
+              float(gain_decision(n, up, down, threshold, last) != INCONCLUSIVE))
+    return CONTINUE if chance >= design.futility else FUTILE
 
 
 def fixed_stop(total: int) -> Stop:
     """The stop of the fixed design: one look at every task."""
     return Stop(FIXED.name, 1, 1, total, total, 1.0, LAST_LOOK)
+
+
+# What a night's items are assumed to look like when a plan expects the design's saving (weight, chance a task
+# moves up, chance it moves down): the mixture `benchmarks/sequential_design.py` states, noisy nulls included.
+EXPECTED_MIXTURE = ((0.15, 0.0, 0.0), (0.15, 0.2, 0.2), (0.20, 0.15, 0.05), (0.20, 0.3, 0.0), (0.20, 0.9, 0.0),
+                    (0.10, 0.0, 0.3))
+
+
+@lru_cache(maxsize=64)
+def expected_share(design_name: str, total: int, alpha: float = ALPHA) -> float:
+    """The expected share of an item's `total` held-out tasks the design scores, over `EXPECTED_MIXTURE`, for an
+    item tested at `alpha` (its share of the run family's): 1 for the fixed design."""
+    design = DESIGNS[design_name]
+    if not design.sequential or total <= 0:
+        return 1.0
+    expected = sum(weight * operating(design, total, up, down, (0.0,), alpha, coverage=False).expected_tasks
+                   for weight, up, down in EXPECTED_MIXTURE)
+    return expected / total

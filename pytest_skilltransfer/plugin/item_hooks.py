@@ -113,7 +113,25 @@ def stopping(item: pytest.Item, seed: Any, spec: Any, snapshot: Any) -> Stopping
         if value is not None:
             values.add(round(sign * value, 9) + 0.0)
     size = 1 if settings.correction == "none" else (snapshots.recorded_size(snapshot) or family_size(item))
-    return Stopping(ALPHA / size, tuple(sorted(values)))
+    return Stopping(ALPHA / size, tuple(sorted(values)), *_regression_reference(item, snapshot, gates))
+
+
+def _regression_reference(item: pytest.Item, snapshot: Any, gates: Any) -> tuple[tuple[tuple[str, float], ...], float]:
+    """What the regression gate will compare the transferred skill with (the snapshot at `--compare-to`'s base, or
+    the committed one unless it is being updated), so the looks go on until that comparison is decided too."""
+    from . import compare, snapshots
+
+    if gates.regression_tolerance is None:
+        return (), 0.0
+    path = snapshots.location(snapshot.use_extension(snapshots.TransferSnapshotExtension))
+    base = compare.before(item.config, path)
+    if base is not None:
+        committed = base.committed(snapshots.parse_per_task)
+    elif not snapshot.update_snapshots and path.is_file():
+        committed = snapshots.parse_per_task(path.read_text(encoding="utf-8"))
+    else:
+        committed = None
+    return tuple(sorted((committed or {}).items())), -gates.regression_tolerance
 
 
 def _gaming(run: ItemRun) -> None:

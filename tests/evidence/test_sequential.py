@@ -91,3 +91,15 @@ def test_predictive_probability_is_a_probability() -> None:
     assert 0.0 <= sequential.predictive_decision(24, 12, 3.0, 3.0, 0.0, 0.964) <= 1.0
     assert sequential.predictive_decision(24, 12, 12.0, 0.0, 0.0, 0.964) > 0.99
     assert sequential.predictive_decision(24, 24, 12.0, 0.0, 0.0, 0.964) == 1.0
+
+
+def test_an_open_regression_keeps_an_item_looking() -> None:
+    """The regression pair (now against the committed snapshot's 18 tasks) never stops an item: after 6 tasks that
+    all dropped it keeps it looking; unchanged tasks leave the stop to the gain; no reference, no say."""
+    reference = tuple((f"t{i}", 1.0) for i in range(18))
+    stopping = sequential.Stopping(0.05, (0.0,), reference, -0.05)
+    first = SHIPPED.looks(24)[0]
+    dropped = [(f"t{i}", 0.0) for i in range(6)]
+    assert sequential.reference_look(SHIPPED, 24, first, dropped, stopping) == sequential.CONTINUE
+    assert sequential.reference_look(SHIPPED, 24, first, [(f"t{i}", 1.0) for i in range(6)], stopping) == sequential.FUTILE
+    assert sequential.reference_look(SHIPPED, 24, first, dropped, sequential.Stopping()) is None
