@@ -111,9 +111,10 @@ def copy_project_seed(root: Path, name: str) -> Path:
 
 def loopback_project(pytester: pytest.Pytester, fake: Any, prices: str, **openai_models: str) -> None:
     """A project of toy models plus `small` (Anthropic wire, fake-small) and `large` (OpenAI wire, fake-large)
-    served by the loopback `fake`, more OpenAI-wire models by name -> model id, and a prices table."""
+    served by the loopback `fake`, more OpenAI-wire models by name -> model id, and a prices table. Every held-out
+    task is scored (the fixed design), as in `project`: these projects check calls and dollars."""
     pytester.makeconftest(TOY_CONFTEST)
-    pytester.makeini("[pytest]\n")
+    pytester.makeini("[pytest]\nskilltransfer_design = fixed\n")
     extra = "\n".join(f'{name} = "openai:{model}@{fake.openai_url}"' for name, model in openai_models.items())
     pytester.makepyprojecttoml(f'''
         [tool.skilltransfer.models]
