@@ -5,10 +5,10 @@ each cost lever saves.
 
 The matrix: ten project seeds (alert-intake ... status-report), three copies each (30 seeds), x haiku->sonnet,
 haiku->opus, luna->sol, at the default protocol, in the batch lane (`--transfer-batch --plan`: nothing is
-called). Printed: the plan's total and breakdown as the run would print it, the same with the direct reference
-on demand, the total were every seed to lower the agent's reply limit (`max_tokens` in seed.toml), and for the group-sequential lever the chance that a first look at half the held-out tasks (at
-two-sided alpha 0.01, the rest of the 0.05 spent at the full look) already decides an item, from the exact
-test's own power function.
+called). Printed: the plan's total and breakdown as the run would print it, with the expected figure beside the
+verdict floor; the same with the direct reference on demand; the totals under the fixed design (every held-out
+task scored: the group-sequential design's share); and the totals were every seed to lower the agent's reply
+limit (`max_tokens` in seed.toml).
 """
 
 from __future__ import annotations
@@ -22,8 +22,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-
-from pytest_skilltransfer.evidence.stats import mixed_detection_power  # noqa: E402
 
 SEEDS = ("alert-intake", "change-review", "changelog-writer", "docs-style", "howto-answers", "incident-summary",
          "postmortem-cause", "release-advisor", "review-tagger", "status-report")
@@ -45,7 +43,7 @@ def plan(folder: Path, *options: str) -> str:
 
 
 def summary(output: str) -> list[str]:
-    keep = re.compile(r"^(total|direct references on demand|where the money goes|  by )")
+    keep = re.compile(r"^(total|direct references on demand|where the money goes|  by |expected \$)")
     return [re.sub(r"\s{2,}", "  ", line) for line in output.splitlines() if keep.match(line)]
 
 
@@ -61,6 +59,11 @@ def main() -> None:
         print("\n".join(summary(plan(folder))))
         print("\nwith the direct reference on demand (--transfer-direct-on-demand):")
         print("\n".join(summary(plan(folder, "--transfer-direct-on-demand"))))
+        for options in ((), ("--transfer-direct-on-demand",)):
+            print(f"\nthe fixed design (--transfer-design=fixed{', ' if options else ''}{', '.join(options)}): every "
+                  "held-out task scored")
+            print("\n".join(line for line in summary(plan(folder, "--transfer-design=fixed", *options))
+                            if line.startswith(("total", "expected"))))
         for limit in REPLY_LIMITS:
             for seed in (folder / "seeds").iterdir():
                 config = ROOT / "seeds" / seed.name.rpartition("-")[0] / "seed.toml"
@@ -69,12 +72,6 @@ def main() -> None:
                 (seed / "seed.toml").write_text(f"max_tokens = {limit}\n{kept}")  # top-level keys come first
             print(f"\nwith every seed's max_tokens = {limit} (the agent's reply limit; default 512):")
             print("\n".join(line for line in summary(plan(folder)) if line.startswith("total")))
-    print("\ngroup-sequential lever: chance that a first look at 12 of 24 held-out tasks decides (alpha 0.01),")
-    print("and the power left at the full look (alpha 0.04) against 0.05 without a first look:")
-    for up, down in ((0.3, 0.0), (0.35, 0.05), (0.5, 0.0), (0.7, 0.0)):
-        print(f"  gain {up - down:.2f} (up {up:.2f}, down {down:.2f}): first look decides "
-              f"{mixed_detection_power(up, down, 12, 0.99):.3f}; power at 24 tasks "
-              f"{mixed_detection_power(up, down, 24, 0.96):.3f} (single look {mixed_detection_power(up, down, 24, 0.95):.3f})")
 
 
 if __name__ == "__main__":

@@ -87,9 +87,12 @@ def project(pytester: pytest.Pytester, ini: str = "", seeds: tuple[str, ...] = (
     """A pytester project: toy conftest, an ini with the limits off, and seeds under seeds/.
 
     Its items are judged each alone at 95% (`skilltransfer_correction = none`) unless `ini` sets the
-    correction: these projects test one item's gates; the run family's tests set `bonferroni`."""
+    correction: these projects test one item's gates; the run family's tests set `bonferroni`. Likewise they
+    score every held-out task at once (`skilltransfer_design = fixed`) unless `ini` sets the design: the
+    group-sequential design's tests set it."""
     pytester.makeconftest(TOY_CONFTEST)
     correction = "" if "skilltransfer_correction" in ini else "skilltransfer_correction = none\n"
+    correction += "" if "skilltransfer_design" in ini else "skilltransfer_design = fixed\n"
     pytester.makeini("[pytest]\nskilltransfer_limit_replay = 0\nskilltransfer_limit_holdout = 0\n" + correction + ini)
     root = pytester.path / "seeds"
     for name in seeds:
@@ -111,9 +114,10 @@ def copy_project_seed(root: Path, name: str) -> Path:
 
 def loopback_project(pytester: pytest.Pytester, fake: Any, prices: str, **openai_models: str) -> None:
     """A project of toy models plus `small` (Anthropic wire, fake-small) and `large` (OpenAI wire, fake-large)
-    served by the loopback `fake`, more OpenAI-wire models by name -> model id, and a prices table."""
+    served by the loopback `fake`, more OpenAI-wire models by name -> model id, and a prices table. Every held-out
+    task is scored (the fixed design), as in `project`: these projects check calls and dollars."""
     pytester.makeconftest(TOY_CONFTEST)
-    pytester.makeini("[pytest]\n")
+    pytester.makeini("[pytest]\nskilltransfer_design = fixed\n")
     extra = "\n".join(f'{name} = "openai:{model}@{fake.openai_url}"' for name, model in openai_models.items())
     pytester.makepyprojecttoml(f'''
         [tool.skilltransfer.models]

@@ -32,6 +32,8 @@ import hashlib
 from dataclasses import replace
 from typing import Callable, TypeVar
 
+from ..evidence import sequential
+from ..evidence.stats import is_clustered
 from ..guards import timed_regex
 from ..guards.edits import Edit, apply_edits
 from ..models.base import Message, Model, Request
@@ -302,7 +304,8 @@ class SeedSession:
                             family_warning(self.judge.model, graded))
 
     def transfer(self, source: Model, target: Model, optimizer: Model | None = None,
-                 validators: tuple[Model, ...] = (), tolerance: float = DEFAULT_TOLERANCE) -> TransferResult:
+                 validators: tuple[Model, ...] = (), tolerance: float = DEFAULT_TOLERANCE,
+                 stopping: sequential.Stopping | None = None) -> TransferResult:
         """Run the whole protocol for one (source, target) pair (after the judge's calibration).
 
         The baseline, each restart's optimization on the source (then its transferred score) and each
@@ -310,6 +313,12 @@ class SeedSession:
         with `concurrent_phases=False`; the result is the same either way (see `phases`). With
         `validators` (the source itself left out), each restart also optimizes against that validation
         set and scores the portable skill on the target.
+
+        Under the group-sequential design (`config.design`, `evidence.sequential`) the held-out tasks are
+        scored in waves: the chains above score the first wave; then each further wave scores the baseline,
+        transferred and direct skills on its tasks at the same time, until a look stops the pair (`stopping`:
+        the item's alpha and its gates' thresholds). The stop depends on the answers alone, so a replay stops
+        where the recording did, whatever `-n`.
         """
         validators = portable_validators(source, validators)
         self._transfers += 1
@@ -319,20 +328,22 @@ class SeedSession:
         for restart in range(2, self.config.restarts + 1):
             self._restart_splits(restart)
         # each chain is named (its kind, its restart), so what it returned is found by name
+        design, design_note = self.design(validators)
+        parts = self._test_parts(design)
         chains: dict[tuple[str, int], Callable[[], object]] = {
-            ("baseline", 0): lambda: self._baseline(target, (number, BASELINE_PHASE))}
+            ("baseline", 0): lambda: self._baseline(target, (number, BASELINE_PHASE), parts[0])}
         restart_numbers = range(1, self.config.restarts + 1)
 
         def first_phase(restart: int) -> int:
             return BASELINE_PHASE + 1 + RESTART_PHASES * (restart - 1)
 
-        def direct_chain(restart: int) -> Callable[[], object]:
-            return lambda: self._direct(target, direct_optimizer, restart, (number, first_phase(restart) + 2))
+        def direct_chain(restart: int, waves: tuple[str, ...] = parts[:1]) -> Callable[[], object]:
+            return lambda: self._direct(target, direct_optimizer, restart, (number, first_phase(restart) + 2), waves)
 
         for restart in restart_numbers:
             first = first_phase(restart)
             chains[("transfer", restart)] = lambda r=restart, f=first: self._learn_and_transfer(
-                source, target, source_optimizer, r, (number, f))
+                source, target, source_optimizer, r, (number, f), parts[0])
             if self.config.direct and not self.config.direct_on_demand:
                 chains[("direct", restart)] = direct_chain(restart)
             if validators:
@@ -341,20 +352,34 @@ class SeedSession:
         self.phase = "baseline"
         self.progress(f"{self.seed.name}: baseline on {target.model_id}")  # first, whatever finishes first
         done = dict(zip(chains, self._run_chains(list(chains.values()))))
+        # every arm's evaluations, one per wave scored so far
+        waves: dict[tuple[str, int], list[Evaluation]] = {}
+        for key, value in done.items():
+            if key[0] == "baseline":
+                waves[key] = [value]  # type: ignore[list-item]
+            elif key[0] == "transfer":
+                waves[key] = [value[1]]  # type: ignore[index]
+            elif key[0] == "direct":
+                waves[key] = list(value[1])  # type: ignore[index]
+        stop = self._looks(design, parts, waves, done, target, number, first_phase, stopping or sequential.Stopping())
+        scored = parts[:stop.look]
         if self.config.direct and self.config.direct_on_demand and self.direct_needed(
-                done[("baseline", 0)], [done[("transfer", r)][1] for r in restart_numbers]):  # type: ignore[index]
-            on_demand = {("direct", r): direct_chain(r) for r in restart_numbers}
+                _joined(waves[("baseline", 0)]), [_joined(waves[("transfer", r)]) for r in restart_numbers], stop):
+            on_demand = {("direct", r): direct_chain(r, scored) for r in restart_numbers}
             done.update(zip(on_demand, self._run_chains(list(on_demand.values()))))
+            waves.update({key: list(done[key][1]) for key in on_demand})  # type: ignore[index]
         self.phase = ""
         settled = self._settle_costs(number)
-        baseline = settled(done[("baseline", 0)])
+        baseline = _joined([settled(e) for e in waves[("baseline", 0)]])
         runs: list[RestartRun] = []
         portable: list[PortableRun] = []
         for restart in restart_numbers:
-            learned, transferred = done[("transfer", restart)]  # type: ignore[misc]
-            direct_opt, direct = done.get(("direct", restart), (None, None))  # type: ignore[misc]
+            learned = done[("transfer", restart)][0]  # type: ignore[index]
+            transferred = _joined([settled(e) for e in waves[("transfer", restart)]])
+            direct_opt = done[("direct", restart)][0] if ("direct", restart) in done else None  # type: ignore[index]
+            direct = _joined([settled(e) for e in waves[("direct", restart)]]) if direct_opt is not None else None
             runs.append(RestartRun(restart, restarts.split_seed(self.seed, restart), settled(learned),
-                                   settled(transferred), settled(direct_opt), settled(direct)))
+                                   transferred, settled(direct_opt), direct))
             if validators:
                 portable_opt, portable_eval = done[("portable", restart)]  # type: ignore[misc]
                 portable.append(PortableRun(restart, settled(portable_opt), settled(portable_eval)))
@@ -375,6 +400,8 @@ class SeedSession:
             judge=judge,
             portable=tuple(portable),
             direct_skipped=self.config.direct_on_demand and ("direct", 1) not in done,
+            stop=stop,
+            design_note=design_note,
         )
         if result.unlearnable:
             labels = {t.id: tuple(c.label() for c in t.judge.checks) for t in self.splits["test"]}
@@ -395,26 +422,101 @@ class SeedSession:
             self.phase = failed.phase
             raise failed.error from failed.error.__cause__
 
-    def direct_needed(self, baseline: Evaluation, transferred: list[Evaluation]) -> bool:
+    def direct_needed(self, baseline: Evaluation, transferred: list[Evaluation],
+                      stop: sequential.Stop | None = None) -> bool:
         """With the direct reference on demand: whether it can change what a reader concludes. It cannot
-        when the transferred skill already shows a gain on the target (the whole 95% interval above 0);
-        otherwise it tells whether the target could learn at all (no gain to transfer, or a skill that
-        does not travel)."""
-        return not paired_gain(baseline, transferred).low > 0
+        when the transferred skill already shows a gain on the target (the whole interval above 0, at the
+        stopping look's level); otherwise it tells whether the target could learn at all (no gain to
+        transfer, or a skill that does not travel)."""
+        return not paired_gain(baseline, transferred, stop).low > 0
 
-    def _baseline(self, target: Model, rank: tuple[int, ...]) -> Evaluation:
+    def design(self, validators: tuple[Model, ...] = ()) -> tuple[sequential.Design, str]:
+        """The design this seed's held-out tasks are scored by, and why it is the fixed one where the
+        configuration asked for looks ("" when it is what was asked)."""
+        design = sequential.DESIGNS[self.config.design]
+        if not design.sequential:
+            return design, ""
+        if self.config.restarts > 1:
+            return sequential.FIXED, "restarts: the interval over restarts has no looks"
+        if validators:
+            return sequential.FIXED, "a validation set: the portable skill is compared on every task"
+        if is_clustered([t.cluster for t in self.splits["test"]]):
+            return sequential.FIXED, "clustered tasks: a wave would cut a cluster"
+        return design, ""
+
+    def _test_parts(self, design: sequential.Design) -> tuple[str, ...]:
+        """The split names of the design's waves over the held-out tasks ("test" itself for one look)."""
+        tasks = self.splits["test"]
+        looks = design.looks(len(tasks))
+        if len(looks) == 1:
+            return ("test",)
+        names, start = [], 0
+        for look in looks:
+            name = f"test[{start}:{look.tasks}]"
+            self.splits.setdefault(name, tasks[start:look.tasks])
+            names.append(name)
+            start = look.tasks
+        return tuple(names)
+
+    def _looks(self, design: sequential.Design, parts: tuple[str, ...], waves: dict[tuple[str, int], list[Evaluation]],
+               done: dict[tuple[str, int], object], target: Model, number: int, first_phase: Callable[[int], int],
+               stopping: sequential.Stopping) -> sequential.Stop:
+        """Look after each wave (scoring the next wave of every arm at the same time) until the design stops."""
+        total = len(self.splits["test"])
+        if not design.sequential:
+            return sequential.fixed_stop(total)
+        looks = design.looks(total)
+        for index, look in enumerate(looks):
+            if index > 0:
+                self.phase = "held-out wave"
+                chain = {key: self._wave_chain(key, done, target, parts[index], number, first_phase) for key in waves}
+                for key, evaluation in zip(chain, self._run_chains(list(chain.values()))):
+                    waves[key].append(evaluation)  # type: ignore[arg-type]
+            before = [t.hard for e in waves[("baseline", 0)] for t in e.tasks]
+            after = [t.hard for e in waves[("transfer", 1)] for t in e.tasks]
+            differences = [a - b for b, a in zip(before, after)]
+            up, down = sum(d for d in differences if d > 0), -sum(d for d in differences if d < 0)
+            seen = sequential.judge_look(design, total, look, up, down, stopping.thresholds, stopping.alpha)
+            scores = [(t.task_id, t.hard) for e in waves[("transfer", 1)] for t in e.tasks]
+            regression = sequential.reference_look(design, total, look, scores, stopping, stopping.alpha)
+            if regression == sequential.CONTINUE:
+                seen = replace(seen, action=sequential.CONTINUE)  # the regression gate is still open: look on
+            if seen.action != sequential.CONTINUE:
+                self.progress(f"{self.seed.name}: look {look.number} of {len(looks)} at {look.tasks} of {total} "
+                              f"held-out tasks on {target.model_id}: {seen.action}, stop")
+                return sequential.Stop(design.name, look.number, len(looks), look.tasks, total, look.share, seen.action)
+            self.progress(f"{self.seed.name}: look {look.number} of {len(looks)} at {look.tasks} of {total} "
+                          f"held-out tasks on {target.model_id}: go on")
+        raise AssertionError("the last look always stops")  # pragma: no cover
+
+    def _wave_chain(self, key: tuple[str, int], done: dict[tuple[str, int], object], target: Model, part: str,
+                    number: int, first_phase: Callable[[int], int]) -> Callable[[], Evaluation]:
+        """Score one arm's skill on one wave of held-out tasks (ranked as that arm's phase)."""
+        kind, restart = key
+        if kind == "baseline":
+            return lambda: self._baseline(target, (number, BASELINE_PHASE), part)
+        skill = done[key][0].learned_skill  # type: ignore[index]
+        offset = 1 if kind == "transfer" else 3
+        phase = "transferred" if kind == "transfer" else "direct"
+
+        def score() -> Evaluation:
+            phases.enter_phase(phase)
+            return self.evaluate(target, skill, part, rank=(number, first_phase(restart) + offset))
+        return score
+
+    def _baseline(self, target: Model, rank: tuple[int, ...], part: str = "test") -> Evaluation:
         phases.enter_phase("baseline")
-        return self.evaluate(target, self.seed.skill, "test", rank=rank)
+        return self.evaluate(target, self.seed.skill, part, rank=rank)
 
     def _learn_and_transfer(self, source: Model, target: Model, optimizer: Model, restart: int,
-                            rank: tuple[int, int]) -> tuple[Optimization, Evaluation]:
-        """Optimize on the source, then score the learned skill on the target."""
+                            rank: tuple[int, int], part: str = "test") -> tuple[Optimization, Evaluation]:
+        """Optimize on the source, then score the learned skill on the target (its first wave of tasks)."""
         phases.enter_phase("optimize-source")
         learned = self.optimize(source, optimizer, restart, rank)
         phases.enter_phase("transferred")
         suffix = f" (restart {restart})" if restart > 1 else ""
         self.progress(f"{self.seed.name}: transferred skill on {target.model_id}{suffix}")
-        return learned, self.evaluate(target, learned.learned_skill, "test", rank=(rank[0], rank[1] + 1))
+        return learned, self.evaluate(target, learned.learned_skill, part, rank=(rank[0], rank[1] + 1))
 
     def _learn_portable(self, source: Model, target: Model, optimizer: Model, validators: tuple[Model, ...],
                         tolerance: float, restart: int, rank: tuple[int, int]) -> tuple[Optimization, Evaluation]:
@@ -426,13 +528,16 @@ class SeedSession:
         self.progress(f"{self.seed.name}: portable skill on {target.model_id}{suffix}")
         return learned, self.evaluate(target, learned.learned_skill, "test", rank=(rank[0], rank[1] + 1))
 
-    def _direct(self, target: Model, optimizer: Model, restart: int,
-                rank: tuple[int, int]) -> tuple[Optimization, Evaluation]:
-        """The direct reference: optimize on the target, then score that skill on the target."""
+    def _direct(self, target: Model, optimizer: Model, restart: int, rank: tuple[int, int],
+                parts: tuple[str, ...] = ("test",)) -> tuple[Optimization, list[Evaluation]]:
+        """The direct reference: optimize on the target, then score that skill on the target (on `parts`, the
+        waves of held-out tasks it is scored on here, all at once)."""
         phases.enter_phase("optimize-direct")
         direct_opt = self.optimize(target, optimizer, restart, rank)
         phases.enter_phase("direct")
-        return direct_opt, self.evaluate(target, direct_opt.learned_skill, "test", rank=(rank[0], rank[1] + 1))
+        skill, at = direct_opt.learned_skill, (rank[0], rank[1] + 1)
+        return direct_opt, list(phases.fan_out(lambda part: self.evaluate(target, skill, part, rank=at), parts,
+                                               len(parts), f"{self.seed.name}-direct"))
 
     def _settle_costs(self, number: int) -> Callable[[T], T]:
         """Recount the costs of the phases transfer `number` computed, now that every phase ranked before
@@ -445,6 +550,19 @@ class SeedSession:
                     memo.replace(key, (fresh, meter))
                     settled[id(value)] = fresh
         return lambda value: settled.get(id(value), value)  # type: ignore[return-value]
+
+
+def _joined(evaluations: list[Evaluation]) -> Evaluation:
+    """One evaluation of the held-out tasks from its waves (their tasks in order, their costs merged)."""
+    if len(evaluations) == 1:
+        return evaluations[0]
+    first = evaluations[0]
+    costs: dict = {}
+    for evaluation in evaluations:
+        for key, tally in evaluation.costs.items():
+            costs[key] = costs[key].merged(tally) if key in costs else tally
+    return Evaluation(first.model_id, "test", tuple(t for e in evaluations for t in e.tasks), dict(sorted(costs.items())),
+                      first.gate_weight, first.scoring)
 
 
 def portable_validators(source: Model, validators: tuple[Model, ...]) -> tuple[Model, ...]:

@@ -4,10 +4,11 @@ each phase cost. `protocol.SeedSession` produces them; reports read them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 from ..evidence.portability import Portability, portability
+from ..evidence.sequential import DESIGNS, Stop
 from ..evidence.stats import Estimate, Gain, Ratio, clustered_gain, clustered_score, efficiency_ratio
 from ..guards.bounds import over_maximum
 from ..guards.edits import Edit
@@ -39,6 +40,7 @@ class ProtocolConfig:
     min_delta: float | None = None  # the val gate keeps edits beating the current score by more than this
     #                                 (None: the scoring profile's, 0 by default)
     scoring: str = "default"  # a scoring profile (pytest_skilltransfer.engine.scoring): "default" or "gbrain"
+    design: str = "group-sequential"  # how held-out tasks are scored: in waves with looks, or "fixed" (all at once)
 
     def validate(self) -> None:
         """Raise ValueError naming the first bad setting."""
@@ -59,6 +61,8 @@ class ProtocolConfig:
         if self.nights >= restarts.SAMPLE_STRIDE:
             raise ValueError(f"nights must be below {restarts.SAMPLE_STRIDE}, got {self.nights}")
         scoring_profile(self.scoring)
+        if self.design not in DESIGNS:
+            raise ValueError(f"unknown design {self.design!r}; designs: {', '.join(DESIGNS)}")
 
 
 @dataclass(frozen=True)
@@ -201,10 +205,14 @@ def _clusters(evaluation: Evaluation) -> list[str | None]:
     return [t.cluster for t in evaluation.tasks]
 
 
-def paired_gain(before: Evaluation, after: list[Evaluation]) -> Gain:
+def paired_gain(before: Evaluation, after: list[Evaluation], stop: Stop | None = None) -> Gain:
     """The paired gain of `after` (one evaluation per restart) over `before` (hard), with clusters of tasks
-    as the units when the seed names any."""
-    return clustered_gain(_hard(before), [_hard(a) for a in after], _clusters(before))
+    as the units when the seed names any. With a `stop` of the group-sequential design: the interval at the
+    stopping look's level and the p-value over its share of alpha (p <= 0.05 exactly when it excludes 0)."""
+    if stop is None or stop.share >= 1.0:
+        return clustered_gain(_hard(before), [_hard(a) for a in after], _clusters(before))
+    gain = clustered_gain(_hard(before), [_hard(a) for a in after], _clusters(before), stop.level())
+    return replace(gain, p_value=min(1.0, gain.p_value / stop.share) if stop.share > 0 else 1.0)
 
 
 @dataclass(frozen=True)
@@ -230,6 +238,8 @@ class TransferResult:
     source_name: str = ""  # the name the run gave the source (an alias of `source`, the id); "" = the id
     target_name: str = ""  # likewise for the target
     never_passed: tuple[str, ...] = ()  # checks of the held-out tasks that no sample of any arm passed
+    stop: Stop | None = None  # where the held-out design stopped (evidence.sequential); None: not recorded
+    design_note: str = ""  # why the fixed design ran where the configuration asked for looks ("" otherwise)
 
     @property
     def unlearnable(self) -> bool:
@@ -249,7 +259,7 @@ class TransferResult:
     def gain(self) -> Gain:
         """Paired gain transferred - baseline (hard), over every restart, with clusters of tasks as the
         units when the seed names any (computed once)."""
-        return paired_gain(self.baseline, [run.transferred for run in self.runs])
+        return paired_gain(self.baseline, [run.transferred for run in self.runs], self.stop)
 
     @cached_property
     def portability(self) -> Portability | None:
@@ -265,8 +275,7 @@ class TransferResult:
         """Paired per-task gain direct - baseline (hard), over every restart; None without a direct run."""
         if self.direct is None:
             return None
-        return clustered_gain(_hard(self.baseline), [_hard(run.direct) for run in self.runs if run.direct],
-                              _clusters(self.baseline))
+        return paired_gain(self.baseline, [run.direct for run in self.runs if run.direct], self.stop)
 
     @cached_property
     def efficiency_estimate(self) -> Ratio | None:

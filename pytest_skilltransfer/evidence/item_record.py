@@ -247,12 +247,32 @@ class Unadjusted(JsonRecord):
 
 
 @dataclass(frozen=True)
+class SequentialRecord(JsonRecord):
+    """The held-out design and where the item stopped (`evidence.sequential`, `result_json.sequential_record`)."""
+
+    design: str
+    looks: tuple[int, ...]
+    alpha_shares: tuple[float, ...]
+    futility: str
+    futility_below: float | None
+    look: int
+    tasks: int
+    of: int
+    alpha_share: float
+    reason: str
+    level: float
+    note: str | None = None
+
+
+@dataclass(frozen=True)
 class FamilyRecord(JsonRecord):
     """The family the item was judged in (`evidence.run_family.family_record`)."""
 
     method: str
     alpha: float
     size: int
+    alpha_share: float | None = optional()  # with looks: the share of the item's alpha its stopping look spent
+    futile: bool | None = optional()  # the item stopped for futility
     level: float
     p_adjusted: float | None = None
     ci_low: float | None = None
@@ -311,6 +331,7 @@ class ItemRecord(JsonRecord):
     learned_skill_tail: str = ""
     optimizer: str | None = None
     gain: GainRecord
+    sequential: SequentialRecord | None = None
     outcome: str | None = None
     efficiency: float | None = None
     efficiency_ci: Interval | None = None

@@ -42,19 +42,23 @@ class RunFamily:
     method: str = METHOD
     recorded: bool = False  # the size was read from the committed snapshot (evidence unchanged); not in the JSON,
     # so a replay's report equals the recording's
+    share: float = 1.0  # the share of the item's alpha its stopping look spent (`sequential`; 1: one look)
+    futile: bool = False  # the item stopped for futility: the last look would most likely not have decided it
 
     @property
     def level(self) -> float:
-        """The two-sided level every gate and the finding use."""
-        return 1 - self.alpha / max(self.size, 1)
+        """The two-sided level every gate and the finding use: the item's alpha / size, times the share of it
+        the look the item stopped at spends (the design divides each item's alpha across its looks)."""
+        return 1 - self.alpha / max(self.size, 1) * self.share
 
     def as_dict(self) -> dict[str, Any]:
-        return {"method": self.method, "alpha": self.alpha, "size": self.size, "level": round(self.level, 8)}
+        shared = {"alpha_share": self.share, **({"futile": True} if self.futile else {})} if self.share < 1.0 else {}
+        return {"method": self.method, "alpha": self.alpha, "size": self.size, **shared, "level": round(self.level, 8)}
 
 
 def undecidable(gain: dict[str, Any], family: RunFamily) -> bool:
     """Whether no outcome could be a finding: the smallest p-value of the item's units exceeds the bar."""
-    return smallest_p(gain["n"], restart_count_of(gain)) > family.alpha / max(family.size, 1) + EPSILON
+    return smallest_p(gain["n"], restart_count_of(gain)) > family.alpha / max(family.size, 1) * family.share + EPSILON
 
 
 def units_word(gain: dict[str, Any]) -> str:
@@ -70,7 +74,7 @@ def word(gain: dict[str, Any], family: RunFamily) -> str:
         return TRANSFERS
     if high < -EPSILON:
         return HURTS
-    if undecidable(gain, family):
+    if undecidable(gain, family) and not family.futile:  # a futile stop's few tasks were enough to see that
         return f"{UNDECIDABLE} at {units_word(gain)}"
     if gain["ci_low"] > 0:
         return GAIN_ALONE

@@ -71,7 +71,8 @@ def _family(result: ItemRecord) -> RunFamily:
     record = result.family
     if not record:
         return RunFamily(1, method="none")
-    return RunFamily(record.size, record.alpha, record.method)
+    return RunFamily(record.size, record.alpha, record.method, share=record.alpha_share or 1.0,
+                     futile=bool(record.futile))
 
 
 def item_word(result: ItemRecord) -> str:

@@ -89,3 +89,26 @@ def configured_prices(units: list[Unit]) -> dict[str, float | None]:
     """Dollars at most and expected with each model in the lane it runs in (its own `lane`, `--transfer-batch`,
     a flex service tier), as the run will pay them."""
     return {kind: units_usd(units, kind) for kind in ("bound", "expected")}
+
+
+VERDICT_PHASES = ("baseline", "transferred")
+
+
+def verdict_floor(units: list[Unit], lane: str | None = None) -> float | None:
+    """The expected dollars of the verdict itself under the fixed design: the baseline and the transferred skill
+    on every held-out task (the expected figures without the design's expected share of the tasks, `Unit.scored`)."""
+    values: list[float | None] = []
+    for unit in units:
+        if unit.phase in VERDICT_PHASES:
+            usd = units_usd([unit], "expected", lane)
+            values.append(None if usd is None else usd / unit.scored)
+    return _sum(values)
+
+
+def held_out_scored(units: list[Unit]) -> float | None:
+    """The expected share of the held-out tasks the design scores, weighted by the evaluations' expected dollars
+    under the fixed design (None without a held-out evaluation or a price)."""
+    held = [u for u in units if u.phase in (*VERDICT_PHASES, "direct")]
+    full = _sum([None if (usd := units_usd([u], "expected")) is None else usd / u.scored for u in held])
+    scored = units_usd(held, "expected")
+    return None if not full or scored is None else scored / full

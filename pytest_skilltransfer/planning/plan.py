@@ -33,7 +33,10 @@ of its edit budget in rules of `EXPECTED_RULE_TOKENS` (the simulator's runs of t
 tokens over two nights) — so with probability (1 - `EXPECTED_NIGHTS_ACCEPTED`) ** nights an optimization
 keeps nothing, and the test of its skill on the target equals the baseline's and is answered from the run's
 cache (`learned_test`) — a skill that kept an edit shows a gain on the target with probability
-`EXPECTED_GAIN_SHOWN`, so the direct reference on demand runs with probability `direct_chance` — and when the model caches prompts (an Anthropic prefix marked by the
+`EXPECTED_GAIN_SHOWN`, so the direct reference on demand runs with probability `direct_chance` — under the
+group-sequential design a held-out evaluation scores `sequential.expected_share` of its tasks (its expected stop
+over `sequential.EXPECTED_MIXTURE` at the item's share of the run family's alpha; the bounds count every look) —
+and when the model caches prompts (an Anthropic prefix marked by the
 wire, with `--prompt-cache` on; an OpenAI prefix of at least `OPENAI_CACHE_MIN_TOKENS`) the first call
 of an evaluation writes its shared prefix and every later call reads it.
 """
@@ -64,6 +67,8 @@ from ..guards.edits import max_skill_bytes
 from ..engine.tools import MAX_RESULTS, SEARCH_TOOL
 from ..models.anthropic_wire import cache_min_tokens, caches_prefix
 from ..models.base import Usage
+from ..evidence.sequential import ALPHA, DESIGNS, expected_share
+from ..evidence.stats import is_clustered
 from ..pricing.prices import cost_usd, lane_of, rates_of
 
 CHARS_PER_TOKEN = 4
@@ -172,6 +177,8 @@ class Unit:
     shares: tuple[Share, ...]
     on_demand: bool = False  # runs only when the run's outcome asks for it (the direct reference on demand)
     chance: float = 1.0  # the probability it runs: the expected figures are weighted by it, the bound is not
+    scored: float = 1.0  # a held-out evaluation: the expected share of its tasks the design scores (in the
+    #                      expected figures already; the bound counts every look)
 
     @property
     def calls(self) -> int:
@@ -202,9 +209,11 @@ class Planner:
     """Bounds for one seed under one protocol configuration (see module docstring)."""
 
     def __init__(self, seed: Seed, config: ProtocolConfig, prompt_cache: bool = True,
-                 judge: tuple[str, int] | None = None) -> None:
-        """`judge`: the judge's (model id, samples per rubric check), when the seed has one."""
+                 judge: tuple[str, int] | None = None, alpha: float = ALPHA) -> None:
+        """`judge`: the judge's (model id, samples per rubric check), when the seed has one; `alpha`: an item's
+        share of the run family's error (0.05 / m), which the group-sequential design's looks spend."""
         self.seed, self.config, self.prompt_cache, self.judge = seed, config, prompt_cache, judge
+        self.alpha = alpha
         self.test = capped(seed.test, config.limit_test, seed.split.seed)
         self.tools = (SEARCH_TOOL,) if seed.corpus_dir else ()
         self.steps = MAX_TOOL_STEPS if self.tools else 1
@@ -340,20 +349,38 @@ class Planner:
                                  item.criterion, self.judge[1]) for item in self.seed.calibration]
         return Unit((self.seed.name, "calibration", self.judge[0]), "judge-calibration", _merge(shares))
 
+    def held_out_share(self, validators: tuple[str, ...] = ()) -> float:
+        """The expected share of the held-out tasks an item's evaluations score: under the group-sequential design
+        its expected stop over `sequential.EXPECTED_MIXTURE` at the item's alpha (an assumption about the items,
+        stated there); 1 for the fixed design and where the design falls back to it (restarts, a validation set,
+        clustered tasks), as `SeedSession.design` decides."""
+        if (self.config.restarts > 1 or validators or not DESIGNS[self.config.design].sequential
+                or is_clustered([t.cluster for t in self.test])):
+            return 1.0
+        return expected_share(self.config.design, len(self.test), self.alpha)
+
     def item(self, source: str, target: str, source_optimizer: str, target_optimizer: str,
              validators: tuple[str, ...] = ()) -> list[Unit]:
         """The units of one (source, target) item, in protocol order (model ids, not names); with `validators`
-        (the validation set, `--validate-on`), each restart's portable optimization and its test on the target."""
+        (the validation set, `--validate-on`), each restart's portable optimization and its test on the target.
+        The held-out evaluations (baseline, transferred, direct) are expected at `held_out_share` of their tasks
+        and bounded at all of them."""
         validators = tuple(dict.fromkeys(v for v in validators if v != source))
         name = self.seed.name
+        share = self.held_out_share(validators)
+
+        def scored(shares: tuple[Share, ...]) -> tuple[Share, ...]:
+            return tuple(s.expected_times(share) for s in shares) if share < 1 else shares
+
         calibration = self.calibration()
         units = [calibration] if calibration is not None else []
-        units.append(Unit((name, "baseline", target), "baseline", self.evaluation(target, self.test, self.seed_skill)))
+        units.append(Unit((name, "baseline", target), "baseline",
+                          scored(self.evaluation(target, self.test, self.seed_skill)), scored=share))
         for restart in range(1, self.config.restarts + 1):
             units += [
                 self.optimization(source, source_optimizer, "optimize-source", restart),
                 Unit((name, "transferred", source, source_optimizer, target, str(restart)), "transferred",
-                     self.learned_test(target)),
+                     scored(self.learned_test(target)), scored=share),
             ]
             if self.config.direct:
                 optimized = self.optimization(target, target_optimizer, "optimize-direct", restart)
@@ -361,7 +388,7 @@ class Planner:
                 chance = self.direct_chance() if on_demand else 1.0
                 units += [replace(optimized, on_demand=on_demand, chance=chance),
                           Unit((name, "direct", target, target_optimizer, str(restart)), "direct",
-                               self.learned_test(target), on_demand, chance)]
+                               scored(self.learned_test(target)), on_demand, chance, scored=share)]
             if validators:
                 units += [self.optimization(source, source_optimizer, "optimize-portable", restart, validators),
                           Unit((name, "portable", source, source_optimizer, target, str(restart), *validators),

@@ -560,8 +560,11 @@ def transfer_result(request: pytest.FixtureRequest, transfer_pair: Pair, snapsho
     runner = runner_of(request.config)
     try:
         try:
+            from .item_hooks import stopping
+
+            looks = stopping(item, runner.seed(spec.seed_path), spec, snapshot)
             result = runner.transfer(spec.seed_path, spec.source, spec.target, spec.optimizer, spec.validate_on,
-                                     spec.validate_tolerance)
+                                     spec.validate_tolerance, looks)
         except BaseException:  # what the calls before the error spent stays in the bill, as this item's
             from ..reports.result_json import errored_cost
 

@@ -142,11 +142,12 @@ def inconclusive_guard(outcome: GateOutcome) -> Gate | None:
     return next((g for g in outcome.gates if g.name in GUARDS and g.verdict == stats.INCONCLUSIVE), None)
 
 
-def gate_level(correction: str, family: int) -> float:
-    """The interval level of the gates: 95%, or Bonferroni's 1 - 0.05 / m over m items."""
+def gate_level(correction: str, family: int, share: float = 1.0) -> float:
+    """The interval level of the gates: 95%, or Bonferroni's 1 - 0.05 / m over m items; times the share of the
+    item's alpha its stopping look spends (`evidence.sequential`)."""
     if correction == "bonferroni" and family > 1:
-        return 1 - (1 - stats.LEVEL) / family
-    return stats.LEVEL
+        return 1 - (1 - stats.LEVEL) / family * share
+    return 1 - (1 - stats.LEVEL) * share
 
 
 def _decided_text(tasks: int | None, n: int, restarts: int, record: GainRecord | ScoreRecord | None = None,
@@ -413,7 +414,7 @@ def _expect_gate(result: ItemRecord, expected: str, level: float = stats.LEVEL) 
 
 def evaluate(result: ItemRecord, thresholds: Thresholds, committed: dict[str, float] | None = None,
              updating: bool = False, correction: str = "none", family: int = 1,
-             reference: str | None = None, expected: str | None = None) -> GateOutcome:
+             reference: str | None = None, expected: str | None = None, share: float = 1.0) -> GateOutcome:
     """Apply every configured gate to an item's record (`evidence.item_record.ItemRecord`).
 
     `expected` is the outcome the seed declares for this pair (seed.toml `expect`); it replaces the
@@ -423,7 +424,7 @@ def evaluate(result: ItemRecord, thresholds: Thresholds, committed: dict[str, fl
     `reference` names where they come from when that is not the working tree (e.g. `the snapshot at
     origin/main`), and then a failure asks for a fix rather than for `--snapshot-update`.
     """
-    level = gate_level(correction, family)
+    level = gate_level(correction, family, share)
     gates: list[Gate] = []
     notes: list[str] = []
     corrected = f", Bonferroni over {family} items" if level != stats.LEVEL else ""

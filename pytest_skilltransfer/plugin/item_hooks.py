@@ -14,7 +14,8 @@ from typing import Any, Generator
 import pytest
 
 from ..evidence.item_record import AnswersCollapse, ConstantAnswerRecord, FamilyRecord, GateRecord, ItemRecord
-from ..evidence.run_family import RunFamily, record as family_record, word
+from ..evidence.run_family import ALPHA, RunFamily, record as family_record, word
+from ..evidence.sequential import Stopping
 from ..guards.terminal import safe
 from .reporting import ERROR_ATTRIBUTE, FIX, REPORT_ATTRIBUTE, is_worker, plain_nodeid
 from .state import ERROR_COST, RUN, RUNNER, SPEC, ItemRun, runner_of, settings_of
@@ -91,12 +92,49 @@ def run_family(item: pytest.Item, run: ItemRun) -> RunFamily:
     (so it keeps its verdict and words), else Bonferroni over the run's distinct items (`evidence.run_family`)."""
     from . import snapshots
 
+    stop = run.record.sequential
+    looks = {"share": stop.alpha_share, "futile": stop.reason == "futile"} if stop is not None else {}
     if settings_of(item.config).correction == "none":
-        return RunFamily(1, method="none")
+        return RunFamily(1, method="none", **looks)
     recorded = snapshots.recorded_family(run.snapshot, run.record)
     if recorded is not None:
-        return RunFamily(recorded[1], method=recorded[0], recorded=True)
-    return RunFamily(family_size(item))
+        return RunFamily(recorded[1], method=recorded[0], recorded=True, **looks)
+    return RunFamily(family_size(item), **looks)
+
+
+def stopping(item: pytest.Item, seed: Any, spec: Any, snapshot: Any) -> Stopping:
+    """What the item's looks test (`evidence.sequential`): its share of the run family's alpha, and the thresholds
+    of the gates that read the gain (0 for the outcome and `expect`, -harm tolerance, `min_gain`, -non-inferiority
+    margin). The family size is the one the item's committed snapshot records when it records one, so a replay
+    stops where its recording did whatever else the run collects (`-k`, another seed added); else the run's."""
+    from . import snapshots
+
+    settings = settings_of(item.config)
+    gates = settings.thresholds(seed.thresholds, spec.thresholds)
+    values = {0.0}
+    for value, sign in ((gates.harm_tolerance, -1.0), (gates.min_gain, 1.0), (gates.noninferiority_margin, -1.0)):
+        if value is not None:
+            values.add(round(sign * value, 9) + 0.0)
+    size = 1 if settings.correction == "none" else (snapshots.recorded_size(snapshot) or family_size(item))
+    return Stopping(ALPHA / size, tuple(sorted(values)), *_regression_reference(item, snapshot, gates))
+
+
+def _regression_reference(item: pytest.Item, snapshot: Any, gates: Any) -> tuple[tuple[tuple[str, float], ...], float]:
+    """What the regression gate will compare the transferred skill with (the snapshot at `--compare-to`'s base, or
+    the committed one unless it is being updated), so the looks go on until that comparison is decided too."""
+    from . import compare_to, snapshots
+
+    if gates.regression_tolerance is None:
+        return (), 0.0
+    path = snapshots.location(snapshot.use_extension(snapshots.TransferSnapshotExtension))
+    base = compare_to.before(item.config, path)
+    if base is not None:
+        committed = base.committed(snapshots.parse_per_task)
+    elif not snapshot.update_snapshots and path.is_file():
+        committed = snapshots.parse_per_task(path.read_text(encoding="utf-8"))
+    else:
+        committed = None
+    return tuple(sorted((committed or {}).items())), -gates.regression_tolerance
 
 
 def _gaming(run: ItemRun) -> None:
@@ -135,7 +173,7 @@ def _gate(item: pytest.Item, run: ItemRun) -> None:
     runner = runner_of(item.config)
     outcome = gating.evaluate(run.record, thresholds, committed, updating=updating,
                               correction=family.method if family.size > 1 else "none", family=family.size,
-                              reference=base.reference if base is not None else None,
+                              reference=base.reference if base is not None else None, share=family.share,
                               expected=run.seed.expected_outcome(runner.ref(run.spec.source), runner.ref(run.spec.target)))
     if base is not None:
         run.record = replace(run.record, compare=base.record(run.record, outcome.as_dict(), run.spec.seed_path))

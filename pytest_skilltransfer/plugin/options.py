@@ -92,6 +92,9 @@ def add_options(parser: Any) -> None:
     _add(group, parser, "direct-on-demand", "run the direct reference (optimize and score on the target) only "
          "where it can change the reading: when the transferred skill shows no gain on the target "
          "(docs/protocol.md)", action="store_true", default=None)
+    _add(group, parser, "design", "how held-out tasks are scored: group-sequential (the default: in waves, each "
+         "pair stopped once its verdict is decided, alpha spent across the looks) or fixed (every task at once); "
+         "docs/protocol.md", metavar="DESIGN")
     _add(group, parser, "only-seed", "keep only the items of this seed: its matrix items and the hand-written "
          "tests naming it (so a re-record covers the seed completely); repeat or comma-separate for several",
          "args", action="append", metavar="SEED")
@@ -476,6 +479,7 @@ def read_settings(config: pytest.Config) -> Settings:
     protocol["direct"] = not _bool(no_direct, where) if no_direct is not None else True
     on_demand, where = reader.get("direct-on-demand")
     protocol["direct_on_demand"] = _bool(on_demand, where) if on_demand is not None else False
+    protocol["design"] = _choice(reader, "design", ("group-sequential", "fixed"))
     layers: dict[str, dict[str, float | None]] = {"ini": {}, "cli": {}}
     for name in option_gates():
         option = GATES[name].option

@@ -17,7 +17,7 @@ import pytest
 from ..engine.protocol import SeedSession
 from ..models.base import Model, ModelCallError, Reply, Request
 from ..planning.calibration import Calibration, calibrated
-from ..planning.money import breakdown, configured_prices, lane_prices, units_usd
+from ..planning.money import breakdown, configured_prices, held_out_scored, lane_prices, units_usd, verdict_floor
 from ..planning.plan import Planner, Unit
 from .aa_fixture import AA_MARKER
 from .runner import Runner, concurrency, needs_recording
@@ -104,11 +104,15 @@ def _planned(runner: Runner, items: list[pytest.Item], spec_of: Callable[[pytest
         spec = spec_of(item)
         if spec is not None:
             by_seed.setdefault(spec.seed_path, []).append((item, spec))
+    # the run family's size (`item_hooks.family_size`): each item's alpha, which the design's looks spend
+    family = len({(str(s.seed_path), s.source, s.target, s.optimizer or "")
+                  for s in (spec_of(item) for item in items) if s is not None})
+    alpha = 0.05 / max(family, 1) if runner.settings.correction == "bonferroni" else 0.05
     for seed_path, members in by_seed.items():
         seed = runner.seed(seed_path)
         judge = runner.judge(seed)
         planner = Planner(seed, runner.settings.protocol, runner.settings.calls.prompt_cache,
-                          (judge.model.model_id, judge.samples) if judge is not None else None)
+                          (judge.model.model_id, judge.samples) if judge is not None else None, alpha)
         rows = []
         for item, spec in members:
             models = [runner.model(n) for n in (spec.source, spec.target) + ((spec.optimizer,) if spec.optimizer else ())]
@@ -171,9 +175,14 @@ def critical_path(runner: Runner, items: list[pytest.Item], spec_of: Callable[[p
     item, the longest of its concurrent chains, every night run, each evaluation one round trip per agent
     turn (`AGENT_TURNS_WITH_TOOLS` with tools) plus one for a rubric judge, each night's reflection one; an
     optimization or baseline an earlier item of the seed computed costs none; the direct reference on
-    demand is counted as run. For the progress line's ETA (`live_progress`)."""
-    nights = runner.settings.protocol.nights
-    direct, on_demand = runner.settings.protocol.direct, runner.settings.protocol.direct_on_demand
+    demand is counted as run; under the group-sequential design every further wave of held-out tasks costs one
+    evaluation more, counted as if every look were taken. For the progress line's ETA (`live_progress`)."""
+    from ..evidence.sequential import DESIGNS
+
+    protocol = runner.settings.protocol
+    nights = protocol.nights
+    direct, on_demand = protocol.direct, protocol.direct_on_demand
+    design = DESIGNS[protocol.design]
     total = 0
     seen: set[tuple[Any, ...]] = set()
     for item in items:
@@ -195,7 +204,9 @@ def critical_path(runner: Runner, items: list[pytest.Item], spec_of: Callable[[p
         baseline = step if once("baseline", spec.seed_path, spec.target) else 0
         transfer = (optimize if once("optimize", spec.seed_path, spec.source) else 0) + step
         reference = ((optimize if once("optimize", spec.seed_path, spec.target) else 0) + step) if direct else 0
-        total += max(baseline, transfer + reference) if on_demand else max(baseline, transfer, reference)
+        tasks = min(len(seed.test), protocol.limit_test or len(seed.test))
+        waves = len(design.looks(tasks)) - 1 if protocol.restarts == 1 and not spec.validate_on else 0
+        total += (max(baseline, transfer + reference) if on_demand else max(baseline, transfer, reference)) + waves * step
     return total
 
 
@@ -278,6 +289,20 @@ def breakdown_lines(plans: list[ItemPlan]) -> list[str]:
     return lines
 
 
+def verdict_lines(units: list[Unit]) -> list[str]:
+    """The expected figure beside the verdict floor: what the held-out design is expected to score, and what a fixed
+    design's verdict (baseline and transferred on every held-out task) is expected to cost."""
+    scored, floor, expected = held_out_scored(units), verdict_floor(units), _usd(units, "expected")
+    if scored is None or floor is None or expected is None:
+        return []
+    design = ("the fixed design: every held-out task" if scored >= 1 else
+              f"the group-sequential design: held-out answers expected at {scored:.0%} of the fixed design's "
+              "(sequential.EXPECTED_MIXTURE, at each item's share of the run family's alpha); the bound counts "
+              "every look")
+    return [f"expected ${_money(expected)} under {design}; verdict floor ${_money(floor)} expected: the fixed "
+            "design's verdict alone (baseline and transferred on every held-out task)"]
+
+
 def plan_json(plans: list[ItemPlan], price_date: str, calibration: Calibration | None = None) -> dict[str, Any]:
     """The plan as JSON (`--plan --skilltransfer-json PATH`): items, the total, the lanes and the breakdown."""
     unique = list({u.key: u for plan in plans for u in plan.units}.values())
@@ -301,7 +326,8 @@ def plan_json(plans: list[ItemPlan], price_date: str, calibration: Calibration |
                           "chance_to_run": _run_chance(on_demand)},
             "items": [{"item": plan.nodeid, "pair": plan.pair, **figures(plan.units), "replayed": plan.replayed,
                        "miss_phase": plan.miss_phase} for plan in plans],
-            "total": figures(unique), "lanes": {"as_configured": configured_prices(unique), **lane_prices(unique)},
+            "total": figures(unique), "verdict_floor_usd": verdict_floor(unique),
+            "held_out_scored": held_out_scored(unique), "lanes": {"as_configured": configured_prices(unique), **lane_prices(unique)},
             "breakdown": breakdown([(plan.pair, plan.units) for plan in plans])}
 
 
@@ -370,6 +396,7 @@ def plan_lines(plans: list[ItemPlan], price_date: str, calibration: Calibration 
         f"skill-transfer plan: no model was called; upper bounds at prices.toml of {price_date}",
         *_table(rows, rule_before_last=not on_demand),
         *priced,
+        *verdict_lines(unique),
         *validation_lines(unique),
         *calibration_lines(calibration),
         "",

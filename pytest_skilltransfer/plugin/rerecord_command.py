@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from .collect import TransferSpec
 
 REQUEST_SHAPING = ("optimizer", "nights", "edit-budget", "limit-replay", "limit-holdout", "samples", "no-direct",
-                   "direct-on-demand", "prompt-cache", "transfer-service-tier", "validate-on", "validate-tolerance")
+                   "direct-on-demand", "design", "prompt-cache", "transfer-service-tier", "validate-on", "validate-tolerance")
 
 
 def rerecord_command(item: "pytest.Item", spec: "TransferSpec") -> str:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the engine is imported where a seed is first used: an xdist
     from ..engine.rubric import JudgeSetup
     from ..engine.seed_data import Seed, SeedError
     from .budget import Budget
+    from ..evidence.sequential import Stopping
 
 Progress = Callable[[str], None]
 
@@ -153,7 +154,8 @@ class Runner:
         return self._sessions[key]
 
     def transfer(self, path: Path, source: str, target: str, optimizer: str | None,
-                 validate_on: tuple[str, ...] = (), tolerance: float = 0.0) -> TransferResult:
+                 validate_on: tuple[str, ...] = (), tolerance: float = 0.0,
+                 stopping: "Stopping | None" = None) -> TransferResult:
         """Run (or reuse) the protocol for one seed and pair, inside the seed's cassette when needed;
         `validate_on`: the validation set of models (see `engine.validation`)."""
         if self.budget is not None and self.budget.refusal:
@@ -167,7 +169,8 @@ class Runner:
                 models = [self.model(name) for name in names]
         listed = tuple(models[len(names) - len(validate_on):])
         try:
-            result = session.transfer(models[0], models[1], models[2] if optimizer else None, listed, tolerance)
+            result = session.transfer(models[0], models[1], models[2] if optimizer else None, listed, tolerance,
+                                      stopping)
             from ..guards.redaction import strip_userinfo  # names as node ids show them: no base-URL credentials
 
             return replace(result, source_name=strip_userinfo(source), target_name=strip_userinfo(target))

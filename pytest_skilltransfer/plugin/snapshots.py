@@ -28,7 +28,7 @@ from syrupy.data import SnapshotCollections
 from syrupy.extensions.base import AbstractSyrupyExtension
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-from ..evidence.item_record import ArmRecord, ItemRecord
+from ..evidence.item_record import ArmRecord, ItemRecord, SequentialRecord
 from ..guards.redaction import redact_text
 from ..guards.terminal import safe
 from ..reports.report import (
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 PER_TASK_LINE = re.compile(r"^- transferred per task: `([^`]*)`$", re.M)
 SETTINGS_LINE = re.compile(r"^- protocol settings: `([^`]*)`$", re.M)
 SETTINGS = ("nights", "edit_budget", "limit_replay", "limit_holdout", "limit_test", "samples", "restarts", "scoring",
-            "min_delta", "direct", "direct_on_demand", "gate_weight")  # ProtocolConfig fields that shape a result (not `workers`)
+            "min_delta", "direct", "direct_on_demand", "gate_weight", "design")  # ProtocolConfig fields that shape a result (not `workers`)
 SCORE_ROW = re.compile(r"^\| (baseline|transferred|direct) \| ([0-9.]+|-) \|", re.M)
 FENCE = "````"
 SKILL_HEADING = "## Learned skill\n\n" + FENCE + "markdown\n"
@@ -130,6 +130,30 @@ def _family_line(result: ItemRecord) -> list[str]:
             f"{family.level * 100:.6g}% (family-wise error {family.alpha:g})"]
 
 
+def design_text(record: SequentialRecord | None) -> str | None:
+    """`looks at 6/12/18/24 task(s) ...; stopped at look 2 of 4 (12 of 24 tasks): decided, interval at 99.6%`: the
+    held-out design and its stop (`result_json.sequential_record`); None for a record without one."""
+    if record is None:
+        return None
+    looks = record.looks
+    if len(looks) == 1:
+        text = f"fixed, one look at {record.of} task(s)"
+    else:
+        futility = ("predictive probability below " + f"{record.futility_below:g} or no task moved"
+                    if record.futility == "predictive" else record.futility)
+        text = (f"{record.design}, looks at {'/'.join(map(str, looks))} task(s), alpha shares "
+                f"{'/'.join(f'{s:g}' for s in record.alpha_shares)}, futility: {futility}; stopped at look "
+                f"{record.look} of {len(looks)} "
+                f"({record.tasks} of {record.of} tasks): {record.reason}, interval at "
+                f"{record.level * 100:.6g}%")
+    return text + (f" (not sequential: {record.note})" if record.note else "")
+
+
+def _design_line(result: ItemRecord) -> list[str]:
+    text = design_text(result.sequential)
+    return [] if text is None else [f"- held-out design: {text}"]
+
+
 def recorded_family(snapshot: "SnapshotAssertion", result: ItemRecord) -> tuple[str, int] | None:
     """(method, size) of the family the committed snapshot was judged in, when this run's evidence digest equals
     the one it records (the evidence is unchanged); None otherwise."""
@@ -143,6 +167,15 @@ def recorded_family(snapshot: "SnapshotAssertion", result: ItemRecord) -> tuple[
     if settings_changes(text, render(result)):
         return None
     return family.group(1), int(family.group(2))
+
+
+def recorded_size(snapshot: "SnapshotAssertion") -> int | None:
+    """The family size the item's committed snapshot was judged in, whatever its evidence (None without one)."""
+    path = location(snapshot.use_extension(TransferSnapshotExtension))
+    if not path.is_file():
+        return None
+    family = FAMILY_LINE.search(path.read_text(encoding="utf-8"))
+    return int(family.group(2)) if family is not None else None
 
 
 def _evidence_line(result: ItemRecord) -> list[str]:
@@ -167,7 +200,7 @@ def render(result: ItemRecord) -> str:
         f"- gain: {gain_text(result)} over {units_text(result.gain)}{design_effect_text(result.gain)}, "
         f"p = {p_text(result.gain.p_value)} "
         f"({method_text(result)}), minimal detectable gain {mdg_text(result)}",
-        f"- outcome: {outcome_text(result)}", *_family_line(result),
+        f"- outcome: {outcome_text(result)}", *_family_line(result), *_design_line(result),
         f"- efficiency: {efficiency}",
         f"- transferred per task: `{per_task_text(scores.transferred)}`", *_evidence_line(result),
         *_settings_line(result),

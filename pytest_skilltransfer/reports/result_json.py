@@ -275,6 +275,7 @@ def item_record(result: TransferResult, answer_chars: int = ANSWER_CHARS) -> Ite
         "learned_skill_tail": result.learned.learned_skill[-TAIL_CHARS:],
         "optimizer": result.optimizer,
         "gain": result.gain.as_dict(),
+        "sequential": sequential_record(result),
         "outcome": outcome(result.gain.low, result.gain.high),
         "efficiency": _round(result.efficiency),
         "efficiency_ci": None if result.efficiency_estimate is None else result.efficiency_estimate.as_dict(),
@@ -312,6 +313,19 @@ def item_record(result: TransferResult, answer_chars: int = ANSWER_CHARS) -> Ite
     }
     item = ItemRecord.from_json(record)
     return replace(item, checks=check_arms(item))
+
+
+def sequential_record(result: TransferResult) -> dict[str, Any] | None:
+    """The held-out design and where it stopped (`evidence.sequential`): its looks and shares of alpha, the
+    stopping look, its tasks of all, why it stopped, the level of the item's own interval there, and why the
+    fixed design ran where looks were asked for (`note`); None for a result without a recorded stop."""
+    from ..evidence.sequential import DESIGNS
+
+    stop = result.stop
+    if stop is None:
+        return None
+    return {**DESIGNS[stop.design].as_dict(stop.total), **stop.as_dict(), "level": round(stop.level(), 8),
+            "note": result.design_note or None}
 
 
 ERRORED_PHASE = "errored"  # the bill of an item that stopped before its result

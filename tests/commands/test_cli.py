@@ -27,7 +27,7 @@ def test_text_mode_prints_the_plugin_table_and_summary():
     assert proc.returncode == 0, proc.stderr
     # the evidence is the committed snapshots': each item keeps the family it was judged in (the main job's 40)
     assert ("=== transfer sim-small -> sim-large: of 2 (seed, pair), Bonferroni over 40 item(s) (FWER 5%): "
-            "1 transfer, 0 hurt, 1 shown alone") in proc.stdout
+            "1 transfer, 0 hurt, 1 no effect shown") in proc.stdout
     rows = [line for line in proc.stdout.splitlines() if line.startswith(("incident-summary ", "ticket-router "))]
     assert len(rows) == 2
 

@@ -36,7 +36,7 @@ def session(seed, concurrent_phases=True, **config):
 def test_improving_edit_is_accepted_and_transfers(seed):
     source = ScriptedModel("src", obeys_owner_rule, [edits("OWNER-LINE: end with `Owner: @team`.")])
     target = ScriptedModel("tgt", obeys_owner_rule)
-    result = session(seed, direct=False).transfer(source, target)
+    result = session(seed, direct=False, design="fixed").transfer(source, target)
     assert result.baseline.hard.mean == 0.0
     assert result.transferred.hard.mean == 1.0
     assert result.gain.mean == 1.0 and result.gain.improved == 6 and result.gain.p_value == pytest.approx(1 / 32)

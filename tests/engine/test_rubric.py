@@ -293,7 +293,7 @@ def test_a_gate_that_passes_only_on_unstable_verdicts_is_inconclusive(tmp_path):
         {"op": "rubric", "arg": 'Names an owner (an "Owner" line counts).'}]}, held_out=12))
     answers = lambda skill, task, sample: "Owner: @team" if "OWNER" in skill else "Routed."
     agent = ScriptedModel("agent", answers, reflections=[json.dumps([{"op": "add", "content": "OWNER: name one."}])] * 2)
-    session = SeedSession(seed, ProtocolConfig(nights=1, limit_replay=0, limit_holdout=0, direct=False),
+    session = SeedSession(seed, ProtocolConfig(nights=1, limit_replay=0, limit_holdout=0, direct=False, design="fixed"),
                           judge=JudgeSetup(SplitJudge(), samples=3))
     data = result_to_json(session.transfer(agent, agent))
     assert data["transferred"] == 1.0 and data["judge"]["agreement"] == pytest.approx(0.833, abs=0.001)

@@ -62,7 +62,7 @@ def test_every_dollar_figure_is_the_providers_bill(pytester: pytest.Pytester, na
     wire, pairs, options = RUNS[name]
     shutil.copytree(PROJECT_SEEDS / "changelog-writer", pytester.path / "seeds" / "changelog-writer",
                     ignore=shutil.ignore_patterns("__snapshots__"))
-    pytester.makeini("[pytest]\n")
+    pytester.makeini("[pytest]\nskilltransfer_design = fixed\n")  # every held-out task: the bills it checks
     with BatchProvider() as fake:
         fake.shuffle = False
         url = fake.openai_url if wire == "openai" else fake.anthropic_url
@@ -101,7 +101,7 @@ def test_every_dollar_figure_is_the_providers_bill(pytester: pytest.Pytester, na
 def _project(pytester: pytest.Pytester, fake: BatchProvider, wire: str) -> None:
     shutil.copytree(PROJECT_SEEDS / "changelog-writer", pytester.path / "seeds" / "changelog-writer",
                     ignore=shutil.ignore_patterns("__snapshots__"))
-    pytester.makeini("[pytest]\n")
+    pytester.makeini("[pytest]\nskilltransfer_design = fixed\n")  # every held-out task: the bills it checks
     url = fake.openai_url if wire == "openai" else fake.anthropic_url
     pytester.makepyprojecttoml(f'''
         [tool.skilltransfer.models]

@@ -76,7 +76,8 @@ def test_an_inconclusive_gate_fails_by_default_and_says_what_would_decide_it(pyt
     xfailed = pytester.runpytest_subprocess("--transfer-inconclusive=xfail")
     xfailed.assert_outcomes(xfailed=1)
     pytester.makeini("[pytest]\nskilltransfer_limit_replay = 0\nskilltransfer_limit_holdout = 0\n"
-                     "skilltransfer_pair = toy-a:toy-b\nskilltransfer_inconclusive = pass\n")  # the same settings
+                     "skilltransfer_pair = toy-a:toy-b\nskilltransfer_inconclusive = pass\n"
+                     "skilltransfer_correction = none\nskilltransfer_design = fixed\n")  # the same settings
     passed = pytester.runpytest_subprocess()
     # (and: 3 held-out tasks can never decide; the same format-only checks on every task)
     passed.assert_outcomes(passed=1, warnings=3)

@@ -39,7 +39,7 @@ CALIBRATION = [
 
 def toy_project(pytester: pytest.Pytester, ini: str = "", **seed: object) -> Path:
     pytester.makeconftest(TOY_CONFTEST)
-    pytester.makeini("[pytest]\nskilltransfer_limit_replay = 0\nskilltransfer_limit_holdout = 0\n"
+    pytester.makeini("[pytest]\nskilltransfer_limit_replay = 0\nskilltransfer_limit_holdout = 0\nskilltransfer_design = fixed\n"
                      "skilltransfer_pair = toy-a:toy-b\nskilltransfer_nights = 1\n" + ini)
     return rubric_seed(pytester.path / "seeds", **seed)  # type: ignore[arg-type]
 

@@ -96,7 +96,7 @@ def test_needs_a_look_says_why_on_the_first_screen(run: dict[str, Any], browser:
         text = " ".join(entry.inner_text().split())
         assert text.startswith("howto-answers sim-large -> sim-small hurts fail gain -0.71")
         # the gate's one-line reason, at the run family's level
-        assert "gain -0.71 [-0.94, -0.25] (99.875% CI) below min_gain +0.10" in text
+        assert "gain -0.71 [-0.94, -0.23] (99.9125% CI) below min_gain +0.10" in text
         assert "min_chars=300 newly missed on 17 of 24 task(s)" in text
         assert f"+ - {LEARNED_LINE}" in text
         assert ("rerun: pytest 'seeds/howto-answers/SKILL.md::transfer[sim-large->sim-small]' "
@@ -121,7 +121,7 @@ def test_the_checks_by_arms_table_matches_the_json(run: dict[str, Any], browser:
         run_rows = [re.split(r"\t", row.strip()) for row in page.locator("table.run-checks tr").all_inner_texts()[1:]]
         assert run_rows == [[c["check"], str(c["items"]), str(c["baseline"]), str(c["transferred"]), str(c["direct"]),
                              f"{c['change']:+d}"] for c in run["report"]["checks"]][:len(run_rows)]
-        assert run_rows and [r[0] for r in run_rows][:2] == ["max_chars=900", "min_chars=300"]
+        assert run_rows and [r[0] for r in run_rows][:2] == ["min_chars=300", "max_chars=900"]
     finally:
         context.close()
 
@@ -149,7 +149,7 @@ def test_badges_headline_and_summaries_give_one_count(run: dict[str, Any], brows
         context.close()
     markdown = run["md"].read_text()
     assert "over 4 (seed, pair):** 2 transfer, **1 hurt**, 1 no effect shown · 1 hand-written test(s)" in markdown
-    assert ("of 4 (seed, pair), Bonferroni over 40 item(s) (FWER 5%): "
+    assert ("of 4 (seed, pair), Bonferroni over 4/40 item(s) (FWER 5%): "
             "2 transfer, 1 hurt, 1 no effect shown") in run["stdout"]
     assert "sim-small -> sim-large, hand-written tests (each counted once" in run["stdout"]
     assert "(test~" not in run["stdout"]
@@ -184,10 +184,10 @@ def test_the_search_box_filters_items_and_tasks(run: dict[str, Any], browser: An
 def test_the_markdown_first_screen_names_the_failing_item_and_why(run: dict[str, Any]) -> None:
     first_screen = "\n".join(run["md"].read_text().splitlines()[:15])
     assert "### fail: howto-answers (sim-large -> sim-small)" in first_screen
-    assert "**gain -0.71 [-0.94, -0.25] (99.875% CI) below min_gain +0.10**" in first_screen
+    assert "**gain -0.71 [-0.94, -0.23] (99.9125% CI) below min_gain +0.10**" in first_screen
     assert f"`min_chars=300` on **17 of 24 tasks** ← may be caused by learned: `+ - {LEARNED_LINE}`" in first_screen
     table = run["md"].read_text().split("| seed | pair | gain [95% CI] | outcome (run family) | verdict |", 1)[1]
-    assert table.split("\n")[2] == "| howto-answers | sim-large->sim-small | -0.71 [-0.87, -0.46] | **hurts** | **FAIL** |"
+    assert table.split("\n")[2] == "| howto-answers | sim-large->sim-small | -0.71 [-0.88, -0.43] | **hurts** | **FAIL** |"
     assert "<details><summary>" in table
 
 

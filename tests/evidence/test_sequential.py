@@ -1,0 +1,105 @@
+"""The group-sequential design: its exact operating figures (power, coverage, saving) reproduce the fixed test's,
+it stops decided and futile items where it should, and a walk over recorded tasks is a pure function of them."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_skilltransfer.evidence import sequential
+from pytest_skilltransfer.evidence.score_intervals import FAIL, INCONCLUSIVE, PASS
+
+FIRST = sequential.Design("first", (0.25, 0.5, 0.75, 1.0), (0.02, 0.08, 0.2, 0.7), rule=sequential.UNMOVED)
+SHIPPED = sequential.GROUP_SEQUENTIAL
+
+
+def test_the_enumeration_reproduces_the_fixed_test_and_the_first_design() -> None:
+    """One look is the fixed test (power 0.889 at a 0.3 gain, 0.683 at a net 0.3 with 5% worse); the first design's
+    figures (0.810, 0.579; 75% saved where nothing moves) come out of the same enumeration."""
+    assert sequential.operating(sequential.FIXED, 24, 0.3, 0.0, coverage=False).passes[0] == pytest.approx(0.889, abs=1e-3)
+    assert sequential.operating(sequential.FIXED, 24, 0.35, 0.05, coverage=False).passes[0] == pytest.approx(0.683, abs=1e-3)
+    assert sequential.operating(FIRST, 24, 0.3, 0.0, coverage=False).passes[0] == pytest.approx(0.810, abs=1e-3)
+    assert sequential.operating(FIRST, 24, 0.35, 0.05, coverage=False).passes[0] == pytest.approx(0.579, abs=1e-3)
+    assert sequential.operating(FIRST, 24, 0.0, 0.0, coverage=False).saved == pytest.approx(0.75)
+
+
+def test_the_shipped_design_keeps_power_and_stops_noisy_nulls() -> None:
+    """Power >= 0.80 for a 0.3 gain at 24 tasks; a noisy null (20% up, 20% down) saves about a third of the
+    answers where stopping only when nothing moved saves 4%."""
+    assert sequential.operating(SHIPPED, 24, 0.3, 0.0, coverage=False).passes[0] >= 0.80
+    noisy = sequential.operating(SHIPPED, 24, 0.2, 0.2, coverage=False)
+    assert noisy.saved > 0.30 > 0.05 > sequential.operating(FIRST, 24, 0.2, 0.2, coverage=False).saved
+    assert noisy.fails[0] + noisy.passes[0] < 0.05  # the stop claims nothing
+
+
+@pytest.mark.parametrize(("up", "down"), [(0.0, 0.0), (0.2, 0.2), (0.3, 0.0), (0.1, 0.4), (0.45, 0.05)])
+def test_the_stopping_look_s_interval_covers_the_true_gain(up: float, down: float) -> None:
+    """Coverage of the interval reported where the design stops, exactly over every path: >= 0.95 (the union
+    bound over the looks' levels), futility stops included."""
+    assert sequential.operating(SHIPPED, 24, up, down).coverage >= 0.95
+
+
+def test_looks_spend_alpha_across_the_tasks() -> None:
+    looks = SHIPPED.looks(24)
+    assert [k.tasks for k in looks] == [6, 12, 18, 24]
+    assert sum(k.share for k in looks) == pytest.approx(1.0)
+    assert looks[-1].level(0.05) == pytest.approx(1 - 0.05 * 0.7)
+    assert [k.tasks for k in SHIPPED.looks(3)] == [1, 2, 3]
+    assert [(k.tasks, k.share) for k in SHIPPED.looks(2)] == [(1, pytest.approx(0.1)), (2, pytest.approx(0.9))]
+    assert sequential.FIXED.looks(24) == (sequential.Look(1, 24, 1.0),)
+    with pytest.raises(ValueError, match="sum to 1"):
+        sequential.Design("bad", (0.5, 1.0), (0.5, 0.6))
+    with pytest.raises(ValueError, match="end at every task"):
+        sequential.Design("bad", (0.5, 0.9), (0.5, 0.5))
+
+
+def test_a_walk_stops_where_the_evidence_decides() -> None:
+    """12 of 12 tasks up: decided at look 2, its interval at that look's level (above 0); nothing moving in the
+    first 6: futile at look 1; a noisy start: futile when the prediction is poor; a late gain goes on."""
+    stop, seen = sequential.run(SHIPPED, [1.0] * 24)
+    assert (stop.look, stop.tasks, stop.reason) == (2, 12, sequential.DECIDED)
+    assert seen[-1].decisions == (PASS,) and stop.level() == pytest.approx(1 - 0.05 * 0.08)
+    assert sequential.stop_interval(stop, 12, 0)[0] > 0
+    assert sequential.run(SHIPPED, [-1.0] * 24)[1][-1].decisions == (FAIL,)
+    stop, _ = sequential.run(SHIPPED, [0.0] * 6 + [1.0] * 18)
+    assert (stop.tasks, stop.reason) == (6, sequential.FUTILE)
+    stop, seen = sequential.run(SHIPPED, [1, -1, 0, 0, 1, -1, 0, 0, 1, -1, 0, -1] + [1.0] * 12)
+    assert stop.reason == sequential.FUTILE and seen[-1].predictive[0] < 0.05
+    stop, _ = sequential.run(SHIPPED, [0, 0, 1, 0, 0, 0] + [1.0] * 18)
+    assert stop.reason == sequential.DECIDED and stop.tasks == 18
+    assert sequential.run(sequential.FIXED, [1.0] * 24)[0].tasks == 24
+
+
+def test_every_threshold_must_be_decided_before_an_early_stop() -> None:
+    """A gate's threshold counts like the outcome's 0: 12 of 12 up decide 0 but not a `min_gain` of 0.5, which
+    the last look is likely to decide (go on); one of 0.8 not even 24 of 24 could pass (futile)."""
+    stop, seen = sequential.run(SHIPPED, [1.0] * 24, thresholds=(0.0, 0.5))
+    assert seen[1].decisions == (PASS, INCONCLUSIVE) and seen[1].action == sequential.CONTINUE
+    assert stop.tasks == 24 and seen[-1].decisions == (PASS, PASS)
+    stop, seen = sequential.run(SHIPPED, [1.0] * 24, thresholds=(0.0, 0.8))
+    assert (stop.tasks, stop.reason) == (12, sequential.FUTILE)
+
+
+def test_a_run_family_s_level_is_split_across_the_looks() -> None:
+    """In a family of 40 items each item has alpha 0.05 / 40, and each look a share of that: no early stop for
+    efficacy at 12 tasks, and the last look's level is 1 - 0.00125 * 0.7."""
+    stop, seen = sequential.run(SHIPPED, [1.0] * 24, alpha=0.05 / 40)
+    assert seen[1].decisions == (PASS,) or stop.tasks > 12
+    assert sequential.Look(4, 24, 0.7).level(0.05 / 40) == pytest.approx(1 - 0.00125 * 0.7)
+
+
+def test_predictive_probability_is_a_probability() -> None:
+    assert 0.0 <= sequential.predictive_decision(24, 12, 3.0, 3.0, 0.0, 0.964) <= 1.0
+    assert sequential.predictive_decision(24, 12, 12.0, 0.0, 0.0, 0.964) > 0.99
+    assert sequential.predictive_decision(24, 24, 12.0, 0.0, 0.0, 0.964) == 1.0
+
+
+def test_an_open_regression_keeps_an_item_looking() -> None:
+    """The regression pair (now against the committed snapshot's 18 tasks) never stops an item: after 6 tasks that
+    all dropped it keeps it looking; unchanged tasks leave the stop to the gain; no reference, no say."""
+    reference = tuple((f"t{i}", 1.0) for i in range(18))
+    stopping = sequential.Stopping(0.05, (0.0,), reference, -0.05)
+    first = SHIPPED.looks(24)[0]
+    dropped = [(f"t{i}", 0.0) for i in range(6)]
+    assert sequential.reference_look(SHIPPED, 24, first, dropped, stopping) == sequential.CONTINUE
+    assert sequential.reference_look(SHIPPED, 24, first, [(f"t{i}", 1.0) for i in range(6)], stopping) == sequential.FUTILE
+    assert sequential.reference_look(SHIPPED, 24, first, dropped, sequential.Stopping()) is None

@@ -1,0 +1,39 @@
+"""The plan under the group-sequential design: the held-out evaluations are expected at the design's expected share
+of their tasks, bounded at all of them, and the verdict floor is the fixed design's baseline and transferred."""
+
+from __future__ import annotations
+
+import pytest
+from plugin_support import PROJECT_SEEDS
+
+from pytest_skilltransfer.engine.results import ProtocolConfig
+from pytest_skilltransfer.engine.seeds import load_seed
+from pytest_skilltransfer.evidence.sequential import expected_share
+from pytest_skilltransfer.planning.money import held_out_scored, units_usd, verdict_floor
+from pytest_skilltransfer.planning.plan import Planner
+
+PAIR = ("claude-haiku-5-5", "claude-sonnet-5-5", "claude-haiku-5-5", "claude-sonnet-5-5")
+
+
+def _units(config: ProtocolConfig, alpha: float = 0.05 / 90) -> list:
+    return Planner(load_seed(PROJECT_SEEDS / "release-advisor"), config, alpha=alpha).item(*PAIR)
+
+
+def test_the_design_lowers_the_expected_figure_and_keeps_the_bound() -> None:
+    looks, fixed = _units(ProtocolConfig()), _units(ProtocolConfig(design="fixed"))
+    share = expected_share("group-sequential", 24, 0.05 / 90)
+    assert 0.3 < share < 0.7
+    assert units_usd(looks) == pytest.approx(units_usd(fixed))  # the bound: every look, every task
+    assert units_usd(looks, "expected") < units_usd(fixed, "expected")
+    held = [u for u in looks if u.phase in ("baseline", "transferred", "direct")]
+    assert {u.scored for u in held} == {share} and held_out_scored(looks) == pytest.approx(share, abs=1e-3)
+    floor = units_usd([u for u in fixed if u.phase in ("baseline", "transferred")], "expected")
+    assert verdict_floor(looks) == pytest.approx(floor, rel=1e-3) and verdict_floor(fixed) == pytest.approx(floor)
+    assert held_out_scored(fixed) == 1.0
+
+
+def test_where_the_design_falls_back_the_plan_expects_every_task() -> None:
+    """Restarts run the fixed design (`SeedSession.design`), so the plan expects every task there."""
+    restarts = _units(ProtocolConfig(restarts=2))
+    assert {u.scored for u in restarts if u.phase == "baseline"} == {1.0}
+    assert expected_share("fixed", 24) == 1.0
