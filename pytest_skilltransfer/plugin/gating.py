@@ -28,7 +28,9 @@ min_gain and the regression gate also fail whenever restart 1 alone (exactly the
 same split, same sample ids, same exact test at the same level) or the mean of these R skills (the exact
 interval over tasks of the restart-averaged gains, with no bound over restarts) fails them (`single_views`);
 both are shown beside the population interval. A harmless skill is then failed for harm with probability
-at most 2 x 2.5% (two one-sided tests), against 2.5% for one optimization.
+at most 2 x 2.5% (two one-sided tests), against 2.5% for one optimization. Likewise with clusters (the tasks,
+each its own unit), more samples per task or judge samples (the plain run's reading: restart 1's first sample of
+each task, each rubric check by its first judge vote): no option passes what the plain run fails.
 
 With `correction="bonferroni"` (the default) every gate's interval is taken at level 1 - 0.05 / m for the m
 distinct transfer items of the run, so the gates that fail a build control the family-wise error over the run's

@@ -219,3 +219,8 @@ def test_tasks_that_repeat_a_judge_share_it_and_every_line_still_reports_its_own
     with pytest.warns(SeedPortabilityWarning) as caught:
         load_seed(seed)
     assert sorted(str(w.message).split(": ")[0] for w in caught) == [f"{seed / 'benchmark.jsonl'}:{n}" for n in (1, 2)]
+
+
+def test_a_split_key_that_is_not_text_names_the_file(tmp_path):
+    found = problems(write_seed(tmp_path / "s", toml="[split]\nkey = 3\n"))
+    assert found == [f"{tmp_path / 's' / 'seed.toml'} [split]: key must be a string, got 3"], found
