@@ -40,4 +40,4 @@ def train_val(seed: Seed, restart: int) -> tuple[tuple[Task, ...], tuple[Task, .
     if restart == 1:
         return seed.train, seed.val
     pool = sorted(seed.train + seed.val, key=_line)
-    return split_train_val(seed.name, pool, SplitSettings(seed.split.val_fraction, split_seed(seed, restart)))
+    return split_train_val(pool, SplitSettings(seed.split.val_fraction, split_seed(seed, restart)))

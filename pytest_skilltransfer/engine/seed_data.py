@@ -174,6 +174,7 @@ class SplitSettings:
 
     val_fraction: float = 0.34
     seed: int = 42
+    key: str = ""  # hashed with each task id (`[split] key`); by default the task ids alone
 
 
 @dataclass(frozen=True)
@@ -258,12 +259,12 @@ def split_bucket(task_id: str, split_seed: int) -> int:
     return int(hashlib.sha256(f"{split_seed}{task_id}".encode()).hexdigest(), 16) % 100
 
 
-def split_train_val(
-    seed_name: str, tasks: list[Task], settings: SplitSettings
-) -> tuple[tuple[Task, ...], tuple[Task, ...]]:
-    """Deterministic hash split of the training pool into (train, val), never leaving either empty."""
+def split_train_val(tasks: list[Task], settings: SplitSettings) -> tuple[tuple[Task, ...], tuple[Task, ...]]:
+    """Deterministic hash split of the training pool into (train, val), never leaving either empty. It depends on
+    the seed's content only (the tasks' ids, the split seed and `[split] key`), not on its folder name: a copied or
+    renamed seed splits alike."""
     cutoff = round(settings.val_fraction * 100)
-    val = [t for t in tasks if split_bucket(f"{seed_name}:{t.id}", settings.seed) < cutoff]
+    val = [t for t in tasks if split_bucket(f"{settings.key}:{t.id}" if settings.key else t.id, settings.seed) < cutoff]
     train = [t for t in tasks if t not in val]
     if not val and len(train) > 1:
         val.append(train.pop(0))

@@ -271,9 +271,13 @@ def _load_folder(root: Path, limits: SeedLimits, folder: ConfinedFolder) -> Seed
     problems: list[SeedProblem] = []
     config_path = root / CONFIG_FILE
     config = _read_config(config_path, problems, folder)
-    split_values = _number_table(config.get("split", {}) if isinstance(config.get("split"), dict) else {},
-                                 ("val_fraction", "seed"), f"{config_path} [split]", problems)
-    split = SplitSettings(**{**SplitSettings().__dict__, **split_values})
+    split_table = dict(config["split"]) if isinstance(config.get("split"), dict) else {}
+    split_key = split_table.pop("key", "")
+    if not isinstance(split_key, str):
+        problems.append(SeedProblem(f"{config_path} [split]", f"key must be a string, got {split_key!r}"))
+        split_key = ""
+    split_values = _number_table(split_table, ("val_fraction", "seed"), f"{config_path} [split]", problems)
+    split = SplitSettings(**{**SplitSettings().__dict__, **split_values, "key": split_key})
     if not 0 < split.val_fraction < 1:
         problems.append(SeedProblem(f"{config_path} [split]", f"val_fraction must be between 0 and 1, got {split.val_fraction}"))
     if not _is_int(split.seed):
@@ -341,7 +345,7 @@ def _load_folder(root: Path, limits: SeedLimits, folder: ConfinedFolder) -> Seed
                                     f"but this seed has no {CONTEXT_FILE}; remove the key or add the file"))
     problems += context_leaks(context, pools[TEST_FILE])
     corpus_dir = _corpus_dir(root, config, config_path, limits, problems, folder)
-    train, val = split_train_val(root.name, pools[TRAIN_FILE], split) if not problems else ((), ())
+    train, val = split_train_val(pools[TRAIN_FILE], split) if not problems else ((), ())
     if not problems and (not train or not val):
         problems.append(SeedProblem(str(root / TRAIN_FILE), f"the split left train={len(train)} and val={len(val)} tasks; "
                                     "add tasks (at least 2) or change [split] val_fraction"))

@@ -248,15 +248,15 @@ def gain_p_value(n: int, up: float, down: float) -> float:
 
 def gain_decision(n: int, up: float, down: float, threshold: float, level: float = LEVEL) -> str:
     """`decide` on the gain's interval without computing it: the same test at the threshold itself
-    (pass: it rejects "gain below the threshold"; fail: it rejects "gain at or above it")."""
+    (pass: it rejects every gain below the threshold; fail: every gain at or above it)."""
     if n <= 0:
         return INCONCLUSIVE
     if n > N_EXACT:
         return decide(*gain_interval(n, up, down, level), threshold)
     up, down, alpha = round(up, 9), round(down, 9), (1 - level) / 2
-    if threshold <= -1.0 + EPSILON or paired_exact.upper_p(n, up, down, threshold - EPSILON) <= alpha:
+    if threshold <= -1.0 + EPSILON or paired_exact.rejects_below(n, up, down, threshold - EPSILON, alpha):
         return PASS
-    if threshold > 1.0 or paired_exact.lower_p(n, up, down, threshold - EPSILON) <= alpha:
+    if threshold > 1.0 or paired_exact.rejects_above(n, up, down, threshold - EPSILON, alpha):
         return FAIL
     return INCONCLUSIVE
 

@@ -273,7 +273,7 @@ class FamilyRecord(JsonRecord):
     size: int
     alpha_share: float | None = optional()  # with looks: the share of the item's alpha its stopping look spent
     futile: bool | None = optional()  # the item stopped for futility
-    level: float
+    level: float = field(kw_only=True)  # required; after the optional keys, as the JSON lists them
     p_adjusted: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None

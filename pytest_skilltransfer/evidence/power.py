@@ -129,8 +129,9 @@ def _binomial_upper_tail(n: int, p: float, k: int) -> float:
 @lru_cache(maxsize=4096)
 def _improvements_needed(n: int, level: float, threshold: float = 0.0, restarts: int = 1) -> int | None:
     """Fewest improved tasks (the rest tied, none worse) whose gain interval lies at or above
-    `threshold` (above 0 for threshold 0); None when none does. The interval rejects `threshold` from
-    above exactly when the one-sided p-value there is at most (1 - level) / 2, monotone in the count.
+    `threshold` (above 0 for threshold 0); None when none does. The interval lies above `threshold` exactly
+    when the one-sided hull p-value there is at most (1 - level) / 2 (`paired_exact.rejects_below`), monotone in
+    the count.
     With R > 1 restarts, the two-level interval of R restarts that all moved the same tasks from 0."""
     inner = level if restarts == 1 else part_level(level)  # the task-level part's level
 
@@ -143,7 +144,7 @@ def _improvements_needed(n: int, level: float, threshold: float = 0.0, restarts:
         if n > N_EXACT:
             low = gain_interval(n, improved, 0, inner)[0]
             return low >= bar - EPSILON and (bar > 0 or low > EPSILON)
-        return paired_exact.upper_p(n, improved, 0, bar) <= (1 - inner) / 2
+        return paired_exact.rejects_below(n, improved, 0, bar, (1 - inner) / 2)
 
     if not clears(n):
         return None

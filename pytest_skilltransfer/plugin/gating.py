@@ -28,7 +28,9 @@ min_gain and the regression gate also fail whenever restart 1 alone (exactly the
 same split, same sample ids, same exact test at the same level) or the mean of these R skills (the exact
 interval over tasks of the restart-averaged gains, with no bound over restarts) fails them (`single_views`);
 both are shown beside the population interval. A harmless skill is then failed for harm with probability
-at most 2 x 2.5% (two one-sided tests), against 2.5% for one optimization.
+at most 2 x 2.5% (two one-sided tests), against 2.5% for one optimization. Likewise with clusters (the tasks,
+each its own unit), more samples per task or judge samples (the plain run's reading: restart 1's first sample of
+each task, each rubric check by its first judge vote): no option passes what the plain run fails.
 
 With `correction="bonferroni"` (the default) every gate's interval is taken at level 1 - 0.05 / m for the m
 distinct transfer items of the run, so the gates that fail a build control the family-wise error over the run's
@@ -48,7 +50,7 @@ from typing import Any
 from ..engine.gate_specs import all_gates, claim_gates, family_gates, threshold_gates
 from ..engine.seed_data import Thresholds
 from ..evidence import stats
-from ..evidence.item_record import ArmRecord, GainRecord, ItemRecord, ScoreRecord
+from ..evidence.item_record import ArmRecord, GainRecord, ItemRecord, SampleRecord, ScoreRecord
 from ..reports.report import pair_text, too_few_clusters, units_text, verdict_label  # noqa: F401  (verdict_label: the plugin labels its records)
 
 EPSILON = 1e-9
@@ -339,12 +341,30 @@ def _harm_gate(result: ItemRecord, tolerance: float, level: float) -> Gate:
                 tasks_for_power=needed)
 
 
-def _task_level_gain(result: ItemRecord, level: float, first: bool = False) -> stats.Gain | None:
-    """The gain over tasks, each its own unit (the run without clusters), from the per-task scores of a result
-    (restart-averaged with restarts, or restart 1's with `first`); None when they are not there."""
-    scores = result.scores
-    before = per_task(scores.baseline)
-    after = per_task_first(scores.transferred) if first else per_task(scores.transferred)
+def _plain_hard(sample: SampleRecord) -> float:
+    """A sample's hard score as one judge sample would have given it: each rubric verdict by its first vote."""
+    rubric = sample.rubric or ()
+    if all(len(v["votes"]) <= 1 for v in rubric):
+        return sample.hard
+    by_vote = {f"rubric={v['criterion']}" for v in rubric if v["votes"][0] != "pass"}
+    failed = {f for f in sample.failed if not f.startswith("rubric=")} | by_vote
+    return 0.0 if failed else 1.0
+
+
+def per_task_plain(evaluation: ArmRecord | None) -> dict[str, float] | None:
+    """{task id: the plain run's hard score}: restart 1's first sample, each rubric verdict by its first judge vote;
+    None when every task has one sample judged once (the per-task score is the plain run's), or samples were not
+    kept."""
+    tasks = () if evaluation is None else evaluation.tasks
+    if not tasks or any(not t.samples for t in tasks):
+        return None
+    if all(len(t.samples) == 1 and all(len(v["votes"]) <= 1 for v in t.samples[0].rubric or ()) for t in tasks):
+        return None
+    return {t.task_id: _plain_hard(t.samples[0]) for t in tasks}
+
+
+def _gain_over(before: dict[str, float], after: dict[str, float] | None, level: float) -> stats.Gain | None:
+    """The gain over the tasks both readings score, each task its own unit; None without such tasks."""
     if after is None:
         return None
     common = [task for task in before if task in after]
@@ -353,28 +373,54 @@ def _task_level_gain(result: ItemRecord, level: float, first: bool = False) -> s
     return stats.paired_gain([before[t] for t in common], [after[t] for t in common], level)
 
 
+def _task_level_gain(result: ItemRecord, level: float, first: bool = False) -> stats.Gain | None:
+    """The gain over tasks, each its own unit (the run without clusters), from the per-task scores of a result
+    (restart-averaged with restarts, or restart 1's with `first`); None when they are not there."""
+    scores = result.scores
+    after = per_task_first(scores.transferred) if first else per_task(scores.transferred)
+    return _gain_over(per_task(scores.baseline), after, level)
+
+
+def _plain_gain(result: ItemRecord, level: float) -> stats.Gain | None:
+    """The gain of the plain run's reading (`per_task_plain`) of both arms; None when it is the result's own."""
+    scores = result.scores
+    before, after = per_task_plain(scores.baseline), per_task_plain(scores.transferred)
+    if before is None and after is None:
+        return None
+    return _gain_over(before or per_task(scores.baseline), after or per_task(scores.transferred), level)
+
+
 TASK_RULE = ("with clusters a gate also fails whenever the tasks, each its own unit (the run without clusters), fail "
              "it: an option never passes what the plain run fails")
+PLAIN_RULE = ("with more samples per task or judge samples a gate also fails whenever the plain run's reading of the "
+              "same answers (restart 1's first sample of each task, each rubric check by its first judge vote) "
+              "fails it: an option never passes what the plain run fails")
 
 
 def _task_floor(gate: Gate, result: ItemRecord, level: float) -> Gate:
     """A harm or min_gain gate over clusters fails when the same gate over tasks, each its own unit (the run without
     clusters), fails: the interval over clusters is the honest one for a claim, but it must not pass what the plain
-    run fails."""
-    if gate.verdict == stats.FAIL or result.gain.unit != "cluster":
+    run fails. Likewise with more samples per task or judge samples, when the plain run's reading fails it."""
+    if gate.verdict == stats.FAIL:
         return gate
     threshold = -gate.threshold if gate.name == "harm_tolerance" else gate.threshold
-    readings = (_task_level_gain(result, level), _task_level_gain(result, level, first=True))
-    tasks = next((g for g in readings if g is not None and g.high < threshold - EPSILON), None)
+    clustered = result.gain.unit == "cluster"
+    readings = ((_task_level_gain(result, level), _task_level_gain(result, level, first=True)) if clustered else ())
+    rules = [TASK_RULE] * len(readings)
+    plain = _plain_gain(result, level)
+    if plain is not None:
+        readings, rules = (*readings, plain), [*rules, PLAIN_RULE]
+    tasks, rule = next(((g, r) for g, r in zip(readings, rules) if g is not None and g.high < threshold - EPSILON),
+                       (None, ""))
     if tasks is None:
         return gate
     what = (f"harm: the learned skill makes {result.target} worse than its own baseline over the held-out tasks"
             if gate.name == "harm_tolerance" else f"below {gate.name} {gate.threshold:+.3f} over the held-out tasks")
-    over = f"over clusters: {gate.message}"
+    over = f"over clusters: {gate.message}" if clustered else gate.message
     return Gate(gate.name, stats.FAIL, gate.threshold, tasks.mean, tasks.low, tasks.high,
                 f"{what}: gain {tasks.mean:+.3f} [{tasks.low:+.3f}, {tasks.high:+.3f}] ({level * 100:.6g}% CI, "
                 f"{tasks.n} task(s), each its own unit) lies below {threshold:+.3f}; {tasks.worsened} of {tasks.n} "
-                f"task(s) got worse; {over} ({TASK_RULE})", tasks_for_power=gate.tasks_for_power)
+                f"task(s) got worse; {over} ({rule})", tasks_for_power=gate.tasks_for_power)
 
 
 def _noninferiority_gate(result: ItemRecord, margin: float, level: float) -> Gate:
@@ -470,6 +516,12 @@ def evaluate(result: ItemRecord, thresholds: Thresholds, committed: dict[str, fl
                     check = plain
                     message = f"over tasks, each its own unit: {plain.message()} ({TASK_RULE})"
                     break
+        single = per_task_plain(transferred)
+        if check.verdict != stats.FAIL and single is not None:  # one sample, one judge vote: the plain run
+            plain = stats.regression(committed, single, thresholds.regression_tolerance, level)
+            if plain.verdict == stats.FAIL:
+                check = plain
+                message = f"the plain run's reading: {plain.message()} ({PLAIN_RULE})"
         if reference is not None:
             message = message.replace("the committed snapshot", reference)
         if check.verdict == stats.FAIL:

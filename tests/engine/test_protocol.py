@@ -156,9 +156,9 @@ def test_restarts_split_train_and_val_afresh_and_send_no_request_twice(seed):
 
 
 def test_min_delta_keeps_only_edits_that_improve_val_enough(seed):
-    def half(skill: str, task: str, sample: int) -> str:  # the rule helps on tasks numbered 4k only
+    def half(skill: str, task: str, sample: int) -> str:  # the rule helps on even-numbered tasks only
         number = int(re.search(r"ticket (\d+)", task).group(1))
-        return "Owner: @x" if "OWNER-LINE" in skill and number % 4 == 0 else "no"
+        return "Owner: @x" if "OWNER-LINE" in skill and number % 2 == 0 else "no"
 
     kept = session(seed, direct=False, nights=1).transfer(ScriptedModel("src", half, [edits("OWNER-LINE.")]),
                                                           ScriptedModel("tgt", half))

@@ -27,7 +27,7 @@ def _copy_seed(pytester: pytest.Pytester, name: str, drop_expect: bool = False) 
 
 
 def test_five_restarts_that_all_hurt_fail_the_harm_gate_and_a_harmless_seed_passes(pytester: pytest.Pytester) -> None:
-    """status-report without its declared outcome, sim-small -> sim-large: one optimization hurts (-0.58); with
+    """status-report without its declared outcome, sim-small -> sim-large: one optimization hurts (-0.62); with
     5 restarts the interval over the population of optimizations spans 0, yet the item fails for harm."""
     _copy_seed(pytester, "status-report", drop_expect=True)
     _copy_seed(pytester, "ticket-router")
@@ -36,14 +36,14 @@ def test_five_restarts_that_all_hurt_fail_the_harm_gate_and_a_harmless_seed_pass
                                            "--skilltransfer-html=r.html")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*FAILED*status-report/SKILL.md::transfer?sim-small->sim-large?*"])
-    result.stdout.fnmatch_lines(["*harm: the learned skill makes sim-large worse than its own baseline: gain -0.59* "
-                                 "(95% CI, 24 task(s), 5 restarts); these 5 skills -0.59* [[]-0.8*, -0.3*[]]; "
-                                 "restart 1 alone (the kept skill, as a run without --restarts) -0.583 "
-                                 "[[]-0.798, -0.292[]]*"])
-    result.stdout.fnmatch_lines(["*restarts*these skills ?95% CI?*", "status~eport* -0.59 [[]-1.00, +0.*[]]  5 sd *"
-                                 "  -0.59 [[]-0.8*, -0.3*[]] *fail"])
+    result.stdout.fnmatch_lines(["*harm: the learned skill makes sim-large worse than its own baseline: gain -0.68* "
+                                 "(95% CI, 24 task(s), 5 restarts); these 5 skills -0.68* [[]-0.8*, -0.4*[]]; "
+                                 "restart 1 alone (the kept skill, as a run without --restarts) -0.625 "
+                                 "[[]-0.812, -0.387[]]*"])
+    result.stdout.fnmatch_lines(["*restarts*these skills ?95% CI?*", "status~eport* -0.68 [[]-1.00, +0.*[]]  5 sd *"
+                                 "  -0.68 [[]-0.8*, -0.4*[]] *fail"])
     page = (pytester.path / "r.html").read_text()
-    assert "over the population of optimizations -0.59 [-1.00, +0.1" in page and "these 5 skills -0.59 [-0.8" in page
+    assert "over the population of optimizations -0.68 [-1.00, +0.1" in page and "these 5 skills -0.68 [-0.8" in page
     assert "ticket-router/SKILL.md::transfer[sim-small->sim-large] PASSED" in pytester.runpytest_subprocess(
         "seeds/ticket-router", "--source=sim-small", "--target=sim-large", "--restarts=5", "-v",
         "-p", "no:cacheprovider").stdout.str()

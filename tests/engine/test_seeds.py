@@ -119,19 +119,19 @@ def test_invalid_toml_names_the_file(tmp_path):
 
 def test_split_is_deterministic_and_follows_fraction():
     tasks = [Task(f"bm-{i:03d}", "t", Judge("rule", (Check("contains", "x"),))) for i in range(200)]
-    train, val = split_train_val("seed", tasks, SplitSettings(0.34, 42))
-    _, reversed_val = split_train_val("seed", list(reversed(tasks)), SplitSettings(0.34, 42))
+    train, val = split_train_val(tasks, SplitSettings(0.34, 42))
+    _, reversed_val = split_train_val(list(reversed(tasks)), SplitSettings(0.34, 42))
     assert {t.id for t in reversed_val} == {t.id for t in val}
     assert 0.25 < len(val) / 200 < 0.43
-    other_train, other_val = split_train_val("seed", tasks, SplitSettings(0.34, 7))
+    other_train, other_val = split_train_val(tasks, SplitSettings(0.34, 7))
     assert {t.id for t in val} != {t.id for t in other_val}
-    again = split_train_val("seed", tasks, SplitSettings(0.34, 42))
+    again = split_train_val(tasks, SplitSettings(0.34, 42))
     assert [t.id for t in again[1]] == [t.id for t in val]
 
 
 def test_split_never_leaves_val_empty():
     tasks = [Task(f"t{i}", "t", Judge("rule", (Check("contains", "x"),))) for i in range(2)]
-    train, val = split_train_val("s", tasks, SplitSettings(0.01, 42))
+    train, val = split_train_val(tasks, SplitSettings(0.01, 42))
     assert len(train) == 1 and len(val) == 1
 
 
@@ -219,3 +219,8 @@ def test_tasks_that_repeat_a_judge_share_it_and_every_line_still_reports_its_own
     with pytest.warns(SeedPortabilityWarning) as caught:
         load_seed(seed)
     assert sorted(str(w.message).split(": ")[0] for w in caught) == [f"{seed / 'benchmark.jsonl'}:{n}" for n in (1, 2)]
+
+
+def test_a_split_key_that_is_not_text_names_the_file(tmp_path):
+    found = problems(write_seed(tmp_path / "s", toml="[split]\nkey = 3\n"))
+    assert found == [f"{tmp_path / 's' / 'seed.toml'} [split]: key must be a string, got 3"], found

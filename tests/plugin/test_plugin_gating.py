@@ -26,7 +26,7 @@ def test_seed_threshold_fails_one_pair_with_a_diagnosis(pytester: pytest.Pyteste
         "  baseline      0.00  ?0.00, 0.09?   0.50",
         "  transferred   0.50  ?0.34, 0.66?   0.75",
         "  gain +0.50 ?+0.*, +0.6*? over 40 task(s), p = <.001 (20 improved, 0 worse, 20 tied), "
-        "minimal detectable gain 0.13; efficiency -",
+        "minimal detectable gain 0.13; efficiency 1.00 ?0.46, 2.17?",
         "held-out tasks failing on toy-half with the learned skill:",
         "  hd-01 (hard 0.00): Route ticket 1",
         "      misses: contains=Owner:",
@@ -40,8 +40,8 @@ def test_seed_threshold_fails_one_pair_with_a_diagnosis(pytester: pytest.Pyteste
         "    night 1: val 0.25 -> 1.00, accepted",
         "      + add: OWNER-LINE: end every answer with `Owner: @team`.",
         "  direct reference, optimized on toy-half (optimizer toy-half):",
-        "    night 1: val 0.25 -> 0.25, rejected",
-        "      - add: OWNER-LINE*",
+        "    night 1: val 0.25 -> 0.62, accepted",
+        "      + add: OWNER-LINE*",
     ])
 
 
@@ -54,7 +54,7 @@ def test_command_line_overrides_and_disables_seed_thresholds(pytester: pytest.Py
     strict.stdout.fnmatch_lines([
         "*FAILED efficiency 1.000 ?0.*, 1.*? is below min_efficiency 2.000",
         "*FAILED transferred score 0.500 ?0.338, 0.662? (95% CI, 40 task(s)) is below min_score 0.900",
-        "*INCONCLUSIVE efficiency is undefined: the direct headroom is not significantly above 0 *",
+        "*INCONCLUSIVE efficiency 1.000 ?0.460, 2.175? neither shows min_efficiency 2.000 nor rules it out",
     ], consecutive=False)
 
 

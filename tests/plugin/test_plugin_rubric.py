@@ -49,7 +49,7 @@ def test_a_rubric_seed_without_a_judge_fails_naming_the_seed_and_the_option(pyte
     result = pytester.runpytest()
     result.assert_outcomes(errors=1)
     assert "has rubric checks (" in result.stdout.str()
-    assert ("benchmark.jsonl:3) but no judge model: pass --judge MODEL (ini: skilltransfer_judge) or set [judge] model"
+    assert ("benchmark.jsonl:1) but no judge model: pass --judge MODEL (ini: skilltransfer_judge) or set [judge] model"
             in result.stdout.str())
 
 

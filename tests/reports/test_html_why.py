@@ -1,7 +1,7 @@
 """The page and the Markdown summary say why, tried in chromium over a run with a harmed item.
 
 The project's `howto-answers` seed replayed offline with `--transfer-min-gain=0.1`: its learned skill
-("Keep answers short and to the point.") hurts sim-small, whose answers then miss `min_chars=300`, so the
+("Be concise.") hurts sim-small, whose answers then miss `min_chars=300`, so the
 item fails its gate. `ticket-router` transfers, and a hand-written test repeats one of its items.
 Screenshots of the first screen and of the opened failing item are the ones in docs/
 (`python tests/reports/test_html_why.py docs` writes them again).
@@ -29,7 +29,7 @@ from pytest_skilltransfer.reports import html_parts, html_report, markdown_repor
 ROOT = Path(__file__).resolve().parents[2]
 SEEDS = "howto-answers or ticket-router or router_skill"
 HARMED = ("howto-answers", "sim-large", "sim-small")
-LEARNED_LINE = "Keep answers short and to the point."
+LEARNED_LINE = "Be concise."
 
 
 def run_harmed(tmp: Path) -> dict[str, Any]:
@@ -82,7 +82,7 @@ def test_the_harmed_item_fails_and_misses_a_check_its_learned_line_points_at(run
     harmed = run["harmed"]
     assert harmed["gate"]["verdict"] == "fail" and harmed["outcome"] == "hurts"
     check = next(c for c in harmed["checks"] if c["check"] == "min_chars=300")
-    assert (check["baseline"], check["transferred"], check["newly_missed"], check["tasks"]) == (0, 17, 17, 24)
+    assert (check["baseline"], check["transferred"], check["newly_missed"], check["tasks"]) == (0, 12, 12, 24)
     assert harmed["checks"][0] == check  # sorted by change, the worst first
     assert LEARNED_LINE in harmed["learned_skill"] and LEARNED_LINE not in harmed["seed_skill"]
 
@@ -94,10 +94,10 @@ def test_needs_a_look_says_why_on_the_first_screen(run: dict[str, Any], browser:
         entry = page.locator("ul.why > li").first
         assert entry.is_visible() and entry.bounding_box()["y"] + 200 < 900  # read without scrolling
         text = " ".join(entry.inner_text().split())
-        assert text.startswith("howto-answers sim-large -> sim-small hurts fail gain -0.71")
+        assert text.startswith("howto-answers sim-large -> sim-small hurts fail gain -0.50")
         # the gate's one-line reason, at the run family's level
-        assert "gain -0.71 [-0.94, -0.23] (99.9125% CI) below min_gain +0.10" in text
-        assert "min_chars=300 newly missed on 17 of 24 task(s)" in text
+        assert "gain -0.50 [-0.83, -0.08] (99.875% CI) below min_gain +0.10" in text
+        assert "min_chars=300 newly missed on 12 of 24 task(s)" in text
         assert f"+ - {LEARNED_LINE}" in text
         assert ("rerun: pytest 'seeds/howto-answers/SKILL.md::transfer[sim-large->sim-small]' "
                 "--transfer-pair 'sim-large->sim-small'") in text
@@ -184,10 +184,10 @@ def test_the_search_box_filters_items_and_tasks(run: dict[str, Any], browser: An
 def test_the_markdown_first_screen_names_the_failing_item_and_why(run: dict[str, Any]) -> None:
     first_screen = "\n".join(run["md"].read_text().splitlines()[:15])
     assert "### fail: howto-answers (sim-large -> sim-small)" in first_screen
-    assert "**gain -0.71 [-0.94, -0.23] (99.9125% CI) below min_gain +0.10**" in first_screen
-    assert f"`min_chars=300` on **17 of 24 tasks** ← may be caused by learned: `+ - {LEARNED_LINE}`" in first_screen
+    assert "**gain -0.50 [-0.83, -0.08] (99.875% CI) below min_gain +0.10**" in first_screen
+    assert f"`min_chars=300` on **12 of 24 tasks** ← may be caused by learned: `+ - {LEARNED_LINE}`" in first_screen
     table = run["md"].read_text().split("| seed | pair | gain [95% CI] | outcome (run family) | verdict |", 1)[1]
-    assert table.split("\n")[2] == "| howto-answers | sim-large->sim-small | -0.71 [-0.88, -0.43] | **hurts** | **FAIL** |"
+    assert table.split("\n")[2] == "| howto-answers | sim-large->sim-small | -0.50 [-0.71, -0.27] | **hurts** | **FAIL** |"
     assert "<details><summary>" in table
 
 
