@@ -96,7 +96,7 @@ def test_needs_a_look_says_why_on_the_first_screen(run: dict[str, Any], browser:
         text = " ".join(entry.inner_text().split())
         assert text.startswith("howto-answers sim-large -> sim-small hurts fail gain -0.50")
         # the gate's one-line reason, at the run family's level
-        assert "gain -0.50 [-0.83, -0.08] (99.875% CI) below min_gain +0.10" in text
+        assert "gain -0.50 [-0.84, -0.06] (99.9125% CI) below min_gain +0.10" in text
         assert "min_chars=300 newly missed on 12 of 24 task(s)" in text
         assert f"+ - {LEARNED_LINE}" in text
         assert ("rerun: pytest 'seeds/howto-answers/SKILL.md::transfer[sim-large->sim-small]' "
@@ -184,10 +184,10 @@ def test_the_search_box_filters_items_and_tasks(run: dict[str, Any], browser: An
 def test_the_markdown_first_screen_names_the_failing_item_and_why(run: dict[str, Any]) -> None:
     first_screen = "\n".join(run["md"].read_text().splitlines()[:15])
     assert "### fail: howto-answers (sim-large -> sim-small)" in first_screen
-    assert "**gain -0.50 [-0.83, -0.08] (99.875% CI) below min_gain +0.10**" in first_screen
+    assert "**gain -0.50 [-0.84, -0.06] (99.9125% CI) below min_gain +0.10**" in first_screen
     assert f"`min_chars=300` on **12 of 24 tasks** ← may be caused by learned: `+ - {LEARNED_LINE}`" in first_screen
     table = run["md"].read_text().split("| seed | pair | gain [95% CI] | outcome (run family) | verdict |", 1)[1]
-    assert table.split("\n")[2] == "| howto-answers | sim-large->sim-small | -0.50 [-0.71, -0.27] | **hurts** | **FAIL** |"
+    assert table.split("\n")[2] == "| howto-answers | sim-large->sim-small | -0.50 [-0.72, -0.25] | **hurts** | **FAIL** |"
     assert "<details><summary>" in table
 
 
