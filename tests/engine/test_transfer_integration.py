@@ -12,7 +12,7 @@ from pytest_skilltransfer.models.registry import resolve_model
 
 ROOT = Path(__file__).resolve().parents[2]
 GBRAIN = ROOT.parent / "shared" / "external" / "gbrain-skillopt-v1"
-ALL_TASKS = ProtocolConfig(limit_replay=0, limit_holdout=0)
+ALL_TASKS = ProtocolConfig(limit_replay=0, limit_holdout=0, design="fixed")
 
 
 def gains(seed_root: Path, source: str, target: str) -> dict[str, float]:
@@ -35,7 +35,8 @@ def project_gains():
 def test_cheap_to_expensive_gains_on_most_project_seeds(project_gains):
     forward, _ = project_gains
     assert len(forward) >= 6
-    assert sum(g > 0 for g in forward.values()) >= len(forward) - 1, forward
+    none_by_design = 2  # howto-answers and standup-digest are there to show no transfer this way (docs/seeds.md)
+    assert sum(g > 0 for g in forward.values()) >= len(forward) - none_by_design, forward
 
 
 def test_expensive_to_cheap_transfers_worse(project_gains):
