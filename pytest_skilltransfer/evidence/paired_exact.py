@@ -225,7 +225,7 @@ def lower_p(n: int, b: float, c: float, d0: float) -> float:
 # So that set's largest probability at hi bounds upper_p on the whole stretch; a stretch whose bound is small
 # enough is done, any other is split at its middle, where the p-value itself is tried.
 
-SMALLEST_STRETCH = 1e-9  # a stretch this narrow is not split further
+SMALLEST_STRETCH = 1e-5  # a stretch this narrow is not split further: the hull is exact to this width in the gain
 LEFT_STRETCHES = 6  # the stretches below d0 start at -1 + (d0 + 1) / 8**k, k = 6 ... 1
 SLACK = 1e-7  # the hull p-value's own relative precision (a decision against a level is exact)
 _CLEARED: dict[tuple[int, float, float, float], float] = {}  # (n, b, c, alpha): every gain up to here is rejected
