@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from .base import Message, Reply, Request, ToolCall, Usage
 from .sdk_common import CallPolicy, call_policy, make_client
+from .wire import SuffixWire
 
 if TYPE_CHECKING:
     from .aliases import Target
@@ -184,7 +185,7 @@ def _batch_api(client: Any) -> Any:
     return AnthropicBatches(client)
 
 
-class AnthropicWire:
+class AnthropicWire(SuffixWire):
     """The Messages API (`POST {base}/v1/messages`) through the official `anthropic` SDK (`models.wire.Wire`)."""
 
     name = "anthropic"
@@ -200,12 +201,6 @@ class AnthropicWire:
     batch_api: Callable[[Any], Any] | None = staticmethod(_batch_api)
     SUFFIX = "/v1/messages"  # appended to the base URL's path by the SDK
 
-    def call_path(self, base_path: str, model_id: str) -> str:
-        return base_path.rstrip("/") + self.SUFFIX
-
-    def is_call_path(self, path: str) -> bool:
-        return path.endswith(self.SUFFIX)
-
     def listed_models(self) -> tuple[str, ...]:
         from .aliases import sdk_literals
 
@@ -218,10 +213,6 @@ class AnthropicWire:
 
     def serves_bare_id(self, name: str, listed: tuple[str, ...]) -> bool:
         return name in listed or name.startswith("claude-")
-
-    def model_of(self, path: str, body: Any) -> str | None:
-        model = body.get("model") if isinstance(body, dict) else None
-        return model if isinstance(model, str) and model else None
 
     def request_params(self, target: Target, request: Request, policy: CallPolicy) -> dict[str, Any]:
         return request_params(target, request, prompt_cache=policy.prompt_cache)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from .base import Message, Reply, Request, ToolCall, Usage
 from .sdk_common import CallPolicy, call_policy, make_client
+from .wire import SuffixWire
 
 if TYPE_CHECKING:
     from .aliases import Target
@@ -187,7 +188,7 @@ def _batch_api(client: Any) -> Any:
     return OpenAIBatches(client)
 
 
-class OpenAIWire:
+class OpenAIWire(SuffixWire):
     """Chat Completions (`POST {base}/chat/completions`) through the official `openai` SDK, for OpenAI and any
     compatible server (`models.wire.Wire`)."""
 
@@ -203,12 +204,6 @@ class OpenAIWire:
     batch_api: Callable[[Any], Any] | None = staticmethod(_batch_api)
     SUFFIX = "/chat/completions"  # appended to the base URL's path by the SDK
 
-    def call_path(self, base_path: str, model_id: str) -> str:
-        return base_path.rstrip("/") + self.SUFFIX
-
-    def is_call_path(self, path: str) -> bool:
-        return path.endswith(self.SUFFIX)
-
     def listed_models(self) -> tuple[str, ...]:
         from .aliases import sdk_literals
 
@@ -221,10 +216,6 @@ class OpenAIWire:
 
     def serves_bare_id(self, name: str, listed: tuple[str, ...]) -> bool:
         return name in listed
-
-    def model_of(self, path: str, body: Any) -> str | None:
-        model = body.get("model") if isinstance(body, dict) else None
-        return model if isinstance(model, str) and model else None
 
     def request_params(self, target: Target, request: Request, policy: CallPolicy) -> dict[str, Any]:
         return request_params(target, request, policy.service_tier)

@@ -99,6 +99,23 @@ class Wire(Protocol):
         ...
 
 
+class SuffixWire:
+    """What a wire shares whose SDK posts every call to one path suffix of the base URL and names the model in the
+    body's `model` field (both built-in wires); a subclass sets `SUFFIX` and the rest of `Wire`."""
+
+    SUFFIX = ""
+
+    def call_path(self, base_path: str, model_id: str) -> str:
+        return base_path.rstrip("/") + self.SUFFIX
+
+    def is_call_path(self, path: str) -> bool:
+        return path.endswith(self.SUFFIX)
+
+    def model_of(self, path: str, body: Any) -> str | None:
+        model = body.get("model") if isinstance(body, dict) else None
+        return model if isinstance(model, str) and model else None
+
+
 _WIRES: dict[str, Wire] = {}  # registered by code as it is imported (the built-in wires first)
 _run_wires: Scoped[dict[str, Wire]] = Scoped("wires", dict)  # registered by this run's hook (`guards.run_scope`)
 _process_wires: list[tuple[Wire, ...]] = [()]  # `_WIRES`' values, kept as a tuple for `wires` (asked per call)
