@@ -249,6 +249,9 @@ def _engage(config: pytest.Config) -> None:
     config.pluginmanager.register(ItemHooks(), "skilltransfer-items")
     reporting = TransferReporting(config, settings)
     config.pluginmanager.register(reporting, "skilltransfer-reporting")
+    from . import live_page
+
+    live_page.register(config, reporting)
     if runner.budget is not None:
         reporting.run_fields.append(lambda: {"budget": runner.budget.as_dict()})
     _register_ci(config, reporting)

@@ -26,12 +26,13 @@ import re
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 
+from ..reports.run_standing import Standing, duration, estimate, when_text
 from .state import run_folder
 
 MARKER = "skilltransfer"
@@ -52,6 +53,9 @@ class Counts:
     path_total: int = 0  # round trips on the critical path of the items collected, run one after another
     path_done: int = 0  # round trips this process's critical path has covered
     throttled_since: float = 0.0  # wall time since which a model answers only with rate limits (0: none)
+    throttled_until: float = 0.0  # wall time until which new calls wait (the provider's retry-after; 0: none)
+    batch_turnarounds: list[float] = field(default_factory=list)  # seconds per batch that came back
+    batch_waiting_since: float = 0.0  # wall time since which the oldest batch in flight is waited for (0: none)
 
 
 def interval(value: str | None) -> float | None:
@@ -94,6 +98,7 @@ class LiveProgress:
         self.started = time.monotonic()
         self._lock = threading.Lock()
         self._published = 0.0
+        self._last_published = ""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_figures: str | None = None
@@ -147,6 +152,9 @@ class LiveProgress:
             self._published = now
             self._refresh_locked()
             text = json.dumps(asdict(self.own))
+            if text == self._last_published and not force:
+                return
+            self._last_published = text
         target = self.folder / f"{self.worker_id}.json"
         try:
             with tempfile.NamedTemporaryFile("w", dir=self.folder, prefix=".", suffix=".tmp", delete=False) as tmp:
@@ -179,9 +187,14 @@ class LiveProgress:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
         """The controller (or the only process) starts printing as the items start (an xdist controller
-        registers this plugin only once its workers have started, after the session start)."""
+        registers this plugin only once its workers have started, after the session start). A worker
+        publishes its counts every second while they change: a wait (rate limits, a batch) records nothing."""
+        if self.worker_id is not None and self._thread is None:
+            self._thread = threading.Thread(target=self._run_publishing, name="skilltransfer-progress", daemon=True)
+            self._thread.start()
+            return
         if self.worker_id is not None or self._thread is not None or self.every_s is None:
-            return  # a worker, or progress `off` (the counts are still kept, for an interrupted run's report)
+            return  # progress `off` (the counts are still kept, for an interrupted run's report)
         from .lines import line_writer
 
         self._write = line_writer(self.config)
@@ -202,21 +215,29 @@ class LiveProgress:
         self._stop.set()
         self._thread.join(timeout=5)
         self._thread = None
-        self._print(force=True)  # the last word: where the run ended
+        if self.worker_id is None:
+            self._print(force=True)  # the last word: where the run ended
 
     def pytest_unconfigure(self) -> None:
         if self._remove_observer is not None:
             self._remove_observer()
+
+    def _run_publishing(self) -> None:
+        while not self._stop.wait(PUBLISH_EVERY_S):
+            self._publish()
 
     def _run(self) -> None:
         while not self._stop.wait(self.every_s):
             self._print()
 
     def _print(self, force: bool = False) -> None:
-        line = self.line()
-        # the line without its times (elapsed, ETA, waits): a line is written when a figure changed
+        standing = self.standing()
+        line = self.line(standing)
+        # the line without its times (elapsed, ETA, waits): a line is written when a figure changed, and on every
+        # tick while the run waits on rate limits (how long it has waited is the news)
         figures = _TIMES.sub("T", line.rsplit(" · ", 1)[0]) if line else None
-        if line is None or self._write is None or (figures == self._last_figures and not force):
+        if line is None or self._write is None or (figures == self._last_figures and not force
+                                                   and standing.throttled_s is None):
             return
         self._last_figures = figures
         self._write(line)
@@ -229,12 +250,17 @@ class LiveProgress:
         return {"usd": round(usd, 6), "answers": counts.calls, "unpriced": counts.unpriced}
 
     def _refresh_locked(self) -> None:
-        """This process's place on its critical path and its rate-limit wait, as of now."""
+        """This process's place on its critical path, its rate-limit wait and its batches, as of now."""
         from ..engine.phases import furthest_on_path
+        from ..models.batch import active_lane
         from ..models.limiter import LIMITERS
 
         self.own.path_done = max(0, furthest_on_path() - self._path_start)
         self.own.throttled_since = LIMITERS.throttled_since() or 0.0
+        self.own.throttled_until = LIMITERS.throttled_until() or 0.0
+        lane = active_lane()
+        turnarounds, waiting_since = lane.observed() if lane is not None else ([], None)
+        self.own.batch_turnarounds, self.own.batch_waiting_since = turnarounds, waiting_since or 0.0
 
     def totals(self) -> Counts:
         """The run's counts: this process's, plus every worker's publication (`path_total` and `path_done`
@@ -259,57 +285,50 @@ class LiveProgress:
             total.path_done += theirs.path_done
             if theirs.throttled_since and (not total.throttled_since or theirs.throttled_since < total.throttled_since):
                 total.throttled_since = theirs.throttled_since
+            total.throttled_until = max(total.throttled_until, theirs.throttled_until)
+            total.batch_turnarounds += theirs.batch_turnarounds
+            if theirs.batch_waiting_since and (not total.batch_waiting_since
+                                               or theirs.batch_waiting_since < total.batch_waiting_since):
+                total.batch_waiting_since = theirs.batch_waiting_since
         if workers:  # the items (and their round trips) are shared out among the workers
             total.path_total = -(-total.path_total // workers)
             total.path_done = -(-total.path_done // workers)
         return total
 
-    def line(self) -> str | None:
-        """The progress line now, or None when this run records nothing (nothing to watch)."""
+    def standing(self, state: str = "running") -> Standing:
+        """The run's standing now: what the line prints and the page shows (`reports.run_standing`)."""
         counts = self.totals()
-        if not self.can_record or not (counts.live_items or self.batch):
-            return None
         with self._lock:
             done = self.done
-        calls = f"{counts.calls:,} call{'' if counts.calls == 1 else 's'}" + (f" (plan ≤ {counts.planned_calls:,})" if counts.planned_calls else "")
         if self.budget is not None:
-            state = self.budget.state()
-            dollars = f"${state.settled_usd:,.2f} of ${self.budget.limit_usd:,.2f} budget" + (
-                f" (${state.open_usd:,.2f} reserved for calls in flight)" if state.open_usd else "")
+            budget = self.budget.state()
+            paid: tuple[float, float | None, float] = (budget.settled_usd, self.budget.limit_usd, budget.open_usd)
         else:
-            dollars = f"${counts.usd:,.2f}" + (f" + {counts.unpriced:,} unpriced" if counts.unpriced else "")
+            paid = (counts.usd, None, 0.0)
+        return estimate(counts, time.monotonic() - self.started, time.time(), done, state, self.batch, paid)
+
+    def shown(self) -> bool:
+        """Whether this run records something to watch (else no line)."""
+        counts = self.totals()
+        return self.can_record and bool(counts.live_items or self.batch)
+
+    def line(self, standing: Standing | None = None) -> str | None:
+        """The progress line now, or None when this run records nothing (nothing to watch)."""
+        if not self.shown():
+            return None
+        s = standing or self.standing()
+        calls = f"{s.calls:,} call{'' if s.calls == 1 else 's'}" + (f" (plan ≤ {s.planned_calls:,})" if s.planned_calls else "")
+        if s.budget_usd is not None:
+            dollars = f"${s.usd:,.2f} of ${s.budget_usd:,.2f} budget" + (
+                f" (${s.reserved_usd:,.2f} reserved for calls in flight)" if s.reserved_usd else "")
+        else:
+            dollars = f"${s.usd:,.2f}" + (f" + {s.unpriced:,} unpriced" if s.unpriced else "")
         lane = " · batch lane" if self.batch else ""
-        elapsed = time.monotonic() - self.started
-        return (f"skilltransfer: {done}/{counts.items} items · {calls} · {dollars}{lane}"
-                f"{when_it_ends(counts, elapsed, done >= counts.items)} · {_elapsed(elapsed)}")
+        return (f"skilltransfer: {s.items_done}/{s.items} items · {calls} · {dollars}{lane}"
+                f"{when_text(s)} · {duration(s.elapsed_s)}")
 
 
 _TIMES = re.compile(r"\b\d+h\d\dm\b|\b\d+m\d\ds\b|\b\d+s\b")
-
-
-def when_it_ends(counts: Counts, elapsed: float, finished: bool = False) -> str:
-    """` · N round trip(s) left, ends in ~T`: the round trips left on the critical path and the run's ETA at
-    the turnaround observed so far (elapsed time per round trip covered); and, while every answer is a rate
-    limit, ` · waiting on rate limits (HTTP 429) for T`. Nothing once every item is done or with no plan."""
-    parts = []
-    if counts.throttled_since:
-        parts.append(f"waiting on rate limits (HTTP 429) for {_elapsed(max(0.0, time.time() - counts.throttled_since))}")
-    if counts.path_total and not finished:
-        left = max(1, counts.path_total - counts.path_done)
-        if counts.path_done:
-            each = elapsed / counts.path_done
-            parts.append(f"{left:,} round trip(s) left, ends in ~{_elapsed(left * each)} "
-                         f"(~{_elapsed(each) if each >= 1 else '<1s'} each)")
-        else:
-            parts.append(f"{left:,} round trip(s) on the critical path")
-    return "".join(f" · {part}" for part in parts)
-
-
-def _elapsed(seconds: float) -> str:
-    seconds = int(seconds)
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
 def register(config: pytest.Config, settings: Any, runner: Any, spec_of: Callable[[pytest.Item], Any]) -> None:

@@ -8,6 +8,8 @@ reads every worker's results back as records (`evidence.item_record`). Workers n
 from __future__ import annotations
 
 import json
+import os
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -115,7 +117,15 @@ class TransferReporting:
         if self.settings.html_path:
             from ..reports import html_report
 
-            write(self.settings.html_path, html_report.render(report))
+            write(self.settings.html_path, html_report.render(report, standing=self._standing()))
+
+    def _standing(self) -> Any:
+        """How the run ended (wall time, round trips) for its page, from the live progress of a run that recorded
+        (`live_progress`; None otherwise: a replay's page is its JSON report's)."""
+        progress = self.config.pluginmanager.get_plugin("skilltransfer-progress")
+        if progress is None or not progress.shown():
+            return None
+        return progress.standing("stopped" if self.interrupted is not None else "finished")
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if is_worker(self.config) or not (self.results or self.errors or self.interrupted):
@@ -219,11 +229,20 @@ def item_counts(results: list[ItemRecord], errors: dict[str, dict[str, Any]]) ->
 def write(path: Path, text: str, append: bool = False) -> None:
     """Write a report (or append to one, e.g. $GITHUB_STEP_SUMMARY); key-shaped strings are redacted first."""
     from ..guards.redaction import redact_text
-    from ..guards.report_files import compressed, encode
+    from ..guards.report_files import encode
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    if compressed(path) and not append:  # REPORT.json.gz: gzip-compressed
-        path.write_bytes(encode(path, redact_text(text)))
+    text = redact_text(text)
+    if append:
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(text)
         return
-    with path.open("a" if append else "w", encoding="utf-8") as handle:
-        handle.write(redact_text(text))
+    if path.is_symlink() or (path.exists() and not path.is_file()):  # a link, a device, a pipe: written in place
+        path.write_bytes(encode(path, text))
+        return
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:  # a file is replaced whole: a reader (a browser reloading a running run's page) never sees half of it
+        temporary.write_bytes(encode(path, text))
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)

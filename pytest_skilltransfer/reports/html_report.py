@@ -36,6 +36,7 @@ from ..evidence.item_record import ItemRecord, records
 from ..evidence.summary import spent_by_errors, summarize
 from ..pricing.cost_breakdown import breakdown_lines, errored_spend
 from .html_item import item_section
+from .run_standing import Standing, html_section
 from .html_parts import (
     CSP,
     CSS,
@@ -447,9 +448,10 @@ def plan_section(report: dict[str, Any]) -> str:
     return "".join(parts)
 
 
-def render(report: dict[str, Any], history: str = "") -> str:
+def render(report: dict[str, Any], history: str = "", standing: Standing | None = None) -> str:
     """The whole page from a JSON report; `history`: the history section (`reports.history_view.html_section`, read
-    from git by `html --history`), placed before the items' sections."""
+    from git by `html --history`), placed before the items' sections; `standing`: the run's own section (when it
+    ended, its wall time and round trips: `reports.run_standing`), written by the run that recorded, not in the JSON."""
     results = attention_first(records(report.get("results") or []))
     errors = list(report.get("errors") or [])
     body = [headline(report, results)]
@@ -458,6 +460,8 @@ def render(report: dict[str, Any], history: str = "") -> str:
         body.append(f'<p class="interrupted"><strong>Interrupted ({esc(stopped["by"])})</strong>: '
                     f'${stopped["paid_usd"]:.4f} paid for {stopped["answers"]} answer(s) recorded; '
                     f'{esc(stopped["resume"])}</p>')
+    if standing is not None:
+        body.append(html_section(standing))
     body.append(_errors(errors))
     if results:
         summary = _summary(report, results)
@@ -490,8 +494,36 @@ def render(report: dict[str, Any], history: str = "") -> str:
         body.append("<p>No transfer item produced a result.</p>")
     if history and not results:
         body += ["<h2>History: gain over commits</h2>", history]
+    return _page("Skill transfer report", body)
+
+
+def _page(title: str, body: list[str], head: str = "") -> str:
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">{head}'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>Skill transfer report</title><style>{CSS}</style></head><body>"
+            f"<title>{title}</title><style>{CSS}</style></head><body>"
             + "\n".join(body) + f"<script>{SCRIPT}</script></body></html>\n")
+
+
+def render_running(results: list[ItemRecord], errors: list[dict[str, Any]], standing: Standing,
+                   refresh_s: float) -> str:
+    """The page of a running run: where it stands (`run_standing.html_section`: items, round trips left, ETA, a
+    rate-limit wait), the items finished so far with their own gain and gate, and those that errored; the browser
+    reloads it every `refresh_s` seconds. The run's outcomes over the whole family, its summary and the items'
+    sections come with the finished page (they are claims about every item)."""
+    matrix = attention_first(results)
+    rows = "".join(
+        f'<tr><td>{esc(r.seed)}</td><td>{esc(r.source)} -&gt; {esc(r.target)}</td>'
+        f'<td class="num">{r.baseline_target:.2f}</td><td class="num">{r.transferred:.2f}</td>'
+        f'<td class="num">{esc(gain_text(r))}</td><td>{_verdict_chip(_verdict(r))}</td>'
+        f'<td class="num">{esc(usd_text(r.cost.total_usd))}</td></tr>' for r in matrix)
+    finished = ("<h2>Items finished so far</h2>"
+                '<p class="muted">each item\'s own gain and gates; the outcomes over the run\'s family of items, the '
+                "summary and each item's details come when the run has finished</p>"
+                "<table><thead><tr><th>seed</th><th>pair</th><th>baseline</th><th>transferred</th>"
+                f"<th>gain [95% CI]</th><th>gates</th><th>$</th></tr></thead><tbody>{rows}</tbody></table>"
+                if matrix else "<p>No item has finished yet.</p>")
+    body = [f"<h1>Skill transfer: running, {standing.items_done} of {standing.items} item(s) done</h1>",
+            html_section(standing, refresh_s), _errors(errors), finished]
+    return _page("Skill transfer report (running)", body,
+                 f'<meta http-equiv="refresh" content="{max(1, round(refresh_s))}">')

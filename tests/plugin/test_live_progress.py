@@ -4,6 +4,8 @@ cassettes, a plan bound that holds, and silence under CI replay."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -93,28 +95,76 @@ def test_a_recording_run_shows_items_calls_and_dollars_as_it_goes(pytester: pyte
     assert left and left == sorted(left, reverse=True) and last[6] is None, [m[0] for m in lines]
 
 
+def _standing(now: float = 1_000_000.0, elapsed: float = 120.0, done: int = 0, items: int = 3, **counts: Any) -> Any:
+    from pytest_skilltransfer.plugin.live_progress import Counts
+    from pytest_skilltransfer.reports.run_standing import estimate
+
+    return estimate(Counts(items=items, **counts), elapsed, now, done)
+
+
 def test_the_eta_and_the_rate_limit_wait_come_from_what_was_observed() -> None:
-    """Round trips left x the turnaround observed so far; a run answered only with 429s says so and for how long."""
-    import time
-
+    """Round trips left x the turnaround observed so far; a run answered only with 429s says so, for how long and
+    when it tries next (an injected clock: `now`)."""
     from pytest_skilltransfer.models.limiter import Limiters
-    from pytest_skilltransfer.plugin.live_progress import Counts, when_it_ends
+    from pytest_skilltransfer.reports.run_standing import when_text
 
-    assert when_it_ends(Counts(path_total=18), 5.0) == " · 18 round trip(s) on the critical path"
-    assert when_it_ends(Counts(path_total=18, path_done=6), 120.0) == " · 12 round trip(s) left, ends in ~4m00s (~20s each)"
-    assert when_it_ends(Counts(path_total=18, path_done=18), 120.0, finished=True) == ""
-    waiting = when_it_ends(Counts(path_total=18, path_done=6, throttled_since=time.time() - 242), 120.0)
-    assert waiting.startswith(" · waiting on rate limits (HTTP 429) for 4m0"), waiting
+    now = 1_000_000.0
+    assert when_text(_standing(path_total=18, elapsed=5.0)) == " · 18 round trip(s) on the critical path"
+    assert when_text(_standing(path_total=18, path_done=6)) == " · 12 round trip(s) left, ends in ~4m00s (~20s each)"
+    assert when_text(_standing(path_total=18, path_done=18, done=3)) == ""  # every item done
+    waiting = _standing(path_total=18, path_done=6, throttled_since=now - 242, throttled_until=now + 20.5)
+    assert (waiting.throttled_s, waiting.retry_in_s) == (242, 20.5)
+    assert when_text(waiting) == (" · waiting on rate limits (HTTP 429) for 4m02s, next try in ~20s · 12 round trip(s) "
+                                  "left, ends in ~4m00s (~20s each)")
+    assert when_text(_standing(throttled_since=now - 3, throttled_until=now - 1)) == (
+        " · waiting on rate limits (HTTP 429) for 3s")  # the retry-after has run: the SDK tries again
 
     limiters = Limiters()  # a run's own (the suite's run holds what earlier tests left in its scope)
     limiter = limiters.get("m", 4)
-    limiter.throttled(429, 0.0)
+    limiter.throttled(429, 30.0)
     since = limiter.throttled_since
     limiter.throttled(429, 0.0)
     assert since is not None and limiter.throttled_since == since  # since the first throttle in a row
     assert limiters.throttled_since() == since
+    assert limiters.throttled_until() == limiter.throttled_until >= since + 30  # the longest wait asked for
     limiter.succeeded()
-    assert limiter.throttled_since is None and limiters.throttled_since() is None
+    assert limiter.throttled_since is None and limiters.throttled_since() is None and limiters.throttled_until() is None
+
+
+def test_the_batch_lanes_eta_comes_from_the_batches_turnaround() -> None:
+    """In the batch lane a round trip takes what a batch takes: the median turnaround of those that came back, the
+    batch in flight counted as far along as it has waited; before any came back, how long the first has waited."""
+    from pytest_skilltransfer.reports.run_standing import when_text
+
+    now = 1_000_000.0
+    first = _standing(path_total=18, path_done=0, elapsed=900.0, batch_waiting_since=now - 720)
+    assert first.eta_s is None and first.batch_waited_s == 720
+    assert when_text(first) == " · 18 round trip(s) left, no batch back yet (waited 12m00s)"
+    # 3 batches back (50, 60 and 70 minutes: median 1h), the 4th in flight for 20 minutes: 15 left, 14h40m
+    going = _standing(path_total=18, path_done=3, elapsed=3 * 3600.0, batch_turnarounds=[3000.0, 4200.0, 3600.0],
+                      batch_waiting_since=now - 1200)
+    assert (going.each_s, going.eta_s) == (3600.0, 15 * 3600.0 - 1200)
+    assert when_text(going) == " · 15 round trip(s) left, ends in ~14h40m (batches take ~1h00m)"
+    overdue = _standing(path_total=18, path_done=3, batch_turnarounds=[3600.0], batch_waiting_since=now - 5000)
+    assert overdue.eta_s == 14 * 3600.0  # the batch in flight is late: at least the ones after it are left
+    between = _standing(path_total=18, path_done=3, batch_turnarounds=[3600.0])  # none in flight (gathering)
+    assert between.eta_s == 15 * 3600.0
+
+
+def test_a_batch_lane_reports_its_turnarounds_and_the_oldest_batch_in_flight(tmp_path: Path) -> None:
+    """`BatchLane.observed`: what the progress publishes for the ETA (wall clock, so it crosses processes)."""
+    import time
+
+    from pytest_skilltransfer.models.batch.lane import BatchLane, BatchSettings, Group, InFlight
+
+    lane = BatchLane(BatchSettings(), tmp_path, api_for=lambda group: None)
+    assert lane.observed() == ([], None)
+    lane._turnarounds.append(61.0)
+    group = Group("anthropic", "http://127.0.0.1:9", "m", "k")
+    lane._in_flight["b1"] = InFlight("b1", group, "s1", since=time.monotonic() - 30)
+    lane._in_flight["b2"] = InFlight("b2", group, "s2", since=time.monotonic() - 5)
+    turnarounds, since = lane.observed()
+    assert turnarounds == [61.0] and since is not None and 29 <= time.time() - since <= 60
 
 
 def test_replay_under_ci_prints_no_progress(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:

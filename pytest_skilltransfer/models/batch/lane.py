@@ -549,6 +549,13 @@ class BatchLane:
                       f"{self.requests_total} done{failed}; ${self.dollars:.4f} so far at batch prices; "
                       f"waited {_clock(waited)}{self._eta_locked()}")
 
+    def observed(self) -> tuple[list[float], float | None]:
+        """The turnarounds of the batches that came back (seconds), and the wall time since which the oldest batch
+        in flight has been waited for (None: none in flight): for the run's ETA (`reports.run_standing`)."""
+        with self._cond:
+            oldest = min((f.since for f in self._in_flight.values()), default=None)
+            return list(self._turnarounds), None if oldest is None else time.time() - (time.monotonic() - oldest)
+
     def _eta_locked(self) -> str:
         """`; batches take ~T, next answer in ~E`: the median observed turnaround, and what is left of it for
         the oldest batch in flight (nothing before a batch has finished: no turnaround observed yet)."""
