@@ -40,8 +40,9 @@ class LivePage:
         self._lock = threading.Lock()
         self.writes = 0
 
-    @pytest.hookimpl(trylast=True)
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
+        """Start writing as the items start (before pytest's or xdist's loop, which runs them)."""
         if self._thread is None:
             self.write()
             self._thread = threading.Thread(target=self._run, name="skilltransfer-page", daemon=True)

@@ -56,6 +56,8 @@ class Counts:
     throttled_until: float = 0.0  # wall time until which new calls wait (the provider's retry-after; 0: none)
     batch_turnarounds: list[float] = field(default_factory=list)  # seconds per batch that came back
     batch_waiting_since: float = 0.0  # wall time since which the oldest batch in flight is waited for (0: none)
+    workers: int = 0  # the xdist workers of the run (0: no xdist)
+    path_longest: int = 0  # the round trips of the process furthest along its critical path
 
 
 def interval(value: str | None) -> float | None:
@@ -106,6 +108,7 @@ class LiveProgress:
         self._remove_observer: Callable[[], None] | None = None
         workerinput = getattr(config, "workerinput", None)
         self.worker_id: str | None = workerinput["workerid"] if workerinput else None
+        self.own.workers = int(workerinput.get("workercount") or 0) if workerinput else 0
         run = run_folder(config)
         self.folder: Path | None = run / "progress" if run is not None else None
         if self.folder is not None:
@@ -255,7 +258,7 @@ class LiveProgress:
         from ..models.batch import active_lane
         from ..models.limiter import LIMITERS
 
-        self.own.path_done = max(0, furthest_on_path() - self._path_start)
+        self.own.path_done = self.own.path_longest = max(0, furthest_on_path() - self._path_start)
         self.own.throttled_since = LIMITERS.throttled_since() or 0.0
         self.own.throttled_until = LIMITERS.throttled_until() or 0.0
         lane = active_lane()
@@ -283,6 +286,8 @@ class LiveProgress:
             total.unpriced += theirs.unpriced
             total.path_total = max(total.path_total, theirs.path_total)
             total.path_done += theirs.path_done
+            total.path_longest = max(total.path_longest, theirs.path_done)
+            total.workers = max(total.workers, theirs.workers)
             if theirs.throttled_since and (not total.throttled_since or theirs.throttled_since < total.throttled_since):
                 total.throttled_since = theirs.throttled_since
             total.throttled_until = max(total.throttled_until, theirs.throttled_until)
@@ -290,7 +295,8 @@ class LiveProgress:
             if theirs.batch_waiting_since and (not total.batch_waiting_since
                                                or theirs.batch_waiting_since < total.batch_waiting_since):
                 total.batch_waiting_since = theirs.batch_waiting_since
-        if workers:  # the items (and their round trips) are shared out among the workers
+        if workers:  # the items (and their round trips) are shared out among the workers (all of them, also
+            workers = max(workers, total.workers)  # before each has published)
             total.path_total = -(-total.path_total // workers)
             total.path_done = -(-total.path_done // workers)
         return total

@@ -523,7 +523,7 @@ def render_running(results: list[ItemRecord], errors: list[dict[str, Any]], stan
                 "<table><thead><tr><th>seed</th><th>pair</th><th>baseline</th><th>transferred</th>"
                 f"<th>gain [95% CI]</th><th>gates</th><th>$</th></tr></thead><tbody>{rows}</tbody></table>"
                 if matrix else "<p>No item has finished yet.</p>")
+    reload_s = max(1, round(refresh_s))
     body = [f"<h1>Skill transfer: running, {standing.items_done} of {standing.items} item(s) done</h1>",
-            html_section(standing, refresh_s), _errors(errors), finished]
-    return _page("Skill transfer report (running)", body,
-                 f'<meta http-equiv="refresh" content="{max(1, round(refresh_s))}">')
+            html_section(standing, reload_s), _errors(errors), finished]
+    return _page("Skill transfer report (running)", body, f'<meta http-equiv="refresh" content="{reload_s}">')

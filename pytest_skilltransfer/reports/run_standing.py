@@ -41,6 +41,7 @@ class Standing:
     batch_lane: bool = False
     path_total: int = 0  # round trips on the critical path, as planned (0: no plan)
     path_done: int = 0  # round trips covered
+    path_longest: int = 0  # round trips the process furthest along its critical path has covered
     each_s: float | None = None  # the observed turnaround of one round trip
     per_batch: bool = False  # `each_s` is the batches' median turnaround
     eta_s: float | None = None  # time left
@@ -82,7 +83,8 @@ def estimate(counts: Any, elapsed_s: float, now: float, items_done: int, state: 
     throttled = max(0.0, now - counts.throttled_since) if counts.throttled_since else None
     retry_in = max(0.0, counts.throttled_until - now) if throttled is not None and counts.throttled_until else None
     return Standing(state, now - elapsed_s, now, elapsed_s, items_done, counts.items, counts.calls, counts.planned_calls,
-                    usd, counts.unpriced, budget, reserved, batch_lane, counts.path_total, counts.path_done, each,
+                    usd, counts.unpriced, budget, reserved, batch_lane, counts.path_total, counts.path_done,
+                    max(counts.path_longest, counts.path_done), each,
                     bool(turnarounds), None if eta is None else max(0.0, eta), first_waited, throttled, retry_in)
 
 
@@ -143,8 +145,8 @@ def html_section(standing: Standing, refresh_s: float | None = None) -> str:
     lane = " · batch lane" if s.batch_lane else ""
     if not s.running:
         ended = "Finished" if s.state == "finished" else "Stopped"
-        path = (f"{s.path_done:,} round trip(s) on the critical path" + (f" (planned {s.path_total:,})" if s.path_total
-                                                                            else ""))
+        path = (f"{s.path_longest:,} round trip(s) on the critical path"
+                + (f" (planned {s.path_total:,})" if s.path_total else ""))
         return (f'<section class="standing ended" id="run"><h2>Run</h2><p><b>{ended}</b> at {esc(updated)} after '
                 f'<b>{esc(duration(s.elapsed_s))}</b> (wall time), started at {esc(started)}; {esc(path)}; '
                 f'{s.items_done} of {s.items} item(s) done; {esc(calls)}; {esc(dollars)}{esc(lane)}</p></section>')
