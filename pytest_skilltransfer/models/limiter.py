@@ -72,6 +72,7 @@ class AdaptiveLimiter:
         self.throttles = 0  # throttling responses seen
         self.throttled_since: float | None = None  # wall time of the first throttle since the last success
         self.throttled_until = 0.0  # wall time until which new calls wait (the advertised retry-after)
+        self.throttled_status = 0  # the last throttling status (429, 529, 503)
         self.lowest = maximum  # the lowest limit reached
         self._cond = threading.Condition()
         self._in_flight = 0
@@ -117,6 +118,7 @@ class AdaptiveLimiter:
             if self.throttled_since is None:
                 self.throttled_since = time.time()
             self.throttled_until = max(self.throttled_until, time.time() + pause)
+            self.throttled_status = status
             self._streak = 0
             self._paused_until = max(self._paused_until, now + pause)
             old = self.limit
@@ -224,6 +226,11 @@ class Limiters:
         """Wall time since which some model has answered only with throttling (429, 529, 503), or None."""
         times = [t for t in (limiter.throttled_since for limiter in self.all()) if t is not None]
         return min(times) if times else None
+
+    def throttled_status(self) -> int | None:
+        """The status the throttled model that waits longest answered last (429, 529, 503), or None."""
+        waiting = [limiter for limiter in self.all() if limiter.throttled_since is not None]
+        return min(waiting, key=lambda limiter: limiter.throttled_since or 0.0).throttled_status if waiting else None
 
     def throttled_until(self) -> float | None:
         """Wall time until which the throttled models hold new calls back (their retry-after), or None."""

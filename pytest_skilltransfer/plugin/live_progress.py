@@ -54,6 +54,7 @@ class Counts:
     path_done: int = 0  # round trips this process's critical path has covered
     throttled_since: float = 0.0  # wall time since which a model answers only with rate limits (0: none)
     throttled_until: float = 0.0  # wall time until which new calls wait (the provider's retry-after; 0: none)
+    throttled_status: int = 0  # the status it answers with (429, 529, 503)
     batch_turnarounds: list[float] = field(default_factory=list)  # seconds per batch that came back
     batch_waiting_since: float = 0.0  # wall time since which the oldest batch in flight is waited for (0: none)
     workers: int = 0  # the xdist workers of the run (0: no xdist)
@@ -261,6 +262,7 @@ class LiveProgress:
         self.own.path_done = self.own.path_longest = max(0, furthest_on_path() - self._path_start)
         self.own.throttled_since = LIMITERS.throttled_since() or 0.0
         self.own.throttled_until = LIMITERS.throttled_until() or 0.0
+        self.own.throttled_status = LIMITERS.throttled_status() or 0
         lane = active_lane()
         turnarounds, waiting_since = lane.observed() if lane is not None else ([], None)
         self.own.batch_turnarounds, self.own.batch_waiting_since = turnarounds, waiting_since or 0.0
@@ -289,7 +291,7 @@ class LiveProgress:
             total.path_longest = max(total.path_longest, theirs.path_done)
             total.workers = max(total.workers, theirs.workers)
             if theirs.throttled_since and (not total.throttled_since or theirs.throttled_since < total.throttled_since):
-                total.throttled_since = theirs.throttled_since
+                total.throttled_since, total.throttled_status = theirs.throttled_since, theirs.throttled_status
             total.throttled_until = max(total.throttled_until, theirs.throttled_until)
             total.batch_turnarounds += theirs.batch_turnarounds
             if theirs.batch_waiting_since and (not total.batch_waiting_since

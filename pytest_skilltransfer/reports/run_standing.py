@@ -48,6 +48,7 @@ class Standing:
     batch_waited_s: float | None = None  # no batch back yet: the oldest in flight has waited this long
     throttled_s: float | None = None  # answered only with rate limits for this long
     retry_in_s: float | None = None  # the provider's retry-after still to run
+    throttled_status: int = 429  # what it answers: 429 (rate limited), 529 (overloaded), 503 (unavailable)
 
     @property
     def running(self) -> bool:
@@ -85,7 +86,8 @@ def estimate(counts: Any, elapsed_s: float, now: float, items_done: int, state: 
     return Standing(state, now - elapsed_s, now, elapsed_s, items_done, counts.items, counts.calls, counts.planned_calls,
                     usd, counts.unpriced, budget, reserved, batch_lane, counts.path_total, counts.path_done,
                     max(counts.path_longest, counts.path_done), each,
-                    bool(turnarounds), None if eta is None else max(0.0, eta), first_waited, throttled, retry_in)
+                    bool(turnarounds), None if eta is None else max(0.0, eta), first_waited, throttled, retry_in,
+                    counts.throttled_status or 429)
 
 
 def duration(seconds: float) -> str:
@@ -103,11 +105,14 @@ def _each(standing: Standing) -> str:
 
 
 def waiting_text(standing: Standing) -> str:
-    """`waiting on rate limits (HTTP 429) for T, next try in ~R`, or "" when the run is not waiting on them."""
+    """`waiting on rate limits (HTTP 429) for T, next try in ~R` (`HTTP 529 overloaded`, `HTTP 503 unavailable`), or ""
+    when the run is not waiting on them."""
     if standing.throttled_s is None:
         return ""
     retry = standing.retry_in_s
-    return (f"waiting on rate limits (HTTP 429) for {duration(standing.throttled_s)}"
+    status = standing.throttled_status
+    what = "" if status == 429 else {529: " overloaded", 503: " unavailable"}.get(status, "")
+    return (f"waiting on rate limits (HTTP {status}{what}) for {duration(standing.throttled_s)}"
             + (f", next try in ~{duration(retry)}" if retry is not None and retry >= 1 else ""))
 
 

@@ -118,13 +118,16 @@ def test_the_eta_and_the_rate_limit_wait_come_from_what_was_observed() -> None:
                                   "left, ends in ~4m00s (~20s each)")
     assert when_text(_standing(throttled_since=now - 3, throttled_until=now - 1)) == (
         " · waiting on rate limits (HTTP 429) for 3s")  # the retry-after has run: the SDK tries again
+    assert when_text(_standing(throttled_since=now - 3, throttled_status=529)) == (
+        " · waiting on rate limits (HTTP 529 overloaded) for 3s")
 
     limiters = Limiters()  # a run's own (the suite's run holds what earlier tests left in its scope)
     limiter = limiters.get("m", 4)
     limiter.throttled(429, 30.0)
     since = limiter.throttled_since
-    limiter.throttled(429, 0.0)
+    limiter.throttled(529, 0.0)
     assert since is not None and limiter.throttled_since == since  # since the first throttle in a row
+    assert limiters.throttled_status() == 529
     assert limiters.throttled_since() == since
     assert limiters.throttled_until() == limiter.throttled_until >= since + 30  # the longest wait asked for
     limiter.succeeded()
