@@ -1,6 +1,7 @@
 """Live progress of a run that records: a compact line now and then, written by the controller only.
 
-    skilltransfer: 3/34 items · 412 calls (plan ≤ 1,024) · $0.41 of $5.00 budget · 2m13s
+    skilltransfer: 3/34 items · 412 calls (plan ≤ 1,024) · $0.41 of $5.00 budget · 52 round trip(s) left,
+    ends in ~17m20s (~20s each) · 2m13s                                                       (one line)
 
 Items are the transfer items finished of those collected. Calls are the answers this run recorded
 (live provider calls, batch answers too; replays do not count) against the plan's upper bound for the
@@ -9,8 +10,11 @@ ledger's settled charge with `--max-cost` (the reservations of calls in flight a
 as spend), else the recorded answers priced by their usage; either is the bill the summary prints.
 Each process counts what its cassettes record (`cassettes.on_recorded`); an xdist worker publishes its
 counts to a JSON file in the run folder the controller names (`state.run_folder`), at most once a second
-and at each item's end, and the controller sums them. Only the controller writes, a whole line at a time
-(`lines.line_writer`), so lines never interleave under `-n`.
+and at each item's end, and every second while they change (a wait on rate limits or on a batch records
+nothing), and the controller sums them. Only the controller writes, a whole line at a time
+(`lines.line_writer`), so lines never interleave under `-n`. When the run ends (round trips left, ETA, a wait
+on rate limits) is `standing()`, computed once by `reports.run_standing` for the line and the page alike
+(`live_page`).
 
 `--skilltransfer-progress` (ini `skilltransfer_progress`): `auto` (default: a line every 10 s on a
 terminal, every 60 s in a log, only when something changed, and only when some item can record:

@@ -1,7 +1,9 @@
 """The HTML report (`--skilltransfer-html`, `merge --html`, `html REPORT.json`): one self-contained page.
 
 A pure function of the JSON report (`result_json.run_report` plus the run's own fields), so a page
-rebuilt later from a JSON file, or from merged shards, equals the page the run wrote. Everything is
+rebuilt later from a JSON file, or from merged shards, equals the page the run wrote, but for one section
+the JSON does not hold: a run that recorded adds how it went (`run_standing`: when it ended, its wall time,
+the round trips it took). While such a run goes, `render_running` is its page (`plugin.live_page`). Everything is
 inline: CSS, an SVG chart, a small script; a Content-Security-Policy forbids any fetch, so the file
 opens from disk, a CI artifact or a static host alike. It reads with JavaScript off: drill-down is
 `<details>`, the "tasks that differ" filter is a CSS checkbox; the script only adds sorting, the

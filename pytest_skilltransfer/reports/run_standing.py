@@ -83,10 +83,10 @@ def estimate(counts: Any, elapsed_s: float, now: float, items_done: int, state: 
         eta = left * each
     throttled = max(0.0, now - counts.throttled_since) if counts.throttled_since else None
     retry_in = max(0.0, counts.throttled_until - now) if throttled is not None and counts.throttled_until else None
-    return Standing(state, now - elapsed_s, now, elapsed_s, items_done, counts.items, counts.calls, counts.planned_calls,
-                    usd, counts.unpriced, budget, reserved, batch_lane, counts.path_total, counts.path_done,
-                    max(counts.path_longest, counts.path_done), each,
-                    bool(turnarounds), None if eta is None else max(0.0, eta), first_waited, throttled, retry_in,
+    return Standing(state, now - elapsed_s, now, elapsed_s, items_done, counts.items, counts.calls,
+                    counts.planned_calls, usd, counts.unpriced, budget, reserved, batch_lane, counts.path_total,
+                    counts.path_done, max(counts.path_longest, counts.path_done), each, bool(turnarounds),
+                    None if eta is None else max(0.0, eta), first_waited, throttled, retry_in,
                     counts.throttled_status or 429)
 
 

@@ -108,7 +108,8 @@ def test_the_page_of_a_running_run_then_of_the_finished_run(pytester: pytest.Pyt
     with RateLimitedMidway(pytester.path) as fake:
         fake.delay = 0.01
         pytester.makeini("[pytest]\nskilltransfer_limit_replay = 0\nskilltransfer_limit_holdout = 0\n")
-        pytester.makepyprojecttoml(f'[tool.skilltransfer.models]\nremote = "anthropic:fake-small@{fake.anthropic_url}"\n')
+        remote = f'remote = "anthropic:fake-small@{fake.anthropic_url}"'
+        pytester.makepyprojecttoml(f"[tool.skilltransfer.models]\n{remote}\n")
         for name in ("alpha", "beta", "gamma"):
             make_seed(pytester.path / "seeds", name)
         pytester.makeconftest(TOY_CONFTEST + RATE_LIMITED_MIDWAY)
