@@ -38,7 +38,7 @@ class LivePage:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
-        self.writes = 0
+        self._closed = False  # the session ended: the finished page is the reports' to write
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
@@ -63,6 +63,8 @@ class LivePage:
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
+        with self._lock:  # a write under way ends first; none comes after
+            self._closed = True
 
     def _run(self) -> None:
         last = time.monotonic()
@@ -85,14 +87,15 @@ class LivePage:
 
         if not self.progress.shown():
             return  # nothing recorded here (in-process models only): the page is written once, at the end
+        results, errors = list(self.reporting.results.values()), errored(dict(self.reporting.errors))
+        text = render_running(results, errors, self.progress.standing(), self.every_s)
         with self._lock:
-            results, errors = list(self.reporting.results.values()), errored(dict(self.reporting.errors))
-            text = render_running(results, errors, self.progress.standing(), self.every_s)
+            if self._closed:
+                return
             try:
                 write(self.path, text)
             except OSError:
-                return  # a page of a running run; the run goes on, and the finished page is written at its end
-            self.writes += 1
+                pass  # a page of a running run; the run goes on, and the finished page is written at its end
 
 
 def register(config: pytest.Config, reporting: Any) -> None:

@@ -151,3 +151,24 @@ def test_the_page_of_a_running_run_then_of_the_finished_run(pytester: pytest.Pyt
     page.wait_for_selector("#run.ended", timeout=20_000)  # the finished page's section
     assert page.locator('meta[http-equiv="refresh"]').count() == 0
     context.close()
+
+
+def test_no_running_page_is_written_once_the_session_ends(tmp_path: Path) -> None:
+    """The finished page is the last word: a write of the running page after the session's end does nothing."""
+    from types import SimpleNamespace
+
+    from pytest_skilltransfer.plugin.live_page import LivePage
+    from pytest_skilltransfer.plugin.live_progress import Counts
+    from pytest_skilltransfer.reports.run_standing import estimate
+
+    standing = estimate(Counts(items=2, path_total=10, path_done=4), 40.0, 1_000_000.0, 0)
+    progress = SimpleNamespace(shown=lambda: True, standing=lambda: standing)
+    page = LivePage(progress, SimpleNamespace(results={}, errors={}), tmp_path / "report.html", 10.0)
+    page.write()
+    running = (page.path).read_text(encoding="utf-8")
+    assert "No item has finished yet" in running and "ends in <b>~1m00s</b>" in running
+    page.pytest_sessionfinish(None)  # type: ignore[arg-type]
+    page.path.write_text("finished", encoding="utf-8")
+    page.write()
+    assert page.path.read_text(encoding="utf-8") == "finished"
+    assert [p.name for p in tmp_path.iterdir()] == ["report.html"]  # no temporary file left behind
