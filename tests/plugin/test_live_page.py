@@ -17,8 +17,9 @@ from fake_provider import Failure, FakeProvider
 from plugin_support import TOY_CONFTEST, make_seed
 
 # The controller tells the provider to start answering with rate limits when the first item has ended (every
-# later item waits for that, so calls certainly meet them); once its progress line and its page both say it is
-# waiting, it keeps that page and lets the provider answer again. Waits are on events (files), never on a clock.
+# later item waits for that, so calls certainly meet them); once its progress line has said it is waiting twice
+# and its page says so, it keeps that page and lets the provider answer again. Waits are on events (files, lines
+# written), never on a clock.
 RATE_LIMITED_MIDWAY = """
 import shutil
 import threading
@@ -61,10 +62,18 @@ def pytest_runtest_setup(item):
 def _keep_the_waiting_page():
     progress = _CONFIG[0].pluginmanager.get_plugin("skilltransfer-progress")
     page = Path("report.html")
+    _until(lambda: progress._write is not None, "the progress line never started")
+    write, said = progress._write, []
 
-    def waiting():
+    def counted(line):
+        said.extend(["waiting"] if "waiting on rate limits" in line else [])
+        write(line)
+
+    progress._write = counted
+
+    def waiting():  # said on two ticks in a row (the wait is news on every tick), and on the page
         shown = page.read_text(encoding="utf-8") if page.exists() else ""
-        return "waiting on rate limits" in (progress._last_figures or "") and "Waiting on rate limits" in shown
+        return len(said) >= 2 and "Waiting on rate limits" in shown
 
     _until(waiting, "neither the line nor the page said the run waits on rate limits")
     shutil.copy(page, "running.html")
@@ -119,7 +128,8 @@ def test_the_page_of_a_running_run_then_of_the_finished_run(pytester: pytest.Pyt
     result.assert_outcomes(passed=3)
     assert fake.throttled
     lines = [line for line in result.outlines + result.errlines if line.startswith("skilltransfer: ")]
-    assert [line for line in lines if re.search(r" · waiting on rate limits \(HTTP 429\) for \d+s", line)], lines
+    waiting = [line for line in lines if re.search(r" · waiting on rate limits \(HTTP 429\) for \d+s", line)]
+    assert len(waiting) >= 2, lines  # on every tick while it waits, its figures unchanged
 
     running = (pytester.path / "running.html").read_text(encoding="utf-8")
     assert '<meta http-equiv="refresh" content="1">' in running  # reloads while the run goes
