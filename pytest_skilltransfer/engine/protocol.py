@@ -368,6 +368,8 @@ class SeedSession:
             on_demand = {("direct", r): direct_chain(r, scored) for r in restart_numbers}
             done.update(zip(on_demand, self._run_chains(list(on_demand.values()))))
             waves.update({key: list(done[key][1]) for key in on_demand})  # type: ignore[index]
+        past = parts[stop.look:] if stopping is not None and stopping.full_reference and stop.early else ()
+        reference = self._reference(done, target, past, number, first_phase) if past else []
         self.phase = ""
         settled = self._settle_costs(number)
         baseline = _joined([settled(e) for e in waves[("baseline", 0)]])
@@ -402,6 +404,7 @@ class SeedSession:
             direct_skipped=self.config.direct_on_demand and ("direct", 1) not in done,
             stop=stop,
             design_note=design_note,
+            reference=_joined([settled(e) for e in reference]) if reference else None,
         )
         if result.unlearnable:
             labels = {t.id: tuple(c.label() for c in t.judge.checks) for t in self.splits["test"]}
@@ -479,8 +482,10 @@ class SeedSession:
             seen = sequential.judge_look(design, total, look, up, down, stopping.thresholds, stopping.alpha)
             scores = [(t.task_id, t.hard) for e in waves[("transfer", 1)] for t in e.tasks]
             regression = sequential.reference_look(design, total, look, scores, stopping, stopping.alpha)
-            if regression == sequential.CONTINUE:
-                seen = replace(seen, action=sequential.CONTINUE)  # the regression gate is still open: look on
+            direct = ([t.hard for e in waves[("direct", 1)] for t in e.tasks] if ("direct", 1) in waves else None)
+            gates = sequential.gates_look(design, total, look, after, before, direct, stopping, stopping.alpha)
+            if sequential.CONTINUE in (regression, gates):
+                seen = replace(seen, action=sequential.CONTINUE)  # a gate is still open: look on
             if seen.action != sequential.CONTINUE:
                 self.progress(f"{self.seed.name}: look {look.number} of {len(looks)} at {look.tasks} of {total} "
                               f"held-out tasks on {target.model_id}: {seen.action}, stop")
@@ -488,6 +493,17 @@ class SeedSession:
             self.progress(f"{self.seed.name}: look {look.number} of {len(looks)} at {look.tasks} of {total} "
                           f"held-out tasks on {target.model_id}: go on")
         raise AssertionError("the last look always stops")  # pragma: no cover
+
+    def _reference(self, done: dict[tuple[str, int], object], target: Model, parts: tuple[str, ...], number: int,
+                   first_phase: Callable[[int], int]) -> list[Evaluation]:
+        """The transferred skill on the waves past the stop (`parts`, all at once): the regression gate's reference
+        for later runs, scored when this run writes it; no gate or verdict of this run reads it."""
+        tasks = sum(len(self.splits[part]) for part in parts)
+        self.phase = "held-out reference"
+        self.progress(f"{self.seed.name}: transferred skill on the {tasks} held-out task(s) past the stop on "
+                      f"{target.model_id}: the regression gate's reference, not in the verdict")
+        chains = [self._wave_chain(("transfer", 1), done, target, part, number, first_phase) for part in parts]
+        return list(self._run_chains(chains))  # type: ignore[arg-type]
 
     def _wave_chain(self, key: tuple[str, int], done: dict[tuple[str, int], object], target: Model, part: str,
                     number: int, first_phase: Callable[[int], int]) -> Callable[[], Evaluation]:

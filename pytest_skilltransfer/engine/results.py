@@ -240,6 +240,9 @@ class TransferResult:
     never_passed: tuple[str, ...] = ()  # checks of the held-out tasks that no sample of any arm passed
     stop: Stop | None = None  # where the held-out design stopped (evidence.sequential); None: not recorded
     design_note: str = ""  # why the fixed design ran where the configuration asked for looks ("" otherwise)
+    # the transferred skill on the held-out tasks past the stop, scored when the run (re)makes the regression gate's
+    # reference (`Stopping.full_reference`); no gate or verdict reads it; None when not scored
+    reference: Evaluation | None = None
 
     @property
     def unlearnable(self) -> bool:
@@ -309,7 +312,8 @@ class TransferResult:
         phases |= {
             "baseline": self.baseline.costs,
             "optimize-source": _merge_costs(*(run.learned.costs for run in runs)),
-            "transferred": _merge_costs(*(run.transferred.costs for run in runs)),
+            "transferred": _merge_costs(*(run.transferred.costs for run in runs),
+                                        *((self.reference.costs,) if self.reference is not None else ())),
         }
         if self.direct_optimization is not None and self.direct is not None:
             phases["optimize-direct"] = _merge_costs(*(r.direct_optimization.costs for r in runs if r.direct_optimization))

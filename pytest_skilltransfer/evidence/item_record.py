@@ -262,6 +262,9 @@ class SequentialRecord(JsonRecord):
     reason: str
     level: float
     note: str | None = None
+    # the transferred skill's hard score per held-out task past the stop ({task id: score}), scored when the run
+    # wrote the regression gate's reference (its snapshot); no gate or verdict of the item reads it
+    reference: Mapping[str, float] | None = optional()
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,8 @@ def test_pairs_stop_where_their_looks_decide(pytester: pytest.Pytester) -> None:
     pytester.runpytest("--snapshot-update", "--skilltransfer-json=r.json", "-p", "no:randomly").assert_outcomes(passed=2)
     items = _items(pytester)
     gain, flat = items["toy-b"], items["toy-stubborn"]
+    past = gain["sequential"].pop("reference")  # the run writes snapshots: the regression gate's full reference
+    assert list(past) == [f"hd-{i:02d}" for i in range(12, 24)] and set(past.values()) == {1.0}
     assert gain["sequential"] == {"design": "group-sequential", "looks": [6, 12, 18, 24],
                                   "alpha_shares": [0.02, 0.08, 0.2, 0.7], "futility": "predictive",
                                   "futility_below": 0.05, "look": 2, "tasks": 12, "of": 24, "alpha_share": 0.08,
@@ -41,6 +43,8 @@ def test_pairs_stop_where_their_looks_decide(pytester: pytest.Pytester) -> None:
             "futility: predictive probability below 0.05 or no task moved; stopped at look 2 of 4 (12 of 24 tasks): "
             "decided, interval at 99.6%") in snapshot
     assert "design=group-sequential" in snapshot
+    assert ("- transferred past the stop (the regression gate's reference, not in the verdict): `hd-12=1 hd-13=1"
+            in snapshot)
     pytester.runpytest("--skilltransfer-json=r.json", "-p", "no:randomly").assert_outcomes(passed=2)  # as recorded
 
 
