@@ -182,12 +182,17 @@ class Before:
         """
         from .snapshots import parse_per_task
 
+        from .gating import held_out_total
+
         per_task = None if self.text is None else parse_per_task(self.text)
         status = "new" if self.text is None else "unscored" if per_task is None else "compared"
         before = round(_mean_over_units(per_task, result), 3) if per_task else None
         verdict = regression_verdict(gate) if status == "compared" else status
         record = {"ref": self.base.name, "commit": self.base.commit, "snapshot": self.base.relative(self.path),
                   "status": status, "before": before, "after": result.transferred, "verdict": verdict}
+        total = held_out_total(result)
+        if per_task and len(per_task) < total:  # a reference written before it was kept in full: say so
+            record["reference_tasks"], record["of"] = len(per_task), total
         if per_task and (verdict == "fail" or before != result.transferred):
             record["cause"] = self.cause(result, per_task, gate, seed_path)
         return record

@@ -191,9 +191,10 @@ def _evidence_line(result: ItemRecord) -> list[str]:
 def _reference_line(result: ItemRecord) -> list[str]:
     """The transferred scores past the stop, when this run scored them (it writes the snapshot): with the per-task
     line above, the regression gate's reference holds every held-out task."""
-    past = result.sequential.reference if result.sequential is not None else None
-    if not past:
-        return []
+    looks = result.sequential
+    past = looks.reference if looks is not None else None
+    if not past or looks is None or looks.tasks + len(past) < looks.of:
+        return []  # the regression gate's own looks only: not a reference
     text = " ".join(f"{task}={score:.4g}" for task, score in past.items())
     return [f"- transferred past the stop (the regression gate's reference, not in the verdict): `{text}`"]
 
@@ -301,11 +302,12 @@ def parse_per_task(text: str) -> dict[str, float] | None:
 
 
 def _carried(text: str, snapshot: "SnapshotAssertion") -> str:
-    """This run's snapshot text, with the committed reference line past the stop kept when this run did not score
-    past its stop (it does not write snapshots): that line is the reference a snapshot keeps, not this run's
-    evidence, and every other line is still compared."""
-    if snapshot.update_snapshots or REFERENCE_LINE.search(text) is not None:
+    """This run's snapshot text as compared when it does not write snapshots: the reference line past the stop is
+    the committed one (or none), whatever this run scored past its stop. That line is the reference a snapshot
+    keeps for later runs, not evidence of this run's verdict; every other line is still compared."""
+    if snapshot.update_snapshots:
         return text
+    text = REFERENCE_LINE.sub("", text)
     path = location(snapshot)
     committed = path.read_text(encoding="utf-8") if path.is_file() else ""
     past, line = REFERENCE_LINE.search(committed), PER_TASK_LINE.search(text)

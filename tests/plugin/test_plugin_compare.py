@@ -61,8 +61,7 @@ def history(pytester: pytest.Pytester, base_rule: str, pr_rule: str) -> Path:
     """main: the seed with `base_rule` and its snapshot; branch pr: `pr_rule`, snapshot updated."""
     pytester.makeconftest(COVER_CONFTEST)
     pytester.makeini("[pytest]\nskilltransfer_pair = cover-a:cover-b\nskilltransfer_limit_replay = 0\n"
-                     "skilltransfer_limit_holdout = 0\nskilltransfer_regression_tolerance = 0.05\n"
-                     "skilltransfer_design = fixed\n")  # every task in the committed snapshot (docs/protocol.md)
+                     "skilltransfer_limit_holdout = 0\nskilltransfer_regression_tolerance = 0.05\n")
     seed = make_seed(pytester.path / "seeds", "router", tasks=TASKS)
     write_skill(seed, base_rule)
     git(pytester.path, "init", "-q", "-b", "main")
