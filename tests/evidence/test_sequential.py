@@ -103,3 +103,24 @@ def test_an_open_regression_keeps_an_item_looking() -> None:
     assert sequential.reference_look(SHIPPED, 24, first, dropped, stopping) == sequential.CONTINUE
     assert sequential.reference_look(SHIPPED, 24, first, [(f"t{i}", 1.0) for i in range(6)], stopping) == sequential.FUTILE
     assert sequential.reference_look(SHIPPED, 24, first, dropped, sequential.Stopping()) is None
+
+
+def test_open_min_score_and_min_efficiency_keep_an_item_looking() -> None:
+    """After 6 of 24 tasks: a transferred score of 4/6 against min_score 0.5 is open and the last look would likely
+    decide it, so the item looks on; 9/18 against 0.5 can no longer be decided, so it has no say; 6/6 against 0.1
+    is decided. min_efficiency 0.5 reads (transferred - baseline) - 0.5 (direct -
+    baseline) per task: the transferred skill doing all the direct one does keeps it open and looking; nothing
+    moving in any arm leaves the stop to the pair. Without such a gate, no say."""
+    first = SHIPPED.looks(24)[0]
+    score = sequential.Stopping(0.05, (0.0,), min_score=0.5)
+    assert sequential.gates_look(SHIPPED, 24, first, [1, 1, 1, 1, 0, 0], [0] * 6, None, score) == sequential.CONTINUE
+    assert sequential.score_predictive(24, 18, 9.0, 0.5, 0.965) == 0.0  # 9..15 of 24 never decides 0.5
+    assert sequential.gates_look(SHIPPED, 24, SHIPPED.looks(24)[2], [1, 0] * 9, [0] * 18, None, score) is None
+    assert sequential.gates_look(SHIPPED, 24, first, [1] * 6, [0] * 6, None,
+                                 sequential.Stopping(min_score=0.1)) is None  # decided: 6/6 at 99.9% is >= 0.28
+    efficiency = sequential.Stopping(min_efficiency=0.5)
+    assert sequential.gates_look(SHIPPED, 24, first, [1, 1, 1, 0, 0, 0], [0] * 6, [1, 1, 1, 0, 0, 0],
+                                 efficiency) == sequential.CONTINUE
+    assert sequential.gates_look(SHIPPED, 24, first, [0] * 6, [0] * 6, [0] * 6, efficiency) is None
+    assert sequential.gates_look(SHIPPED, 24, first, [1, 1, 1, 1, 0, 0], [0] * 6, None, sequential.Stopping()) is None
+    assert sequential.gates_look(SHIPPED, 24, SHIPPED.looks(24)[-1], [1] * 24, [0] * 24, None, score) is None
