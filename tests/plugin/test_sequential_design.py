@@ -66,3 +66,20 @@ def test_the_fixed_design_scores_every_task_and_says_so(pytester: pytest.Pyteste
     assert record["sequential"]["design"] == "fixed" and record["sequential"]["note"].startswith("restarts")
     result = pytester.runpytest("--transfer-design=weekly", "-p", "no:randomly")
     assert "expected one of group-sequential, fixed" in result.stderr.str()
+
+
+def test_an_open_min_score_keeps_the_looks_going(pytester: pytest.Pytester) -> None:
+    """min_score 0.3: toy-stubborn's transferred score 0 over 6 tasks neither reaches 0.3 nor is ruled out at 99.9%
+    (nor over 12 at 99.6%), and the last look would decide it, so its looks go on past the futile pair until 18
+    tasks rule it out at 99%; the item fails min_score there. toy-b (1 on every task) stops at 12 as before, its
+    min_score decided with its gain."""
+    root = project(pytester, ini=INI, seeds=())
+    make_seed(root, "route", thresholds={"min_score": 0.3}, tasks=24)
+    pytester.runpytest("--snapshot-update", "--skilltransfer-json=r.json", "-p", "no:randomly").assert_outcomes(
+        passed=1, failed=1)
+    items = _items(pytester)
+    flat, gain = items["toy-stubborn"], items["toy-b"]
+    assert (flat["sequential"]["tasks"], flat["sequential"]["reason"], flat["gain"]["n"]) == (18, "futile", 18)
+    score = next(g for g in flat["gate"]["gates"] if g["gate"] == "min_score")
+    assert score["verdict"] == "fail" and "18 task(s)" in score["message"]
+    assert (gain["sequential"]["tasks"], gain["sequential"]["reason"]) == (12, "decided")
