@@ -317,7 +317,8 @@ class Stopping:
     alpha: float = ALPHA
     thresholds: tuple[float, ...] = (0.0,)
     # the regression gate's committed per-task scores of the transferred skill (task id, score) and its threshold
-    # (-tolerance): a second pair, transferred now against then, that can keep an item looking but never stops it
+    # (-tolerance): a second pair, transferred now against then, with looks of its own from the pair's stop on (the
+    # transferred arm alone looks on while it is open); it never moves the pair's stop
     reference: tuple[tuple[str, float], ...] = ()
     reference_threshold: float = -0.05
     # the gates that read the transferred score (`min_score`) and the efficiency (`min_efficiency`): like the
@@ -333,8 +334,8 @@ def reference_look(design: Design, total: int, look: Look, scores: Sequence[tupl
                    alpha: float = ALPHA) -> str | None:
     """The regression pair at an interim look: this run's transferred scores so far (`scores`, task id and score)
     against the committed ones, over the tasks both have. `CONTINUE` while it is open and the item's last look
-    (of `total` tasks, at its level) would likely decide it, so the item looks on; else what it is (None without
-    a reference or a common task). It only ever keeps an item looking: it never stops one."""
+    (of `total` tasks, at its level) would likely decide it, so the transferred arm looks on past the pair's stop;
+    else what it is (None without a reference or a common task, and at the last look)."""
     reference = dict(stopping.reference)
     differences = [score - reference[task] for task, score in scores if task in reference]
     if not differences or look.tasks >= total:
