@@ -28,6 +28,9 @@ def test_pairs_stop_where_their_looks_decide(pytester: pytest.Pytester) -> None:
     gain, flat = items["toy-b"], items["toy-stubborn"]
     past = gain["sequential"].pop("reference")  # the run writes snapshots: the regression gate's full reference
     assert list(past) == [f"hd-{i:02d}" for i in range(12, 24)] and set(past.values()) == {1.0}
+    phases = gain["cost"]["phases"]  # billed: the transferred skill's 24 answers, the baseline's 12
+    assert sum(r["calls"] + r["cached"] for r in phases["transferred"]) == 24
+    assert sum(r["calls"] + r["cached"] for r in phases["baseline"]) == 12
     assert gain["sequential"] == {"design": "group-sequential", "looks": [6, 12, 18, 24],
                                   "alpha_shares": [0.02, 0.08, 0.2, 0.7], "futility": "predictive",
                                   "futility_below": 0.05, "look": 2, "tasks": 12, "of": 24, "alpha_share": 0.08,
