@@ -124,3 +124,18 @@ def test_open_min_score_and_min_efficiency_keep_an_item_looking() -> None:
     assert sequential.gates_look(SHIPPED, 24, first, [0] * 6, [0] * 6, [0] * 6, efficiency) is None
     assert sequential.gates_look(SHIPPED, 24, first, [1, 1, 1, 1, 0, 0], [0] * 6, None, sequential.Stopping()) is None
     assert sequential.gates_look(SHIPPED, 24, SHIPPED.looks(24)[-1], [1] * 24, [0] * 24, None, score) is None
+
+
+def test_a_full_reference_gives_the_regression_gate_its_power() -> None:
+    """docs/protocol.md's table: a later change making each task fail with probability 0.3 or 0.5 is caught (the
+    regression pair's looks, threshold -0.05) over a full 24-task reference as often as the table says, and over a
+    6-task reference (a stop at look 1 that kept nothing past it) almost never, and never in a family of 40."""
+    def caught(design: sequential.Design, tasks: int, drop: float, alpha: float = 0.05) -> float:
+        return sequential.operating(design, tasks, 0.0, drop, (-0.05,), alpha, coverage=False).fails[0]
+
+    assert [round(caught(SHIPPED, 24, d), 3) for d in (0.3, 0.5)] == [0.570, 0.973]
+    assert [round(caught(sequential.FIXED, 24, d), 3) for d in (0.3, 0.5)] == [0.771, 0.997]
+    assert round(caught(SHIPPED, 24, 0.5, 0.05 / 40), 3) == 0.554
+    assert round(caught(sequential.FIXED, 24, 0.5, 0.05 / 40), 3) == 0.581
+    assert caught(sequential.FIXED, 6, 0.3) <= 0.001 and caught(sequential.FIXED, 6, 0.5) <= 0.016
+    assert caught(sequential.FIXED, 6, 0.5, 0.05 / 40) == 0.0
