@@ -231,12 +231,15 @@ class Before:
 
 
 def _mean_over_units(per_task: dict[str, float], result: ItemRecord) -> float:
-    """The committed per-task scores' mean as this run's transferred score is taken: over tasks, or over
-    clusters when this run's held-out tasks share any (so before and after are the same kind of mean)."""
+    """The committed per-task scores' mean as this run's transferred score is taken: over the tasks it holds (a
+    reference kept past its stop holds more), and over clusters when this run's held-out tasks share any (so
+    before and after are the same kind of mean, on the same tasks)."""
     from ..evidence.stats import clustered_score
 
     transferred = result.scores.transferred
     clusters = {t.task_id: t.cluster for t in (transferred.tasks if transferred is not None else ())}
+    same = {task: score for task, score in per_task.items() if task in clusters}
+    per_task = same or per_task  # the tasks this run's score is over (a reference may hold more: past its stop)
     return clustered_score([list(per_task.values())], [clusters.get(task) for task in per_task]).mean
 
 
