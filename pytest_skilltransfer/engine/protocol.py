@@ -368,6 +368,8 @@ class SeedSession:
             on_demand = {("direct", r): direct_chain(r, scored) for r in restart_numbers}
             done.update(zip(on_demand, self._run_chains(list(on_demand.values()))))
             waves.update({key: list(done[key][1]) for key in on_demand})  # type: ignore[index]
+        reference, regression = self._past_the_stop(design, parts, waves, done, target, number, first_phase,
+                                                    stopping or sequential.Stopping(), stop)
         self.phase = ""
         settled = self._settle_costs(number)
         baseline = _joined([settled(e) for e in waves[("baseline", 0)]])
@@ -402,6 +404,8 @@ class SeedSession:
             direct_skipped=self.config.direct_on_demand and ("direct", 1) not in done,
             stop=stop,
             design_note=design_note,
+            reference=_joined([settled(e) for e in reference]) if reference else None,
+            regression=regression,
         )
         if result.unlearnable:
             labels = {t.id: tuple(c.label() for c in t.judge.checks) for t in self.splits["test"]}
@@ -477,10 +481,10 @@ class SeedSession:
             differences = [a - b for b, a in zip(before, after)]
             up, down = sum(d for d in differences if d > 0), -sum(d for d in differences if d < 0)
             seen = sequential.judge_look(design, total, look, up, down, stopping.thresholds, stopping.alpha)
-            scores = [(t.task_id, t.hard) for e in waves[("transfer", 1)] for t in e.tasks]
-            regression = sequential.reference_look(design, total, look, scores, stopping, stopping.alpha)
-            if regression == sequential.CONTINUE:
-                seen = replace(seen, action=sequential.CONTINUE)  # the regression gate is still open: look on
+            direct = ([t.hard for e in waves[("direct", 1)] for t in e.tasks] if ("direct", 1) in waves else None)
+            gates = sequential.gates_look(design, total, look, after, before, direct, stopping, stopping.alpha)
+            if gates == sequential.CONTINUE:
+                seen = replace(seen, action=sequential.CONTINUE)  # min_score or min_efficiency is open: look on
             if seen.action != sequential.CONTINUE:
                 self.progress(f"{self.seed.name}: look {look.number} of {len(looks)} at {look.tasks} of {total} "
                               f"held-out tasks on {target.model_id}: {seen.action}, stop")
@@ -488,6 +492,44 @@ class SeedSession:
             self.progress(f"{self.seed.name}: look {look.number} of {len(looks)} at {look.tasks} of {total} "
                           f"held-out tasks on {target.model_id}: go on")
         raise AssertionError("the last look always stops")  # pragma: no cover
+
+    def _past_the_stop(self, design: sequential.Design, parts: tuple[str, ...],
+                       waves: dict[tuple[str, int], list[Evaluation]], done: dict[tuple[str, int], object],
+                       target: Model, number: int, first_phase: Callable[[int], int], stopping: sequential.Stopping,
+                       stop: sequential.Stop) -> tuple[list[Evaluation], sequential.Look | None]:
+        """The transferred skill alone past the pair's stop: wave by wave while the regression gate, whose reference
+        lies outside the item (the committed snapshot or `--compare-to`'s), is open and its last look would likely
+        decide it (its own looks, `sequential.reference_look`); then, when the run writes the reference
+        (`Stopping.full_reference`), on every remaining task at once. Returns those evaluations and the look the
+        regression gate stopped at when past the pair's (None otherwise). The pair's stop never depends on the
+        reference, so the item's snapshot is the same whichever reference a run compares with."""
+        total = len(self.splits["test"])
+        if not design.sequential or not stop.early:
+            return [], None
+        looks = design.looks(total)
+        scores = [(t.task_id, t.hard) for e in waves[("transfer", 1)] for t in e.tasks]
+        evaluations: list[Evaluation] = []
+        index = stop.look - 1
+        while sequential.reference_look(design, total, looks[index], scores, stopping,
+                                        stopping.alpha) == sequential.CONTINUE:
+            index += 1
+            self.phase = "held-out wave"
+            self.progress(f"{self.seed.name}: the regression gate is open at {looks[index - 1].tasks} of {total} "
+                          f"held-out tasks: the transferred skill alone on the next wave on {target.model_id}")
+            chain = self._wave_chain(("transfer", 1), done, target, parts[index], number, first_phase)
+            evaluation = self._run_chains([chain])[0]
+            evaluations.append(evaluation)  # type: ignore[arg-type]
+            scores += [(t.task_id, t.hard) for t in evaluation.tasks]  # type: ignore[attr-defined]
+        regression = looks[index] if index > stop.look - 1 else None
+        rest = parts[index + 1:] if stopping.full_reference else ()
+        if rest:
+            tasks = sum(len(self.splits[part]) for part in rest)
+            self.phase = "held-out reference"
+            self.progress(f"{self.seed.name}: transferred skill on the {tasks} held-out task(s) past the stop on "
+                          f"{target.model_id}: the regression gate's reference, not in the verdict")
+            chains = [self._wave_chain(("transfer", 1), done, target, part, number, first_phase) for part in rest]
+            evaluations += self._run_chains(chains)  # type: ignore[arg-type]
+        return evaluations, regression
 
     def _wave_chain(self, key: tuple[str, int], done: dict[tuple[str, int], object], target: Model, part: str,
                     number: int, first_phase: Callable[[int], int]) -> Callable[[], Evaluation]:

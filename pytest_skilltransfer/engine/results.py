@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 
 from ..evidence.portability import Portability, portability
-from ..evidence.sequential import DESIGNS, Stop
+from ..evidence.sequential import DESIGNS, Look, Stop
 from ..evidence.stats import Estimate, Gain, Ratio, clustered_gain, clustered_score, efficiency_ratio
 from ..guards.bounds import over_maximum
 from ..guards.edits import Edit
@@ -240,6 +240,13 @@ class TransferResult:
     never_passed: tuple[str, ...] = ()  # checks of the held-out tasks that no sample of any arm passed
     stop: Stop | None = None  # where the held-out design stopped (evidence.sequential); None: not recorded
     design_note: str = ""  # why the fixed design ran where the configuration asked for looks ("" otherwise)
+    # the transferred skill alone on held-out tasks past the pair's stop: the waves the regression gate kept it
+    # looking, then, when the run (re)makes the regression gate's reference (`Stopping.full_reference`), every
+    # remaining task; only the regression gate reads it, up to `regression`; None when none was scored
+    reference: Evaluation | None = None
+    # the look the regression gate stopped at when its reference kept the transferred arm looking past the pair's
+    # stop (it reads the transferred scores up to that look, at that look's level); None: the pair's stop
+    regression: Look | None = None
 
     @property
     def unlearnable(self) -> bool:
@@ -309,7 +316,8 @@ class TransferResult:
         phases |= {
             "baseline": self.baseline.costs,
             "optimize-source": _merge_costs(*(run.learned.costs for run in runs)),
-            "transferred": _merge_costs(*(run.transferred.costs for run in runs)),
+            "transferred": _merge_costs(*(run.transferred.costs for run in runs),
+                                        *((self.reference.costs,) if self.reference is not None else ())),
         }
         if self.direct_optimization is not None and self.direct is not None:
             phases["optimize-direct"] = _merge_costs(*(r.direct_optimization.costs for r in runs if r.direct_optimization))

@@ -262,6 +262,12 @@ class SequentialRecord(JsonRecord):
     reason: str
     level: float
     note: str | None = None
+    # the transferred skill's hard score per held-out task past the pair's stop ({task id: score}): the waves the
+    # regression gate kept it looking, then every remaining task when the run wrote the regression gate's reference
+    # (its snapshot); only the regression gate reads them, up to its own look
+    reference: Mapping[str, float] | None = optional()
+    # the regression gate's own stopping look when it went past the pair's (`look`, `tasks`, `alpha_share`)
+    regression: Mapping[str, Any] | None = optional()
 
 
 @dataclass(frozen=True)

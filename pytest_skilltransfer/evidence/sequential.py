@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Sequence
 
-from .gain_tests import gain_decision, gain_interval
-from .score_intervals import FAIL, INCONCLUSIVE, LEVEL, PASS
+from .gain_tests import gain_decision, gain_interval, score_bounds
+from .score_intervals import FAIL, INCONCLUSIVE, LEVEL, PASS, decide
 
 ALPHA = round(1 - LEVEL, 6)
 DECIDED, FUTILE, LAST_LOOK, CONTINUE = "decided", "futile", "last look", "continue"
@@ -317,17 +317,25 @@ class Stopping:
     alpha: float = ALPHA
     thresholds: tuple[float, ...] = (0.0,)
     # the regression gate's committed per-task scores of the transferred skill (task id, score) and its threshold
-    # (-tolerance): a second pair, transferred now against then, that can keep an item looking but never stops it
+    # (-tolerance): a second pair, transferred now against then, with looks of its own from the pair's stop on (the
+    # transferred arm alone looks on while it is open); it never moves the pair's stop
     reference: tuple[tuple[str, float], ...] = ()
     reference_threshold: float = -0.05
+    # the gates that read the transferred score (`min_score`) and the efficiency (`min_efficiency`): like the
+    # regression pair they keep an item looking while open and likely decided at the last look, never stop one
+    min_score: float | None = None
+    min_efficiency: float | None = None
+    # the run (re)makes the regression gate's reference (it writes snapshots): after the pair stops, the
+    # transferred arm alone is scored on the remaining held-out tasks, which no gate or verdict reads
+    full_reference: bool = False
 
 
 def reference_look(design: Design, total: int, look: Look, scores: Sequence[tuple[str, float]], stopping: Stopping,
                    alpha: float = ALPHA) -> str | None:
     """The regression pair at an interim look: this run's transferred scores so far (`scores`, task id and score)
     against the committed ones, over the tasks both have. `CONTINUE` while it is open and the item's last look
-    (of `total` tasks, at its level) would likely decide it, so the item looks on; else what it is (None without
-    a reference or a common task). It only ever keeps an item looking: it never stops one."""
+    (of `total` tasks, at its level) would likely decide it, so the transferred arm looks on past the pair's stop;
+    else what it is (None without a reference or a common task, and at the last look)."""
     reference = dict(stopping.reference)
     differences = [score - reference[task] for task, score in scores if task in reference]
     if not differences or look.tasks >= total:
@@ -343,6 +351,56 @@ def reference_look(design: Design, total: int, look: Look, scores: Sequence[tupl
     chance = (predictive_decision(common, n, up, down, threshold, last, design.prior) if n < common else
               float(gain_decision(n, up, down, threshold, last) != INCONCLUSIVE))
     return CONTINUE if chance >= design.futility else FUTILE
+
+
+@lru_cache(maxsize=16384)
+def score_predictive(total: int, tasks: int, score: float, threshold: float, level: float,
+                     prior: float = 0.5) -> float:
+    """The posterior predictive probability that the last look (all `total` tasks, at `level`) decides whether the
+    mean score reaches `threshold` (`min_score`'s exact interval), given a summed score of `score` over the first
+    `tasks` (a task passing counts 1; the remaining tasks' passes are beta-binomial, Jeffreys' prior)."""
+    def decided(passed: float) -> bool:
+        return decide(*score_bounds(passed / total, total, level), threshold) != INCONCLUSIVE
+
+    remaining = total - tasks
+    if remaining <= 0:
+        return float(decided(score))
+    a, b = score + prior, max(tasks - score, 0.0) + prior
+    lg = math.lgamma
+    base = lg(remaining + 1) + lg(a + b) - lg(a + b + remaining) - lg(a) - lg(b)
+    return sum(math.exp(base - lg(k + 1) - lg(remaining - k + 1) + lg(a + k) + lg(b + remaining - k))
+               for k in range(remaining + 1) if decided(score + k))
+
+
+def gates_look(design: Design, total: int, look: Look, transferred: Sequence[float], baseline: Sequence[float],
+               direct: Sequence[float] | None, stopping: Stopping, alpha: float = ALPHA) -> str | None:
+    """`min_score` and `min_efficiency` at an interim look, from the per-task hard scores so far (in task order):
+    `CONTINUE` while either is open at the look's level and the last look would likely decide it (the predictive
+    rule of the pair, probability >= `design.futility`), so the item looks on; None otherwise. Like the
+    regression pair it only keeps an item looking, never stops one, so it costs no alpha.
+
+    `min_score` is the transferred score's exact interval against the threshold. `min_efficiency` e is read as
+    the paired difference (transferred - baseline) - e (direct - baseline) per task, in [-1, 1]: the efficiency
+    reaches e exactly when that difference's mean is >= 0 (with a headroom above 0), so its open question is the
+    pair's, tested at 0 with the pair's predictive rule (an approximation that decides only how long to look)."""
+    if look.tasks >= total or not transferred:
+        return None
+    level, last = look.level(alpha), design.looks(total)[-1].level(alpha)
+    n = len(transferred)
+    if stopping.min_score is not None:
+        score = sum(transferred)
+        if decide(*score_bounds(score / n, n, level), stopping.min_score) == INCONCLUSIVE and score_predictive(
+                total, n, round(score, 9), stopping.min_score, last, design.prior) >= design.futility:
+            return CONTINUE
+    if stopping.min_efficiency is not None and direct is not None and len(direct) == n:
+        e = stopping.min_efficiency
+        differences = [(t - b) - e * (d - b) for t, b, d in zip(transferred, baseline, direct)]
+        up, down = sum(x for x in differences if x > 0), -sum(x for x in differences if x < 0)
+        if (gain_decision(n, up, down, 0.0, level) == INCONCLUSIVE and up + down > 1e-9
+                and predictive_decision(total, n, round(up, 9), round(down, 9), 0.0, last,
+                                        design.prior) >= design.futility):
+            return CONTINUE
+    return None
 
 
 def fixed_stop(total: int) -> Stop:

@@ -209,11 +209,13 @@ class Planner:
     """Bounds for one seed under one protocol configuration (see module docstring)."""
 
     def __init__(self, seed: Seed, config: ProtocolConfig, prompt_cache: bool = True,
-                 judge: tuple[str, int] | None = None, alpha: float = ALPHA) -> None:
+                 judge: tuple[str, int] | None = None, alpha: float = ALPHA, full_reference: bool = False) -> None:
         """`judge`: the judge's (model id, samples per rubric check), when the seed has one; `alpha`: an item's
-        share of the run family's error (0.05 / m), which the group-sequential design's looks spend."""
+        share of the run family's error (0.05 / m), which the group-sequential design's looks spend;
+        `full_reference`: the run writes snapshots, so the transferred skill is scored on every held-out task (the
+        regression gate's reference) wherever the pair stops."""
         self.seed, self.config, self.prompt_cache, self.judge = seed, config, prompt_cache, judge
-        self.alpha = alpha
+        self.alpha, self.full_reference = alpha, full_reference
         self.test = capped(seed.test, config.limit_test, seed.split.seed)
         self.tools = (SEARCH_TOOL,) if seed.corpus_dir else ()
         self.steps = MAX_TOOL_STEPS if self.tools else 1
@@ -369,8 +371,10 @@ class Planner:
         name = self.seed.name
         share = self.held_out_share(validators)
 
-        def scored(shares: tuple[Share, ...]) -> tuple[Share, ...]:
+        def scored(shares: tuple[Share, ...], share: float = share) -> tuple[Share, ...]:
             return tuple(s.expected_times(share) for s in shares) if share < 1 else shares
+
+        reference = 1.0 if self.full_reference else share  # the transferred skill on every task when writing it
 
         calibration = self.calibration()
         units = [calibration] if calibration is not None else []
@@ -380,7 +384,7 @@ class Planner:
             units += [
                 self.optimization(source, source_optimizer, "optimize-source", restart),
                 Unit((name, "transferred", source, source_optimizer, target, str(restart)), "transferred",
-                     scored(self.learned_test(target)), scored=share),
+                     scored(self.learned_test(target), reference), scored=reference),
             ]
             if self.config.direct:
                 optimized = self.optimization(target, target_optimizer, "optimize-direct", restart)

@@ -182,12 +182,17 @@ class Before:
         """
         from .snapshots import parse_per_task
 
+        from .gating import held_out_total
+
         per_task = None if self.text is None else parse_per_task(self.text)
         status = "new" if self.text is None else "unscored" if per_task is None else "compared"
         before = round(_mean_over_units(per_task, result), 3) if per_task else None
         verdict = regression_verdict(gate) if status == "compared" else status
         record = {"ref": self.base.name, "commit": self.base.commit, "snapshot": self.base.relative(self.path),
                   "status": status, "before": before, "after": result.transferred, "verdict": verdict}
+        total = held_out_total(result)
+        if per_task and len(per_task) < total:  # a reference written before it was kept in full: say so
+            record["reference_tasks"], record["of"] = len(per_task), total
         if per_task and (verdict == "fail" or before != result.transferred):
             record["cause"] = self.cause(result, per_task, gate, seed_path)
         return record
@@ -226,12 +231,15 @@ class Before:
 
 
 def _mean_over_units(per_task: dict[str, float], result: ItemRecord) -> float:
-    """The committed per-task scores' mean as this run's transferred score is taken: over tasks, or over
-    clusters when this run's held-out tasks share any (so before and after are the same kind of mean)."""
+    """The committed per-task scores' mean as this run's transferred score is taken: over the tasks it holds (a
+    reference kept past its stop holds more), and over clusters when this run's held-out tasks share any (so
+    before and after are the same kind of mean, on the same tasks)."""
     from ..evidence.stats import clustered_score
 
     transferred = result.scores.transferred
     clusters = {t.task_id: t.cluster for t in (transferred.tasks if transferred is not None else ())}
+    same = {task: score for task, score in per_task.items() if task in clusters}
+    per_task = same or per_task  # the tasks this run's score is over (a reference may hold more: past its stop)
     return clustered_score([list(per_task.values())], [clusters.get(task) for task in per_task]).mean
 
 

@@ -498,30 +498,34 @@ def evaluate(result: ItemRecord, thresholds: Thresholds, committed: dict[str, fl
         gates.append(_noninferiority_gate(result, thresholds.noninferiority_margin, level))
     if thresholds.regression_tolerance is not None and committed is not None and not updating:
         transferred = _transferred(result)
-        check = stats.regression(committed, per_task(transferred), thresholds.regression_tolerance, level,
+        scores, at = regression_scores(result), regression_level(result, correction, family, level)
+        check = stats.regression(committed, scores, thresholds.regression_tolerance, at,
                                  clusters=per_task_clusters(transferred))
         message = check.message()
         first = per_task_first(transferred)
         if first is not None and check.verdict != stats.FAIL:  # restart 1 alone: the run without --restarts
-            alone = stats.regression(committed, first, thresholds.regression_tolerance, level,
+            alone = stats.regression(committed, first, thresholds.regression_tolerance, at,
                                      clusters=per_task_clusters(transferred))
             if alone.verdict == stats.FAIL:
                 check = alone
                 message = f"restart 1 alone (the kept skill, as a run without --restarts): {alone.message()} ({SINGLE_RULE})"
         if check.verdict != stats.FAIL and any(per_task_clusters(transferred).values()):
-            for scores in (per_task(transferred), first):
+            for scores in (regression_scores(result), first):
                 plain = None if scores is None else stats.regression(committed, scores,
-                                                                     thresholds.regression_tolerance, level)
+                                                                     thresholds.regression_tolerance, at)
                 if plain is not None and plain.verdict == stats.FAIL:  # tasks as units: the run without clusters
                     check = plain
                     message = f"over tasks, each its own unit: {plain.message()} ({TASK_RULE})"
                     break
         single = per_task_plain(transferred)
         if check.verdict != stats.FAIL and single is not None:  # one sample, one judge vote: the plain run
-            plain = stats.regression(committed, single, thresholds.regression_tolerance, level)
+            plain = stats.regression(committed, single, thresholds.regression_tolerance, at)
             if plain.verdict == stats.FAIL:
                 check = plain
                 message = f"the plain run's reading: {plain.message()} ({PLAIN_RULE})"
+        short = short_reference(committed, result)
+        if short:
+            message += f"; {short}"
         if reference is not None:
             message = message.replace("the committed snapshot", reference)
         if check.verdict == stats.FAIL:
@@ -541,6 +545,44 @@ def evaluate(result: ItemRecord, thresholds: Thresholds, committed: dict[str, fl
     recorded = {name: thresholds.get(name) for name in threshold_gates()}
     outcome = GateOutcome(tuple(gates), tuple(notes), level, {**recorded, "expect": expected})
     return _judge_stability(outcome, result, thresholds, committed, updating, correction, family, expected)
+
+
+def regression_scores(result: ItemRecord) -> dict[str, float]:
+    """The transferred per-task scores the regression gate reads: the pair's tasks, and the tasks past the pair's
+    stop up to the regression gate's own stopping look when its reference kept the transferred arm looking (never
+    the tasks a run scored past that look to write the reference: more tasks never weaken a gate)."""
+    scores = per_task(_transferred(result))
+    looks = result.sequential
+    if looks is None or not looks.regression or not looks.reference:
+        return scores
+    past = list(looks.reference.items())[: int(looks.regression["tasks"]) - looks.tasks]
+    return {**scores, **dict(past)}
+
+
+def regression_level(result: ItemRecord, correction: str, family: int, level: float) -> float:
+    """The regression gate's level: at its own stopping look when past the pair's, else the item's (`level`)."""
+    looks = result.sequential
+    if looks is None or not looks.regression:
+        return level
+    return gate_level(correction, family, float(looks.regression["alpha_share"]))
+
+
+def held_out_total(result: ItemRecord) -> int:
+    """The item's held-out tasks: all of them, also where its looks stopped early."""
+    transferred = result.scores.transferred
+    return result.sequential.of if result.sequential is not None else len(transferred.tasks if transferred else ())
+
+
+def short_reference(committed: dict[str, float], result: ItemRecord) -> str:
+    """What a regression reference that holds fewer than the item's held-out tasks cannot show (it was written by
+    a run that stopped early and did not keep the transferred scores past its stop), and what to do; "" when it
+    holds every held-out task."""
+    total = held_out_total(result)
+    if len(committed) >= total:
+        return ""
+    return (f"the committed snapshot holds {len(committed)} of the {total} held-out tasks, so a regression on the "
+            "others cannot be seen: re-make it with --snapshot-update, which scores the transferred skill on every "
+            "held-out task")
 
 
 def _transferred(result: ItemRecord) -> ArmRecord:

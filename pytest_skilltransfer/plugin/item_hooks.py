@@ -105,8 +105,10 @@ def run_family(item: pytest.Item, run: ItemRun) -> RunFamily:
 def stopping(item: pytest.Item, seed: Any, spec: Any, snapshot: Any) -> Stopping:
     """What the item's looks test (`evidence.sequential`): its share of the run family's alpha, and the thresholds
     of the gates that read the gain (0 for the outcome and `expect`, -harm tolerance, `min_gain`, -non-inferiority
-    margin). The family size is the one the item's committed snapshot records when it records one, so a replay
-    stops where its recording did whatever else the run collects (`-k`, another seed added); else the run's."""
+    margin), and those of the gates that only keep it looking (regression, `min_score`, `min_efficiency`). The
+    family size is the one the item's committed snapshot records when it records one, so a replay stops where its
+    recording did whatever else the run collects (`-k`, another seed added); else the run's. A run that writes
+    snapshots makes the regression gate's reference: it scores the transferred skill on every held-out task."""
     from . import snapshots
 
     settings = settings_of(item.config)
@@ -116,7 +118,9 @@ def stopping(item: pytest.Item, seed: Any, spec: Any, snapshot: Any) -> Stopping
         if value is not None:
             values.add(round(sign * value, 9) + 0.0)
     size = 1 if settings.correction == "none" else (snapshots.recorded_size(snapshot) or family_size(item))
-    return Stopping(ALPHA / size, tuple(sorted(values)), *_regression_reference(item, snapshot, gates))
+    return Stopping(ALPHA / size, tuple(sorted(values)), *_regression_reference(item, snapshot, gates),
+                    min_score=gates.min_score, min_efficiency=gates.min_efficiency,
+                    full_reference=bool(snapshot.update_snapshots) and settings.compare_snapshots)
 
 
 def _regression_reference(item: pytest.Item, snapshot: Any, gates: Any) -> tuple[tuple[tuple[str, float], ...], float]:

@@ -108,11 +108,14 @@ def _planned(runner: Runner, items: list[pytest.Item], spec_of: Callable[[pytest
     family = len({(str(s.seed_path), s.source, s.target, s.optimizer or "")
                   for s in (spec_of(item) for item in items) if s is not None})
     alpha = 0.05 / max(family, 1) if runner.settings.correction == "bonferroni" else 0.05
+    # a run that writes snapshots scores the transferred skill on every held-out task (the regression gate's reference)
+    writes = bool(items) and bool(getattr(items[0].config.option, "update_snapshots", False)) and \
+        runner.settings.compare_snapshots
     for seed_path, members in by_seed.items():
         seed = runner.seed(seed_path)
         judge = runner.judge(seed)
         planner = Planner(seed, runner.settings.protocol, runner.settings.calls.prompt_cache,
-                          (judge.model.model_id, judge.samples) if judge is not None else None, alpha)
+                          (judge.model.model_id, judge.samples) if judge is not None else None, alpha, writes)
         rows = []
         for item, spec in members:
             models = [runner.model(n) for n in (spec.source, spec.target) + ((spec.optimizer,) if spec.optimizer else ())]

@@ -50,6 +50,8 @@ if TYPE_CHECKING:
     from syrupy.types import SnapshotIndex
 
 PER_TASK_LINE = re.compile(r"^- transferred per task: `([^`]*)`$", re.M)
+REFERENCE_LINE = re.compile(r"^- transferred past the stop \(the regression gate's reference, not in the verdict\): "
+                            r"`([^`]*)`\n", re.M)
 SETTINGS_LINE = re.compile(r"^- protocol settings: `([^`]*)`$", re.M)
 SETTINGS = ("nights", "edit_budget", "limit_replay", "limit_holdout", "limit_test", "samples", "restarts", "scoring",
             "min_delta", "direct", "direct_on_demand", "gate_weight", "design")  # ProtocolConfig fields that shape a result (not `workers`)
@@ -186,6 +188,17 @@ def _evidence_line(result: ItemRecord) -> list[str]:
     return [f"- scored from {evidence.calls} distinct call(s), evidence digest {(evidence.digest or '')[:16]}"]
 
 
+def _reference_line(result: ItemRecord) -> list[str]:
+    """The transferred scores past the stop, when this run scored them (it writes the snapshot): with the per-task
+    line above, the regression gate's reference holds every held-out task."""
+    looks = result.sequential
+    past = looks.reference if looks is not None else None
+    if not past or looks is None or looks.tasks + len(past) < looks.of:
+        return []  # the regression gate's own looks only: not a reference
+    text = " ".join(f"{task}={score:.4g}" for task, score in past.items())
+    return [f"- transferred past the stop (the regression gate's reference, not in the verdict): `{text}`"]
+
+
 def render(result: ItemRecord) -> str:
     """The snapshot text of one result."""
     scores = result.scores
@@ -202,7 +215,8 @@ def render(result: ItemRecord) -> str:
         f"({method_text(result)}), minimal detectable gain {mdg_text(result)}",
         f"- outcome: {outcome_text(result)}", *_family_line(result), *_design_line(result),
         f"- efficiency: {efficiency}",
-        f"- transferred per task: `{per_task_text(scores.transferred)}`", *_evidence_line(result),
+        f"- transferred per task: `{per_task_text(scores.transferred)}`", *_reference_line(result),
+        *_evidence_line(result),
         *_settings_line(result),
         *_restart_lines(result), "",
         "## Optimization", "",
@@ -276,12 +290,30 @@ def per_task_text(evaluation: ArmRecord | None) -> str:
 
 
 def parse_per_task(text: str) -> dict[str, float] | None:
-    """The per-task scores of a snapshot's text, or None when it has no such line."""
+    """The transferred per-task scores of a snapshot's text, those past the stop included (the regression gate's
+    reference), or None when it has no such line."""
     match = PER_TASK_LINE.search(text)
     if match is None:
         return None
-    pairs = [item.rpartition("=") for item in match.group(1).split()]
+    past = REFERENCE_LINE.search(text)
+    items = match.group(1).split() + (past.group(1).split() if past is not None else [])
+    pairs = [item.rpartition("=") for item in items]
     return {task: float(value) for task, _, value in pairs}
+
+
+def _carried(text: str, snapshot: "SnapshotAssertion") -> str:
+    """This run's snapshot text as compared when it does not write snapshots: the reference line past the stop is
+    the committed one (or none), whatever this run scored past its stop. That line is the reference a snapshot
+    keeps for later runs, not evidence of this run's verdict; every other line is still compared."""
+    if snapshot.update_snapshots:
+        return text
+    text = REFERENCE_LINE.sub("", text)
+    path = location(snapshot)
+    committed = path.read_text(encoding="utf-8") if path.is_file() else ""
+    past, line = REFERENCE_LINE.search(committed), PER_TASK_LINE.search(text)
+    if past is None or line is None:
+        return text
+    return text[:line.end() + 1] + past.group(0) + text[line.end() + 1:]
 
 
 def committed_per_task(snapshot: "SnapshotAssertion", result: ItemRecord | None = None) -> dict[str, float] | None:
@@ -298,7 +330,7 @@ def committed_per_task(snapshot: "SnapshotAssertion", result: ItemRecord | None 
 
 def compare(snapshot: "SnapshotAssertion", result: ItemRecord) -> list[str]:
     """Assert the rendered result against the snapshot: [] when it matches (or was written), else why not."""
-    text = render(result)
+    text = _carried(render(result), snapshot)
     if snapshot == text:
         return []
     location = Path(snapshot.extension.get_location(test_location=snapshot.test_location, index=snapshot.index - 1))

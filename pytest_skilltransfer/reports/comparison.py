@@ -33,12 +33,25 @@ def comparisons(results: list[ItemRecord]) -> tuple[str, list[tuple[str, str, st
     first = compared[0].compare
     counts = {v: sum(1 for r in compared if r.compare["verdict"] == v) for v in VERDICT_WORDS if v != "pass"}
     said = ", ".join(f"{n} {VERDICT_WORDS[v]}" for v, n in counts.items() if n) or "no regression"
+    short = sum(1 for r in compared if "reference_tasks" in r.compare)
+    if short:
+        said += f"; {short} compared on fewer tasks than the held-out set (a short reference at the ref)"
     rows = []
     for result in compared:
         record = result.compare
         rows.append((result.item or result.seed, "-" if record["before"] is None else f"{record['before']:.2f}",
-                     f"{record['after']:.2f}", VERDICT_WORDS.get(record["verdict"], record["verdict"])))
+                     f"{record['after']:.2f}", VERDICT_WORDS.get(record["verdict"], record["verdict"])
+                     + short_note(record)))
     return f"regression against {first['ref']} ({first['commit'][:7]}): {said}", rows
+
+
+def short_note(record: dict[str, Any]) -> str:
+    """` (the snapshot at the ref holds 6 of 24 held-out tasks: ...)` for a comparison on a reference written by a
+    run that stopped early and kept no scores past its stop; "" otherwise."""
+    if "reference_tasks" not in record:
+        return ""
+    return (f" (the snapshot at the ref holds {record['reference_tasks']} of {record['of']} held-out tasks: a "
+            "regression on the others cannot be seen; re-make it there with --snapshot-update)")
 
 
 def summary_lines(results: list[ItemRecord]) -> list[str]:

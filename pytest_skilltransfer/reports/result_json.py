@@ -324,8 +324,11 @@ def sequential_record(result: TransferResult) -> dict[str, Any] | None:
     stop = result.stop
     if stop is None:
         return None
+    past = {t.task_id: round(t.hard, 4) for t in result.reference.tasks} if result.reference is not None else None
     return {**DESIGNS[stop.design].as_dict(stop.total), **stop.as_dict(), "level": round(stop.level(), 8),
-            "note": result.design_note or None}
+            "note": result.design_note or None, **({"reference": past} if past else {}),
+            **({"regression": {"look": result.regression.number, "tasks": result.regression.tasks,
+                               "alpha_share": result.regression.share}} if result.regression is not None else {})}
 
 
 ERRORED_PHASE = "errored"  # the bill of an item that stopped before its result

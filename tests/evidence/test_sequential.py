@@ -103,3 +103,39 @@ def test_an_open_regression_keeps_an_item_looking() -> None:
     assert sequential.reference_look(SHIPPED, 24, first, dropped, stopping) == sequential.CONTINUE
     assert sequential.reference_look(SHIPPED, 24, first, [(f"t{i}", 1.0) for i in range(6)], stopping) == sequential.FUTILE
     assert sequential.reference_look(SHIPPED, 24, first, dropped, sequential.Stopping()) is None
+
+
+def test_open_min_score_and_min_efficiency_keep_an_item_looking() -> None:
+    """After 6 of 24 tasks: a transferred score of 4/6 against min_score 0.5 is open and the last look would likely
+    decide it, so the item looks on; 9/18 against 0.5 can no longer be decided, so it has no say; 6/6 against 0.1
+    is decided. min_efficiency 0.5 reads (transferred - baseline) - 0.5 (direct -
+    baseline) per task: the transferred skill doing all the direct one does keeps it open and looking; nothing
+    moving in any arm leaves the stop to the pair. Without such a gate, no say."""
+    first = SHIPPED.looks(24)[0]
+    score = sequential.Stopping(0.05, (0.0,), min_score=0.5)
+    assert sequential.gates_look(SHIPPED, 24, first, [1, 1, 1, 1, 0, 0], [0] * 6, None, score) == sequential.CONTINUE
+    assert sequential.score_predictive(24, 18, 9.0, 0.5, 0.965) == 0.0  # 9..15 of 24 never decides 0.5
+    assert sequential.gates_look(SHIPPED, 24, SHIPPED.looks(24)[2], [1, 0] * 9, [0] * 18, None, score) is None
+    assert sequential.gates_look(SHIPPED, 24, first, [1] * 6, [0] * 6, None,
+                                 sequential.Stopping(min_score=0.1)) is None  # decided: 6/6 at 99.9% is >= 0.28
+    efficiency = sequential.Stopping(min_efficiency=0.5)
+    assert sequential.gates_look(SHIPPED, 24, first, [1, 1, 1, 0, 0, 0], [0] * 6, [1, 1, 1, 0, 0, 0],
+                                 efficiency) == sequential.CONTINUE
+    assert sequential.gates_look(SHIPPED, 24, first, [0] * 6, [0] * 6, [0] * 6, efficiency) is None
+    assert sequential.gates_look(SHIPPED, 24, first, [1, 1, 1, 1, 0, 0], [0] * 6, None, sequential.Stopping()) is None
+    assert sequential.gates_look(SHIPPED, 24, SHIPPED.looks(24)[-1], [1] * 24, [0] * 24, None, score) is None
+
+
+def test_a_full_reference_gives_the_regression_gate_its_power() -> None:
+    """docs/protocol.md's table: a later change making each task fail with probability 0.3 or 0.5 is caught (the
+    regression pair's looks, threshold -0.05) over a full 24-task reference as often as the table says, and over a
+    6-task reference (a stop at look 1 that kept nothing past it) almost never, and never in a family of 40."""
+    def caught(design: sequential.Design, tasks: int, drop: float, alpha: float = 0.05) -> float:
+        return sequential.operating(design, tasks, 0.0, drop, (-0.05,), alpha, coverage=False).fails[0]
+
+    assert [round(caught(SHIPPED, 24, d), 3) for d in (0.3, 0.5)] == [0.570, 0.973]
+    assert [round(caught(sequential.FIXED, 24, d), 3) for d in (0.3, 0.5)] == [0.771, 0.997]
+    assert round(caught(SHIPPED, 24, 0.5, 0.05 / 40), 3) == 0.554
+    assert round(caught(sequential.FIXED, 24, 0.5, 0.05 / 40), 3) == 0.581
+    assert caught(sequential.FIXED, 6, 0.3) <= 0.001 and caught(sequential.FIXED, 6, 0.5) <= 0.016
+    assert caught(sequential.FIXED, 6, 0.5, 0.05 / 40) == 0.0

@@ -37,3 +37,20 @@ def test_where_the_design_falls_back_the_plan_expects_every_task() -> None:
     restarts = _units(ProtocolConfig(restarts=2))
     assert {u.scored for u in restarts if u.phase == "baseline"} == {1.0}
     assert expected_share("fixed", 24) == 1.0
+
+
+def test_a_run_that_writes_snapshots_expects_the_transferred_skill_on_every_task() -> None:
+    """With --snapshot-update the transferred skill is scored past the pair's stop, on every held-out task (the
+    regression gate's reference): the plan expects those answers too; baseline and direct still stop with the pair,
+    and the bound (every look, every task) is unchanged."""
+    seed, config = load_seed(PROJECT_SEEDS / "release-advisor"), ProtocolConfig()
+    plain = Planner(seed, config, alpha=0.05 / 90).item(*PAIR)
+    writing = Planner(seed, config, alpha=0.05 / 90, full_reference=True).item(*PAIR)
+    share = expected_share("group-sequential", 24, 0.05 / 90)
+    assert {u.phase: u.scored for u in writing if u.phase in ("baseline", "transferred", "direct")} == {
+        "baseline": share, "transferred": 1.0, "direct": share}
+    transferred = [units_usd([u], "expected") for units in (plain, writing) for u in units if u.phase == "transferred"]
+    assert transferred[1] == pytest.approx(transferred[0] / share, rel=1e-3)  # dollars rounded to 1e-6
+    assert units_usd(writing) == pytest.approx(units_usd(plain))
+    assert units_usd(writing, "expected") - units_usd(plain, "expected") == pytest.approx(
+        transferred[1] - transferred[0])

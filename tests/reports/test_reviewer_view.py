@@ -169,7 +169,7 @@ def test_a_regression_against_the_base_shows_its_cause_on_the_first_screen(pytes
         assert cause.bounding_box()["y"] + 200 < WIDE["height"]  # on the first screen
         text = page.locator(".why").inner_text()
         assert "cause, vs main (" in text and f"-{GOOD}" in text and f"+{WORSE}" in text
-        assert "contains=Owner: on 12 of 12 task(s)" in text and "regression_tolerance = 0.48" in text
+        assert "contains=Owner: on 3 of 3 task(s)" in text and "regression_tolerance = 0.12" in text
         assert "change vs main" in text and "vs snapshot" not in text
     finally:
         context.close()
