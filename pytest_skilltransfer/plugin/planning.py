@@ -21,6 +21,7 @@ from ..planning.money import breakdown, configured_prices, held_out_scored, lane
 from ..planning.plan import Planner, Unit
 from .aa_fixture import AA_MARKER
 from .runner import Runner, concurrency, needs_recording
+from .seed_walk import seeded_items
 
 
 @dataclass
@@ -185,14 +186,7 @@ def critical_path(runner: Runner, items: list[pytest.Item], spec_of: Callable[[p
     design = DESIGNS[protocol.design]
     total = 0
     seen: set[tuple[Any, ...]] = set()
-    for item in items:
-        spec = spec_of(item)
-        if spec is None:
-            continue
-        try:
-            seed = runner.seed(spec.seed_path)
-        except Exception:  # noqa: BLE001 - a broken seed is reported by its own item
-            continue
+    for _, spec, seed in seeded_items(runner, items, spec_of):
         step = (AGENT_TURNS_WITH_TOOLS if seed.corpus_dir else 1) + (1 if seed.rubric_origin else 0)
         optimize = nights * (3 * step + 1)  # val, train, reflect, candidate
 
