@@ -27,16 +27,16 @@ Every prompt token is priced at the model's highest prompt rate (a cache write m
 uncached input token). So calls, tokens and dollars are upper bounds.
 
 Expected figures assume what typically happens: a corpus seed's attempt takes `EXPECTED_STEPS` calls,
-no reply needs a retry, replies are `EXPECTED_REPLY` of their `max_tokens` (the optimizer's: `EXPECTED_EDITS` of its edit
-budget, each a rule of `EXPECTED_RULE_TOKENS` with its JSON and rationale, `EDIT_OVERHEAD_TOKENS`), a prompt has a token per
-`CHARS_PER_TOKEN` characters; a night keeps its candidate with probability `EXPECTED_NIGHTS_ACCEPTED`, which adds
-`EXPECTED_EDITS` of the edit budget in rules of `EXPECTED_RULE_TOKENS` to the skill (the simulator's runs of the project
-seeds add 0-135 tokens over two nights); after a night that kept an edit the next runs with probability
-`EXPECTED_GO_ON_AFTER_KEPT` (the small validation split is then usually perfect, which ends the optimization), after
-one that kept nothing it runs, and pays only its reflection and its candidate's validation (the skill is unchanged,
-so its validation and training scores are answered by the run's cache) (`night_counts`) — so with probability
-(1 - `EXPECTED_NIGHTS_ACCEPTED`) ** nights an optimization
-keeps nothing, and the test of its skill on the target equals the baseline's and is answered from the run's
+no reply needs a retry, replies are `EXPECTED_REPLY` of their `max_tokens` (the optimizer's: `EXPECTED_EDITS` of
+its edit budget, each a rule of `EXPECTED_RULE_TOKENS` with `EDIT_OVERHEAD_TOKENS` of JSON and rationale), a prompt
+has a token per `CHARS_PER_TOKEN` characters; a night keeps its candidate with probability
+`EXPECTED_NIGHTS_ACCEPTED`, which adds `EXPECTED_EDITS` of the edit budget in rules of `EXPECTED_RULE_TOKENS` to
+the skill (the simulator's runs of the project seeds add 0-135 tokens over two nights); after a night that kept an
+edit the next runs with probability `EXPECTED_GO_ON_AFTER_KEPT` (the small validation split is then usually
+perfect, which ends the optimization), after one that kept nothing it runs and pays only its reflection and its
+candidate's validation (the skill is unchanged, so its validation and training scores are answered by the run's
+cache; `night_counts`) — so with probability (1 - `EXPECTED_NIGHTS_ACCEPTED`) ** nights an optimization keeps
+nothing, and the test of its skill on the target equals the baseline's and is answered from the run's
 cache (`learned_test`) — a skill that kept an edit shows a gain on the target with probability
 `EXPECTED_GAIN_SHOWN`, so the direct reference on demand runs with probability `direct_chance` — under the
 group-sequential design a held-out evaluation scores `sequential.expected_share` of its tasks (its expected stop

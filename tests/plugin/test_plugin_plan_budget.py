@@ -140,7 +140,8 @@ def test_after_a_one_line_edit_the_plan_names_the_items_to_pay_and_what(pytester
     planned.stdout.fnmatch_lines([
         f"*to record: ≤ ${bound:.4f}*",
         f"to pay: 1 item(s), ${expected:.4f} expected (≤ ${bound:.4f}); 1 item(s) replay from the cassettes at $0",
-        f"  pays {expected:.4f} (≤ {bound:.4f}): seeds/beta/SKILL.md::transfer[[]small->large[]], from a miss in baseline",
+        f"  pays {expected:.4f} (≤ {bound:.4f}): seeds/beta/SKILL.md::transfer[[]small->large[]], "
+        "from a miss in baseline",
         "  replays at $0: seeds/alpha/SKILL.md::transfer[[]small->large[]]"])
 
     recorded = pytester.runpytest_subprocess("--record-mode=new_episodes", "--snapshot-update", "--max-cost=100",
