@@ -26,7 +26,8 @@ agent's is the seed's `max_tokens`, `ANSWER_MAX_TOKENS` unless seed.toml lowers 
 Every prompt token is priced at the model's highest prompt rate (a cache write may cost more than an
 uncached input token). So calls, tokens and dollars are upper bounds.
 
-Expected figures assume what typically happens: a corpus seed's attempt takes `EXPECTED_STEPS` calls,
+Expected figures assume what typically happens: a corpus seed's attempt takes `EXPECTED_STEPS` calls (a search
+call of `EXPECTED_TOOL_CALL_TOKENS`, sent back with half a page of results, then the answer),
 no reply needs a retry, replies are `EXPECTED_REPLY` of their `max_tokens` (the optimizer's: `EXPECTED_EDITS` of
 its edit budget, each a rule of `EXPECTED_RULE_TOKENS` with `EDIT_OVERHEAD_TOKENS` of JSON and rationale), a prompt
 has a token per `CHARS_PER_TOKEN` characters; a night keeps its candidate with probability
@@ -84,6 +85,7 @@ REQUEST_OVERHEAD = 64
 MESSAGE_OVERHEAD = 8
 TOOL_PROMPT = 512
 EXPECTED_STEPS = 2
+EXPECTED_TOOL_CALL_TOKENS = 40  # a search call (the tool's name, a short query): every step of an attempt but its answer
 EXPECTED_REPLY = {"agent": 0.4, "optimizer": 0.5, "judge": 0.25}
 EXPECTED_RULE_TOKENS = 50  # a learned rule: the optimizer is asked for short, general rules
 EXPECTED_EDITS = 0.5  # of the edit budget: the edits a reflection proposes, and a kept night adds
@@ -278,11 +280,13 @@ class Planner:
         bound_input = sum(first + step * growth for step in range(self.steps))
         prefix = skill.expected + self.tools_expected + self.context_expected
         first_expected = prefix + _chars_tokens(len(task.text))
-        step_expected = expected_reply("agent", self.seed.max_tokens) + _chars_tokens(TOOL_RESULT_CHARS // 2)
+        # every step but the last is a search call, sent back with half a page of results before the answer
+        step_expected = EXPECTED_TOOL_CALL_TOKENS + _chars_tokens(TOOL_RESULT_CHARS // 2)
         expected_input = sum(first_expected + step * step_expected for step in range(self.expected_steps))
+        expected_output = ((self.expected_steps - 1) * EXPECTED_TOOL_CALL_TOKENS
+                           + expected_reply("agent", self.seed.max_tokens))
         return Share(model_id, "agent", self.steps, bound_input, self.steps * self.seed.max_tokens,
-                     self.expected_steps, expected_input,
-                     self.expected_steps * expected_reply("agent", self.seed.max_tokens))
+                     self.expected_steps, expected_input, expected_output)
 
     def _verdicts(self, task_text: str, answer: Skill, criterion: str, votes: int) -> Share:
         """`votes` judge votes on one criterion, each a verdict and its retry at most."""
