@@ -25,7 +25,8 @@ latency is a floor.
 
 runs it in a process of its own (its CPU is not the recorder's): it prints its port, then answers each
 line on standard input with the requests received since the previous line, as JSON
-`[[arrival (time.monotonic), model, role ("optimizer" | "agent"), answer characters], ...]`.
+`[[arrival (time.monotonic), model, role ("optimizer" | "agent"), answer characters, input tokens, output tokens],
+...]` (the tokens its usage billed).
 """
 
 from __future__ import annotations
@@ -173,6 +174,14 @@ def answer_chars(reply: dict[str, Any]) -> int:
     return sum(len(block.get("text", "")) for block in reply.get("content") or [])
 
 
+def billed_tokens(reply: dict[str, Any]) -> tuple[int, int]:
+    """(input, output) tokens a response's usage bills (either wire)."""
+    usage = reply.get("usage") or {}
+    if "prompt_tokens" in usage:
+        return int(usage["prompt_tokens"]), int(usage.get("completion_tokens") or 0)
+    return int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
+
+
 def role_of(body: dict[str, Any]) -> str:
     """"optimizer" for a reflect request, else "agent" (what the request shows)."""
     turns = body.get("messages") or []
@@ -193,7 +202,8 @@ class _Handler(fake_provider._Handler):
         if reply is None:
             return self._send(404, {"error": {"message": f"no route {self.path}"}})
         with server._lock:
-            server.seen.append((self.arrived, str(body.get("model", "?")), role_of(body), answer_chars(reply)))
+            server.seen.append((self.arrived, str(body.get("model", "?")), role_of(body), answer_chars(reply),
+                                *billed_tokens(reply)))
         return self._send(200, reply)
 
 
@@ -203,7 +213,7 @@ class RealisticProvider(fake_provider.FakeProvider):
     def __init__(self, answers: Answers, delay: float) -> None:
         super().__init__()
         self.answers, self.delay, self.require_key = answers, delay, False
-        self.seen: list[tuple[float, str, str, int]] = []
+        self.seen: list[tuple[float, str, str, int, int, int]] = []
 
     def start(self) -> "RealisticProvider":
         self._server = fake_provider._Server(("127.0.0.1", 0), _Handler)
@@ -213,7 +223,7 @@ class RealisticProvider(fake_provider.FakeProvider):
         self._thread.start()
         return self
 
-    def take_seen(self) -> list[tuple[float, str, str, int]]:
+    def take_seen(self) -> list[tuple[float, str, str, int, int, int]]:
         with self._lock:
             seen, self.seen = self.seen, []
         return seen

@@ -146,6 +146,10 @@ UNCHECKED = {
     "docs/spend.md cost lines": "a paid bill: the simulator is free, so only a recording against priced loopback "
                                 "providers prints them (tests/plugin/test_bill.py checks their form and sums)",
     "docs/spend.md progress line": "wall-clock times of one live run (tests/plugin/test_live_progress.py checks its form)",
+    "docs/spend.md rehearsal": "recordings of every project seed against the realistic loopback provider "
+                               "(benchmarks/plan_tightness.py, minutes; tests/planning/test_plan_rehearsal.py runs one seed)",
+    "docs/spend.md what to pay": "a plan after a recording against a priced loopback provider and a one-line edit "
+                                 "(tests/plugin/test_plugin_plan_budget.py makes it and checks these lines)",
     "docs/ci.md regression": "a pull request's commit and its base in git (tests/plugin/test_plugin_compare.py makes one "
                               "in a temp repository and checks these lines)",
     "docs/protocol.md run-family power": "the worst design per row of `benchmarks/run_error_figures.py 1000`, "

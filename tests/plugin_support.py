@@ -83,6 +83,9 @@ def break_seed(root: Path, name: str) -> Path:
     return seed
 
 
+DEFAULT_DESIGN = "skilltransfer_design = group-sequential\n"  # an ini line: the default held-out design, in `project`
+
+
 def project(pytester: pytest.Pytester, ini: str = "", seeds: tuple[str, ...] = ("alpha", "beta")) -> Path:
     """A pytester project: toy conftest, an ini with the limits off, and seeds under seeds/.
 

@@ -26,12 +26,18 @@ agent's is the seed's `max_tokens`, `ANSWER_MAX_TOKENS` unless seed.toml lowers 
 Every prompt token is priced at the model's highest prompt rate (a cache write may cost more than an
 uncached input token). So calls, tokens and dollars are upper bounds.
 
-Expected figures assume what typically happens: a corpus seed's attempt takes `EXPECTED_STEPS` calls,
-no reply needs a retry, replies are `EXPECTED_REPLY` of their `max_tokens`, a prompt has a token per
-`CHARS_PER_TOKEN` characters, a learned skill is the seed's skill plus, per night, `EXPECTED_NIGHTS_ACCEPTED`
-of its edit budget in rules of `EXPECTED_RULE_TOKENS` (the simulator's runs of the project seeds add 0-135
-tokens over two nights) — so with probability (1 - `EXPECTED_NIGHTS_ACCEPTED`) ** nights an optimization
-keeps nothing, and the test of its skill on the target equals the baseline's and is answered from the run's
+Expected figures assume what typically happens: a corpus seed's attempt takes `EXPECTED_STEPS` calls (a search
+call of `EXPECTED_TOOL_CALL_TOKENS`, sent back with half a page of results, then the answer),
+no reply needs a retry, replies are `EXPECTED_REPLY` of their `max_tokens` (the optimizer's: `EXPECTED_EDITS` of
+its edit budget, each a rule of `EXPECTED_RULE_TOKENS` with `EDIT_OVERHEAD_TOKENS` of JSON and rationale), a prompt
+has a token per `CHARS_PER_TOKEN` characters; a night keeps its candidate with probability
+`EXPECTED_NIGHTS_ACCEPTED`, which adds `EXPECTED_EDITS` of the edit budget in rules of `EXPECTED_RULE_TOKENS` to
+the skill (the simulator's runs of the project seeds add 0-135 tokens over two nights); after a night that kept an
+edit the next runs with probability `EXPECTED_GO_ON_AFTER_KEPT` (the small validation split is then usually
+perfect, which ends the optimization), after one that kept nothing it runs and pays only its reflection and its
+candidate's validation (the skill is unchanged, so its validation and training scores are answered by the run's
+cache; `night_counts`) — so with probability (1 - `EXPECTED_NIGHTS_ACCEPTED`) ** nights an optimization keeps
+nothing, and the test of its skill on the target equals the baseline's and is answered from the run's
 cache (`learned_test`) — a skill that kept an edit shows a gain on the target with probability
 `EXPECTED_GAIN_SHOWN`, so the direct reference on demand runs with probability `direct_chance` — under the
 group-sequential design a held-out evaluation scores `sequential.expected_share` of its tasks (its expected stop
@@ -79,9 +85,14 @@ REQUEST_OVERHEAD = 64
 MESSAGE_OVERHEAD = 8
 TOOL_PROMPT = 512
 EXPECTED_STEPS = 2
+EXPECTED_TOOL_CALL_TOKENS = 40  # a search call (the tool's name, a short query): every step of an attempt but its answer
 EXPECTED_REPLY = {"agent": 0.4, "optimizer": 0.5, "judge": 0.25}
 EXPECTED_RULE_TOKENS = 50  # a learned rule: the optimizer is asked for short, general rules
+EXPECTED_EDITS = 0.5  # of the edit budget: the edits a reflection proposes, and a kept night adds
+EDIT_OVERHEAD_TOKENS = 30  # an edit's JSON keys, anchor and one-line rationale in the optimizer's reply
 EXPECTED_NIGHTS_ACCEPTED = 0.5  # the strict val gate keeps about half the nights' edits
+EXPECTED_GO_ON_AFTER_KEPT = 0.25  # a kept edit usually leaves the small val split perfect, which ends the optimization
+EXPECTED_FIELDS = ("expected_calls", "expected_input", "expected_output", "expected_cache_write", "expected_cache_read")
 EXPECTED_GAIN_SHOWN = 0.5  # of learned skills that kept an edit, the share whose transfer shows a gain on the target
 OPENAI_CACHE_MIN_TOKENS = 1024
 
@@ -101,6 +112,26 @@ def model_text(max_tokens: int) -> int:
 
 def expected_reply(role: str, max_tokens: int) -> int:
     return math.ceil(max_tokens * EXPECTED_REPLY[role])
+
+
+def night_counts(nights: int) -> tuple[float, float]:
+    """Expected (training scorings, nights run) of one optimization of `nights` nights at most: night 1 scores
+    val, train and its candidate; a later night runs after a kept edit with probability `EXPECTED_GO_ON_AFTER_KEPT`
+    (a new skill: its train is scored again, its val was its candidate's) and always after a night that kept
+    nothing (the same skill: only the reflection and the candidate are new). Every night run scores a candidate."""
+    accepted = EXPECTED_NIGHTS_ACCEPTED
+    train = run = 1.0 if nights else 0.0
+    last = run
+    for _ in range(2, nights + 1):
+        after_kept, after_rejected = last * accepted * EXPECTED_GO_ON_AFTER_KEPT, last * (1 - accepted)
+        last = after_kept + after_rejected
+        train, run = train + after_kept, run + last
+    return train, run
+
+
+def _runs(shares: tuple[Share, ...], bound: int, expected: float) -> list[Share]:
+    """Shares of an evaluation run `bound` times at most and `expected` times expected."""
+    return [replace(s.times(bound), **{f: round(getattr(s, f) * expected) for f in EXPECTED_FIELDS}) for s in shares]
 
 
 def priced_lane(model_id: str, lane: str | None) -> str:
@@ -229,9 +260,11 @@ class Planner:
         self.context_expected = sum(_chars_tokens(len(t.content)) for t in seed.context)
         growth = 2 * model_text(REFLECT_MAX_TOKENS) + 64
         nights = config.nights
-        expected_growth = math.ceil(EXPECTED_NIGHTS_ACCEPTED * config.edit_budget * EXPECTED_RULE_TOKENS)
-        self.learned_skill = Skill(min(self.seed_skill.bound + nights * growth, max_skill_bytes(seed.skill)),
-                                   self.seed_skill.expected + nights * expected_growth)
+        self.kept_growth = math.ceil(EXPECTED_EDITS * config.edit_budget * EXPECTED_RULE_TOKENS)  # a night that kept
+        bound = min(self.seed_skill.bound + nights * growth, max_skill_bytes(seed.skill))
+        # a learned skill that kept an edit: the nights that kept one, given one did
+        kept_nights = sum(EXPECTED_NIGHTS_ACCEPTED * r for r in self._nights_run()) / max(self.kept_chance(), 1e-9)
+        self.learned_skill = Skill(bound, self.seed_skill.expected + math.ceil(kept_nights * self.kept_growth))
 
     def splits(self, restart: int) -> tuple[tuple[Task, ...], tuple[Task, ...]]:
         """Restart `restart`'s (train, val), capped as the protocol caps them."""
@@ -249,11 +282,13 @@ class Planner:
         bound_input = sum(first + step * growth for step in range(self.steps))
         prefix = skill.expected + self.tools_expected + self.context_expected
         first_expected = prefix + _chars_tokens(len(task.text))
-        step_expected = expected_reply("agent", self.seed.max_tokens) + _chars_tokens(TOOL_RESULT_CHARS // 2)
+        # every step but the last is a search call, sent back with half a page of results before the answer
+        step_expected = EXPECTED_TOOL_CALL_TOKENS + _chars_tokens(TOOL_RESULT_CHARS // 2)
         expected_input = sum(first_expected + step * step_expected for step in range(self.expected_steps))
+        expected_output = ((self.expected_steps - 1) * EXPECTED_TOOL_CALL_TOKENS
+                           + expected_reply("agent", self.seed.max_tokens))
         return Share(model_id, "agent", self.steps, bound_input, self.steps * self.seed.max_tokens,
-                     self.expected_steps, expected_input,
-                     self.expected_steps * expected_reply("agent", self.seed.max_tokens))
+                     self.expected_steps, expected_input, expected_output)
 
     def _verdicts(self, task_text: str, answer: Skill, criterion: str, votes: int) -> Share:
         """`votes` judge votes on one criterion, each a verdict and its retry at most."""
@@ -267,6 +302,10 @@ class Planner:
         one = Share(self.judge[0], "judge", JUDGE_CALLS, first + retry, JUDGE_CALLS * JUDGE_MAX_TOKENS,
                     1, expected_input, expected_reply("judge", JUDGE_MAX_TOKENS))
         return one.times(votes)
+
+    def _nights_run(self) -> list[float]:
+        """The chance each night runs (`night_counts`)."""
+        return [night_counts(k)[1] - night_counts(k - 1)[1] for k in range(1, self.config.nights + 1)]
 
     def kept_chance(self) -> float:
         """The probability that an optimization keeps an edit on at least one of its nights."""
@@ -324,8 +363,10 @@ class Planner:
         expected_input = (_chars_tokens(len(REFLECT_SYSTEM)) + self.seed_skill.expected
                           + shown_expected * _chars_tokens(EXCERPT_CHARS + 200 + max((len(t.text) for t in train),
                                                                                      default=0)))
+        reply = min(expected_reply("optimizer", REFLECT_MAX_TOKENS),
+                    math.ceil(EXPECTED_EDITS * self.config.edit_budget) * (EXPECTED_RULE_TOKENS + EDIT_OVERHEAD_TOKENS))
         share = Share(model_id, "optimizer", REFLECT_CALLS, first + retry, REFLECT_CALLS * REFLECT_MAX_TOKENS,
-                      1, expected_input, expected_reply("optimizer", REFLECT_MAX_TOKENS))
+                      1, expected_input, reply)
         return self._with_cache_reads(share, self.seed_skill)
 
     def optimization(self, agent: str, optimizer: str, phase: str, restart: int = 1,
@@ -334,12 +375,17 @@ class Planner:
         candidate on every listed model's validation split (never a held-out task)."""
         nights = self.config.nights
         train, val = self.splits(restart)
-        skill = self.learned_skill
-        shares = [s.times(1 + nights) for s in self.evaluation(agent, val, skill)]
-        shares += [s.times(nights) for s in self.evaluation(agent, train, skill)]
-        shares.append(self.reflection(optimizer, train).times(nights))
+        trained, run = night_counts(nights)
+        bound = self.learned_skill.bound  # bounds: every night run, at the learned skill's largest
+        current = Skill(bound, self.seed_skill.expected)  # expected: the skill a night starts from, as the seed's
+        candidate = Skill(bound, self.seed_skill.expected + self.kept_growth)
+        shares = _runs(self.evaluation(agent, val, current), 1 + nights, 1)
+        shares += _runs(self.evaluation(agent, val, candidate), 0, run)
+        shares += _runs(self.evaluation(agent, train, current), nights, trained)
+        shares += _runs((self.reflection(optimizer, train),), nights, run)
         for model_id in validators:
-            shares += [s.times(2 * nights) for s in self.evaluation(model_id, val, skill)]
+            shares += _runs(self.evaluation(model_id, val, current), nights, 1)
+            shares += _runs(self.evaluation(model_id, val, candidate), nights, run)
         listed = ("validate-on", *validators) if validators else ()
         return Unit((self.seed.name, "optimize", agent, optimizer, str(restart), *listed), phase, _merge(shares))
 

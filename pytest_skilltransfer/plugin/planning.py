@@ -21,6 +21,7 @@ from ..planning.money import breakdown, configured_prices, held_out_scored, lane
 from ..planning.plan import Planner, Unit
 from .aa_fixture import AA_MARKER
 from .runner import Runner, concurrency, needs_recording
+from .seed_walk import seeded_items
 
 
 @dataclass
@@ -188,14 +189,7 @@ def critical_path(runner: Runner, items: list[pytest.Item], spec_of: Callable[[p
     design = DESIGNS[protocol.design]
     total = 0
     seen: set[tuple[Any, ...]] = set()
-    for item in items:
-        spec = spec_of(item)
-        if spec is None:
-            continue
-        try:
-            seed = runner.seed(spec.seed_path)
-        except Exception:  # noqa: BLE001 - a broken seed is reported by its own item
-            continue
+    for _, spec, seed in seeded_items(runner, items, spec_of):
         step = (AGENT_TURNS_WITH_TOOLS if seed.corpus_dir else 1) + (1 if seed.rubric_origin else 0)
         optimize = nights * (3 * step + 1)  # val, train, reflect, candidate
 
@@ -261,6 +255,35 @@ def _cassette_text(plan: ItemPlan) -> str:
             f"up to {max(0, plan.calls - plan.replayed)} to record")
 
 
+def to_pay(plans: list[ItemPlan]) -> list[tuple[ItemPlan, list[Unit]]]:
+    """The items with calls to record, each with the units it will pay for: its own units, less those an item
+    that replays whole already holds and those an earlier item to record pays (shared phases once, on the first)."""
+    held = {u.key for plan in plans if not (plan.needs_cassette and plan.miss_phase) for u in plan.units}
+    paying: list[tuple[ItemPlan, list[Unit]]] = []
+    for plan in plans:
+        if plan.needs_cassette and plan.miss_phase:
+            units = [u for u in plan.units if u.key not in held]
+            held |= {u.key for u in units}
+            paying.append((plan, units))
+    return paying
+
+
+def payment_lines(plans: list[ItemPlan]) -> list[str]:
+    """Once the cassettes hold something: which items replay from them at $0, and which will be paid, with what
+    (expected, and at most; the phases from the first miss on)."""
+    if not any(plan.needs_cassette and plan.replayed for plan in plans):
+        return []
+    paying = to_pay(plans)
+    replaying = [plan for plan in plans if plan.needs_cassette and not plan.miss_phase]
+    units = [u for _, item_units in paying for u in item_units]
+    lines = ["", f"to pay: {len(paying)} item(s), ${_money(_usd(units, 'expected'))} expected "
+                 f"(≤ ${_money(_usd(units))}); {len(replaying)} item(s) replay from the cassettes at $0"]
+    lines += [f"  pays {_money(_usd(item_units, 'expected'))} (≤ {_money(_usd(item_units))}): {plan.nodeid}, "
+              f"from a miss in {plan.miss_phase}" for plan, item_units in paying]
+    lines += [f"  replays at $0: {plan.nodeid}" for plan in replaying]
+    return lines
+
+
 def _table(rows: list[tuple[str, ...]], rule_before_last: bool = False) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
@@ -321,6 +344,12 @@ def plan_json(plans: list[ItemPlan], price_date: str, calibration: Calibration |
                 "expected_usd": _usd(units, "expected")}
 
     on_demand = [u for u in unique if u.on_demand]
+    paying = {plan.nodeid: units for plan, units in to_pay(plans)}
+
+    def pays(plan: ItemPlan) -> dict[str, float | None]:
+        units = paying.get(plan.nodeid, [])
+        return {"expected_usd": _usd(units, "expected") if units else 0.0, "bound_usd": _usd(units) if units else 0.0}
+
     return {"prices_effective": price_date,
             "calibration": calibration.as_dict() if calibration is not None else {},
             "on_demand": {"calls": sum(u.calls for u in on_demand), "bound_usd": _usd(on_demand),
@@ -328,7 +357,7 @@ def plan_json(plans: list[ItemPlan], price_date: str, calibration: Calibration |
                           "expected_usd": _usd(on_demand, "expected"),
                           "chance_to_run": _run_chance(on_demand)},
             "items": [{"item": plan.nodeid, "pair": plan.pair, **figures(plan.units), "replayed": plan.replayed,
-                       "miss_phase": plan.miss_phase} for plan in plans],
+                       "miss_phase": plan.miss_phase, "to_pay": pays(plan)} for plan in plans],
             "total": figures(unique), "verdict_floor_usd": verdict_floor(unique),
             "held_out_scored": held_out_scored(unique), "lanes": {"as_configured": configured_prices(unique), **lane_prices(unique)},
             "breakdown": breakdown([(plan.pair, plan.units) for plan in plans])}
@@ -377,7 +406,7 @@ def plan_lines(plans: list[ItemPlan], price_date: str, calibration: Calibration 
     unique = list({u.key: u for plan in plans for u in plan.units}.values())
     providers = frozenset().union(*(plan.provider_ids for plan in plans))
     sent = provider_calls(unique, providers)
-    pending = list({u.key: u for plan in plans if plan.needs_cassette and plan.miss_phase for u in plan.units}.values())
+    pending = [u for _, units in to_pay(plans) for u in units]
     recorded = sum(plan.replayed for plan in plans)
     rows.append(("total (shared phases once)", str(sent), str(_sum(unique, "input_tokens")),
                  str(_sum(unique, "output_tokens")), _money(_usd(unique)), _money(_usd(unique, "expected")),
@@ -399,6 +428,7 @@ def plan_lines(plans: list[ItemPlan], price_date: str, calibration: Calibration 
         f"skill-transfer plan: no model was called; upper bounds at prices.toml of {price_date}",
         *_table(rows, rule_before_last=not on_demand),
         *priced,
+        *payment_lines(plans),
         *verdict_lines(unique),
         *validation_lines(unique),
         *calibration_lines(calibration),

@@ -47,18 +47,11 @@ def units_of(seed: Any, limit_test: int) -> tuple[int, str]:
 def undecidable_items(runner: Any, items: list[pytest.Item], spec_of: Callable[[pytest.Item], Any]) -> list[Undecidable]:
     """The run's family (one hypothesis per seed, pair and optimizer, as the summary counts them) and, of its
     items, those that no outcome lets be a finding in it, each with its first node id."""
-    from ..engine.seed_data import SeedError
     from ..evidence.decidability import smallest_p, unreachable
+    from .seed_walk import seeded_items
 
     family: dict[tuple[str, str, str, str], tuple[str, int, str]] = {}
-    for item in items:
-        spec = spec_of(item)
-        if spec is None:
-            continue
-        try:
-            seed = runner.seed(spec.seed_path)
-        except SeedError:  # reported as its seed's collection error
-            continue
+    for item, spec, seed in seeded_items(runner, items, spec_of):
         key = (seed.name, spec.source, spec.target, spec.optimizer or "")
         if key not in family:
             family[key] = (item.nodeid, *units_of(seed, runner.settings.protocol.limit_test))

@@ -14,7 +14,7 @@ import pytest
 
 from batch_provider import BatchProvider
 from fake_provider import digest
-from plugin_support import project
+from plugin_support import DEFAULT_DESIGN, project
 
 BASE = ("-m", "pytest", "-p", "no:xdist", "-p", "no:randomly", "--record-mode=new_episodes", "--snapshot-update",
         "--transfer-batch-poll=0.05")
@@ -22,7 +22,7 @@ BATCH = (*BASE, "--transfer-batch", "--transfer-batch-gather=0.3")
 
 
 def _setup(pytester: pytest.Pytester, fake: BatchProvider) -> None:
-    project(pytester, ini="skilltransfer_pair = small:large\nskilltransfer_nights = 1\n", seeds=("alpha",))
+    project(pytester, ini=f"skilltransfer_pair = small:large\nskilltransfer_nights = 1\n{DEFAULT_DESIGN}", seeds=("alpha",))
     pytester.makepyprojecttoml(f'''
         [tool.skilltransfer.models]
         small = "anthropic:fake-small@{fake.anthropic_url}"

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from batch_provider import BatchProvider
-from plugin_support import project
+from plugin_support import DEFAULT_DESIGN, project
 
 COMMAND = ("-m", "pytest", "-p", "no:xdist", "-p", "no:randomly", "--record-mode=new_episodes", "--snapshot-update",
            "--transfer-batch", "--transfer-batch-gather=0.3", "--transfer-batch-poll=0.05")
@@ -19,7 +19,7 @@ COMMAND = ("-m", "pytest", "-p", "no:xdist", "-p", "no:randomly", "--record-mode
                                         ("results:after", 3)])
 def test_kill_9_and_rerun_pays_no_request_twice(pytester: pytest.Pytester, event: str, nth: int) -> None:
     with BatchProvider() as fake:
-        project(pytester, ini="skilltransfer_pair = small:large\nskilltransfer_nights = 1\n",
+        project(pytester, ini=f"skilltransfer_pair = small:large\nskilltransfer_nights = 1\n{DEFAULT_DESIGN}",
                 seeds=("alpha",))
         pytester.makepyprojecttoml(f'''
             [tool.skilltransfer.models]

@@ -12,7 +12,7 @@ import pytest
 from batch_provider import BatchProvider
 from test_bill import BATCH_PRICE, PRICE, provider_bill
 
-from plugin_support import project
+from plugin_support import DEFAULT_DESIGN, project
 
 BATCH = ("--transfer-batch", "--transfer-batch-gather=0.3", "--transfer-batch-poll=0.05")
 
@@ -23,7 +23,7 @@ def _recording_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _killed_run(pytester: pytest.Pytester, fake: BatchProvider, command: list[str], event: str, nth: int) -> None:
-    project(pytester, ini="skilltransfer_pair = small:large\nskilltransfer_nights = 1\n", seeds=("alpha",))
+    project(pytester, ini=f"skilltransfer_pair = small:large\nskilltransfer_nights = 1\n{DEFAULT_DESIGN}", seeds=("alpha",))
     pytester.makepyprojecttoml(f'''
         [tool.skilltransfer.models]
         small = "anthropic:fake-small@{fake.anthropic_url}"

@@ -115,3 +115,38 @@ def test_plan_json_says_where_the_money_goes_by_pair_phase_role_and_model(pytest
         assert sum(r["expected_usd"] for r in rows) == pytest.approx(total["expected_usd"], rel=1e-6)
         assert sum(r["calls"] for r in rows) == total["calls"]
     assert plan["lanes"]["as_configured"]["bound"] == pytest.approx(total["bound_usd"], rel=1e-6)
+
+
+def test_after_a_one_line_edit_the_plan_names_the_items_to_pay_and_what(pytester: pytest.Pytester,
+                                                                          fake: FakeProvider) -> None:
+    """Two seeds recorded, then one line of beta's SKILL.md edited: `--plan`, offline, says alpha's item replays at
+    $0 and beta's will be paid, with its expected figure (calibrated by alpha's recording) and its bound; recording
+    it pays about that and nothing for alpha."""
+    _setup(pytester, fake, seeds=("alpha", "beta"), price='"fake-*" = { input = 1.0, output = 5.0 }')
+    pytester.runpytest_subprocess("--record-mode=once", "--snapshot-update").assert_outcomes(passed=2)
+    sent = len(fake.received)
+    skill = pytester.path / "seeds" / "beta" / "SKILL.md"
+    skill.write_text(skill.read_text().replace("Route the ticket to a team.", "Route the ticket to one team."))
+
+    planned = pytester.runpytest_subprocess("--plan", "--skilltransfer-json=plan.json")
+    assert planned.ret == 0 and len(fake.received) == sent  # nothing sent
+    alpha, beta = _row(planned, "seeds/alpha"), _row(planned, "seeds/beta")
+    assert alpha[6].startswith("all recorded: ")
+    assert beta[6] == f"0 call(s) replay, then a miss in baseline: up to {beta[1]} to record"
+    items = {i["item"].split("/")[1]: i for i in json.loads((pytester.path / "plan.json").read_text())["plan"]["items"]}
+    assert items["alpha"]["to_pay"] == {"expected_usd": 0.0, "bound_usd": 0.0}
+    expected, bound = items["beta"]["to_pay"]["expected_usd"], items["beta"]["to_pay"]["bound_usd"]
+    assert bound == pytest.approx(float(beta[4]), abs=1e-4) and 0 < expected < bound
+    planned.stdout.fnmatch_lines([
+        f"*to record: ≤ ${bound:.4f}*",
+        f"to pay: 1 item(s), ${expected:.4f} expected (≤ ${bound:.4f}); 1 item(s) replay from the cassettes at $0",
+        f"  pays {expected:.4f} (≤ {bound:.4f}): seeds/beta/SKILL.md::transfer[[]small->large[]], "
+        "from a miss in baseline",
+        "  replays at $0: seeds/alpha/SKILL.md::transfer[[]small->large[]]"])
+
+    recorded = pytester.runpytest_subprocess("--record-mode=new_episodes", "--snapshot-update", "--max-cost=100",
+                                             "--skilltransfer-json=r.json")
+    recorded.assert_outcomes(passed=2)
+    paid = json.loads((pytester.path / "r.json").read_text())["budget"]["charged_usd"]  # the live calls' bill
+    print(f"beta paid ${paid:.6f} against ${expected:.6f} expected (≤ ${bound:.6f})")
+    assert 0.7 * expected <= paid <= min(1.3 * expected, bound)
