@@ -88,16 +88,18 @@ def _as_recorded(entries: list[dict]) -> None:
         return
     from types import SimpleNamespace
 
-    from pytest_skilltransfer.models.sdk_common import REPLAY_KEY, make_client
+    from pytest_skilltransfer.models.sdk_common import REPLAY_KEY
+    from pytest_skilltransfer.models.wire import wire_named
 
+    wire = wire_named("anthropic")
     clients: dict[str, object] = {}
     for entry in entries:
         uri, body = entry["request"]["uri"], entry["request"]["body"]["json"]
-        base = uri[: -len(fidelity.SUFFIXES["anthropic"])]
+        base = uri[: -len(wire.call_path("", ""))]
         if base not in clients:
-            clients[base] = fidelity._capturing_client("anthropic", base, make_client, REPLAY_KEY)
+            clients[base] = fidelity._capturing_client("anthropic", base, REPLAY_KEY)
         client = clients[base]
-        note("anthropic", body, SimpleNamespace(request=fidelity._build(client, "anthropic", body)))
+        note("anthropic", body, SimpleNamespace(request=fidelity._build(client, "anthropic", body["model"], body)))
 
 
 def _run(package_root: Path, sizes: list[int], work: Path) -> dict:
