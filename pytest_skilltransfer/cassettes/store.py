@@ -199,12 +199,22 @@ def _render_sorted(entries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
 def file_text(ordered: list[dict[str, Any]]) -> str:
     """A model file's text for interactions in file order: `readable_yaml` of the version, the
     interactions and their count, the interactions written directly where they can be (`yaml_items`)."""
+    return _file_text(ordered)[0]
+
+
+def _file_text(ordered: list[dict[str, Any]]) -> tuple[str, list[tuple[int, int, int]] | None]:
+    """`file_text`, and each interaction's (first line, start, stop) in it when written directly (as
+    `_split` finds them), else None."""
     rendered = render_items(ordered) if ordered else None
     if rendered is None:  # no interactions, or data PyYAML must write whole
-        return readable_yaml({"version": FORMAT_VERSION, "interactions": ordered, "count": len(ordered)})
+        return readable_yaml({"version": FORMAT_VERSION, "interactions": ordered, "count": len(ordered)}), None
     items, ends_open = rendered
-    return (f"version: {FORMAT_VERSION}\ninteractions:\n" + "".join(items) + f"count: {len(ordered)}\n"
-            + ("...\n" if ends_open else ""))
+    head = f"version: {FORMAT_VERSION}\ninteractions:\n"
+    spans, line, start = [], 3, len(head)
+    for item in items:
+        spans.append((line, start, start + len(item)))
+        line, start = line + item.count("\n"), start + len(item)
+    return head + "".join(items) + f"count: {len(ordered)}\n" + ("...\n" if ends_open else ""), spans
 
 
 def answer_problem(entry: dict[str, Any]) -> str | None:
@@ -528,22 +538,24 @@ def write_model_file(path: Path, recorded: list[dict[str, Any]], tolerate_damage
     damaged file. Recording saves through `seedstore.write_model_file`, which inserts new
     interactions in place when it can (`append`, the same bytes).
     """
-    ordered, text = _render_sorted(merge(_raw_entries(path, tolerate_damage), recorded))
+    ordered = sorted(merge(_raw_entries(path, tolerate_damage), recorded), key=_sort_key)
+    text, spans = _file_text(ordered)
     try:
         if path.read_text(encoding="utf-8") == text:
             return False
     except (OSError, UnicodeDecodeError):
         pass
     write_atomically(path, text)
-    write_index(path, text, ordered)
+    write_index(path, text, ordered, spans)
     return True
 
 
-def write_index(path: Path, text: str, entries: list[dict[str, Any]] | None = None) -> None:
+def write_index(path: Path, text: str, entries: list[dict[str, Any]] | None = None,
+                spans: list[tuple[int, int, int]] | None = None) -> None:
     """Write the index of the model file at `path`, whose text is `text` (see `index`), with the SDK
     fingerprint its requests verify under (`sdk_stamp`); `entries`, when given, are the interactions
-    `text` was rendered from, in file order (nothing is parsed again)."""
-    slots = _slots_of_rendered(text, entries) if entries is not None else None
+    `text` was rendered from, in file order (nothing is parsed again), and `spans` where each is in it."""
+    slots = _slots_of_rendered(text, entries, spans) if entries is not None else None
     if slots is None:
         scan = scan_text(path, text, lambda entry: entry)
         slots, usable = scan.slots, scan.kept
@@ -584,14 +596,20 @@ def _parsed_body(stored: Any) -> Any:
     return decode_body(stored)
 
 
-def _slots_of_rendered(text: str, entries: list[dict[str, Any]]) -> list[Slot] | None:
+def _slots_of_rendered(text: str, entries: list[dict[str, Any]],
+                       spans: list[tuple[int, int, int]] | None = None) -> list[Slot] | None:
     """The slots `scan_text` would find in `text`, taken from the entries it was rendered from (YAML
-    gives plain JSON data back as it was dumped); None when the layout or an entry is unexpected."""
-    split = _split(text)
-    if split is None or len(split[1]) != len(entries):
+    gives plain JSON data back as it was dumped) and, when given, the `spans` `_file_text` wrote them
+    at; None when the layout or an entry is unexpected."""
+    if spans is None:
+        split = _split(text)
+        if split is None:
+            return None
+        spans = split[1]
+    if len(spans) != len(entries):
         return None
     slots, offset, position = [], 0, 0
-    for number, ((line, start, stop), entry) in enumerate(zip(split[1], entries), start=1):
+    for number, ((line, start, stop), entry) in enumerate(zip(spans, entries), start=1):
         if structure_problem(entry) is not None:
             return None
         offset += len(text[position:start].encode("utf-8"))

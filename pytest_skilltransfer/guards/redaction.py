@@ -400,10 +400,14 @@ def _redact_json(data: Any, values: tuple[tuple[str, str], ...], tokens: tuple[T
 
 def find_secrets(text: str, environ: dict[str, str] | None = None) -> list[tuple[int, str]]:
     """(line number, what) for every secret left in `text`; empty when it is clean."""
-    findings = []
+    findings: list[tuple[int, str]] = []
     values = tuple(known_values(environ))
-    bares = [_PLACEHOLDER.sub("", line) if "[redacted: " in line else line for line in text.splitlines()]
+    lines = text.splitlines()
+    bares = [_PLACEHOLDER.sub("", line) if "[redacted: " in line else line for line in lines] \
+        if "[redacted: " in text else lines
     screen = _screen(bares, values)
+    if screen.clean and "@" not in text:
+        return findings  # no detector can match and no line holds a URL's userinfo
     for number, bare in enumerate(bares, start=1):
         if "@" in bare and strip_userinfo(bare) != bare:
             findings.append((number, "URL credentials"))
