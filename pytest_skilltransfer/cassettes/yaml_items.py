@@ -247,6 +247,8 @@ def _literal_state(value: Any, state: bool | None, seen: set[int]) -> bool | Non
                 raise _Whole  # a key PyYAML might write as a literal block
         for child in (value.values() if kind is dict else value):
             state = _literal_state(child, state, seen)
+    elif not (kind is int or kind is bool or kind is float or value is None):
+        raise _Whole  # not plain data: the whole document goes through PyYAML, as before
     return state
 
 
