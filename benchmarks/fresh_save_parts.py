@@ -1,5 +1,6 @@
 """Where a fresh cassette save's CPU goes: each part of `seedstore.write_model_file` on a missing file,
-timed alone (a benchmark, not a test).
+timed alone (a benchmark, not a test), and PyYAML's rendering of the same text beside them (what the
+save used before `yaml_items`; the text is checked to be the same).
 
     .venv/bin/python benchmarks/fresh_save_parts.py          # 300 interactions
     .venv/bin/python benchmarks/fresh_save_parts.py 3000
@@ -13,7 +14,6 @@ interaction. The parts do not add up exactly to the whole: the whole also writes
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import sys
 import tempfile
@@ -70,31 +70,25 @@ def main() -> None:
     whole, _ = _best(lambda: store.write_model_file(work / f"{time.monotonic_ns()}.yaml", entries), count)
     rows.append(("the whole save (store.write_model_file)", whole))
     took, ordered = _best(lambda: sorted(entries, key=store._sort_key), count)
-    data = {"version": store.FORMAT_VERSION, "interactions": ordered, "count": len(ordered)}
-    took_render, text = _best(lambda: match.readable_yaml(data), count)
-    rows.append(("  rendering (match.readable_yaml)", took_render))
-
-    def nodes() -> Any:
-        dumper = match._ReadableDumper(io.StringIO(), default_flow_style=False, allow_unicode=True, width=100,
-                                       sort_keys=False)
-        try:
-            return match._Nodes(dumper).node(data)
-        finally:
-            dumper.dispose()
-
-    rows.append(("    building the YAML nodes (Python)", _best(nodes, count)[0]))
+    took_render, (text, spans) = _best(lambda: store._file_text(ordered), count)
+    rows.append(("  writing the YAML (yaml_items)", took_render))
     rows.append(("  secret scan of the file's text", _best(lambda: find_secrets(text), count)[0]))
-    took_slots, slots = _best(lambda: store._slots_of_rendered(text, ordered), count)
-    rows.append(("  the index's rows (split, digests, seals)", took_slots))
-    took_stamp, stamp = _best(lambda: store.sdk_stamp(ordered), count)
+    took_slots, slots = _best(lambda: store._slots_of_rendered(text, ordered, spans), count)
+    rows.append(("  the index's rows (digests, answers, seals)", took_slots))
+    digests = [slot.key[2] for slot in slots]
+    took_stamp, stamp = _best(lambda: store.sdk_stamp(ordered, digests), count)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     index_text = render_index(work / "x.yaml", digest, slots, stamp, True)
     rows.append(("  secret scan of the index", _best(lambda: find_secrets(index_text), count)[0]))
     rows.append(("  SDK stamp", took_stamp))
     rows.append(("  the sort", took))
+    data = {"version": store.FORMAT_VERSION, "interactions": ordered, "count": len(ordered)}
+    took_pyyaml, pyyaml_text = _best(lambda: match.readable_yaml(data), count)
+    assert pyyaml_text == text
+    rows.append(("(PyYAML's rendering of the same text, not run)", took_pyyaml))
     print(f"fresh save of {count} interactions, CPU per interaction (best of 5)")
     for label, ms in rows:
-        print(f"{label:45s} {ms:.3f} ms")
+        print(f"{label:48s} {ms:.3f} ms")
 
 
 if __name__ == "__main__":

@@ -7,8 +7,9 @@ are, the closing count is rewritten, and the index's rows are shifted by what wa
 them. Only the new interactions are rendered, scanned for secrets and verified against the SDK
 (`sdk_stamp`, when the index's stamp is the installed SDK's). The result is byte for byte the file
 and index a whole rewrite would give. Anything else (no index or a stale one, a file in another
-order, a re-recorded request that replaces one, an index without the installed SDK's stamp) is
-left to the whole rewrite: `append_entries` then returns None.
+order, a re-recorded request that replaces one, an index without the installed SDK's stamp, new
+interactions whose last literal block keeps its final breaks, after which YAML may end the file with
+`...`) is left to the whole rewrite: `append_entries` then returns None.
 
 Both files are still written whole through `write_atomically` (temporary file, fsync, rename), so a
 save killed midway leaves the old file and index or the new ones, never a mix of the two.
@@ -115,8 +116,8 @@ def _append(path: Path, data: bytes, indexed: bytes, recorded: list[dict[str, An
 
     ordered, text = _render_sorted(recorded)
     split = _split(text)
-    if split is None:
-        raise _NotInPlace
+    if split is None or text.endswith("\n...\n"):
+        raise _NotInPlace  # `...`: a literal block keeping its final breaks may end the whole file (its end line)
     items = [text[start:stop].encode("utf-8") for _, start, stop in split[1]]
     for item in items:
         refuse_secrets(path, item.decode("utf-8"))
@@ -188,7 +189,7 @@ def _stamp(old: Any, ordered: list[dict[str, Any]], slots: list[Slot]) -> str | 
     if not usable:
         stamp = fingerprint(old.partition("==")[0])
     else:
-        stamp = sdk_stamp(usable)
+        stamp = sdk_stamp(usable, [slot.key[2] for slot in slots if slot.problem is None])
         if stamp is None:
             return None  # a new request the SDK does not rebuild: the whole file is unverified
     if stamp != old:

@@ -41,6 +41,7 @@ from .index import render as render_index
 from .index import answer_text, seal
 from ..models.fidelity import body_digest as json_digest
 from .match import body_bytes, body_digest, parse_json, readable_yaml
+from .yaml_items import render_items
 
 FORMAT_VERSION = 2  # 2 added the closing `count`; version 1 files (without it) are still read
 LOCK_NAME = ".lock"
@@ -192,7 +193,38 @@ def render(entries: list[dict[str, Any]]) -> str:
 def _render_sorted(entries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
     """The interactions in file order, and the file's text."""
     ordered = sorted(entries, key=_sort_key)
-    return ordered, readable_yaml({"version": FORMAT_VERSION, "interactions": ordered, "count": len(ordered)})
+    return ordered, file_text(ordered)
+
+
+def file_text(ordered: list[dict[str, Any]]) -> str:
+    """A model file's text for interactions in file order: `readable_yaml` of the version, the
+    interactions and their count, the interactions written directly where they can be (`yaml_items`)."""
+    return _file_text(ordered)[0]
+
+
+def _file_text(ordered: list[dict[str, Any]]) -> tuple[str, list[tuple[int, int, int]] | None]:
+    """`file_text`, and each interaction's (first line, start, stop) in it when written directly (as
+    `_split` finds them), else None."""
+    rendered = render_items(ordered) if ordered else None
+    if rendered is None:  # no interactions, or data PyYAML must write whole
+        return readable_yaml({"version": FORMAT_VERSION, "interactions": ordered, "count": len(ordered)}), None
+    items, ends_open = rendered
+    head = f"version: {FORMAT_VERSION}\ninteractions:\n"
+    spans, line, start = [], 3, len(head)
+    for item in items:
+        spans.append((line, start, start + len(item)))
+        line, start = line + item.count("\n"), start + len(item)
+    return head + "".join(items) + f"count: {len(ordered)}\n" + ("...\n" if ends_open else ""), spans
+
+
+def answer_problem(entry: dict[str, Any]) -> str | None:
+    """Why a plain interaction's response is not a usable recording, or None (`validity.response_problem`);
+    a body stored as a JSON object or list is checked as parsed, not encoded and read again."""
+    resp = entry["response"]
+    body = resp["body"]
+    parsed = body.get("json") if isinstance(body, dict) else None
+    return response_problem(request_path(entry["request"]["uri"]), resp["status"]["code"],
+                            parsed if isinstance(parsed, (dict, list)) else decode_body(body))
 
 
 def _body_ok(body: Any) -> bool:
@@ -376,7 +408,7 @@ def scan_text(path: Path, text: str, keep: Callable[[dict[str, Any]], T]) -> Sca
         if problem is not None:
             raise CassetteFileError(f"cassette file {path}, {where(number)}, {problem}. {_fix()}")
         resp = entry["response"]
-        why = response_problem(request_path(entry["request"]["uri"]), resp["status"]["code"], decode_body(resp["body"]))
+        why = answer_problem(entry)
         key = plain_key(entry)
         if split is not None:
             answer = answer_text(resp)
@@ -480,6 +512,8 @@ def clean_leftovers(folder: Path) -> list[Path]:
 
 def merge(current: list[dict[str, Any]], recorded: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """`current` with every entry whose request was recorded again replaced by the new recordings."""
+    if not current:
+        return list(recorded)
     keys = {plain_key(entry) for entry in recorded}
     return [entry for entry in current if plain_key(entry) not in keys] + recorded
 
@@ -504,22 +538,24 @@ def write_model_file(path: Path, recorded: list[dict[str, Any]], tolerate_damage
     damaged file. Recording saves through `seedstore.write_model_file`, which inserts new
     interactions in place when it can (`append`, the same bytes).
     """
-    ordered, text = _render_sorted(merge(_raw_entries(path, tolerate_damage), recorded))
+    ordered = sorted(merge(_raw_entries(path, tolerate_damage), recorded), key=_sort_key)
+    text, spans = _file_text(ordered)
     try:
         if path.read_text(encoding="utf-8") == text:
             return False
     except (OSError, UnicodeDecodeError):
         pass
     write_atomically(path, text)
-    write_index(path, text, ordered)
+    write_index(path, text, ordered, spans)
     return True
 
 
-def write_index(path: Path, text: str, entries: list[dict[str, Any]] | None = None) -> None:
+def write_index(path: Path, text: str, entries: list[dict[str, Any]] | None = None,
+                spans: list[tuple[int, int, int]] | None = None) -> None:
     """Write the index of the model file at `path`, whose text is `text` (see `index`), with the SDK
     fingerprint its requests verify under (`sdk_stamp`); `entries`, when given, are the interactions
-    `text` was rendered from, in file order (nothing is parsed again)."""
-    slots = _slots_of_rendered(text, entries) if entries is not None else None
+    `text` was rendered from, in file order (nothing is parsed again), and `spans` where each is in it."""
+    slots = _slots_of_rendered(text, entries, spans) if entries is not None else None
     if slots is None:
         scan = scan_text(path, text, lambda entry: entry)
         slots, usable = scan.slots, scan.kept
@@ -529,7 +565,8 @@ def write_index(path: Path, text: str, entries: list[dict[str, Any]] | None = No
         in_order = True
     if slots is not None:
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        write_atomically(index_path(path), render_index(path, digest, slots, sdk_stamp(usable), in_order))
+        digests = [slot.key[2] for slot in slots if slot.problem is None]
+        write_atomically(index_path(path), render_index(path, digest, slots, sdk_stamp(usable, digests), in_order))
 
 
 def in_render_order(text: str) -> bool:
@@ -539,15 +576,17 @@ def in_render_order(text: str) -> bool:
     return isinstance(entries, list) and render(entries) == text
 
 
-def sdk_stamp(entries: list[dict[str, Any]]) -> str | None:
+def sdk_stamp(entries: list[dict[str, Any]], digests: list[str] | None = None) -> str | None:
     """The fingerprint of the installed SDK when it rebuilds every request of `entries` (one model
-    file's usable interactions) exactly, else None (`models.fidelity.verified_fingerprint`)."""
+    file's usable interactions) exactly, else None (`models.fidelity.verified_fingerprint`); `digests`,
+    when given, are their request keys' body digests (`plain_key`), so no body is digested again."""
     if not entries:
         return None
     from ..models.fidelity import verified_fingerprint
 
-    return verified_fingerprint((entry["request"]["uri"], _parsed_body(entry["request"].get("body")))
-                                for entry in entries)
+    known = digests if digests is not None else [None] * len(entries)
+    return verified_fingerprint((entry["request"]["uri"], _parsed_body(entry["request"].get("body")), digest)
+                                for entry, digest in zip(entries, known))
 
 
 def _parsed_body(stored: Any) -> Any:
@@ -557,21 +596,27 @@ def _parsed_body(stored: Any) -> Any:
     return decode_body(stored)
 
 
-def _slots_of_rendered(text: str, entries: list[dict[str, Any]]) -> list[Slot] | None:
+def _slots_of_rendered(text: str, entries: list[dict[str, Any]],
+                       spans: list[tuple[int, int, int]] | None = None) -> list[Slot] | None:
     """The slots `scan_text` would find in `text`, taken from the entries it was rendered from (YAML
-    gives plain JSON data back as it was dumped); None when the layout or an entry is unexpected."""
-    split = _split(text)
-    if split is None or len(split[1]) != len(entries):
+    gives plain JSON data back as it was dumped) and, when given, the `spans` `_file_text` wrote them
+    at; None when the layout or an entry is unexpected."""
+    if spans is None:
+        split = _split(text)
+        if split is None:
+            return None
+        spans = split[1]
+    if len(spans) != len(entries):
         return None
     slots, offset, position = [], 0, 0
-    for number, ((line, start, stop), entry) in enumerate(zip(split[1], entries), start=1):
+    for number, ((line, start, stop), entry) in enumerate(zip(spans, entries), start=1):
         if structure_problem(entry) is not None:
             return None
         offset += len(text[position:start].encode("utf-8"))
         item = text[start:stop].encode("utf-8")
         length = len(item)
         resp = entry["response"]
-        why = response_problem(request_path(entry["request"]["uri"]), resp["status"]["code"], decode_body(resp["body"]))
+        why = answer_problem(entry)
         key = plain_key(entry)
         answer = answer_text(resp)
         slots.append(Slot(number, line, offset, length, key, model_of_plain(entry), why, answer, seal(key, item, answer)))

@@ -40,7 +40,7 @@ import binascii
 import os
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable
 from urllib.parse import quote, quote_plus
@@ -62,7 +62,8 @@ class TokenPattern:
     """One token family: its name, its shape, the literals every match contains, and an optional check.
 
     The pattern runs only on text holding one of `needles` (in lower case when `fold`), so the
-    table costs a few substring searches on text without tokens.
+    table costs a few substring searches on text without tokens: one per first character of the
+    needles (those sharing it are looked for together, by one pattern that starts with it).
     """
 
     label: str
@@ -70,11 +71,23 @@ class TokenPattern:
     needles: tuple[str, ...]
     fold: bool = False
     valid: Callable[[str], bool] | None = None
+    probes: tuple[Callable[[str], Any], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        groups: dict[str, list[str]] = {}
+        for needle in self.needles:
+            groups.setdefault(needle[0], []).append(needle)
+        object.__setattr__(self, "probes", tuple(re.compile("|".join(map(re.escape, group))).search
+                                                 for group in groups.values()))
+
+    def occurs_in(self, haystack: str) -> bool:
+        """Whether one of `needles` occurs in `haystack` (text already lower-cased when `fold`)."""
+        return any(probe(haystack) for probe in self.probes)
 
     def spans(self, text: str, lowered: str | None = None) -> list[tuple[int, int]]:
         """Where this family occurs in `text` (the `secret` group's span when the pattern has one)."""
         haystack = (lowered if lowered is not None else text.lower()) if self.fold else text
-        if not any(needle in haystack for needle in self.needles):
+        if not self.occurs_in(haystack):
             return []
         group = "secret" if "secret" in self.pattern.groupindex else 0
         return [match.span(group) for match in self.pattern.finditer(text)
@@ -301,8 +314,7 @@ def _screen(texts: list[str], values: tuple[tuple[str, str], ...]) -> _Screen:
     character for the ASCII literals)."""
     joined = _SEPARATOR.join(texts)
     lowered = joined.lower()
-    tokens = tuple(token for token in TOKEN_PATTERNS
-                   if any(needle in (lowered if token.fold else joined) for needle in token.needles))
+    tokens = tuple(token for token in TOKEN_PATTERNS if token.occurs_in(lowered if token.fold else joined))
     if values and not any(_SEPARATOR in value for _, value in values):  # no form holds it then either
         if not _matcher(values).spans(joined):
             values = ()  # no stretch of a derived form in any text (none spans two: the separator is in no form)
@@ -388,10 +400,14 @@ def _redact_json(data: Any, values: tuple[tuple[str, str], ...], tokens: tuple[T
 
 def find_secrets(text: str, environ: dict[str, str] | None = None) -> list[tuple[int, str]]:
     """(line number, what) for every secret left in `text`; empty when it is clean."""
-    findings = []
+    findings: list[tuple[int, str]] = []
     values = tuple(known_values(environ))
-    bares = [_PLACEHOLDER.sub("", line) if "[redacted: " in line else line for line in text.splitlines()]
+    lines = text.splitlines()
+    bares = [_PLACEHOLDER.sub("", line) if "[redacted: " in line else line for line in lines] \
+        if "[redacted: " in text else lines
     screen = _screen(bares, values)
+    if screen.clean and "@" not in text:
+        return findings  # no detector can match and no line holds a URL's userinfo
     for number, bare in enumerate(bares, start=1):
         if "@" in bare and strip_userinfo(bare) != bare:
             findings.append((number, "URL credentials"))

@@ -100,16 +100,17 @@ def request_key(target: Target, request: Request) -> tuple[str, str, str]:
     return "POST", path, body_digest(request_body(target, request))
 
 
-def verified_fingerprint(recorded: Iterable[tuple[str, bytes | dict[str, Any]]]) -> str | None:
+def verified_fingerprint(recorded: Iterable[tuple[str, bytes | dict[str, Any], str | None]]) -> str | None:
     """The fingerprint under which the installed SDK rebuilds every recorded request exactly, or None.
 
-    `recorded` holds (URI, body bytes or parsed JSON) of one model file's requests, all to one provider's synchronous
+    `recorded` holds (URI, body bytes or parsed JSON, its `body_digest` or None when not known) of one
+    model file's requests, all to one provider's synchronous
     endpoint. Each body goes through the wire's own route into a real SDK client, whose first request
     hook stops the request it built before any transport or recorder sees it; its method, path and
     canonical body must be the recorded ones, and the path must be `request_path` of the recorded base URL."""
     providers: set[str] = set()
-    for uri, raw in recorded:
-        provider = _rebuilds(uri, raw)
+    for uri, raw, digest in recorded:
+        provider = _rebuilds(uri, raw, digest)
         if provider is None:
             return None
         providers.add(provider)
@@ -120,8 +121,9 @@ _CLIENTS: dict[tuple[str, str], Any] = {}  # capturing clients by (provider, bas
 _CLIENTS_LOCK = threading.Lock()
 
 
-def _rebuilds(uri: str, raw: bytes | dict[str, Any]) -> str | None:
-    """The provider, when the SDK rebuilds this recorded request exactly; else None."""
+def _rebuilds(uri: str, raw: bytes | dict[str, Any], digest: str | None = None) -> str | None:
+    """The provider, when the SDK rebuilds this recorded request exactly; else None (`digest`: the body's
+    `body_digest`, when known)."""
     from .sdk_common import REPLAY_KEY
 
     path = "/" + uri.split("://", 1)[-1].partition("/")[2].split("?")[0]
@@ -139,7 +141,8 @@ def _rebuilds(uri: str, raw: bytes | dict[str, Any]) -> str | None:
     base = uri.split("?")[0][: -len(wire.call_path("", model_id))]
     if request_path(provider, base, model_id) != path:
         return None
-    if (provider, path, body_digest(body), fingerprint(provider)) in sent_bodies.NOTED:
+    digest = digest or body_digest(body)
+    if (provider, path, digest, fingerprint(provider)) in sent_bodies.NOTED:
         return provider
     with _CLIENTS_LOCK:
         client = _CLIENTS.get((provider, base))
@@ -149,7 +152,7 @@ def _rebuilds(uri: str, raw: bytes | dict[str, Any]) -> str | None:
     if sent is None or sent.method != "POST" or sent.url.path != path:
         return None
     try:
-        return provider if body_digest(json.loads(sent.content)) == body_digest(body) else None
+        return provider if body_digest(json.loads(sent.content)) == digest else None
     except (ValueError, UnicodeDecodeError):
         return None
 

@@ -110,3 +110,22 @@ def test_a_re_recorded_request_or_a_file_of_unknown_order_is_rewritten_whole(
     store.write_index(path, path.read_text())  # the scanning way finds the file in order
     assert json.loads(index_file.read_text())["sorted"] is True
     assert append.append_entries(path, [_variant(recorded, 1, "x")]) is True
+
+
+@pytest.mark.parametrize("sample", ["", "zz-last"])
+def test_an_answer_ending_in_blank_lines_gives_the_bytes_of_a_whole_rewrite(
+        tmp_path: Path, recorded: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch, sample: str) -> None:
+    """A literal block that keeps its final breaks (`|+`) as the file's last one ends the YAML document with
+    `...`: a save adding one, first or last in the file, gives the whole rewrite's bytes."""
+    old = recorded[:20]
+    added = _variant(recorded, 0, "blank lines")
+    added["request"]["body"]["json"]["metadata"]["user_id"] = sample
+    added["response"]["body"]["json"]["content"][0]["text"] = "An answer.\n\n"
+    incremental, whole = tmp_path / "a" / "m.yaml", tmp_path / "b" / "m.yaml"
+    _whole(incremental, old, monkeypatch)
+    _whole(whole, old + [added], monkeypatch)
+    assert whole.read_text().endswith("\n...\n") == bool(sample)
+    seedstore.write_model_file(incremental, [added])
+    assert incremental.read_bytes() == whole.read_bytes()
+    assert cassette_index.index_path(incremental).read_bytes() == cassette_index.index_path(whole).read_bytes()
+    assert len(store.read_file(incremental).entries) == 21
