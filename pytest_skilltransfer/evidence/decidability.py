@@ -53,9 +53,12 @@ def units_to_reach(index: int, units: list[int], restarts: list[int], alpha: flo
     return None
 
 
-def unreachable(units: list[int], restarts: list[int], alpha: float = ALPHA) -> dict[int, int | None]:
+def unreachable(units: list[int], restarts: list[int], alpha: float = ALPHA,
+                among: list[bool] | None = None) -> dict[int, int | None]:
     """{index: units that would make it reachable (None: more than `MAX_UNITS`)} for every item of the family
-    (given by its held-out units and restarts) that can never be a finding in it."""
+    (given by its held-out units and restarts) that can never be a finding in it; only items `among` marks, when
+    given (the search for the units each needs costs a test per unit count)."""
     smallest = [smallest_p(n, r) for n, r in zip(units, restarts)]
     able = _reachable_all(smallest, alpha)
-    return {i: units_to_reach(i, units, restarts, alpha) for i in range(len(units)) if not able[i]}
+    return {i: units_to_reach(i, units, restarts, alpha) for i in range(len(units))
+            if not able[i] and (among is None or among[i])}
