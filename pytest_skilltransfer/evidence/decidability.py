@@ -44,13 +44,23 @@ def _reachable_all(smallest: list[float], alpha: float) -> list[bool]:
 
 def units_to_reach(index: int, units: list[int], restarts: list[int], alpha: float = ALPHA) -> int | None:
     """The fewest held-out units (>= its own) at which item `index` becomes reachable, the others unchanged;
-    None beyond `MAX_UNITS`."""
+    None beyond `MAX_UNITS`. Found by bisection: the smallest p-value falls as units are added (each added unit
+    moves fully one way too: more evidence), so the units that reach form one stretch up to `MAX_UNITS`."""
     smallest = [smallest_p(n, r) for n, r in zip(units, restarts)]
-    for n in range(units[index], MAX_UNITS + 1):
+
+    def reaches(n: int) -> bool:
         smallest[index] = smallest_p(n, restarts[index])
-        if reachable(index, smallest, alpha):
-            return n
-    return None
+        return reachable(index, smallest, alpha)
+
+    low, high = units[index], MAX_UNITS
+    if not reaches(high):
+        return None
+    if reaches(low):
+        return low
+    while high - low > 1:  # reaches(high), not reaches(low)
+        middle = (low + high) // 2
+        low, high = (low, middle) if reaches(middle) else (middle, high)
+    return high
 
 
 def unreachable(units: list[int], restarts: list[int], alpha: float = ALPHA,
