@@ -27,6 +27,7 @@ from pytest_skilltransfer.models import sdk_common
 
 from fake_provider import fake_provider  # noqa: F401,E402  (a fixture every folder's tests use)
 from faulty_provider import faulty_provider  # noqa: F401,E402  (likewise)
+from shared_runs import main_job_shards
 
 # the suite's folders mirror the package's; a test module may reuse another's helpers by name, whichever
 # folder it is in (pytest puts only the importing test's own folder on the path)
@@ -62,6 +63,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.stem in END_TO_END:
             item.add_marker(pytest.mark.end_to_end)
+
+
+@pytest.fixture(scope="session")
+def main_job_shards_reports(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """The main job's three shards' JSON reports (and `shard-i.out`, each one's terminal output beside it), run
+    once for the whole test run, whatever the workers (tests/shared_runs.py)."""
+    return main_job_shards(tmp_path_factory)
 
 
 @pytest.fixture(autouse=True)
