@@ -6,9 +6,10 @@ module's tests spread over workers would otherwise each run its module-scoped fi
 from __future__ import annotations
 
 import os
+import pickle
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar
 
 import pytest
 from filelock import FileLock
@@ -16,6 +17,8 @@ from filelock import FileLock
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "docs"))
 import samples  # noqa: E402  (docs/samples.py: the main job's shards as the docs' samples run them)
+
+T = TypeVar("T")
 
 
 def shared_folder(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
@@ -35,6 +38,13 @@ def once_per_run(tmp_path_factory: pytest.TempPathFactory, name: str, make: Call
             make(folder)
             (folder / ".done").touch()
     return folder
+
+
+def computed_once(tmp_path_factory: pytest.TempPathFactory, name: str, compute: Callable[[], T]) -> T:
+    """`compute()`'s value, computed once in this test run; every worker reads it back (pickled)."""
+    value = once_per_run(tmp_path_factory, name, lambda folder: (folder / "value.pickle").write_bytes(
+        pickle.dumps(compute())))
+    return pickle.loads((value / "value.pickle").read_bytes())
 
 
 def main_job_shards(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
