@@ -27,6 +27,7 @@ from pytest_skilltransfer.models import sdk_common
 
 from fake_provider import fake_provider  # noqa: F401,E402  (a fixture every folder's tests use)
 from faulty_provider import faulty_provider  # noqa: F401,E402  (likewise)
+from shared_runs import main_job_shards
 
 # the suite's folders mirror the package's; a test module may reuse another's helpers by name, whichever
 # folder it is in (pytest puts only the importing test's own folder on the path)
@@ -51,7 +52,7 @@ IN_PROCESS = frozenset({"test_plugin_gating", "test_plugin_snapshots", "test_fle
                         "test_plugin_rubric", "test_plan_calibration", "test_plan_bounds", "test_prompt_cache",
                         "test_plan_counts", "test_secrets", "test_live_progress", "test_plugin_cassettes",
                         "test_prune_usual_mode", "test_pay_once_edge_cases", "test_plugin_concurrency",
-                        "test_plan_rehearsal"})
+                        "test_plan_rehearsal", "test_concurrent_phases"})
 # The slow end-to-end modules (a recorder killed with -9, signals, the batch lane's waits): marked
 # `end_to_end`, so `-m "not end_to_end"` gives a quick loop; CI runs them with the rest.
 END_TO_END = frozenset({"test_batch_every_path", "test_batch_kill", "test_batch_lane", "test_batch_mode", "test_batch_design",
@@ -63,6 +64,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.stem in END_TO_END:
             item.add_marker(pytest.mark.end_to_end)
+
+
+@pytest.fixture(scope="session")
+def main_job_shards_reports(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """The main job's three shards' JSON reports (and `shard-i.out`, each one's terminal output beside it), run
+    once for the whole test run, whatever the workers (tests/shared_runs.py)."""
+    return main_job_shards(tmp_path_factory)
 
 
 @pytest.fixture(autouse=True)

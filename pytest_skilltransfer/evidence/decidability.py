@@ -44,18 +44,31 @@ def _reachable_all(smallest: list[float], alpha: float) -> list[bool]:
 
 def units_to_reach(index: int, units: list[int], restarts: list[int], alpha: float = ALPHA) -> int | None:
     """The fewest held-out units (>= its own) at which item `index` becomes reachable, the others unchanged;
-    None beyond `MAX_UNITS`."""
+    None beyond `MAX_UNITS`. Found by bisection: the smallest p-value falls as units are added (each added unit
+    moves fully one way too: more evidence), so the units that reach form one stretch up to `MAX_UNITS`."""
     smallest = [smallest_p(n, r) for n, r in zip(units, restarts)]
-    for n in range(units[index], MAX_UNITS + 1):
+
+    def reaches(n: int) -> bool:
         smallest[index] = smallest_p(n, restarts[index])
-        if reachable(index, smallest, alpha):
-            return n
-    return None
+        return reachable(index, smallest, alpha)
+
+    low, high = units[index], MAX_UNITS
+    if not reaches(high):
+        return None
+    if reaches(low):
+        return low
+    while high - low > 1:  # reaches(high), not reaches(low)
+        middle = (low + high) // 2
+        low, high = (low, middle) if reaches(middle) else (middle, high)
+    return high
 
 
-def unreachable(units: list[int], restarts: list[int], alpha: float = ALPHA) -> dict[int, int | None]:
+def unreachable(units: list[int], restarts: list[int], alpha: float = ALPHA,
+                among: list[bool] | None = None) -> dict[int, int | None]:
     """{index: units that would make it reachable (None: more than `MAX_UNITS`)} for every item of the family
-    (given by its held-out units and restarts) that can never be a finding in it."""
+    (given by its held-out units and restarts) that can never be a finding in it; only items `among` marks, when
+    given (the search for the units each needs costs a test per unit count)."""
     smallest = [smallest_p(n, r) for n, r in zip(units, restarts)]
     able = _reachable_all(smallest, alpha)
-    return {i: units_to_reach(i, units, restarts, alpha) for i in range(len(units)) if not able[i]}
+    return {i: units_to_reach(i, units, restarts, alpha) for i in range(len(units))
+            if not able[i] and (among is None or among[i])}

@@ -44,9 +44,11 @@ def units_of(seed: Any, limit_test: int) -> tuple[int, str]:
     return len(tasks), "held-out task(s)"
 
 
-def undecidable_items(runner: Any, items: list[pytest.Item], spec_of: Callable[[pytest.Item], Any]) -> list[Undecidable]:
+def undecidable_items(runner: Any, items: list[pytest.Item], spec_of: Callable[[pytest.Item], Any],
+                      within: float = 1.0) -> list[Undecidable]:
     """The run's family (one hypothesis per seed, pair and optimizer, as the summary counts them) and, of its
-    items, those that no outcome lets be a finding in it, each with its first node id."""
+    items, those that no outcome lets be a finding in it, each with its first node id; only those whose
+    smallest p-value is at most `within` (the units each needs are searched for those alone)."""
     from ..evidence.decidability import smallest_p, unreachable
     from .seed_walk import seeded_items
 
@@ -58,7 +60,7 @@ def undecidable_items(runner: Any, items: list[pytest.Item], spec_of: Callable[[
     keys = list(family)
     restarts = runner.settings.protocol.restarts
     units = [family[k][1] for k in keys]
-    found = unreachable(units, [restarts] * len(keys))
+    found = unreachable(units, [restarts] * len(keys), among=[smallest_p(n, restarts) <= within for n in units])
     return [Undecidable(family[keys[i]][0], keys[i][0], f"{keys[i][1]} -> {keys[i][2]}", units[i], family[keys[i]][2],
                         smallest_p(units[i], restarts), len(keys), needed) for i, needed in sorted(found.items())]
 
@@ -68,9 +70,7 @@ def warn_undecidable(runner: Any, items: list[pytest.Item], spec_of: Callable[[p
     reach significance even alone was already named by its seed's own collection warning)."""
     from ..evidence.decidability import ALPHA
 
-    for found in undecidable_items(runner, items, spec_of):
-        if found.smallest_p > ALPHA:
-            continue
+    for found in undecidable_items(runner, items, spec_of, within=ALPHA):
         warnings.warn(pytest.PytestWarning(f"{found.nodeid}: {found.text()}"), stacklevel=1)
 
 

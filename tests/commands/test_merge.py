@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_skilltransfer.commands.merge import main as merge
+from shared_runs import once_per_run
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARDS = 3
@@ -37,6 +38,7 @@ def run_project(tmp: Path, name: str, *args: str) -> tuple[dict[str, Any], str, 
          f"--skilltransfer-md={md_path}", f"--skilltransfer-html={tmp / f'{name}.html'}", *args],
         cwd=ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, "CI": "true"})
     assert done.returncode == 0, done.stdout + done.stderr
+    (tmp / f"{name}.out").write_text(done.stdout)
     return json.loads(json_path.read_text()), md_path.read_text(), done.stdout.splitlines()
 
 
@@ -48,21 +50,29 @@ def table(lines: list[str]) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def runs(tmp_path_factory: pytest.TempPathFactory, main_job_shards_reports: list[Path]) -> dict[str, Any]:
+    """The unsharded run (once per test run: `once_per_run`) and the test run's shared shards of the main job
+    (`main_job_shards_reports`, run as docs/samples.py runs them, also for the reviewer's view): (JSON, terminal
+    lines) each."""
     tmp = tmp_path_factory.mktemp("shards")
-    whole = run_project(tmp, "whole")
-    shards = [run_project(tmp, f"shard-{i}", f"--shard-id={i}", f"--num-shards={SHARDS}") for i in range(SHARDS)]
-    return {"tmp": tmp, "whole": whole, "shards": shards, "paths": [tmp / f"shard-{i}.json" for i in range(SHARDS)]}
+    folder = once_per_run(tmp_path_factory, "main-job-whole", lambda folder: run_project(folder, "whole"))
+    whole = (json.loads((folder / "whole.json").read_text()), (folder / "whole.md").read_text(),
+             (folder / "whole.out").read_text().splitlines())
+    assert len(main_job_shards_reports) == SHARDS
+    shards = [(json.loads(path.read_text()), path.with_suffix(".out").read_text().splitlines())
+              for path in main_job_shards_reports]
+    return {"tmp": tmp, "whole": whole, "whole_html": folder / "whole.html", "shards": shards,
+            "paths": main_job_shards_reports}
 
 
 def test_three_shards_merged_equal_the_unsharded_run_and_keep_seeds_whole(runs: dict[str, Any],
                                                                           capsys: pytest.CaptureFixture[str]) -> None:
     tmp = runs["tmp"]
     whole_json, whole_md, whole_lines = runs["whole"]
-    seeds_per_shard = [{r["seed"] for r in report["results"]} for report, _, _ in runs["shards"]]
+    seeds_per_shard = [{r["seed"] for r in report["results"]} for report, _ in runs["shards"]]
     assert all(seeds_per_shard) and sum(map(len, seeds_per_shard)) == len(set().union(*seeds_per_shard))
     assert set().union(*seeds_per_shard) == {r["seed"] for r in whole_json["results"]}
-    for report, _, _ in runs["shards"]:
+    for report, _ in runs["shards"]:
         assert {f"seeds/{s}" for s in {r["seed"] for r in report["results"]}} == set(report["shard"]["seeds"])
 
     code = merge([*map(str, runs["paths"]), "--json", str(tmp / "merged.json"), "--md", str(tmp / "merged.md"),
@@ -72,8 +82,8 @@ def test_three_shards_merged_equal_the_unsharded_run_and_keep_seeds_whole(runs: 
     merged = json.loads((tmp / "merged.json").read_text())
     assert without_volatile(merged) == without_volatile(whole_json)
     assert (tmp / "merged.md").read_text() == whole_md
-    assert (tmp / "merged.html").read_text() == (tmp / "whole.html").read_text()
-    assert (tmp / "whole.html").stat().st_size < MAIN_JOB_PAGE_BOUND  # the README states the bound
+    assert (tmp / "merged.html").read_text() == runs["whole_html"].read_text()
+    assert runs["whole_html"].stat().st_size < MAIN_JOB_PAGE_BOUND  # the README states the bound
     assert table(printed) == table(whole_lines)
     assert printed[0].startswith("=") and "skill transfer (merged from 3 report(s))" in printed[0]
 
@@ -116,7 +126,7 @@ def test_the_readme_shows_what_the_shards_print_and_the_workflows_commands(runs:
     import re
 
     readme = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
-    shard_line = next(line for line in runs["shards"][0][2] if line.startswith("skilltransfer shard 0 of 3"))
+    shard_line = next(line for line in runs["shards"][0][1] if line.startswith("skilltransfer shard 0 of 3"))
     assert f"  {shard_line}\n" in readme
     workflow = (ROOT / "examples" / "github-actions" / "skilltransfer.yml").read_text(encoding="utf-8")
     folded = [" ".join(block.split()) for block in re.findall(r"run: >-\n((?:          .*\n)+)", workflow)]

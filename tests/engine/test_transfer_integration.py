@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+from shared_runs import computed_once
 
 from pytest_skilltransfer.engine.protocol import SeedSession
 from pytest_skilltransfer.engine.results import ProtocolConfig
@@ -27,9 +28,11 @@ def gains(seed_root: Path, source: str, target: str) -> dict[str, float]:
 
 
 @pytest.fixture(scope="module")
-def project_gains():
+def project_gains(tmp_path_factory: pytest.TempPathFactory):
+    """Both directions' gains, once per test run (`computed_once`: the module's tests may run on several workers)."""
     seeds = ROOT / "seeds"
-    return gains(seeds, "sim-small", "sim-large"), gains(seeds, "sim-large", "sim-small")
+    return computed_once(tmp_path_factory, "project-gains",
+                         lambda: (gains(seeds, "sim-small", "sim-large"), gains(seeds, "sim-large", "sim-small")))
 
 
 def test_cheap_to_expensive_gains_on_most_project_seeds(project_gains):

@@ -28,6 +28,17 @@ def test_the_issue_case_and_what_the_bar_allows() -> None:
     assert unreachable([24, 24], [5, 5]) == {0: 27, 1: 27}  # five restarts' bound needs more tasks
 
 
+def test_the_smallest_p_value_falls_as_units_are_added_so_the_units_needed_are_the_first_that_reach() -> None:
+    """`units_to_reach` bisects: it relies on each added unit lowering the smallest p-value, with and without
+    restarts; a scan from the item's own units finds the same count."""
+    for restarts, start, family in ((1, 4, 40), (5, 20, 2), (5, 20, 3)):
+        ladder = [smallest_p(n, restarts) for n in range(start, start + 13)]
+        assert ladder == sorted(ladder, reverse=True)
+        scanned = next(start + i for i, p in enumerate(ladder) if p <= ALPHA / family + 1e-9)
+        units = [start] + [400] * (family - 1)
+        assert unreachable(units, [restarts] * family)[0] == scanned
+
+
 def test_an_unreachable_item_is_never_a_finding_and_a_reachable_one_can_be() -> None:
     """Property over random families: no p-value at or above an unreachable item's smallest one passes the
     Bonferroni bar; a reachable item at its smallest p-value does."""

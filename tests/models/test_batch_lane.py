@@ -122,7 +122,7 @@ def test_the_wait_ceiling_stops_cleanly_and_the_same_run_later_collects_without_
     assert all(isinstance(o, BatchWaitExceeded) for o in first)
     assert "run the same command again" in str(first[0]) and len(fake.created) == 1
     assert any(line.startswith("batches: 1 pending, 0 finished; requests 0/4 done") for line in lines), lines
-    time.sleep(1.5)
+    fake.turnaround_s = 0.0  # the batch's turnaround has passed (no wait on the clock)
     configure_batch(FAST, tmp_path, lines.append)  # a new run: reads the manifest, adopts the batch
     with recording(tmp_path, "seed", "new_episodes"):
         second = _all(_model(fake, wire), _asks(4))
@@ -260,7 +260,7 @@ def test_under_a_budget_a_resumed_run_charges_the_adopted_answers_once(fake: Bat
             first = _all(_model(fake, "anthropic"), _asks(4))
         assert all(isinstance(o, BatchWaitExceeded) for o in first)
         assert len(first_ledger.reserved) == 4 and len(first_ledger.released) == 4  # the step, whole; nothing charged
-        time.sleep(1.5)
+        fake.turnaround_s = 0.0  # the batch's turnaround has passed (no wait on the clock)
         spend_gate.install(second_ledger)
         configure_batch(FAST, tmp_path)  # a new run adopts the batch: nothing is sent, every answer is charged
         with recording(tmp_path, "seed", "new_episodes"):

@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from shared_runs import computed_once
 
 from pytest_skilltransfer.engine import judges
 from pytest_skilltransfer.engine.agent import AgentContext, run_task
@@ -236,9 +237,13 @@ def default_run(seed: Seed, source: str, target: str):
 
 
 @pytest.fixture(scope="module")
-def both_directions() -> dict[str, tuple]:
-    seeds = [load_seed(p) for p in SEED_PATHS]
-    return {s.name: (default_run(s, "sim-small", "sim-large"), default_run(s, "sim-large", "sim-small")) for s in seeds}
+def both_directions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple]:
+    """Every seed both ways, once per test run (`computed_once`: the module's tests may run on several workers)."""
+    def compute() -> dict[str, tuple]:
+        seeds = [load_seed(p) for p in SEED_PATHS]
+        return {s.name: (default_run(s, "sim-small", "sim-large"), default_run(s, "sim-large", "sim-small"))
+                for s in seeds}
+    return computed_once(tmp_path_factory, "both-directions", compute)
 
 
 def _kind(result) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from browser_support import launched_browser, open_page
+from shared_runs import once_per_run
 
 from pytest_skilltransfer.commands.merge import main as merge
 from pytest_skilltransfer.evidence.item_record import ItemRecord
@@ -36,14 +37,20 @@ def run_project(tmp: Path, name: str, *args: str) -> tuple[Path, Path, str]:
     return json_path, html_path, done.stdout
 
 
+def make_pages(tmp: Path) -> None:
+    """The unsharded run's page and report (its stdout in whole.out), and the page of its two shards merged."""
+    _, _, stdout = run_project(tmp, "whole")
+    (tmp / "whole.out").write_text(stdout)
+    shards = [run_project(tmp, f"shard-{i}", f"--transfer-shard-id={i}", "--transfer-num-shards=2")[0] for i in range(2)]
+    assert merge([*map(str, shards), "--html", str(tmp / "merged.html")]) == 0
+
+
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    tmp = tmp_path_factory.mktemp("html")
-    whole_json, whole_html, stdout = run_project(tmp, "whole")
-    shards = [run_project(tmp, f"shard-{i}", f"--transfer-shard-id={i}", "--transfer-num-shards=2")[0] for i in range(2)]
-    merged = tmp / "merged.html"
-    assert merge([*map(str, shards), "--html", str(merged)]) == 0
-    return {"tmp": tmp, "json": whole_json, "whole": whole_html, "merged": merged, "stdout": stdout}
+    """`make_pages`, once per test run (`once_per_run`: the module's tests may run on several workers)."""
+    tmp = once_per_run(tmp_path_factory, "html-pages", make_pages)
+    return {"tmp": tmp, "json": tmp / "whole.json", "whole": tmp / "whole.html", "merged": tmp / "merged.html",
+            "stdout": (tmp / "whole.out").read_text()}
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,7 @@ import pytest
 from browser_support import launched_browser, open_page
 from test_terminal_output import EVIL_CONFTEST, HOSTILE
 from plugin_support import CHECKS
+from shared_runs import once_per_run
 
 from pytest_skilltransfer.evidence.item_record import ItemRecord, records
 from pytest_skilltransfer.guards.terminal import is_safe
@@ -41,14 +42,22 @@ def run_harmed(tmp: Path) -> dict[str, Any]:
          f"--skilltransfer-md={paths['md']}"],
         cwd=ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, "CI": "true"})
     assert done.returncode == 1, done.stdout + done.stderr  # the harmed item fails its gate
+    (tmp / "run.out").write_text(done.stdout)
+    return harmed_run(tmp)
+
+
+def harmed_run(tmp: Path) -> dict[str, Any]:
+    """`run_harmed`'s run read back from its folder."""
+    paths = {kind: tmp / f"run.{kind}" for kind in ("json", "html", "md")}
     report = json.loads(paths["json"].read_text())
-    return {**paths, "tmp": tmp, "report": report, "stdout": done.stdout,
+    return {**paths, "tmp": tmp, "report": report, "stdout": (tmp / "run.out").read_text(),
             "harmed": next(r for r in report["results"] if (r["seed"], r["source"], r["target"]) == HARMED)}
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return run_harmed(tmp_path_factory.mktemp("why"))
+    """The harmed run, once per test run (`once_per_run`: the module's tests may run on several workers)."""
+    return harmed_run(once_per_run(tmp_path_factory, "why", run_harmed))
 
 
 @pytest.fixture(scope="module")

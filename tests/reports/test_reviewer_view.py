@@ -28,23 +28,24 @@ import samples  # noqa: E402  (docs/samples.py: the script that writes the docs'
 WIDE = {"width": 1400, "height": 900}
 
 
-def main_job(tmp: Path) -> dict[str, Any]:
+def main_job(tmp: Path, shards: list[Path]) -> dict[str, Any]:
     """The main job as CI's sharded workflow runs it (`CI=true pytest`, replayed offline, in the shards of
     docs/samples.py, then `merge`), with the merged report files and the merge's terminal output: the
-    page of merged shards equals the unsharded run's (tests/reports/test_html_report.py)."""
-    shards = samples.shards(tmp)
+    page of merged shards equals the unsharded run's (tests/reports/test_html_report.py). The shards are the
+    test run's shared ones (`main_job_shards_reports`); "shards" is their folder."""
     paths = {kind: tmp / f"main.{kind}" for kind in ("json", "html", "md")}
     done = subprocess.run(
         [sys.executable, "-m", "pytest_skilltransfer", "merge", *map(str, shards), "--json", str(paths["json"]),
          "--html", str(paths["html"]), "--md", str(paths["md"])],
         cwd=ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, "CI": "true"})
     assert done.returncode == 0, done.stdout + done.stderr
-    return {**paths, "tmp": tmp, "stdout": done.stdout, "report": json.loads(paths["json"].read_text())}
+    return {**paths, "tmp": tmp, "shards": shards[0].parent, "stdout": done.stdout,
+            "report": json.loads(paths["json"].read_text())}
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return main_job(tmp_path_factory.mktemp("main-job"))
+def run(tmp_path_factory: pytest.TempPathFactory, main_job_shards_reports: list[Path]) -> dict[str, Any]:
+    return main_job(tmp_path_factory.mktemp("main-job"), main_job_shards_reports)
 
 
 @pytest.fixture(scope="module")
@@ -192,7 +193,7 @@ def test_every_docs_sample_is_what_its_command_prints_today(run: dict[str, Any])
     assert samples.normalized("\n".join(readme[footer + 1:])) == samples.normalized(
         f"{items} snapshots passed.\n{f' {items} passed in 1.00s '.center(80, '=')}"), fix.format("main-job")
     for name in sorted(set(samples.SAMPLES) - {"merged", "main-job"} - set(samples.SLOW)):
-        text = samples.SAMPLES[name].produce(run["tmp"])  # the shard line reuses this run's shards
+        text = samples.SAMPLES[name].produce(run["shards"])  # the shard line reuses this run's shards
         assert samples.normalized(text) == samples.normalized(marked[name][1]), fix.format(name)
 
 
