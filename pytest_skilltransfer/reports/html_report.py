@@ -231,7 +231,7 @@ def _why_item(result: ItemRecord, holm: dict[tuple[str, str, str], str]) -> str:
         mentions = "".join(f'<li class="line">{esc(line)}</li>' for line in check.get("mentions", []))
         points = (f"; learned line(s) that may cause it:<ul>{lines}</ul>" if lines
                   else '; <span class="muted">no learned line may cause it</span>')
-        points += (f'<span class="muted">learned line(s) that only mention it (they point the other way, so they '
+        points += (f'{"" if lines else "; "}<span class="muted">learned line(s) that only mention it (they point the other way, so they '
                    f'are not blamed):</span><ul>{mentions}</ul>' if mentions else "")
         checks.append(f'<li><code>{esc(check["check"])}</code> {found["kind"]} on <b>{check["tasks"]} of '
                       f'{check["of"]}</b> task(s){points}</li>')

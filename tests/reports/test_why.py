@@ -111,6 +111,11 @@ def test_a_line_forbidding_what_a_missed_check_looks_for_is_a_mention_not_a_caus
     assert found["checks"] == [{"check": check, "tasks": 1, "of": 1, "lines": [],
                                 "mentions": ["+ - Never write 'Great question'."]}]
     assert "never its cause" in CAUSE_RULE
+    from pytest_skilltransfer.reports.html_report import _why_item
+
+    item = result(seed_skill=skill, learned_skill=skill + "- Never write 'Great question'.\n",
+                  scores={"baseline": arm([[]]), "transferred": arm([[check]]), "direct": None})
+    assert "may cause it</span>; <span" in _why_item(item, {})  # two clauses on the page, not one run-on
 
 
 def test_why_knows_only_ops_the_judges_have() -> None:
