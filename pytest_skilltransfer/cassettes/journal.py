@@ -28,7 +28,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from .store import fsync_folder, refuse_secrets, structure_problem
+from ..guards.whole_file import fsync_folder
+from .store import refuse_secrets, structure_problem
 
 PREFIX = ".journal-"
 SUFFIX = ".jsonl"

@@ -22,9 +22,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Generic, TypeVar
@@ -32,6 +30,7 @@ from typing import Any, Callable, Generic, TypeVar
 import yaml
 
 from ..guards.redaction import find_secrets
+from ..guards.whole_file import TEMP_SUFFIX, replace_whole
 from ..models.base import ModelCallError
 from ..models.validity import response_problem
 from ..models.wire import model_of_request
@@ -46,7 +45,6 @@ from .yaml_items import render_items
 FORMAT_VERSION = 2  # 2 added the closing `count`; version 1 files (without it) are still read
 LOCK_NAME = ".lock"
 LOCK_TIMEOUT_S = 300.0
-TEMP_SUFFIX = ".tmp"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _ITEM_LINE = re.compile(r"^- ", re.M)
 T = TypeVar("T")
@@ -446,44 +444,16 @@ def refuse_secrets(path: Path, text: str) -> None:
 
 
 def write_atomically(path: Path, text: str | bytes | list[Any], scanned: bool = False) -> None:
-    """Write `text` (str, its UTF-8 bytes, or a list of byte buffers in order) to `path` via a temporary
-    file, fsync and `os.replace` (never a half-written file).
+    """Write `text` (str, its UTF-8 bytes, or a list of byte buffers in order) to `path` whole
+    (`guards.whole_file`: temporary file, fsync, `os.replace`; never a half-written file).
 
     The secret scan runs first, unless the caller `scanned` every part of `text` that is not already
     in the file; a temporary file left by a kill is removed by `clean_leftovers`.
     """
     if not scanned:
         refuse_secrets(path, text if isinstance(text, str) else b"".join(text).decode("utf-8"))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.writelines([text.encode("utf-8")] if isinstance(text, str) else [text] if isinstance(text, bytes)
-                              else text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    fsync_folder(path.parent)
-
-
-def fsync_folder(folder: Path) -> None:
-    """Make a rename or a new file in `folder` durable (a no-op where folders cannot be opened)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    replace_whole(path, [text.encode("utf-8")] if isinstance(text, str) else [text] if isinstance(text, bytes)
+                  else text)
 
 
 def folder_lock(folder: Path, timeout: float = LOCK_TIMEOUT_S) -> Any:

@@ -33,7 +33,7 @@ from dataclasses import replace
 from typing import Callable, TypeVar
 
 from ..evidence import sequential
-from ..evidence.stats import is_clustered
+from ..evidence.stats import is_clustered, moves
 from ..guards import timed_regex
 from ..guards.edits import Edit, apply_edits
 from ..models.base import Message, Model, Request
@@ -479,7 +479,7 @@ class SeedSession:
             before = [t.hard for e in waves[("baseline", 0)] for t in e.tasks]
             after = [t.hard for e in waves[("transfer", 1)] for t in e.tasks]
             differences = [a - b for b, a in zip(before, after)]
-            up, down = sum(d for d in differences if d > 0), -sum(d for d in differences if d < 0)
+            up, down = moves(differences)
             seen = sequential.judge_look(design, total, look, up, down, stopping.thresholds, stopping.alpha)
             direct = ([t.hard for e in waves[("direct", 1)] for t in e.tasks] if ("direct", 1) in waves else None)
             gates = sequential.gates_look(design, total, look, after, before, direct, stopping, stopping.alpha)

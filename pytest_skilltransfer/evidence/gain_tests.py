@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any
+from typing import Any, Iterable
 
 from . import paired_exact
 from .bounded_mean import mean_bounds
@@ -224,6 +224,13 @@ def _asymptotic_interval(n: int, up: float, down: float, level: float) -> tuple[
         return (low + high) / 2
 
     return crossing(z), crossing(-z)
+
+
+def moves(differences: Iterable[float]) -> tuple[float, float]:
+    """The exact test's statistics of per-task differences (after - before, in [-1, 1]): the summed moves up and
+    the summed moves down (both >= 0; a fractional difference is a fractional move)."""
+    values = list(differences)
+    return sum(d for d in values if d > 0), -sum(d for d in values if d < 0)
 
 
 def gain_interval(n: int, up: float, down: float, level: float = LEVEL) -> tuple[float, float]:

@@ -16,6 +16,7 @@ from .gain_tests import (
     gain_method,
     gain_p_value,
     is_clustered,
+    moves,
     restart_interval,
     restart_p_value,
     restart_span,
@@ -98,7 +99,7 @@ def restart_gain(before: list[float], afters: list[list[float]], level: float = 
     n = len(differences)
     per_restart = tuple(mean(a - b for b, a in zip(before, after)) for after in afters)
     span = restart_span(before)
-    up, down = sum(d for d in differences if d > 0), -sum(d for d in differences if d < 0)
+    up, down = moves(differences)
     low, high = restart_interval(n, up, down, per_restart, span, level)
     return Gain(mean(differences), low, high, n, restart_p_value(n, up, down, per_restart, span),
                 sum(d > EPSILON for d in differences), sum(d < -EPSILON for d in differences),
@@ -132,7 +133,7 @@ def paired_gain(before: list[float], after: list[float], level: float = LEVEL) -
     n = len(differences)
     if n == 0:
         return Gain(0.0, -1.0, 1.0, 0, 1.0, 0, 0, 0, None)
-    up, down = sum(d for d in differences if d > 0), -sum(d for d in differences if d < 0)
+    up, down = moves(differences)
     low, high = gain_interval(n, up, down, level)
     return Gain(mean(differences), low, high, n, gain_p_value(n, up, down),
                 sum(d > EPSILON for d in differences), sum(d < -EPSILON for d in differences),

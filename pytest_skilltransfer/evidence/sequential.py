@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Sequence
 
-from .gain_tests import gain_decision, gain_interval, score_bounds
+from .gain_tests import gain_decision, gain_interval, moves, score_bounds
 from .score_intervals import FAIL, INCONCLUSIVE, LEVEL, PASS, decide
 
 ALPHA = round(1 - LEVEL, 6)
@@ -221,8 +221,7 @@ def run(design: Design, differences: Sequence[float], thresholds: Sequence[float
     seen: list[LookResult] = []
     for look in looks:
         part = differences[:look.tasks]
-        up = sum(d for d in part if d > 0)
-        down = -sum(d for d in part if d < 0)
+        up, down = moves(part)
         result = judge_look(design, total, look, up, down, thresholds, alpha)
         seen.append(result)
         if result.action != CONTINUE:
@@ -340,7 +339,7 @@ def reference_look(design: Design, total: int, look: Look, scores: Sequence[tupl
     differences = [score - reference[task] for task, score in scores if task in reference]
     if not differences or look.tasks >= total:
         return None
-    up, down = sum(d for d in differences if d > 0), -sum(d for d in differences if d < 0)
+    up, down = moves(differences)
     threshold, n = stopping.reference_threshold, len(differences)
     if gain_decision(n, up, down, threshold, look.level(alpha)) != INCONCLUSIVE:
         return DECIDED
@@ -395,7 +394,7 @@ def gates_look(design: Design, total: int, look: Look, transferred: Sequence[flo
     if stopping.min_efficiency is not None and direct is not None and len(direct) == n:
         e = stopping.min_efficiency
         differences = [(t - b) - e * (d - b) for t, b, d in zip(transferred, baseline, direct)]
-        up, down = sum(x for x in differences if x > 0), -sum(x for x in differences if x < 0)
+        up, down = moves(differences)
         if (gain_decision(n, up, down, 0.0, level) == INCONCLUSIVE and up + down > 1e-9
                 and predictive_decision(total, n, round(up, 9), round(down, 9), 0.0, last,
                                         design.prior) >= design.futility):

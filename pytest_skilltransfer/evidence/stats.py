@@ -43,7 +43,7 @@ from .score_intervals import (  # noqa: F401 (re-exported)
 from .gain_tests import (  # noqa: F401 (re-exported)
     GAIN_SPAN, SCORE_SPAN, cluster_count, cluster_keys, cluster_means, clustered_score, design_effect,
     difference_interval, difference_interval_of_mean, first_bounds_of, gain_bounds, gain_bounds_of, gain_decision,
-    gain_interval, gain_method, gain_p_value, is_clustered, mean_gain_interval, part_level, restart_count_of,
+    gain_interval, gain_method, gain_p_value, is_clustered, mean_gain_interval, moves, part_level, restart_count_of,
     restart_interval, restart_margins, restart_p_value, restart_score, restart_span, score_bounds, these_bounds_of,
     undecidable_units, units_needed,
 )

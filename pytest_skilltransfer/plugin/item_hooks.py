@@ -120,7 +120,7 @@ def stopping(item: pytest.Item, seed: Any, spec: Any, snapshot: Any) -> Stopping
     size = 1 if settings.correction == "none" else (snapshots.recorded_size(snapshot) or family_size(item))
     return Stopping(ALPHA / size, tuple(sorted(values)), *_regression_reference(item, snapshot, gates),
                     min_score=gates.min_score, min_efficiency=gates.min_efficiency,
-                    full_reference=bool(snapshot.update_snapshots) and settings.compare_snapshots)
+                    full_reference=snapshots.writes_reference(item.config))
 
 
 def _regression_reference(item: pytest.Item, snapshot: Any, gates: Any) -> tuple[tuple[tuple[str, float], ...], float]:

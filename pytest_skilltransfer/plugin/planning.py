@@ -22,6 +22,7 @@ from ..planning.plan import Planner, Unit
 from .aa_fixture import AA_MARKER
 from .runner import Runner, concurrency, needs_recording
 from .seed_walk import seeded_items
+from .snapshots import writes_reference
 
 
 @dataclass
@@ -109,9 +110,7 @@ def _planned(runner: Runner, items: list[pytest.Item], spec_of: Callable[[pytest
     family = len({(str(s.seed_path), s.source, s.target, s.optimizer or "")
                   for s in (spec_of(item) for item in items) if s is not None})
     alpha = 0.05 / max(family, 1) if runner.settings.correction == "bonferroni" else 0.05
-    # a run that writes snapshots scores the transferred skill on every held-out task (the regression gate's reference)
-    writes = bool(items) and bool(getattr(items[0].config.option, "update_snapshots", False)) and \
-        runner.settings.compare_snapshots
+    writes = bool(items) and writes_reference(items[0].config)
     for seed_path, members in by_seed.items():
         seed = runner.seed(seed_path)
         judge = runner.judge(seed)

@@ -8,8 +8,6 @@ reads every worker's results back as records (`evidence.item_record`). Workers n
 from __future__ import annotations
 
 import json
-import os
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -230,6 +228,7 @@ def write(path: Path, text: str, append: bool = False) -> None:
     """Write a report (or append to one, e.g. $GITHUB_STEP_SUMMARY); key-shaped strings are redacted first."""
     from ..guards.redaction import redact_text
     from ..guards.report_files import encode
+    from ..guards.whole_file import replace_whole
 
     path.parent.mkdir(parents=True, exist_ok=True)
     text = redact_text(text)
@@ -240,9 +239,4 @@ def write(path: Path, text: str, append: bool = False) -> None:
     if path.is_symlink() or (path.exists() and not path.is_file()):  # a link, a device, a pipe: written in place
         path.write_bytes(encode(path, text))
         return
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:  # a file is replaced whole: a reader (a browser reloading a running run's page) never sees half of it
-        temporary.write_bytes(encode(path, text))
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
+    replace_whole(path, [encode(path, text)])  # a reader (a browser reloading a running page) never sees half of it

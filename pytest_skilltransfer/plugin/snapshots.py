@@ -45,6 +45,7 @@ from ..reports.report import (
 from .state import SPEC, runner_of
 
 if TYPE_CHECKING:
+    import pytest
     from syrupy.assertion import SnapshotAssertion
     from syrupy.location import PyTestLocation
     from syrupy.types import SnapshotIndex
@@ -169,6 +170,12 @@ def recorded_family(snapshot: "SnapshotAssertion", result: ItemRecord) -> tuple[
     if settings_changes(text, render(result)):
         return None
     return family.group(1), int(family.group(2))
+
+
+def writes_reference(config: "pytest.Config") -> bool:
+    """Whether this run (re)makes the regression gate's reference: it writes snapshots (`--snapshot-update`) and
+    compares them, so each item scores the transferred skill on every held-out task (the plan expects it too)."""
+    return bool(getattr(config.option, "update_snapshots", False)) and runner_of(config).settings.compare_snapshots
 
 
 def recorded_size(snapshot: "SnapshotAssertion") -> int | None:

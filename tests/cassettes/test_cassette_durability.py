@@ -24,14 +24,14 @@ CALLS = 10
 RECORDER = """
 import os, signal, sys
 from pathlib import Path
-from pytest_skilltransfer.cassettes import recording, store
+from pytest_skilltransfer.cassettes import recording
+from pytest_skilltransfer.guards import whole_file
 from pytest_skilltransfer.models.base import Message, Request
 from pytest_skilltransfer.models.providers import build_model
 
 root, url, name, mode, die_on_save = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5] == "1"
 if die_on_save:  # kill -9 in the middle of folding the journal into the YAML file
-    real = store.os.replace
-    store.os.replace = lambda src, dst: os.kill(os.getpid(), signal.SIGKILL)
+    whole_file.os.replace = lambda src, dst: os.kill(os.getpid(), signal.SIGKILL)
 model = build_model(f"anthropic:durable@{url}")
 with recording(root, "seed", mode):
     for i in range(int(sys.argv[6])):

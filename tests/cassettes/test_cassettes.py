@@ -16,6 +16,7 @@ from pytest_skilltransfer import cassettes
 from pytest_skilltransfer.cassettes import CassetteMiss, recording, scan_for_secrets
 from pytest_skilltransfer.cassettes import store as cassette_store
 from pytest_skilltransfer.cassettes.netguard import NetworkBlocked, network_guard
+from pytest_skilltransfer.guards import whole_file
 from pytest_skilltransfer.models.base import Message, ModelCallError, ModelError, Request, ToolSpec
 from pytest_skilltransfer.models.providers import build_model
 
@@ -188,7 +189,7 @@ def test_interrupted_write_leaves_previous_cassette_intact_and_the_journal_for_t
     def crash(src: str, dst: str) -> None:
         raise KeyboardInterrupt("power cut during save")
 
-    monkeypatch.setattr(cassette_store.os, "replace", crash)
+    monkeypatch.setattr(whole_file.os, "replace", crash)
     with pytest.raises(KeyboardInterrupt):
         with recording(tmp_path, "seed-w", "new_episodes"):
             second = model.complete(ask("Second"))
