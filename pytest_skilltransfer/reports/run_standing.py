@@ -56,10 +56,15 @@ class Standing:
 
     @property
     def left(self) -> int:
-        """Round trips left on the critical path (one at least while items run; 0 once all are done)."""
-        if not self.path_total or self.items_done >= self.items:
-            return 0
-        return max(1, self.path_total - self.path_done)
+        """Round trips left on the critical path (`round_trips_left`)."""
+        return round_trips_left(self.path_total, self.path_done, self.items_done, self.items)
+
+
+def round_trips_left(path_total: int, path_done: int, items_done: int, items: int) -> int:
+    """Round trips left on the critical path: one at least while items run; 0 once all are done or without a plan."""
+    if not path_total or items_done >= items:
+        return 0
+    return max(1, path_total - path_done)
 
 
 def estimate(counts: Any, elapsed_s: float, now: float, items_done: int, state: str = "running",
@@ -67,7 +72,7 @@ def estimate(counts: Any, elapsed_s: float, now: float, items_done: int, state: 
     """The standing of a run from its counts (`live_progress.Counts`) at wall time `now`, `elapsed_s` after it
     started; `paid`: (dollars paid, the budget or None, dollars reserved), else the counts' priced answers."""
     usd, budget, reserved = paid if paid is not None else (counts.usd, None, 0.0)
-    left = 0 if not counts.path_total or items_done >= counts.items else max(1, counts.path_total - counts.path_done)
+    left = round_trips_left(counts.path_total, counts.path_done, items_done, counts.items)
     turnarounds = sorted(counts.batch_turnarounds)
     waited = max(0.0, now - counts.batch_waiting_since) if counts.batch_waiting_since else None
     each: float | None = None
