@@ -25,6 +25,14 @@ import pytest
 import pytest_skilltransfer
 from pytest_skilltransfer.models import sdk_common
 
+# The suite's processes (xdist workers, pytester's runs, the commands' runs) cache their compiled and
+# assertion-rewritten modules, as Python does by default, even where the environment sets
+# PYTHONDONTWRITEBYTECODE: otherwise every pytest process the suite starts compiles and rewrites the
+# package again (0.7 s CPU a start, about a fifth of a subprocess-heavy test module's CPU). Cached files
+# are read whether or not they may be written, so only the first process pays.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
+
 from fake_provider import fake_provider  # noqa: F401,E402  (a fixture every folder's tests use)
 from faulty_provider import faulty_provider  # noqa: F401,E402  (likewise)
 from shared_runs import main_job_shards
