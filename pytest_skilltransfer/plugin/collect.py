@@ -129,8 +129,9 @@ class SeedModule(pytest.Module):
         except SeedError as exc:
             runner.broken_seeds.add(self.nodeid)
             raise self.CollectError(str(exc)) from None
-        _warn_if_undecidable(seed)
-        _warn_if_format_only(seed)
+        if _warns_at_collection(self.config):
+            _warn_if_undecidable(seed)
+            _warn_if_format_only(seed)
         settings = settings_of(self.config)
         pairs = settings.pairs if settings.matrix_from_cli else tuple(sorted(set(settings.pairs) | set(seed.pairs)))
         for name in sorted({name for pair in pairs for name in pair}):
@@ -154,6 +155,13 @@ class SeedModule(pytest.Module):
             item.add_marker(pytest.mark.skilltransfer(seed=str(seed_path), source=pair[0], target=pair[1]))
             item.extra_keyword_matches.add(f"{pair[0]}_to_{pair[1]}")  # `-k` cannot spell "->"
             yield item
+
+
+def _warns_at_collection(config: pytest.Config) -> bool:
+    """Under xdist every worker collects every seed and pytest lists each worker's warnings; the first worker
+    alone warns about a seed, so a run shows each warning once, as it does without `-n`."""
+    workerinput = getattr(config, "workerinput", None)
+    return workerinput is None or workerinput.get("workerid") == "gw0"
 
 
 def _warn_if_format_only(seed: Any) -> None:

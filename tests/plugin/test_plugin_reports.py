@@ -34,6 +34,8 @@ def test_xdist_gives_the_same_results_and_reports_as_one_process(pytester: pytes
     serial.assert_outcomes(passed=8, failed=1)
     parallel.assert_outcomes(passed=8, failed=1)
     parallel.stdout.fnmatch_lines(["scheduling tests via SeedScheduling"])
+    # each seed's collection warning once, though every worker collects every seed
+    assert parallel.parseoutcomes()["warnings"] == serial.parseoutcomes()["warnings"] > 0
     assert parallel_json == serial_json
     assert parallel_md == serial_md
     assert _table(parallel) == _table(serial)
