@@ -65,13 +65,24 @@ IN_PROCESS = frozenset({"test_plugin_gating", "test_plugin_snapshots", "test_fle
 # `end_to_end`, so `-m "not end_to_end"` gives a quick loop; CI runs them with the rest.
 END_TO_END = frozenset({"test_batch_every_path", "test_batch_kill", "test_batch_lane", "test_batch_mode", "test_batch_design",
                         "test_cassette_durability"})
+# Modules holding a test of 20 s or more of wall on a 2-core machine that is not end-to-end: they start first too.
+LONG = frozenset({"test_stats", "test_merge", "test_reviewer_view", "test_stop_signals", "test_plugin_spellings",
+                  "test_plugin_coexistence", "test_restart_gates", "test_plugin_reports", "test_plugin_gating"})
 PROVIDER_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Marks the end-to-end modules, and runs the end-to-end and long modules first, then the other modules that
+    start pytest runs: xdist hands out the collection in order, so the long tests start while every worker is
+    busy and the quick unit tests fill the workers at the end, instead of one long test running alone last."""
     for item in items:
         if item.path.stem in END_TO_END:
             item.add_marker(pytest.mark.end_to_end)
+    rank: dict[Path, int] = {}
+    for item in items:
+        own = 0 if item.path.stem in END_TO_END | LONG else 1 if "pytester" in getattr(item, "fixturenames", ()) else 2
+        rank[item.path] = min(rank.get(item.path, 2), own)
+    items.sort(key=lambda item: rank[item.path])  # stable: each module's tests keep their order, together
 
 
 @pytest.fixture(scope="session")
