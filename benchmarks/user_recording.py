@@ -180,16 +180,24 @@ def _nights(report: Path) -> Counter:
 
 
 def run_job(work: Path, provider: ProviderProcess, cap: int, warm: bool, latency: float,
-            seeds: tuple[str, ...] = SEEDS) -> Job:
-    """One recording of `seeds` by `pytest`, timed by the probe; the server's log gives each item's calls."""
+            seeds: tuple[str, ...] = SEEDS, package: Path | None = None, timeline: Path | None = None) -> Job:
+    """One recording of `seeds` by `pytest`, timed by the probe; the server's log gives each item's calls.
+
+    `package`: a folder holding another `pytest_skilltransfer` (an earlier commit's, from `git archive`), put
+    first on the path; `timeline`: where `timeline_probe` writes the run's timeline (not noted without it)."""
     project = _project(work, provider.port, seeds)
     probe_file = work / "probe.json"
     env = {k: v for k, v in os.environ.items() if k not in ENV_DROPPED}
-    env.update({"PYTHONPATH": os.pathsep.join(filter(None, [str(BENCH), env.get("PYTHONPATH", "")])),
+    first = [str(package)] if package is not None else []
+    env.update({"PYTHONPATH": os.pathsep.join(filter(None, [*first, str(BENCH), env.get("PYTHONPATH", "")])),
                 "SKILLTRANSFER_BENCH_PROBE": str(probe_file), "SKILLTRANSFER_BENCH_WARM": "1" if warm else "0",
                 "SKILLTRANSFER_BENCH_MODELS": ",".join(MODELS)})
+    probes = ["-p", "recording_probe"]
+    if timeline is not None:
+        env["SKILLTRANSFER_BENCH_TIMELINE"] = str(timeline)
+        probes += ["-p", "timeline_probe"]
     args = [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", "-p", "no:randomly",
-            "-p", "recording_probe", *(f"--pair={pair}" for pair in PAIRS), f"--max-concurrency={cap}",
+            *probes, *(f"--pair={pair}" for pair in PAIRS), f"--max-concurrency={cap}",
             f"--transfer-cassette-dir={work / 'cassettes'}", "--snapshot-update",
             f"--skilltransfer-json={work / 'report.json'}"]
     provider.seen()
