@@ -97,6 +97,8 @@ def _install() -> None:
     _wrap(phases, "run_chains", run_chains)
     if hasattr(sdk_common, "import_sdk"):
         _wrap(sdk_common, "import_sdk", import_sdk)
+        if hasattr(providers, "import_sdk"):
+            providers.import_sdk = sdk_common.import_sdk
 
 
 _gc = {"full": 0.0, "started": 0.0}
@@ -139,6 +141,9 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, Any, Any]:
     _item.clear()
+    stacks_at = os.environ.get("SKILLTRANSFER_BENCH_STACKS_AT")
+    if stacks_at and not _events["items"]:  # where every thread is at that second of the first item
+        threading.Timer(float(stacks_at), _dump_stacks).start()
     profile_to = os.environ.get("SKILLTRANSFER_BENCH_PROFILE")
     profiler = None
     if profile_to:  # the main thread's work: the chains' and fan-outs' threads are not profiled
@@ -154,6 +159,16 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     _item["gc_full"] = _gc["full"] - collected
     _events["items"].append({"nodeid": item.nodeid, "start": start, "end": time.monotonic(), "cpu_start": cpu,
                              "cpu_end": time.process_time(), **_item})
+
+
+def _dump_stacks() -> None:
+    import sys
+    import traceback
+
+    frames = sys._current_frames()
+    names = {t.ident: t.name for t in threading.enumerate()}
+    _events["stacks"] = [(names.get(ident, "?"), "".join(traceback.format_stack(frame, limit=12)))
+                         for ident, frame in frames.items()]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
