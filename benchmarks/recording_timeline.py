@@ -13,7 +13,9 @@ of its own against the loopback server, 300 ms) once with `timeline_probe`, then
 - per call: the time from `complete` to the transport's send (SDK request building, the limiter, the
   client) and from the receipt to `complete`'s end (reading the reply), and the transport's own time
   beyond the latency (the response read under the GIL);
-- per fan-out: the spread of its sends (first to last) and its answers' receipt (first to last).
+- per fan-out: the spread of its sends (first to last) and its answers' receipt (first to last);
+- the dependent steps in whole rounds of the cap (`_steps_bound`): what the calls in flight come to when each
+  step waits for the one before it, beside the floor, which lets the calls of successive steps share rounds.
 """
 
 from __future__ import annotations
@@ -42,11 +44,22 @@ def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return merged
 
 
+def _steps_bound(calls: list[Any], cap: int, latency: float) -> float:
+    """The item's dependent steps in whole rounds of the cap: the calls grouped by their place on the path clock
+    when sent (a step: the calls that wait for the same answers), each step lasting ceil(its calls to its busiest
+    model / cap) latencies. A look waits for every arm's wave, so a step's calls cannot share a round with the
+    next step's; where a step's calls to a model are not a multiple of the cap, this exceeds the floor."""
+    by_step: dict[int, Counter] = {}
+    for c in calls:
+        by_step.setdefault(c[7], Counter())[c[5]] += 1
+    return sum(max(-(-n // cap) for n in models.values()) for models in by_step.values()) * latency
+
+
 def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms"
 
 
-def report(job: ur.Job, timeline: dict[str, Any], latency: float) -> list[str]:
+def report(job: ur.Job, timeline: dict[str, Any], latency: float, cap: int) -> list[str]:
     lines = []
     calls = [c for c in timeline["calls"] if c[1] > 0]
     fans = {f[7]: f for f in timeline["fans"]}
@@ -66,9 +79,10 @@ def report(job: ur.Job, timeline: dict[str, Any], latency: float) -> list[str]:
         transport = [c[2] - c[1] - latency for c in mine]
         cpu = mark["cpu_end"] - mark["cpu_start"]
         wall = mark["end"] - mark["start"]
+        steps = _steps_bound(mine, cap, latency)
         lines.append(f"{mark['nodeid']}: wall {wall:.2f} s, floor {item.floor:.2f} s ({wall / item.floor:.2f}x; "
-                     f"path {item.path / latency:.0f} calls), {len(mine)} calls, process CPU {cpu:.2f} s, full "
-                     f"collections {_ms(mark.get('gc_full', 0.0))}")
+                     f"path {item.path / latency:.0f} calls), {len(mine)} calls, steps in whole rounds {steps:.2f} s, "
+                     f"process CPU {cpu:.2f} s, full collections {_ms(mark.get('gc_full', 0.0))}")
         lines.append(f"  calls in flight {in_flight:.2f} s ({len(flight)} stretches; {in_flight - item.floor:+.2f} s "
                      f"against the floor)")
         lines.append(f"  no call in flight: before the first send {_ms(before)}, between calls "
@@ -98,11 +112,12 @@ def report(job: ur.Job, timeline: dict[str, Any], latency: float) -> list[str]:
         for gap, at in sorted(gaps, reverse=True)[:6]:
             ended = [c for c in mine if abs(c[2] - at) < 1e-6]
             lines.append(f"    gap {_ms(gap)} at {at - mark['start']:.2f} s after a {ended[0][6] if ended else '?'} call")
-        totals.update({"wall": wall, "floor": item.floor, "in flight": in_flight, "before": before,
+        totals.update({"wall": wall, "floor": item.floor, "steps": steps, "in flight": in_flight, "before": before,
                        "between": sum(g for g, _ in gaps), "after": after, "call phase": call_phase,
                        "teardown": teardown, "cpu": cpu, "calls": len(mine), "gc": mark.get("gc_full", 0.0)})
     lines.append(f"all items: wall {totals['wall']:.2f} s vs floor {totals['floor']:.2f} s "
-                 f"({totals['wall'] / totals['floor']:.2f}x); in flight {totals['in flight']:.2f} s; no call in flight: "
+                 f"({totals['wall'] / totals['floor']:.2f}x), steps in whole rounds {totals['steps']:.2f} s; in flight "
+                 f"{totals['in flight']:.2f} s; no call in flight: "
                  f"before {totals['before']:.2f} s, between {totals['between']:.2f} s, after {totals['after']:.2f} s, "
                  f"call phases {totals['call phase']:.2f} s, teardowns {totals['teardown']:.2f} s; process CPU "
                  f"{totals['cpu']:.2f} s ({totals['cpu'] * 1000 / max(totals['calls'], 1):.1f} ms per call; full collections "
@@ -129,7 +144,7 @@ def main() -> None:
         timeline = json.loads((work / "timeline.json").read_text())
         if args.keep:
             args.keep.write_text(json.dumps(timeline))
-    print("\n".join(report(job, timeline, args.latency)))
+    print("\n".join(report(job, timeline, args.latency, args.cap)))
 
 
 if __name__ == "__main__":
