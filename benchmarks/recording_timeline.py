@@ -13,6 +13,7 @@ of its own against the loopback server, 300 ms) once with `timeline_probe`, then
 - per call: the time from `complete` to the transport's send (SDK request building, the limiter, the
   client) and from the receipt to `complete`'s end (reading the reply), and the transport's own time
   beyond the latency (the response read under the GIL);
+- the CPU of the looks' statistics (`sequential.judge_look`, `gates_look`), in the items and before them;
 - per fan-out: the spread of its sends (first to last) and its answers' receipt (first to last);
 - the dependent steps in whole rounds of the cap (`_steps_bound`): what the calls in flight come to when each
   step waits for the one before it, beside the floor, which lets the calls of successive steps share rounds.
@@ -122,6 +123,10 @@ def report(job: ur.Job, timeline: dict[str, Any], latency: float, cap: int) -> l
                  f"call phases {totals['call phase']:.2f} s, teardowns {totals['teardown']:.2f} s; process CPU "
                  f"{totals['cpu']:.2f} s ({totals['cpu'] * 1000 / max(totals['calls'], 1):.1f} ms per call; full collections "
                  f"{totals['gc']:.2f} s)")
+    first = timeline["items"][0]["start"] if timeline["items"] else 0.0
+    looks = timeline.get("looks", [])
+    lines.append(f"the looks' statistics (judge_look, gates_look): {sum(cpu for at, cpu in looks if at >= first):.2f} s of "
+                 f"thread CPU in the items, {sum(cpu for at, cpu in looks if at < first):.2f} s before them")
     for start, end, what in timeline["imports"]:
         lines.append(f"SDK import {what}: {end - start:.2f} s")
     return lines

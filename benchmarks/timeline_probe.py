@@ -9,7 +9,8 @@ clock `recording_probe` and the loopback server use):
 - `fans`: each `phases.fan_out` (start, end, name, jobs, workers) and `chains`: each `phases.run_chains`;
 - `items`: each item's protocol (start, setup end, call end, end) and the process CPU (`time.process_time`)
   at its start and end;
-- `marks`: the first SDK import's start and end (`sdk_common.import_sdk`).
+- `imports`: each SDK import a call waited for (`sdk_common.import_sdk`), start and end;
+- `looks`: each `sequential.judge_look` and `gates_look`, when it ended and its thread's CPU.
 """
 
 from __future__ import annotations
@@ -91,6 +92,17 @@ def _install() -> None:
             if end - start > 0.01:
                 _events["imports"].append((start, end, str(args[:1])))
 
+    from pytest_skilltransfer.evidence import sequential
+
+    def look(function: Any, *args: Any, **kwargs: Any) -> Any:
+        start = time.thread_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _events.setdefault("looks", []).append((time.monotonic(), time.thread_time() - start))
+
+    for name in ("judge_look", "gates_look"):
+        _wrap(sequential, name, look)
     _wrap(providers.ProviderModel, "complete", complete)
     _wrap(spend_gate.GatedPool, "handle_request", transport)
     _wrap(phases, "fan_out", fan_out)
