@@ -4,6 +4,7 @@ some tasks also getting worse), and how many held-out tasks a decision or a dete
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -161,7 +162,7 @@ def _improvements_needed(n: int, level: float, threshold: float = 0.0, restarts:
 _NEEDED: dict[tuple[float, float, int], dict[int, int]] = {}  # (level, threshold, restarts) -> {n: improvements}
 
 
-def _bracket(clears: Any, n: int, found: dict[int, int]) -> tuple[int, int] | None:
+def _bracket(clears: Callable[[int], bool], n: int, found: dict[int, int]) -> tuple[int, int] | None:
     """(low, high) with clears(high) and not clears(low) (low -1: no count clears below high), or None when no
     count up to n clears. With every other task tied, the count that clears barely moves with n (8 or 9 from 16 to
     64 tasks at level 0.99375), so the search starts at the nearest n's count and gallops out from there: a test
