@@ -207,6 +207,15 @@ class _Handler(fake_provider._Handler):
         return self._send(200, reply)
 
 
+class _Server(fake_provider._Server):
+    """The fake's server with a listen queue as deep as a provider's: with the socket module's default of 5, a
+    step that opens 18 connections at once overflows it, the kernel drops the connection attempts past it
+    (`nstat`'s TcpExtListenOverflows), and each such call waits the 1 s of TCP's first SYN retry, which no
+    provider's endpoint makes a client wait."""
+
+    request_queue_size = 1024
+
+
 class RealisticProvider(fake_provider.FakeProvider):
     """The server: `FakeProvider`'s plumbing with `Answers` behind it; `seen` lists the requests."""
 
@@ -216,7 +225,7 @@ class RealisticProvider(fake_provider.FakeProvider):
         self.seen: list[tuple[float, str, str, int, int, int]] = []
 
     def start(self) -> "RealisticProvider":
-        self._server = fake_provider._Server(("127.0.0.1", 0), _Handler)
+        self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.fake = self
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), name="realistic-provider",
                                         daemon=True)

@@ -69,8 +69,11 @@ def _instrument() -> None:
     from pytest_skilltransfer.models import anthropic_wire, openai_wire, providers, spend_gate
 
     _measure(providers.ProviderModel, "complete", "model call")
-    for wire in (anthropic_wire, openai_wire):
-        _measure(wire, "send", "sdk send")
+    if hasattr(providers, "_send"):  # the request's parameters built and sent through the SDK
+        _measure(providers, "_send", "sdk send")
+    else:  # older checkouts
+        for wire in (anthropic_wire, openai_wire):
+            _measure(wire, "send", "sdk send")
     _measure(httpx2.Client, "send", "httpx send")
     _measure(stubs, "_vcr_request", "vcrpy request + cassette lookup")
     _measure(spend_gate.GatedPool, "handle_request", "transport")

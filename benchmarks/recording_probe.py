@@ -14,7 +14,7 @@ its marks beside the process's launch and exit and the loopback server's request
   after (`phases.calls_on_path`, `phases.rounds_on_path`: the items of one process run one after
   another in one context, so an item's critical path is what its run added to them), and how long
   its setup (the transfer: the plugin runs it in the item's fixture), call (the plugin's gates and snapshot) and
-  teardown (a seed's cassette saved after its last item) took.
+  teardown (a seed's cassette saved after its last item) took, and the process's CPU time over the item.
 
 The marks are written as JSON to `SKILLTRANSFER_BENCH_PROBE` when pytest unconfigures.
 """
@@ -83,11 +83,11 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
     before = (phases.calls_on_path(), phases.rounds_on_path())
     _phase.clear()
-    start = time.monotonic()
+    start, cpu = time.monotonic(), time.process_time()
     yield
-    end = time.monotonic()
+    end, cpu = time.monotonic(), time.process_time() - cpu
     after = (phases.calls_on_path(), phases.rounds_on_path())
-    _marks["items"].append({"nodeid": item.nodeid, "start": start, "end": end,
+    _marks["items"].append({"nodeid": item.nodeid, "start": start, "end": end, "cpu": cpu,
                             "calls_on_path": after[0] - before[0], "rounds_on_path": after[1] - before[1], **_phase})
 
 

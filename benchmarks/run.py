@@ -71,7 +71,9 @@ FAKE_SERVER = """
 import json, sys
 from collections import Counter
 sys.path.insert(0, sys.argv[1])
+import fake_provider
 from fake_provider import FakeProvider
+fake_provider._Server.request_queue_size = 1024  # as deep as a provider's (see realistic_provider._Server)
 fake = FakeProvider()
 fake.delay, fake.require_key = float(sys.argv[2]), False
 fake.start()

@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/user_recording.py                 # both answer kinds, caps 8 and 64
     .venv/bin/python benchmarks/user_recording.py --answers realistic --caps 8 --repeats 1
+    .venv/bin/python benchmarks/user_recording.py --answers realistic --before 2e9e2e2   # that commit's beside this
 
 A project (copies of the recording seeds, the two bench models as aliases of a loopback server in a
 process of its own, `benchmarks/realistic_provider.py`) is recorded by `pytest -n 0 --pair
@@ -32,6 +33,7 @@ another); whole job = wall / the same floor; without start-up = (wall - start-up
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -97,6 +99,7 @@ class Item:
     setup: float  # the transfer (the plugin runs it in the item's fixture)
     call: float  # gates, snapshot
     teardown: float  # a seed's cassette saved after its last item
+    cpu: float = 0.0  # the process's CPU time over the item (every thread)
 
     @property
     def floor(self) -> float:
@@ -116,6 +119,7 @@ class Job:
     agent_chars: list[int]
     optimizer_calls: int
     nights: Counter  # tried / accepted / no edit, over the report's optimizations
+    recorded: str = ""  # a digest of the cassette files and the report's verdicts (equal runs recorded alike)
 
     @property
     def start_up(self) -> float:
@@ -180,16 +184,24 @@ def _nights(report: Path) -> Counter:
 
 
 def run_job(work: Path, provider: ProviderProcess, cap: int, warm: bool, latency: float,
-            seeds: tuple[str, ...] = SEEDS) -> Job:
-    """One recording of `seeds` by `pytest`, timed by the probe; the server's log gives each item's calls."""
+            seeds: tuple[str, ...] = SEEDS, package: Path | None = None, timeline: Path | None = None) -> Job:
+    """One recording of `seeds` by `pytest`, timed by the probe; the server's log gives each item's calls.
+
+    `package`: a folder holding another `pytest_skilltransfer` (an earlier commit's, from `git archive`), put
+    first on the path; `timeline`: where `timeline_probe` writes the run's timeline (not noted without it)."""
     project = _project(work, provider.port, seeds)
     probe_file = work / "probe.json"
     env = {k: v for k, v in os.environ.items() if k not in ENV_DROPPED}
-    env.update({"PYTHONPATH": os.pathsep.join(filter(None, [str(BENCH), env.get("PYTHONPATH", "")])),
+    first = [str(package)] if package is not None else []
+    env.update({"PYTHONPATH": os.pathsep.join(filter(None, [*first, str(BENCH), env.get("PYTHONPATH", "")])),
                 "SKILLTRANSFER_BENCH_PROBE": str(probe_file), "SKILLTRANSFER_BENCH_WARM": "1" if warm else "0",
                 "SKILLTRANSFER_BENCH_MODELS": ",".join(MODELS)})
+    probes = ["-p", "recording_probe"]
+    if timeline is not None:
+        env["SKILLTRANSFER_BENCH_TIMELINE"] = str(timeline)
+        probes += ["-p", "timeline_probe"]
     args = [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", "-p", "no:randomly",
-            "-p", "recording_probe", *(f"--pair={pair}" for pair in PAIRS), f"--max-concurrency={cap}",
+            *probes, *(f"--pair={pair}" for pair in PAIRS), f"--max-concurrency={cap}",
             f"--transfer-cassette-dir={work / 'cassettes'}", "--snapshot-update",
             f"--skilltransfer-json={work / 'report.json'}"]
     provider.seen()
@@ -208,12 +220,25 @@ def run_job(work: Path, provider: ProviderProcess, cap: int, warm: bool, latency
         whole = max([path, mark["rounds_on_path"] * latency] + [math.ceil(n / cap) * latency for n in per_model.values()])
         items.append(Item(mark["end"] - mark["start"], len(mine), path,
                           max(per_model.values(), default=0) * latency / cap, whole,
-                          mark.get("setup", 0.0), mark.get("call", 0.0), mark.get("teardown", 0.0)))
+                          mark.get("setup", 0.0), mark.get("call", 0.0), mark.get("teardown", 0.0),
+                          mark.get("cpu", 0.0)))
     warm_s = marks["warmed"] - marks["collected"] if warm else 0.0
     agents = [r for r in requests if r[2] == "agent" and r[0] >= marks.get("warmed", marks["collected"])]
     return Job(exit_ - launch, marks["sessionstart"] - launch, marks["collected"] - marks["sessionstart"], warm_s,
                exit_ - marks["items"][-1]["end"], items, [r[3] for r in agents],
-               sum(r[2] == "optimizer" for r in requests), _nights(work / "report.json"))
+               sum(r[2] == "optimizer" for r in requests), _nights(work / "report.json"), _recorded(work))
+
+
+def _recorded(work: Path) -> str:
+    """A digest of what a run recorded: every cassette file (path and bytes) and every result of the JSON report
+    (verdicts, figures, bills)."""
+    digest = hashlib.sha256()
+    for path in sorted((work / "cassettes").rglob("*")):
+        if path.is_file():
+            digest.update(str(path.relative_to(work)).encode() + b"\0" + path.read_bytes() + b"\0")
+    results = json.loads((work / "report.json").read_text())["results"]
+    digest.update(json.dumps(results, sort_keys=True).encode())
+    return digest.hexdigest()[:12]
 
 
 def _median(jobs: list[Job], key: Any) -> Job:
@@ -225,38 +250,54 @@ def _range(values: list[float]) -> str:
 
 
 def user_recording(work: Path, answers: tuple[str, ...] = ("easy", "realistic"), caps: tuple[int, ...] = (8, 64),
-                   repeats: int = 3, latency: float = LATENCY_S, seeds: tuple[str, ...] = SEEDS) -> list[Row]:
-    """Two rows (per item, whole job) per answer kind and cap; cold and warm runs alternate, `repeats` each."""
+                   repeats: int = 3, latency: float = LATENCY_S, seeds: tuple[str, ...] = SEEDS,
+                   packages: dict[str, Path | None] | None = None) -> list[Row]:
+    """Two rows (per item, whole job) per answer kind, cap and package; cold and warm runs alternate, `repeats`
+    each, and so do the packages (`packages`: a label -> a folder holding that `pytest_skilltransfer`, None for
+    this tree's; default this tree's alone). A last row per answer kind says whether every run recorded the
+    same cassettes and results."""
+    packages = packages or {"": None}
     rows: list[Row] = []
     for kind in answers:
+        recorded: set[str] = set()
         with ProviderProcess(latency, kind) as provider:
             for cap in caps:
-                runs: dict[bool, list[Job]] = {False: [], True: []}
+                runs = {label: {False: [], True: []} for label in packages}  # type: dict[str, dict[bool, list[Job]]]
                 for n in range(repeats):
                     for warm in (False, True):
-                        folder = work / f"user-{kind}-{cap}-{'warm' if warm else 'cold'}-{n}"
-                        runs[warm].append(run_job(folder, provider, cap, warm, latency, seeds))
-                rows += _rows(kind, cap, latency, runs[False], runs[True], seeds)
+                        for label, package in packages.items():
+                            folder = work / f"user-{kind}-{cap}-{'warm' if warm else 'cold'}-{n}-{label or 'this'}"
+                            job = run_job(folder, provider, cap, warm, latency, seeds, package)
+                            runs[label][warm].append(job)
+                            recorded.add(f"cap {cap}: {job.recorded}")
+                for label in packages:
+                    rows += _rows(kind, cap, latency, runs[label][False], runs[label][True], seeds, label)
+        same = len({r.split(": ")[1] for r in recorded}) == 1
+        rows.append((f"recording as a user runs it, {kind} answers: the same cassettes and results",
+                     f"{len(recorded)} digest(s) over caps and packages: {', '.join(sorted(recorded))}",
+                     "identical" if same else "DIFFERENT"))
     return rows
 
 
 def _rows(kind: str, cap: int, latency: float, cold_runs: list[Job], warm_runs: list[Job],
-          seeds: tuple[str, ...]) -> list[Row]:
+          seeds: tuple[str, ...], package: str = "") -> list[Row]:
     per_item = lambda job: job.item_wall / job.floor  # noqa: E731
     cold, warm = _median(cold_runs, per_item), _median(warm_runs, per_item)
     of = f"median of {len(cold_runs)}, " if len(cold_runs) > 1 else ""
     chars = sorted(cold.agent_chars)
     chars_text = f"agent answers {chars[len(chars) // 2]} characters (median; {chars[0]}-{chars[-1]})" if chars else ""
     nights = cold.nights
-    label = (f"recording as a user runs it, {kind} answers: {len(seeds)} seeds x {len(PAIRS)} pairs, "
-             f"{cold.calls} calls at {latency * 1000:.0f} ms, cap {cap}/model")
+    label = (f"recording as a user runs it{f' ({package})' if package else ''}, {kind} answers: {len(seeds)} seeds "
+             f"x {len(PAIRS)} pairs, {cold.calls} calls at {latency * 1000:.0f} ms, cap {cap}/model")
     item_row = (f"{label}, per item",
                 f"items {cold.item_wall:.2f} s vs floor {cold.floor:.2f} s (critical path {cold.total('path'):.1f} s = "
                 f"{cold.total('path') / latency:.0f} calls, busiest model {cold.total('throughput'):.2f} s; whole rounds "
                 f"{cold.total('rounds'):.2f} s); items: transfers {cold.total('setup'):.2f} s (the first "
                 f"{cold.items[0].setup:.2f} s vs its floor {cold.items[0].floor:.2f} s), call (gates, snapshot) "
-                f"{cold.total('call'):.2f} s, teardowns {cold.total('teardown'):.2f} s (cassettes saved); SDKs imported "
-                f"at start-up: items {warm.item_wall:.2f} s (the first transfer {warm.items[0].setup:.2f} s); {of}ranges "
+                f"{cold.total('call'):.2f} s, teardowns {cold.total('teardown'):.2f} s (cassettes saved); process CPU "
+                f"in the items {cold.total('cpu'):.2f} s ({cold.total('cpu') * 1000 / max(cold.calls, 1):.1f} ms per "
+                f"call); SDKs imported at start-up: items {warm.item_wall:.2f} s (the first transfer "
+                f"{warm.items[0].setup:.2f} s), CPU {warm.total('cpu'):.2f} s; {of}ranges "
                 f"{_range([per_item(j) for j in cold_runs])} and {_range([per_item(j) for j in warm_runs])}; "
                 f"{cold.optimizer_calls} optimizer calls, nights: {nights['tried']} tried a candidate, "
                 f"{nights['accepted']} accepted, {nights['no edit']} without one; {chars_text}",
@@ -282,11 +323,22 @@ def main() -> None:
     parser.add_argument("--seeds", default=",".join(SEEDS),
                         help=f"project seeds, comma-separated, or 'all' (every seed whose calls all go to the server; "
                              f"default {','.join(SEEDS)})")
+    parser.add_argument("--before", metavar="COMMIT",
+                        help="also time the package at COMMIT (git archive), its runs taking turns with this tree's")
     args = parser.parse_args()
     seeds = all_seeds() if args.seeds == "all" else tuple(args.seeds.split(","))
     with tempfile.TemporaryDirectory(prefix="skilltransfer-user-rec-") as tmp:
+        packages: dict[str, Path | None] | None = None
+        if args.before:
+            before = Path(tmp) / "before"
+            before.mkdir()
+            archive = subprocess.run(["git", "archive", args.before, "pytest_skilltransfer"], cwd=ROOT,
+                                     capture_output=True, check=True).stdout
+            subprocess.run(["tar", "-x", "-C", str(before)], input=archive, check=True)
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(before)], check=True)  # bytecode cached
+            packages = {f"before: {args.before}": before, "after: this tree": None}
         rows = user_recording(Path(tmp), tuple(args.answers or ("easy", "realistic")),
-                              tuple(int(c) for c in args.caps.split(",")), args.repeats, args.latency, seeds)
+                              tuple(int(c) for c in args.caps.split(",")), args.repeats, args.latency, seeds, packages)
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
     for row in rows:
         print("  ".join(row))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any, Iterable
 
 from . import paired_exact
@@ -253,9 +254,12 @@ def gain_p_value(n: int, up: float, down: float) -> float:
     return paired_exact.p_value(n, up, down)
 
 
+@lru_cache(maxsize=65536)
 def gain_decision(n: int, up: float, down: float, threshold: float, level: float = LEVEL) -> str:
     """`decide` on the gain's interval without computing it: the same test at the threshold itself
-    (pass: it rejects every gain below the threshold; fail: every gain at or above it)."""
+    (pass: it rejects every gain below the threshold; fail: every gain at or above it). Kept per arguments: a
+    look's predictive probability asks it of every final count the remaining tasks can reach, and the item's
+    next look asks most of them again."""
     if n <= 0:
         return INCONCLUSIVE
     if n > N_EXACT:

@@ -54,6 +54,7 @@ from .sdk_common import (
     call_policy,
     client_settings,
     current_environment,
+    import_sdk,
     take_paid_by_another_run,
 )
 from .validity import excerpt, read_answer
@@ -129,6 +130,8 @@ class ProviderModel:
         s = client_settings(self.target)  # raises MissingAPIKey when recording without a key
         policy = call_policy()
         key = (self.target.provider, self.target.base_url, s.api_key, s.max_retries, policy)
+        if wire.sdk:  # imported before the clients' lock: a call waiting for one SDK holds up no other SDK's client
+            import_sdk(wire.sdk)
         return cached_client(key, lambda: spend_gate.gate_client(observe_client(wire.make_client(
             s.api_key, self.target.base_url, s.max_retries, policy.timeout_s, policy))))
 

@@ -409,18 +409,41 @@ class NoCookies(CookieJar):
         return None
 
 
-_import_lock = threading.Lock()
+_import_lock = threading.Lock()  # one SDK is imported at a time (two at once met pydantic half built)
+_module_locks: dict[str, threading.Lock] = {}  # per module: the threads that need it wait for it alone
+_module_locks_lock = threading.Lock()
 
 
 def import_sdk(module: str) -> Any:
-    """The SDK module; on its first import here, the objects then alive are frozen (module docstring)."""
-    with _import_lock:
-        if module in sys.modules:
-            return sys.modules[module]
-        sdk = importlib.import_module(module)
-        gc.collect(1)  # the import's young garbage is freed, not frozen
-        gc.freeze()
-        return sdk
+    """The SDK module; on its first import here, the objects then alive are frozen (module docstring).
+
+    One SDK is imported at a time. A call waits for the SDK it needs alone: a module imported whole is
+    returned at once, and a call that waited while its module was imported goes on as soon as that import
+    ends, not after the next one (a call to the anthropic model does not wait for openai's import)."""
+    loaded = _imported(module)
+    if loaded is not None:
+        return loaded
+    with _module_locks_lock:
+        lock = _module_locks.setdefault(module, threading.Lock())
+    with lock:
+        loaded = _imported(module)
+        if loaded is not None:
+            return loaded
+        with _import_lock:
+            if module in sys.modules:
+                return sys.modules[module]
+            sdk = importlib.import_module(module)
+            gc.collect(1)  # the import's young garbage is freed, not frozen
+            gc.freeze()
+            return sdk
+
+
+def _imported(module: str) -> Any:
+    """`module` when it is imported whole (its import ended), else None."""
+    loaded = sys.modules.get(module)
+    if loaded is None or getattr(getattr(loaded, "__spec__", None), "_initializing", False):
+        return None
+    return loaded
 
 
 HttpHook = Callable[[Any], None]  # an httpx event hook: called with the request or the response

@@ -240,13 +240,15 @@ class Planner:
     """Bounds for one seed under one protocol configuration (see module docstring)."""
 
     def __init__(self, seed: Seed, config: ProtocolConfig, prompt_cache: bool = True,
-                 judge: tuple[str, int] | None = None, alpha: float = ALPHA, full_reference: bool = False) -> None:
+                 judge: tuple[str, int] | None = None, alpha: float = ALPHA, full_reference: bool = False,
+                 bounds_only: bool = False) -> None:
         """`judge`: the judge's (model id, samples per rubric check), when the seed has one; `alpha`: an item's
         share of the run family's error (0.05 / m), which the group-sequential design's looks spend;
         `full_reference`: the run writes snapshots, so the transferred skill is scored on every held-out task (the
-        regression gate's reference) wherever the pair stops."""
+        regression gate's reference) wherever the pair stops; `bounds_only`: the caller reads the bounds alone, so
+        the design's expected stop is not computed (the held-out evaluations are expected at every task)."""
         self.seed, self.config, self.prompt_cache, self.judge = seed, config, prompt_cache, judge
-        self.alpha, self.full_reference = alpha, full_reference
+        self.alpha, self.full_reference, self.bounds_only = alpha, full_reference, bounds_only
         self.test = capped(seed.test, config.limit_test, seed.split.seed)
         self.tools = (SEARCH_TOOL,) if seed.corpus_dir else ()
         self.steps = MAX_TOOL_STEPS if self.tools else 1
@@ -402,7 +404,7 @@ class Planner:
         its expected stop over `sequential.EXPECTED_MIXTURE` at the item's alpha (an assumption about the items,
         stated there); 1 for the fixed design and where the design falls back to it (restarts, a validation set,
         clustered tasks), as `SeedSession.design` decides."""
-        if (self.config.restarts > 1 or validators or not DESIGNS[self.config.design].sequential
+        if (self.bounds_only or self.config.restarts > 1 or validators or not DESIGNS[self.config.design].sequential
                 or is_clustered([t.cluster for t in self.test])):
             return 1.0
         return expected_share(self.config.design, len(self.test), self.alpha)

@@ -54,3 +54,17 @@ def test_a_run_that_writes_snapshots_expects_the_transferred_skill_on_every_task
     assert units_usd(writing) == pytest.approx(units_usd(plain))
     assert units_usd(writing, "expected") - units_usd(plain, "expected") == pytest.approx(
         transferred[1] - transferred[0])
+
+
+def test_the_bounds_alone_are_the_plans_bounds_without_the_expected_stop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The progress line reads the bounds alone (`recording_bound`): its planner leaves the design's expected stop
+    uncomputed, and every bound it gives is the full plan's."""
+    from pytest_skilltransfer.planning import plan
+
+    seed, config = load_seed(PROJECT_SEEDS / "release-advisor"), ProtocolConfig()
+    full = Planner(seed, config, alpha=0.05 / 7, full_reference=True).item(*PAIR)
+    monkeypatch.setattr(plan, "expected_share", lambda *args: pytest.fail("the expected stop was computed"))
+    bounds = Planner(seed, config, alpha=0.05 / 7, full_reference=True, bounds_only=True).item(*PAIR)
+    assert [(u.key, [(s.model_id, s.role, s.calls, s.input_tokens, s.output_tokens) for s in u.shares]) for u in bounds] \
+        == [(u.key, [(s.model_id, s.role, s.calls, s.input_tokens, s.output_tokens) for s in u.shares]) for u in full]
+    assert units_usd(bounds) == pytest.approx(units_usd(full))
