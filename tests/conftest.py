@@ -45,6 +45,7 @@ OPTIONAL_PLUGINS_OFF = "-p no:randomly -p no:recording -p no:pytest-shard -p no:
 # process per run: they cost as much either way (their runs start xdist workers, which are processes
 # regardless, or are few); benchmarks/README.md has the figures.
 IN_PROCESS = frozenset({"test_plugin_gating", "test_plugin_snapshots", "test_flex", "test_plugin_good_citizen",
+                        "test_model_lanes", "test_full_disk",
                         "test_plugin_shards", "test_plugin_collect", "test_plugin_reports", "test_decidability",
                         "test_bounds", "test_restart_gates", "test_direct_on_demand", "test_clusters",
                         "test_call_deadline", "test_terminal_output", "test_plugin_node_ids",
@@ -52,8 +53,7 @@ IN_PROCESS = frozenset({"test_plugin_gating", "test_plugin_snapshots", "test_fle
                         "test_plugin_rubric", "test_plan_calibration", "test_plan_bounds", "test_prompt_cache",
                         "test_plan_counts", "test_secrets", "test_live_progress", "test_plugin_cassettes",
                         "test_prune_usual_mode", "test_pay_once_edge_cases", "test_plugin_concurrency",
-                        "test_plan_rehearsal", "test_concurrent_phases",
-                        "test_model_lanes", "test_full_disk"})
+                        "test_plan_rehearsal", "test_concurrent_phases"})
 # The slow end-to-end modules (a recorder killed with -9, signals, the batch lane's waits): marked
 # `end_to_end`, so `-m "not end_to_end"` gives a quick loop; CI runs them with the rest.
 END_TO_END = frozenset({"test_batch_every_path", "test_batch_kill", "test_batch_lane", "test_batch_mode", "test_batch_design",
