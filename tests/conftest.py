@@ -53,6 +53,7 @@ OPTIONAL_PLUGINS_OFF = "-p no:randomly -p no:recording -p no:pytest-shard -p no:
 # process per run: they cost as much either way (their runs start xdist workers, which are processes
 # regardless, or are few); benchmarks/README.md has the figures.
 IN_PROCESS = frozenset({"test_plugin_gating", "test_plugin_snapshots", "test_flex", "test_plugin_good_citizen",
+                        "test_model_lanes", "test_full_disk",
                         "test_plugin_shards", "test_plugin_collect", "test_plugin_reports", "test_decidability",
                         "test_bounds", "test_restart_gates", "test_direct_on_demand", "test_clusters",
                         "test_call_deadline", "test_terminal_output", "test_plugin_node_ids",

@@ -15,6 +15,7 @@ from pytest_skilltransfer.cassettes import CassetteMiss, recording
 from pytest_skilltransfer.cassettes import index as cassette_index
 from pytest_skilltransfer.cassettes import store
 from pytest_skilltransfer.cassettes.reindex import run as reindex
+from pytest_skilltransfer.commands import cli
 from pytest_skilltransfer.models.base import Message, ModelCallError, Request
 from pytest_skilltransfer.models.providers import build_model
 
@@ -138,18 +139,22 @@ def test_an_index_whose_file_is_gone_is_removed_by_a_recording_open(recorded: tu
     assert not orphan.exists() and cassette_index.index_path(path).exists()
 
 
-def test_the_index_command_writes_checks_and_names_damaged_files(recorded: tuple[Path, list, object]) -> None:
+def test_the_index_command_writes_checks_and_names_damaged_files(recorded: tuple[Path, list, object],
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """`python -m pytest_skilltransfer index` once as a process (its exit status and output); the later calls
+    through the same entry (`cli.main`) in this process."""
     path, _, _ = recorded
     cassette_index.index_path(path).unlink()
-    command = [sys.executable, "-m", "pytest_skilltransfer", "index"]
-    check = subprocess.run([*command, "--check", str(path.parents[1])], capture_output=True, text=True)
+    check = subprocess.run([sys.executable, "-m", "pytest_skilltransfer", "index", "--check", str(path.parents[1])],
+                           capture_output=True, text=True)
     assert check.returncode == 1 and f"stale: {path}" in check.stdout
-    write = subprocess.run([*command, str(path.parents[1])], capture_output=True, text=True)
-    assert write.returncode == 0 and "1 stale (1 written)" in write.stdout
-    assert subprocess.run([*command, "--check", str(path.parents[1])], capture_output=True).returncode == 0
+    assert cli.main(["index", str(path.parents[1])]) == 0 and "1 stale (1 written)" in capsys.readouterr().out
+    assert cli.main(["index", "--check", str(path.parents[1])]) == 0
     path.write_text(path.read_text().replace("count: ", "count: 9"))
-    damaged = subprocess.run([*command, str(path.parents[1])], capture_output=True, text=True)
-    assert damaged.returncode == 1 and str(path) in damaged.stderr and "1 damaged" in damaged.stdout
+    capsys.readouterr()
+    assert cli.main(["index", str(path.parents[1])]) == 1
+    damaged = capsys.readouterr()
+    assert str(path) in damaged.err and "1 damaged" in damaged.out
 
 
 def test_the_committed_cassettes_have_current_indexes() -> None:

@@ -3,6 +3,8 @@ full disk stops sending instead of losing answers; every disk error at save is a
 
 from __future__ import annotations
 
+import contextlib
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -77,9 +79,32 @@ def _record(root: Path, url: str, capacity: int) -> str:
     return done.stdout
 
 
+def _record_here(root: Path, url: str, capacity: int) -> str:
+    """RECORDER run in this process (what it replaces in the journal and the store put back after it, and the
+    SDK clients closed, as its process's exit would)."""
+    from pytest_skilltransfer.cassettes import journal, seedstore
+    from pytest_skilltransfer.models import sdk_common
+
+    saved = [(journal.Journal, name, vars(journal.Journal)[name]) for name in ("append", "reserve", "unreserve")
+             if name in vars(journal.Journal)] + [(seedstore, "write_model_file", seedstore.write_model_file)]
+    out, argv = io.StringIO(), sys.argv
+    try:
+        sys.argv = ["-c", str(root), url, str(CALLS), str(capacity)]
+        with contextlib.redirect_stdout(out):
+            exec(compile(RECORDER, "<recorder>", "exec"), {"__name__": "__main__"})
+    finally:
+        sys.argv = argv
+        for owner, name, value in saved:
+            setattr(owner, name, value)
+        sdk_common.close_clients()
+    return out.getvalue()
+
+
 def test_a_full_disk_never_makes_the_next_run_pay_again(tmp_path: Path) -> None:
+    """The recorder on the full disk runs in this process; the next run after space is freed is a process of its
+    own, which knows only what the first left on disk."""
     with BatchProvider() as fake:
-        out = _record(tmp_path, fake.anthropic_url, capacity=60_000)  # room for a few answers only
+        out = _record_here(tmp_path, fake.anthropic_url, capacity=60_000)  # room for a few answers only
         first = len(fake.received)
         answered = out.count("answered")
         assert 0 < answered < CALLS and answered == first, out  # every request sent was answered and kept

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from itertools import accumulate
 
 import pytest
 
@@ -20,21 +21,32 @@ CORRELATIONS = [round(0.1 * k, 1) for k in range(10)]
 REFERENCE_GRID = 200
 
 
-def _tables(n: int) -> list[tuple[int, int, float]]:
-    return [(b, c, math.lgamma(n + 1) - math.lgamma(b + 1) - math.lgamma(c + 1) - math.lgamma(n - b - c + 1))
-            for b in range(n + 1) for c in range(n - b + 1)]
+@lru_cache(maxsize=None)
+def _tables(n: int) -> tuple[tuple[int, int, float], ...]:
+    return tuple((b, c, math.lgamma(n + 1) - math.lgamma(b + 1) - math.lgamma(c + 1) - math.lgamma(n - b - c + 1))
+                 for b in range(n + 1) for c in range(n - b + 1))
+
+
+@lru_cache(maxsize=None)
+def _index(n: int) -> dict[tuple[int, int], int]:
+    return {(b, c): i for i, (b, c, _) in enumerate(_tables(n))}
 
 
 def _pmf(n: int, up: float, down: float) -> list[float]:
     stay = 1.0 - up - down
+    log_up, log_down, log_stay = (math.log(x) if x > 0 else math.nan for x in (up, down, stay))
+    if up > 0 and down > 0 and stay > 0:  # no table is impossible: the same sums, in one comprehension
+        exp = math.exp
+        return [exp(log_coefficient + (b * log_up if b else 0) + (c * log_down if c else 0)
+                    + ((n - b - c) * log_stay if n - b - c else 0)) for b, c, log_coefficient in _tables(n)]
     out = []
     for b, c, log_coefficient in _tables(n):
         s = n - b - c
         if (b and up <= 0) or (c and down <= 0) or (s and stay <= 0):
             out.append(0.0)
             continue
-        out.append(math.exp(log_coefficient + (b * math.log(up) if b else 0) + (c * math.log(down) if c else 0)
-                            + (s * math.log(stay) if s else 0)))
+        out.append(math.exp(log_coefficient + (b * log_up if b else 0) + (c * log_down if c else 0)
+                            + (s * log_stay if s else 0)))
     return out
 
 
@@ -62,16 +74,16 @@ def _reference_upper(n: int, d0: float) -> tuple[float, ...]:
         else:
             groups.append([i])
     low, high = max(0.0, -d0), (1 - d0) / 2
-    best = [0.0] * len(tables)
+    highest = [0.0] * len(groups)  # per group of tied tables: the largest tail over the grid
     for k in range(REFERENCE_GRID + 1):
         q = min(max(low + (high - low) * k / REFERENCE_GRID, low + 1e-12), high - 1e-12)
         pmf = _pmf(n, q + d0, q)
-        running = 0.0
-        for group in groups:
-            running += sum(pmf[i] for i in group)
-            for i in group:
-                if running > best[i]:
-                    best[i] = running
+        tails = accumulate(pmf[group[0]] if len(group) == 1 else sum(pmf[i] for i in group) for group in groups)
+        highest = list(map(max, highest, tails))
+    best = [0.0] * len(tables)
+    for group, tail in zip(groups, highest):
+        for i in group:
+            best[i] = tail
     return tuple(min(1.0, p) for p in best)
 
 
@@ -79,7 +91,7 @@ def _accepted(n: int, d0: float) -> list[bool]:
     """Is d0 inside each table's reference interval (neither side rejects at 2.5%)?"""
     upper = _reference_upper(n, d0)
     mirrored = _reference_upper(n, -d0)  # lower_p(b, c, d0) = upper_p(c, b, -d0)
-    index = {(b, c): i for i, (b, c, _) in enumerate(_tables(n))}
+    index = _index(n)
     return [upper[i] > ALPHA and mirrored[index[(c, b)]] > ALPHA for i, (b, c, _) in enumerate(_tables(n))]
 
 

@@ -4,12 +4,12 @@ and gain per dollar; the sources no other source beats on both price and gain ar
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 from fake_provider import FakeProvider
 from plugin_support import make_seed
 
+from pytest_skilltransfer.commands import cli
 from pytest_skilltransfer.evidence.frontier import frontier, frontier_lines
 from pytest_skilltransfer.evidence.item_record import ItemRecord
 
@@ -107,7 +107,8 @@ def test_unpriced_sources_are_never_on_the_frontier() -> None:
     assert not rows["a"]["frontier"] and rows["b"]["frontier"]
 
 
-def test_three_sources_for_one_target_print_the_frontier_everywhere(pytester: pytest.Pytester) -> None:
+def test_three_sources_for_one_target_print_the_frontier_everywhere(pytester: pytest.Pytester,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     with FakeProvider() as fake:
         pytester.makeini("[pytest]\nskilltransfer_nights = 1\nskilltransfer_limit_holdout = 0\n")
         for name in ("alpha", "beta"):
@@ -141,5 +142,6 @@ def test_three_sources_for_one_target_print_the_frontier_everywhere(pytester: py
     assert "source frontier for target sim-large" in frontier and frontier.count("<tr>") == 1 + 2 + 1  # and direct
     assert "on the frontier" in frontier and "<h2>Spend</h2>" in page and "optimize-direct" in page
 
-    merged = pytester.run(sys.executable, "-m", "pytest_skilltransfer", "merge", "r.json")
-    merged.stdout.fnmatch_lines(["source frontier for target sim-large *"])
+    capsys.readouterr()
+    cli.main(["merge", "r.json"])  # `python -m pytest_skilltransfer merge r.json`, in this process
+    assert any(line.startswith("source frontier for target sim-large ") for line in capsys.readouterr().out.splitlines())

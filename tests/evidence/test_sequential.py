@@ -4,6 +4,7 @@ it stops decided and futile items where it should, and a walk over recorded task
 from __future__ import annotations
 
 import pytest
+from shared_runs import computed_once
 
 from pytest_skilltransfer.evidence import sequential
 from pytest_skilltransfer.evidence.score_intervals import FAIL, INCONCLUSIVE, PASS
@@ -31,11 +32,22 @@ def test_the_shipped_design_keeps_power_and_stops_noisy_nulls() -> None:
     assert noisy.fails[0] + noisy.passes[0] < 0.05  # the stop claims nothing
 
 
-@pytest.mark.parametrize(("up", "down"), [(0.0, 0.0), (0.2, 0.2), (0.3, 0.0), (0.1, 0.4), (0.45, 0.05)])
-def test_the_stopping_look_s_interval_covers_the_true_gain(up: float, down: float) -> None:
+COVERAGE_CASES = [(0.0, 0.0), (0.2, 0.2), (0.3, 0.0), (0.1, 0.4), (0.45, 0.05)]
+
+
+@pytest.fixture
+def coverages(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[float, float], float]:
+    """Each case's exact coverage, computed once per test run (`computed_once`): the cases share the stopping
+    looks' intervals (the exact test's cache), which the first case computes and the others reuse."""
+    return computed_once(tmp_path_factory, "sequential-coverage",
+                         lambda: {case: sequential.operating(SHIPPED, 24, *case).coverage for case in COVERAGE_CASES})
+
+
+@pytest.mark.parametrize(("up", "down"), COVERAGE_CASES)
+def test_the_stopping_look_s_interval_covers_the_true_gain(coverages: dict, up: float, down: float) -> None:
     """Coverage of the interval reported where the design stops, exactly over every path: >= 0.95 (the union
     bound over the looks' levels), futility stops included."""
-    assert sequential.operating(SHIPPED, 24, up, down).coverage >= 0.95
+    assert coverages[up, down] >= 0.95
 
 
 def test_looks_spend_alpha_across_the_tasks() -> None:

@@ -25,6 +25,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ...guards.prompt_format import ANSWER_HEADER, CRITERION_HEADER, RUBRIC_SECTIONS
 from ..base import ModelError, Reply, Request, Usage, register_family
@@ -98,12 +99,19 @@ def vagueness(criterion: str, concepts: int, quoted: int) -> float:
     return min(1.0, score)
 
 
+@lru_cache(maxsize=1024)
+def _criterion(criterion: str) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...], float, bool]:
+    """What `read` takes from the criterion alone (its quoted terms, named concepts, vagueness and negation),
+    read once per criterion: every answer to one check is judged against the same text."""
+    quoted = tuple(q.strip() for q in re.findall(r'"([^"]+)"', criterion) if q.strip())
+    named = tuple((name, cues) for name, trigger, cues in CONCEPTS if re.search(trigger, criterion, re.I))
+    negated = re.search(NEGATION, criterion, re.I) is not None
+    return quoted, named, vagueness(criterion, len(named), len(quoted)), negated
+
+
 def read(criterion: str, answer: str) -> Reading:
     """The judge's honest reading of the answer against the criterion."""
-    quoted = [q.strip() for q in re.findall(r'"([^"]+)"', criterion) if q.strip()]
-    named = [(name, cues) for name, trigger, cues in CONCEPTS if re.search(trigger, criterion, re.I)]
-    vague = vagueness(criterion, len(named), len(quoted))
-    negated = re.search(NEGATION, criterion, re.I) is not None
+    quoted, named, vague, negated = _criterion(criterion)
     extra = "|".join(re.escape(q) for q in quoted)
     if named or quoted:
         groups = named or [("quoted term", "")]

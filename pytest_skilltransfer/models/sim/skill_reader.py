@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 import textwrap
 from dataclasses import dataclass
+from functools import lru_cache
 
 LITERAL, ABSTRACT, NATURAL = "literal", "abstract", "natural"
 
@@ -111,6 +112,13 @@ def sentences(paragraph: str) -> list[str]:
 
 def parse_skill(text: str) -> list[Directive]:
     """Every directive the simulator recognizes in a skill, in text order."""
+    return list(_parsed(text))
+
+
+@lru_cache(maxsize=256)
+def _parsed(text: str) -> tuple[Directive, ...]:
+    """`parse_skill`, read once per skill text (every task of an evaluation sends the same skill; directives are
+    frozen)."""
     found: list[Directive] = []
     position = 0
     intro = ""
@@ -124,7 +132,7 @@ def parse_skill(text: str) -> list[Directive]:
             found += _sentence_directives(sentence, position)
             position += 1
         intro = piece
-    return found
+    return tuple(found)
 
 
 _VERBATIM_INTRO = re.compile(r"\bverbatim\b", re.I)
