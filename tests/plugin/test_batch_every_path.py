@@ -30,17 +30,17 @@ def _setup(pytester: pytest.Pytester, fake: BatchProvider) -> None:
     ''')
 
 
-def _kill_with_batches_in_flight(pytester: pytest.Pytester, fake: BatchProvider) -> set[str]:
-    """A batch recording killed (-9) just after its fifth create: its third round trip's batches (the fourth and
-    fifth) are in flight at the provider, the first rounds' answers recorded. Returns what those batches hold."""
-    fake.hold_from = 4
+def _kill_with_batches_in_flight(pytester: pytest.Pytester, fake: BatchProvider, creates: int = 5) -> set[str]:
+    """A batch recording killed (-9) just after its fifth create (or its `creates`-th): the last two batches are in
+    flight at the provider, the earlier ones' answers recorded. Returns what those two batches hold."""
+    fake.hold_from = creates - 1
     worker = subprocess.Popen([sys.executable, *BATCH], cwd=pytester.path, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True)
-    fake.kill_on("create:sent", worker.pid, 5)
+    fake.kill_on("create:sent", worker.pid, creates)
     out, _ = worker.communicate(timeout=300)
     assert worker.returncode == -signal.SIGKILL, out
-    assert len(fake.created) == 5 and not fake.received
-    return {_body(item["body"]) for batch in fake.created[3:] for item in batch.items}
+    assert len(fake.created) == creates and not fake.received
+    return {_body(item["body"]) for batch in fake.created[creates - 2:] for item in batch.items}
 
 
 def _body(body: dict) -> str:
@@ -125,10 +125,11 @@ def test_a_mixed_lane_run_after_a_killed_batch_run_collects_for_the_models_that_
         pytester: pytest.Pytester) -> None:
     """After a killed `--transfer-batch` run, the next run sends only `small` through the batch lane (its own
     `lane = "batch"`) and `large` synchronously: `large`'s requests that the earlier batches hold are still
-    collected from them, not paid for again."""
+    collected from them, not paid for again. Killed at its second create, each model's first batch in flight, so
+    `large` has requests left to send whichever model's SDK is imported first."""
     with BatchProvider() as fake:
         _setup(pytester, fake)
-        _kill_with_batches_in_flight(pytester, fake)
+        _kill_with_batches_in_flight(pytester, fake, creates=2)
         batched = _batched(fake)
         pytester.makepyprojecttoml(f'''
             [tool.skilltransfer.models]
