@@ -48,7 +48,9 @@ for _module in pkgutil.walk_packages(pytest_skilltransfer.__path__, "pytest_skil
     if not _module.name.endswith("__main__"):
         importlib.import_module(_module.name)
 
-OPTIONAL_PLUGINS_OFF = "-p no:randomly -p no:recording -p no:pytest-shard -p no:pytest-split"
+# hypothesis's plugin too: no test project holds a property test, and loading it (it imports hypothesis) cost
+# every process of a pytester run about 0.15 s of CPU
+OPTIONAL_PLUGINS_OFF = "-p no:randomly -p no:recording -p no:pytest-shard -p no:pytest-split -p no:hypothesispytest"
 # Modules whose `runpytest_subprocess` runs in this process (see the `pytester` fixture): checked to
 # give the same outcomes both ways, alone and under xdist, and to cost less CPU so. Other modules keep a
 # process per run: they cost as much either way (their runs start xdist workers, which are processes
