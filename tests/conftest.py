@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import functools
 import importlib
 import os
 import pkgutil
@@ -47,7 +48,9 @@ for _module in pkgutil.walk_packages(pytest_skilltransfer.__path__, "pytest_skil
     if not _module.name.endswith("__main__"):
         importlib.import_module(_module.name)
 
-OPTIONAL_PLUGINS_OFF = "-p no:randomly -p no:recording -p no:pytest-shard -p no:pytest-split"
+# hypothesis's plugin too: no test project holds a property test, and loading it (it imports hypothesis) cost
+# every process of a pytester run about 0.15 s of CPU
+OPTIONAL_PLUGINS_OFF = "-p no:randomly -p no:recording -p no:pytest-shard -p no:pytest-split -p no:hypothesispytest"
 # Modules whose `runpytest_subprocess` runs in this process (see the `pytester` fixture): checked to
 # give the same outcomes both ways, alone and under xdist, and to cost less CPU so. Other modules keep a
 # process per run: they cost as much either way (their runs start xdist workers, which are processes
@@ -62,6 +65,7 @@ IN_PROCESS = frozenset({"test_plugin_gating", "test_plugin_snapshots", "test_fle
                         "test_plan_counts", "test_secrets", "test_live_progress", "test_plugin_cassettes",
                         "test_prune_usual_mode", "test_pay_once_edge_cases", "test_plugin_concurrency",
                         "test_plan_rehearsal", "test_concurrent_phases"})
+IN_PROCESS |= {"test_bill"}
 # The slow end-to-end modules (a recorder killed with -9, signals, the batch lane's waits): marked
 # `end_to_end`, so `-m "not end_to_end"` gives a quick loop; CI runs them with the rest.
 END_TO_END = frozenset({"test_batch_every_path", "test_batch_kill", "test_batch_lane", "test_batch_mode", "test_batch_design",
@@ -119,6 +123,7 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, request
         def run(*args: str | os.PathLike[str], timeout: float | None = None) -> pytest.RunResult:
             if any(str(arg).startswith(("-n", "--numprocesses", "--dist")) for arg in args):
                 return real(*args, timeout=timeout)
+            _import_sdks()
             saved = _package_namespaces()
             try:
                 return pytester.runpytest_inprocess(*args)
@@ -128,6 +133,16 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, request
 
         monkeypatch.setattr(pytester, "runpytest_subprocess", run)
     return pytester
+
+
+@functools.cache
+def _import_sdks() -> None:
+    """The SDKs and vcrpy, imported once in this process before its first in-process run. pytester drops the
+    modules a run imported when it ends, so each recording run imported them again (about 2 s of CPU); imported
+    before, they are kept. Whether a run imports only the SDKs it needs is checked in processes of their own
+    (tests/models/test_lazy_sdks.py, tests/cassettes/test_replay_fidelity.py), which this does not touch."""
+    for name in ("anthropic", "openai", "vcr"):
+        importlib.import_module(name)
 
 
 def _package_namespaces() -> dict[str, dict[str, object]]:

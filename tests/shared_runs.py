@@ -53,3 +53,21 @@ def main_job_shards(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     (`shard-i.out`)."""
     folder = once_per_run(tmp_path_factory, "main-job-shards", samples.shards)
     return [folder / f"shard-{i}.json" for i in range(samples.SHARDS)]
+
+
+def main_job_unsharded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The main job run whole (`CI=true pytest -p no:cacheprovider -q`, replayed offline, in a process of its own)
+    with its reports: `whole.json`, `whole.md`, `whole.html` and its terminal output `whole.out`. The merge tests
+    compare the merged shards with it; the HTML page's tests open its page."""
+    import subprocess
+
+    def make(folder: Path) -> None:
+        paths = {kind: folder / f"whole.{kind}" for kind in ("json", "md", "html")}
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--skilltransfer-json={paths['json']}",
+             f"--skilltransfer-md={paths['md']}", f"--skilltransfer-html={paths['html']}"],
+            cwd=ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, "CI": "true"})
+        assert done.returncode == 0, done.stdout + done.stderr
+        (folder / "whole.out").write_text(done.stdout)
+
+    return once_per_run(tmp_path_factory, "main-job-whole", make)

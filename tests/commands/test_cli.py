@@ -1,12 +1,11 @@
 """`python -m pytest_skilltransfer`: the plugin's options, tables, gates and reports; exit codes; clear errors."""
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -15,13 +14,31 @@ SEEDS = str(ROOT / "seeds")
 UPSTREAM_FIELDS = {"seed", "baseline_target", "direct_target", "transferred", "transfer_gain", "learned_skill_tail"}
 
 
-def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """`python -m pytest_skilltransfer ...` in a fresh process (it runs pytest, which must not nest)."""
-    return subprocess.run([sys.executable, "-m", "pytest_skilltransfer", *args], capture_output=True, text=True,
-                          cwd=cwd or ROOT, env={**os.environ, "PYTEST_ADDOPTS": "-p no:randomly"})
+@pytest.fixture
+def cli(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """`python -m pytest_skilltransfer ...` run in this process: its `main`, with the pytest run it starts run as
+    pytester runs pytest in-process (`inline_run`: the modules and paths the run adds are dropped after it)."""
+    from pytest_skilltransfer.commands.cli import main
+
+    monkeypatch.setattr(pytest, "main", lambda args, plugins=(): pytester.inline_run(*args, plugins=plugins).ret)
+
+    def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+        with monkeypatch.context() as patch:
+            patch.chdir(cwd or ROOT)
+            patch.setenv("PYTEST_ADDOPTS", "-p no:randomly")
+            capsys.readouterr()
+            try:
+                code = main(list(args))
+            except SystemExit as exit_:
+                code = exit_.code if isinstance(exit_.code, int) else 2
+            out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["python", "-m", "pytest_skilltransfer", *args], code, out, err)
+
+    return run
 
 
-def test_text_mode_prints_the_plugin_table_and_summary():
+def test_text_mode_prints_the_plugin_table_and_summary(cli):
     proc = cli("--source", "sim-small", "--target", "sim-large", "--data-root", SEEDS,
                "--seeds", "incident-summary,ticket-router")
     assert proc.returncode == 0, proc.stderr
@@ -32,7 +49,7 @@ def test_text_mode_prints_the_plugin_table_and_summary():
     assert len(rows) == 2
 
 
-def test_json_mode_has_upstream_and_own_fields():
+def test_json_mode_has_upstream_and_own_fields(cli):
     proc = cli("--source", "sim-small", "--target", "sim-large", "--data-root", SEEDS, "--seeds", "release-advisor",
                "--no-direct", "--json", "--samples", "2")
     assert proc.returncode == 0, proc.stderr
@@ -48,7 +65,7 @@ def test_json_mode_has_upstream_and_own_fields():
     assert result["cost"]["total_usd"] == 0.0 and result["config"]["samples"] == 2
 
 
-def test_help_lists_every_option_and_no_hidden_ones(tmp_path):
+def test_help_lists_every_option_and_no_hidden_ones(cli, tmp_path):
     proc = cli("--help")
     assert proc.returncode == 0
     for option in ("--source", "--target", "--pair", "--optimizer", "--data-root", "--seeds", "--json",
@@ -60,7 +77,7 @@ def test_help_lists_every_option_and_no_hidden_ones(tmp_path):
     assert missing.returncode == 2 and "--source and --target" in missing.stdout + missing.stderr
 
 
-def test_cli_reads_the_project_tables_ini_keys_and_gates(tmp_path):
+def test_cli_reads_the_project_tables_ini_keys_and_gates(cli, tmp_path):
     """The pyproject aliases, ini matrix (comma lists) and gates apply as in pytest; a failed gate exits 1."""
     shutil.copytree(ROOT / "seeds" / "docs-style", tmp_path / "seeds" / "docs-style", ignore=shutil.ignore_patterns("__snapshots__"))
     (tmp_path / "pyproject.toml").write_text(textwrap.dedent("""
@@ -82,20 +99,20 @@ def test_cli_reads_the_project_tables_ini_keys_and_gates(tmp_path):
     assert "is below min_gain +1.500" in gated.stdout
 
 
-def test_unknown_model_lists_known_names():
+def test_unknown_model_lists_known_names(cli):
     proc = cli("--source", "sim-smal", "--target", "sim-large", "--data-root", SEEDS)
     assert proc.returncode == 2
     assert "unknown model 'sim-smal'" in proc.stderr and "sim-small" in proc.stderr
 
 
-def test_unknown_seed_and_missing_root(tmp_path):
+def test_unknown_seed_and_missing_root(cli, tmp_path):
     unknown = cli("--source", "sim-small", "--target", "sim-large", "--data-root", SEEDS, "--seeds", "nope")
     assert unknown.returncode == 2 and "unknown seed(s) nope" in unknown.stderr
     empty = cli("--source", "sim-small", "--target", "sim-large", "--data-root", str(tmp_path))
     assert empty.returncode == 2 and "no seeds found under" in empty.stderr
 
 
-def test_broken_seed_reports_file_and_line_without_traceback(tmp_path):
+def test_broken_seed_reports_file_and_line_without_traceback(cli, tmp_path):
     seed = tmp_path / "broken"
     seed.mkdir()
     (seed / "SKILL.md").write_text("# S\n")
@@ -110,7 +127,7 @@ def test_broken_seed_reports_file_and_line_without_traceback(tmp_path):
 
 @pytest.mark.parametrize("flag, value, message", [("--nights", "0", "--nights: must be at least 1"),
                                                   ("--limit-holdout", "-1", "--limit-holdout: must be at least 0")])
-def test_bad_numbers_are_refused(flag, value, message):
+def test_bad_numbers_are_refused(cli, flag, value, message):
     proc = cli("--source", "sim-small", "--target", "sim-large", "--data-root", SEEDS, flag, value)
     assert proc.returncode == 2
     assert message in proc.stderr

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_skilltransfer.commands.merge import main as merge
-from shared_runs import once_per_run
+from shared_runs import main_job_unsharded
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARDS = 3
@@ -30,18 +27,6 @@ def without_volatile(value: Any) -> Any:
     return value
 
 
-def run_project(tmp: Path, name: str, *args: str) -> tuple[dict[str, Any], str, list[str]]:
-    """The project's own seeds, replayed offline in a separate process: (JSON, Markdown, terminal lines)."""
-    json_path, md_path = tmp / f"{name}.json", tmp / f"{name}.md"
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--skilltransfer-json={json_path}",
-         f"--skilltransfer-md={md_path}", f"--skilltransfer-html={tmp / f'{name}.html'}", *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, "CI": "true"})
-    assert done.returncode == 0, done.stdout + done.stderr
-    (tmp / f"{name}.out").write_text(done.stdout)
-    return json.loads(json_path.read_text()), md_path.read_text(), done.stdout.splitlines()
-
-
 def table(lines: list[str]) -> list[str]:
     """The summary table and the lines under it, up to the report paths."""
     start = next(i for i, line in enumerate(lines) if line.startswith("seed ") and "outcome" in line)
@@ -51,11 +36,11 @@ def table(lines: list[str]) -> list[str]:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory, main_job_shards_reports: list[Path]) -> dict[str, Any]:
-    """The unsharded run (once per test run: `once_per_run`) and the test run's shared shards of the main job
+    """The unsharded run (once per test run: `main_job_unsharded`) and the test run's shared shards of the main job
     (`main_job_shards_reports`, run as docs/samples.py runs them, also for the reviewer's view): (JSON, terminal
     lines) each."""
     tmp = tmp_path_factory.mktemp("shards")
-    folder = once_per_run(tmp_path_factory, "main-job-whole", lambda folder: run_project(folder, "whole"))
+    folder = main_job_unsharded(tmp_path_factory)
     whole = (json.loads((folder / "whole.json").read_text()), (folder / "whole.md").read_text(),
              (folder / "whole.out").read_text().splitlines())
     assert len(main_job_shards_reports) == SHARDS

@@ -1,7 +1,7 @@
 """The HTML page, opened in a real headless browser (Debian's chromium, driven by Playwright) from file://.
 
-The page is built from the project's own seeds replayed offline (a few seeds, including the real-model
-and the rubric seeds), once unsharded and once as two shards merged: both pages must be equal. Each
+The page is the main job's (the project's own seeds replayed offline, the real-model and the rubric seeds
+among them), once unsharded and once as its shards merged: both pages must be equal. Each
 page is loaded with JavaScript on and off; no request may leave the page; a screenshot is taken.
 """
 
@@ -9,48 +9,27 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from browser_support import launched_browser, open_page
-from shared_runs import once_per_run
+from shared_runs import main_job_unsharded
 
 from pytest_skilltransfer.commands.merge import main as merge
 from pytest_skilltransfer.evidence.item_record import ItemRecord
 from pytest_skilltransfer.reports import html_item, html_parts, html_report
 
-ROOT = Path(__file__).resolve().parents[2]
-SEEDS = "docs-style or release-advisor or change-review"
-
-
-def run_project(tmp: Path, name: str, *args: str) -> tuple[Path, Path, str]:
-    """A few project seeds replayed offline in their own process: (JSON report, HTML page, stdout)."""
-    json_path, html_path = tmp / f"{name}.json", tmp / f"{name}.html"
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-k", SEEDS,
-         f"--skilltransfer-json={json_path}", f"--skilltransfer-html={html_path}", *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, "CI": "true"})
-    assert done.returncode == 0, done.stdout + done.stderr
-    return json_path, html_path, done.stdout
-
-
-def make_pages(tmp: Path) -> None:
-    """The unsharded run's page and report (its stdout in whole.out), and the page of its two shards merged."""
-    _, _, stdout = run_project(tmp, "whole")
-    (tmp / "whole.out").write_text(stdout)
-    shards = [run_project(tmp, f"shard-{i}", f"--transfer-shard-id={i}", "--transfer-num-shards=2")[0] for i in range(2)]
-    assert merge([*map(str, shards), "--html", str(tmp / "merged.html")]) == 0
-
 
 @pytest.fixture(scope="module")
-def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """`make_pages`, once per test run (`once_per_run`: the module's tests may run on several workers)."""
-    tmp = once_per_run(tmp_path_factory, "html-pages", make_pages)
-    return {"tmp": tmp, "json": tmp / "whole.json", "whole": tmp / "whole.html", "merged": tmp / "merged.html",
-            "stdout": (tmp / "whole.out").read_text()}
+def pages(tmp_path_factory: pytest.TempPathFactory, main_job_shards_reports: list[Path]) -> dict[str, Any]:
+    """The main job's unsharded run (its page, JSON report and terminal output) and the page of its three shards
+    merged: the runs the merge tests compare, each made once per test run (tests/shared_runs.py)."""
+    whole = main_job_unsharded(tmp_path_factory)
+    tmp = tmp_path_factory.mktemp("pages")
+    assert merge([*map(str, main_job_shards_reports), "--html", str(tmp / "merged.html")]) == 0
+    return {"tmp": tmp, "json": whole / "whole.json", "whole": whole / "whole.html", "merged": tmp / "merged.html",
+            "stdout": (whole / "whole.out").read_text()}
 
 
 @pytest.fixture(scope="module")
@@ -87,11 +66,14 @@ def test_the_page_loads_from_disk_with_no_request_leaving_it(pages: dict[str, An
         report = json.loads(pages["json"].read_text())
         items = page.locator("details.item")
         assert items.count() == len(report["results"])
-        assert page.locator("svg circle").count() == len(report["results"])
-        assert page.locator("tr.item-row").count() == len(report["results"])
+        matrix = [r for r in report["results"] if "::transfer[" in r["item"]]  # hand-written tests draw no dot
+        assert 0 < len(matrix) < len(report["results"]) and page.locator("svg circle").count() == len(matrix)
+        assert page.locator("tr.item-row").count() == len(matrix)
+        assert page.locator("tr.hand-row").count() == len(report["results"]) - len(matrix)
         first = items.first
         first.locator("> summary").click()
-        assert first.locator("table.matrix tr").count() == 1 + len(report["results"][0]["scores"]["baseline"]["tasks"])
+        shown = next(r for r in report["results"] if html_parts.anchor(ItemRecord.from_json(r)) == first.get_attribute("id"))
+        assert first.locator("table.matrix tr").count() == 1 + len(shown["scores"]["baseline"]["tasks"])
         page.screenshot(path=str(pages["tmp"] / f"{which}-{'js' if javascript else 'nojs'}.png"), full_page=False)
         assert requests == [pages[which].as_uri()]
     finally:
@@ -121,7 +103,7 @@ def test_the_javascript_filters_show_only_the_chosen_outcome(pages: dict[str, An
         page.locator('button[data-filter="transfers"]').click()
         assert page.locator("tr.item-row:visible").count() == wanted
         page.locator('button[data-filter="all"]').click()
-        assert page.locator("tr.item-row:visible").count() == len(report["results"])
+        assert page.locator("tr.item-row:visible").count() == len([r for r in report["results"] if "::transfer[" in r["item"]])
     finally:
         context.close()
 
