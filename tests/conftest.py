@@ -69,9 +69,9 @@ IN_PROCESS |= {"test_bill"}
 # The slow end-to-end modules (a recorder killed with -9, signals, the batch lane's waits): marked
 # `end_to_end`, so `-m "not end_to_end"` gives a quick loop; CI runs them with the rest.
 END_TO_END = frozenset({"test_batch_every_path", "test_batch_kill", "test_batch_lane", "test_batch_mode", "test_batch_design",
-                        "test_cassette_durability"})
+                        "test_cassette_durability", "test_stop_signals"})
 # Modules holding a test of 20 s or more of wall on a 2-core machine that is not end-to-end: they start first too.
-LONG = frozenset({"test_stats", "test_merge", "test_reviewer_view", "test_stop_signals", "test_plugin_spellings",
+LONG = frozenset({"test_stats", "test_merge", "test_reviewer_view", "test_plugin_spellings",
                   "test_plugin_coexistence", "test_restart_gates", "test_plugin_reports", "test_plugin_gating"})
 PROVIDER_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL")
 
