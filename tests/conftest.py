@@ -64,8 +64,7 @@ IN_PROCESS = frozenset({"test_plugin_gating", "test_plugin_snapshots", "test_fle
                         "test_plugin_rubric", "test_plan_calibration", "test_plan_bounds", "test_prompt_cache",
                         "test_plan_counts", "test_secrets", "test_live_progress", "test_plugin_cassettes",
                         "test_prune_usual_mode", "test_pay_once_edge_cases", "test_plugin_concurrency",
-                        "test_plan_rehearsal", "test_concurrent_phases"})
-IN_PROCESS |= {"test_bill"}
+                        "test_plan_rehearsal", "test_concurrent_phases", "test_bill"})
 # The slow end-to-end modules (a recorder killed with -9, signals, the batch lane's waits): marked
 # `end_to_end`, so `-m "not end_to_end"` gives a quick loop; CI runs them with the rest.
 END_TO_END = frozenset({"test_batch_every_path", "test_batch_kill", "test_batch_lane", "test_batch_mode", "test_batch_design",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import subprocess
 import sys
 from pathlib import Path
 from typing import Callable, TypeVar
@@ -59,7 +60,6 @@ def main_job_unsharded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The main job run whole (`CI=true pytest -p no:cacheprovider -q`, replayed offline, in a process of its own)
     with its reports: `whole.json`, `whole.md`, `whole.html` and its terminal output `whole.out`. The merge tests
     compare the merged shards with it; the HTML page's tests open its page."""
-    import subprocess
 
     def make(folder: Path) -> None:
         paths = {kind: folder / f"whole.{kind}" for kind in ("json", "md", "html")}
