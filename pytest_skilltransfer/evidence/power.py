@@ -127,25 +127,32 @@ def _binomial_upper_tail(n: int, p: float, k: int) -> float:
     return beta_cdf(p, k, n - k + 1)
 
 
+@lru_cache(maxsize=65536)
+def _clears(n: int, level: float, threshold: float, restarts: int, improved: int) -> bool:
+    """Does a gain interval of `improved` improved tasks out of n (the rest tied, none worse) lie at or above
+    `threshold` (above 0 for threshold 0)? It does exactly when the one-sided hull p-value there is at most
+    (1 - level) / 2 (`paired_exact.rejects_below`), so the answer is monotone in the count. With R > 1 restarts,
+    the two-level interval of R restarts that all moved the same tasks from 0 (its bar moves with the count, so
+    there the answer need not be monotone: 18 of 23 tasks clear at level 0.95 with 5 restarts, 19 do not)."""
+    bar = threshold
+    if restarts > 1:  # the task-level bound must clear the threshold plus the margin below
+        bar += restart_margins([improved / n] * restarts, SCORE_SPAN, level)[0]
+        if bar >= 1.0:
+            return False
+    inner = level if restarts == 1 else part_level(level)  # the task-level part's level
+    if n > N_EXACT:
+        low = gain_interval(n, improved, 0, inner)[0]
+        return low >= bar - EPSILON and (bar > 0 or low > EPSILON)
+    return paired_exact.rejects_below(n, improved, 0, bar, (1 - inner) / 2)
+
+
 @lru_cache(maxsize=4096)
 def _improvements_needed(n: int, level: float, threshold: float = 0.0, restarts: int = 1) -> int | None:
-    """Fewest improved tasks (the rest tied, none worse) whose gain interval lies at or above
-    `threshold` (above 0 for threshold 0); None when none does. The interval lies above `threshold` exactly
-    when the one-sided hull p-value there is at most (1 - level) / 2 (`paired_exact.rejects_below`), monotone in
-    the count.
-    With R > 1 restarts, the two-level interval of R restarts that all moved the same tasks from 0."""
-    inner = level if restarts == 1 else part_level(level)  # the task-level part's level
+    """Fewest improved tasks (the rest tied, none worse) whose gain interval lies at or above `threshold`
+    (`_clears`); None when none does."""
 
     def clears(improved: int) -> bool:
-        bar = threshold
-        if restarts > 1:  # the task-level bound must clear the threshold plus the margin below
-            bar += restart_margins([improved / n] * restarts, SCORE_SPAN, level)[0]
-            if bar >= 1.0:
-                return False
-        if n > N_EXACT:
-            low = gain_interval(n, improved, 0, inner)[0]
-            return low >= bar - EPSILON and (bar > 0 or low > EPSILON)
-        return paired_exact.rejects_below(n, improved, 0, bar, (1 - inner) / 2)
+        return _clears(n, level, threshold, restarts, improved)
 
     found = _NEEDED.setdefault((level, threshold, restarts), {})
     bracket = _bracket(clears, n, found)
@@ -249,6 +256,26 @@ def minimal_detectable_net_gain(n: int, worsen: float, level: float = LEVEL, pow
     return high - worsen
 
 
+def _shows(gain: float, n: int, level: float, threshold: float, restarts: int, power: float) -> bool:
+    """detection_power(gain, n, ...) >= power, from one clearing test: the power is P(Binomial(n, gain) >= the
+    count that clears), and the count that clears is at most k exactly when k clears (monotone in the count), so
+    the power reaches `power` exactly when the largest k with P(Binomial(n, gain) >= k) >= power clears. A count
+    that does not clear is found cheaply (one p-value above the level ends the search); one that clears takes the
+    whole hull, so this asks for at most one of those where the count's search asks for one or two. With restarts
+    the threshold moves with the count (the restart margin), the count that clears is not monotone, and the
+    power is read from the count's search (`detection_power`)."""
+    if restarts > 1:
+        return detection_power(gain, n, level, threshold, restarts) >= power
+    gain = min(max(gain, 0.0), 1.0)
+    if _binomial_upper_tail(n, gain, n) >= power:  # every count reaches the power: the largest is n
+        return _clears(n, level, threshold, restarts, n)
+    low, high = 0, n  # the tail at low reaches the power (it is 1 at 0), the tail at high does not
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if _binomial_upper_tail(n, gain, middle) >= power else (low, middle)
+    return _clears(n, level, threshold, restarts, low)
+
+
 @lru_cache(maxsize=1024)
 def tasks_for_gain(gain: float, level: float = LEVEL, power: float = POWER, limit: int = 2000,
                    threshold: float = 0.0, restarts: int = 1) -> int | None:
@@ -257,16 +284,20 @@ def tasks_for_gain(gain: float, level: float = LEVEL, power: float = POWER, limi
     that size; with threshold = min_gain, the tasks needed to *pass* a min_gain gate."""
     if gain <= max(threshold, 0.0):
         return None
+
+    def shows(m: int) -> bool:
+        return _shows(gain, m, level, threshold, restarts, power)
+
     n = 1
-    while detection_power(gain, n, level, threshold, restarts) < power:  # double, then bisect (power grows with n)
+    while not shows(n):  # double, then bisect (power grows with n)
         if n > limit:
             return None
         n *= 2
     low, high = n // 2, n
     while high - low > 1:
         middle = (low + high) // 2
-        low, high = (low, middle) if detection_power(gain, middle, level, threshold, restarts) >= power else (middle, high)
-    while high > 1 and detection_power(gain, high - 1, level, threshold, restarts) >= power:  # power is not monotone in n
+        low, high = (low, middle) if shows(middle) else (middle, high)
+    while high > 1 and shows(high - 1):  # power is not monotone in n
         high -= 1
     return high if high <= limit else None
 

@@ -157,6 +157,36 @@ def test_minimal_detectable_gain_and_tasks_needed() -> None:
     assert stats.minimal_detectable_gain(needed) <= 0.5
 
 
+def _tasks_for_gain_by_power(gain: float, level: float, power: float, threshold: float, restarts: int) -> int | None:
+    """`tasks_for_gain` by its definition: double, bisect and step down on `detection_power` itself."""
+    def shows(m: int) -> bool:
+        return stats.detection_power(gain, m, level, threshold, restarts) >= power
+
+    n = 1
+    while not shows(n):
+        if n > 2000:
+            return None
+        n *= 2
+    low, high = n // 2, n
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if shows(middle) else (middle, high)
+    while high > 1 and shows(high - 1):
+        high -= 1
+    return high if high <= 2000 else None
+
+
+def test_tasks_for_gain_asks_one_clearing_test_per_task_count_and_finds_what_the_power_finds() -> None:
+    rng = random.Random(11)
+    for _ in range(24):
+        gain = round(rng.uniform(0.15, 0.9), 3)
+        level = rng.choice([0.95, 0.99, 0.999, 0.99125, round(1 - 0.05 / rng.randint(2, 90), 6)])
+        threshold = rng.choice([0.0, 0.0, round(rng.uniform(0.0, gain - 0.05), 3)])
+        restarts, power = rng.choice([1, 1, 3, 5]), rng.choice([0.8, 0.9])
+        expected = _tasks_for_gain_by_power(gain, level, power, threshold, restarts)
+        assert stats.tasks_for_gain(gain, level, power, 2000, threshold, restarts) == expected
+
+
 def test_holm_adjusts_step_down() -> None:
     assert stats.holm([0.01, 0.04, 0.03, 0.5]) == pytest.approx([0.04, 0.09, 0.09, 0.5])
 
