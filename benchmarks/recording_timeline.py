@@ -48,8 +48,10 @@ def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
 def _steps_bound(calls: list[Any], cap: int, latency: float) -> float:
     """The item's dependent steps in whole rounds of the cap: the calls grouped by their place on the path clock
     when sent (a step: the calls that wait for the same answers), each step lasting ceil(its calls to its busiest
-    model / cap) latencies. A look waits for every arm's wave, so a step's calls cannot share a round with the
-    next step's; where a step's calls to a model are not a multiple of the cap, this exceeds the floor."""
+    model / cap) latencies: what the calls take when each step waits for every answer of the one before (a look
+    waits for every arm's wave); where a step's calls to a model are not a multiple of the cap, this exceeds the
+    floor. A wave sent ahead of its look (`engine/waves_ahead`) shares the last round of the wave before it, so a
+    recording can go below it."""
     by_step: dict[int, Counter] = {}
     for c in calls:
         by_step.setdefault(c[7], Counter())[c[5]] += 1

@@ -84,6 +84,11 @@ def enter_phase(name: str) -> None:
         chain.phase = name
 
 
+def here() -> Place:
+    """The place on the path clock this thread's work has reached."""
+    return _PATH.get()
+
+
 def calls_on_path() -> int:
     """Calls sent on the longest dependency path leading here."""
     return _PATH.get().calls

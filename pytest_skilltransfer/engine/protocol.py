@@ -28,8 +28,11 @@ once, before its first pair runs; a judge below the seed's threshold fails every
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
-from dataclasses import replace
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass, replace
 from typing import Callable, TypeVar
 
 from ..evidence import sequential
@@ -37,6 +40,7 @@ from ..evidence.stats import is_clustered, moves
 from ..guards import timed_regex
 from ..guards.edits import Edit, apply_edits
 from ..models.base import Message, Model, Request
+from ..models.sdk_common import current_environment
 from ..models.registry import resolve_model
 from . import judges, ledger, phases, restarts
 from .agent import AgentContext, context_messages, run_task
@@ -62,6 +66,7 @@ from .scoring import ScoringProfile, scoring_profile
 from .seed_data import Seed, Task
 from .slots import ModelSlots
 from .tools import load_corpus
+from .waves_ahead import WaveWatch
 from .validation import DEFAULT_TOLERANCE, ValidationScore, blocked_text, check_pass_rates, check_rates, decide
 
 Progress = Callable[[str], None]
@@ -129,6 +134,8 @@ class SeedSession:
         self._transfers = 0  # transfers started: the first part of every phase's rank
         self._paid: set[str] = set()  # answers a result's bill has charged (each is paid once)
         self.phase = ""  # the protocol phase that failed (or runs, when one runs), for error messages
+        self._watches: dict[str, WaveWatch] = {}  # a held-out wave's split -> its watch (`waves_ahead`)
+        self._ahead: dict[str, Future[tuple[list[object], phases.Place]]] = {}  # a wave's split -> that wave, sent early
 
     def evaluate(self, model: Model, skill: str, split: str, meter: Meter | None = None,
                  rank: tuple[int, ...] = (), first_sample: int = 0, temperature: float | None = None) -> Evaluation:
@@ -158,6 +165,9 @@ class SeedSession:
             attempt = run_task(ctx, skill, task, sample)
             grade = self.rubric.grader(task.text, attempt.text, meter) if self.rubric else None
             verdict = judges.score(task.judge, attempt, grade, task.origin)
+            watch = self._watches.get(split)
+            if watch is not None and watch.model_id == model.model_id:
+                watch.scored(skill, task.id, verdict.hard, phases.here())
             return SampleResult(sample, verdict.hard, verdict.soft, verdict.failed, attempt.text, attempt.tools_called,
                                 verdict.rubric, attempt.stop_reason)
 
@@ -318,7 +328,8 @@ class SeedSession:
         scored in waves: the chains above score the first wave; then each further wave scores the baseline,
         transferred and direct skills on its tasks at the same time, until a look stops the pair (`stopping`:
         the item's alpha and its gates' thresholds). The stop depends on the answers alone, so a replay stops
-        where the recording did, whatever `-n`.
+        where the recording did, whatever `-n`. Where a wave holds more calls than the target takes at once, the
+        next wave starts as soon as no answer still due can stop the look between them (`waves_ahead`).
         """
         validators = portable_validators(source, validators)
         self._transfers += 1
@@ -349,19 +360,24 @@ class SeedSession:
             if validators:
                 chains[("portable", restart)] = lambda r=restart, f=first: self._learn_portable(
                     source, target, source_optimizer, validators, tolerance, r, (number, f + 4))
+        stopping = stopping or sequential.Stopping()
+        # every arm's evaluations, one per wave scored so far
+        waves: dict[tuple[str, int], list[Evaluation]] = {key: [] for key in chains if key[0] in WAVE_ARMS}
+        ahead = _Ahead(design, parts, waves, target, number, first_phase, stopping)
+        if self._sends_ahead(ahead):
+            self._watch_wave(ahead, 0, {key: self.seed.skill if key[0] == "baseline" else None for key in waves})
         self.phase = "baseline"
         self.progress(f"{self.seed.name}: baseline on {target.model_id}")  # first, whatever finishes first
-        done = dict(zip(chains, self._run_chains(list(chains.values()))))
-        # every arm's evaluations, one per wave scored so far
-        waves: dict[tuple[str, int], list[Evaluation]] = {}
-        for key, value in done.items():
-            if key[0] == "baseline":
-                waves[key] = [value]  # type: ignore[list-item]
-            elif key[0] == "transfer":
-                waves[key] = [value[1]]  # type: ignore[index]
-            elif key[0] == "direct":
-                waves[key] = list(value[1])  # type: ignore[index]
-        stop = self._looks(design, parts, waves, done, target, number, first_phase, stopping or sequential.Stopping())
+        try:
+            done = dict(zip(chains, self._run_chains(list(chains.values()))))
+            self._watches.pop(parts[0], None)
+            for key in waves:
+                value = done[key]
+                waves[key][:] = [value] if key[0] == "baseline" else list(value[1]) if key[0] == "direct" \
+                    else [value[1]]  # type: ignore[index,list-item]
+            stop = self._looks(ahead, done)
+        finally:
+            self._end_waves_ahead()
         scored = parts[:stop.look]
         if self.config.direct and self.config.direct_on_demand and self.direct_needed(
                 _joined(waves[("baseline", 0)]), [_joined(waves[("transfer", r)]) for r in restart_numbers], stop):
@@ -369,7 +385,7 @@ class SeedSession:
             done.update(zip(on_demand, self._run_chains(list(on_demand.values()))))
             waves.update({key: list(done[key][1]) for key in on_demand})  # type: ignore[index]
         reference, regression = self._past_the_stop(design, parts, waves, done, target, number, first_phase,
-                                                    stopping or sequential.Stopping(), stop)
+                                                    stopping, stop)
         self.phase = ""
         settled = self._settle_costs(number)
         baseline = _joined([settled(e) for e in waves[("baseline", 0)]])
@@ -462,10 +478,9 @@ class SeedSession:
             start = look.tasks
         return tuple(names)
 
-    def _looks(self, design: sequential.Design, parts: tuple[str, ...], waves: dict[tuple[str, int], list[Evaluation]],
-               done: dict[tuple[str, int], object], target: Model, number: int, first_phase: Callable[[int], int],
-               stopping: sequential.Stopping) -> sequential.Stop:
+    def _looks(self, ahead: "_Ahead", done: dict[tuple[str, int], object]) -> sequential.Stop:
         """Look after each wave (scoring the next wave of every arm at the same time) until the design stops."""
+        design, parts, waves, target, stopping = ahead.design, ahead.parts, ahead.waves, ahead.target, ahead.stopping
         total = len(self.splits["test"])
         if not design.sequential:
             return sequential.fixed_stop(total)
@@ -473,18 +488,21 @@ class SeedSession:
         for index, look in enumerate(looks):
             if index > 0:
                 self.phase = "held-out wave"
-                chain = {key: self._wave_chain(key, done, target, parts[index], number, first_phase) for key in waves}
-                for key, evaluation in zip(chain, self._run_chains(list(chain.values()))):
+                sent = self._ahead.pop(parts[index], None)
+                if sent is not None:  # started before the last look had every answer (`waves_ahead`)
+                    results, place = sent.result()
+                    phases.advance_path(place)
+                else:
+                    if index + 1 < len(looks) and self._sends_ahead(ahead):
+                        self._watch_wave(ahead, index, {key: self._skill_of(key, done) for key in waves})
+                    chain = [self._wave_chain(key, self._skill_of(key, done), target, parts[index], ahead.number,
+                                              ahead.first_phase) for key in waves]
+                    results = self._run_chains(chain)
+                self._watches.pop(parts[index], None)
+                for key, evaluation in zip(waves, results):
                     waves[key].append(evaluation)  # type: ignore[arg-type]
-            before = [t.hard for e in waves[("baseline", 0)] for t in e.tasks]
-            after = [t.hard for e in waves[("transfer", 1)] for t in e.tasks]
-            differences = [a - b for b, a in zip(before, after)]
-            up, down = moves(differences)
-            seen = sequential.judge_look(design, total, look, up, down, stopping.thresholds, stopping.alpha)
-            direct = ([t.hard for e in waves[("direct", 1)] for t in e.tasks] if ("direct", 1) in waves else None)
-            gates = sequential.gates_look(design, total, look, after, before, direct, stopping, stopping.alpha)
-            if gates == sequential.CONTINUE:
-                seen = replace(seen, action=sequential.CONTINUE)  # min_score or min_efficiency is open: look on
+            scores = {key: [t.hard for e in evaluations for t in e.tasks] for key, evaluations in waves.items()}
+            seen = self._look(ahead, look, scores)
             if seen.action != sequential.CONTINUE:
                 self.progress(f"{self.seed.name}: look {look.number} of {len(looks)} at {look.tasks} of {total} "
                               f"held-out tasks on {target.model_id}: {seen.action}, stop")
@@ -492,6 +510,81 @@ class SeedSession:
             self.progress(f"{self.seed.name}: look {look.number} of {len(looks)} at {look.tasks} of {total} "
                           f"held-out tasks on {target.model_id}: go on")
         raise AssertionError("the last look always stops")  # pragma: no cover
+
+    def _look(self, ahead: "_Ahead", look: sequential.Look,
+              scores: dict[tuple[str, int], list[float]]) -> sequential.LookResult:
+        """One look at the arms' per-task hard scores so far: the pair's decision (transferred against baseline),
+        kept going while `min_score` or `min_efficiency` is open (`sequential.gates_look`)."""
+        design, stopping, total = ahead.design, ahead.stopping, len(self.splits["test"])
+        before, after, direct = scores[("baseline", 0)], scores[("transfer", 1)], scores.get(("direct", 1))
+        up, down = moves([a - b for b, a in zip(before, after)])
+        seen = sequential.judge_look(design, total, look, up, down, stopping.thresholds, stopping.alpha)
+        if sequential.gates_look(design, total, look, after, before, direct, stopping, stopping.alpha) \
+                == sequential.CONTINUE:
+            return replace(seen, action=sequential.CONTINUE)  # min_score or min_efficiency is open: look on
+        return seen
+
+    def _sends_ahead(self, ahead: "_Ahead") -> bool:
+        """Whether watching a wave can start the next one sooner (`waves_ahead`): phases run at the same time,
+        another look follows, a wave holds more calls than the target takes at once, and its answers take time
+        (live calls over HTTP; not a replay, not the in-process simulator)."""
+        target = ahead.target
+        if not (ahead.design.sequential and self.concurrent_phases and len(ahead.parts) > 1):
+            return False
+        env = current_environment()
+        if not getattr(target, "records_http", False) or (env is not None and env.replay_only(target.model_id)):
+            return False
+        return len(ahead.waves) * len(self.splits[ahead.parts[0]]) * self.config.samples > self.concurrency(target)
+
+    def _watch_wave(self, ahead: "_Ahead", index: int, skills: dict[tuple[str, int], str | None]) -> None:
+        """Watch wave `index`'s answers; once the look after it is sure to go on, start wave `index + 1` (and
+        watch that one too)."""
+        total = len(self.splits["test"])
+        look = ahead.design.looks(total)[index]
+        part, following = ahead.parts[index], ahead.parts[index + 1]
+        keys = list(ahead.waves)
+
+        def continues(scores: dict[str, list[float]]) -> bool:
+            if any(len(ahead.waves[key]) < index for key in keys):
+                return False  # an earlier wave is still out (this one was sent ahead of its look)
+            earlier = {key: [t.hard for e in ahead.waves[key][:index] for t in e.tasks] for key in keys}
+            return self._look(ahead, look, {key: earlier[key] + scores[key[0]] for key in keys}).action \
+                == sequential.CONTINUE
+
+        context = contextvars.copy_context()
+
+        def start(ready: dict[str, str]) -> None:
+            skills_now = {key: ready[key[0]] for key in keys}
+            if index + 2 < len(ahead.parts):
+                self._watch_wave(ahead, index + 1, dict(skills_now))
+            chains = [self._wave_chain(key, skills_now[key], ahead.target, following, ahead.number, ahead.first_phase)
+                      for key in keys]
+            sent: Future[tuple[list[object], phases.Place]] = Future()
+            self._ahead[following] = sent
+
+            def run() -> None:
+                phases.advance_path(watch.place)
+                try:
+                    sent.set_result((self._run_chains(chains), phases.here()))
+                except BaseException as exc:  # noqa: BLE001 - raised where the look takes the wave
+                    sent.set_exception(exc)
+            threading.Thread(target=context.copy().run, args=(run,), name=f"{self.seed.name}-wave-ahead",
+                             daemon=True).start()
+
+        watch = WaveWatch(ahead.target.model_id, [t.id for t in self.splits[part]], self.config.samples,
+                          {key[0]: skill for key, skill in skills.items()}, continues, start)
+        self._watches[part] = watch
+
+    def _end_waves_ahead(self) -> None:
+        """Forget the watches and wait for any wave still running that was sent ahead (a failed wave's neighbour,
+        or one a look did not take): none of its calls outlives the transfer."""
+        self._watches.clear()
+        for sent in list(self._ahead.values()):
+            try:
+                sent.result()
+            except BaseException:  # noqa: BLE001 - the transfer's own error is the one raised
+                pass
+        self._ahead.clear()
 
     def _past_the_stop(self, design: sequential.Design, parts: tuple[str, ...],
                        waves: dict[tuple[str, int], list[Evaluation]], done: dict[tuple[str, int], object],
@@ -516,7 +609,8 @@ class SeedSession:
             self.phase = "held-out wave"
             self.progress(f"{self.seed.name}: the regression gate is open at {looks[index - 1].tasks} of {total} "
                           f"held-out tasks: the transferred skill alone on the next wave on {target.model_id}")
-            chain = self._wave_chain(("transfer", 1), done, target, parts[index], number, first_phase)
+            chain = self._wave_chain(("transfer", 1), self._skill_of(("transfer", 1), done), target, parts[index],
+                                     number, first_phase)
             evaluation = self._run_chains([chain])[0]
             evaluations.append(evaluation)  # type: ignore[arg-type]
             scores += [(t.task_id, t.hard) for t in evaluation.tasks]  # type: ignore[attr-defined]
@@ -527,17 +621,21 @@ class SeedSession:
             self.phase = "held-out reference"
             self.progress(f"{self.seed.name}: transferred skill on the {tasks} held-out task(s) past the stop on "
                           f"{target.model_id}: the regression gate's reference, not in the verdict")
-            chains = [self._wave_chain(("transfer", 1), done, target, part, number, first_phase) for part in rest]
+            skill = self._skill_of(("transfer", 1), done)
+            chains = [self._wave_chain(("transfer", 1), skill, target, part, number, first_phase) for part in rest]
             evaluations += self._run_chains(chains)  # type: ignore[arg-type]
         return evaluations, regression
 
-    def _wave_chain(self, key: tuple[str, int], done: dict[tuple[str, int], object], target: Model, part: str,
+    def _skill_of(self, key: tuple[str, int], done: dict[tuple[str, int], object]) -> str:
+        """The skill an arm scores: the seed's for the baseline, else what its optimization learned."""
+        return self.seed.skill if key[0] == "baseline" else done[key][0].learned_skill  # type: ignore[index]
+
+    def _wave_chain(self, key: tuple[str, int], skill: str, target: Model, part: str,
                     number: int, first_phase: Callable[[int], int]) -> Callable[[], Evaluation]:
         """Score one arm's skill on one wave of held-out tasks (ranked as that arm's phase)."""
         kind, restart = key
         if kind == "baseline":
             return lambda: self._baseline(target, (number, BASELINE_PHASE), part)
-        skill = done[key][0].learned_skill  # type: ignore[index]
         offset = 1 if kind == "transfer" else 3
         phase = "transferred" if kind == "transfer" else "direct"
 
@@ -555,6 +653,7 @@ class SeedSession:
         """Optimize on the source, then score the learned skill on the target (its first wave of tasks)."""
         phases.enter_phase("optimize-source")
         learned = self.optimize(source, optimizer, restart, rank)
+        self._bind(part, "transfer", learned.learned_skill)
         phases.enter_phase("transferred")
         suffix = f" (restart {restart})" if restart > 1 else ""
         self.progress(f"{self.seed.name}: transferred skill on {target.model_id}{suffix}")
@@ -578,8 +677,16 @@ class SeedSession:
         direct_opt = self.optimize(target, optimizer, restart, rank)
         phases.enter_phase("direct")
         skill, at = direct_opt.learned_skill, (rank[0], rank[1] + 1)
+        for part in parts:
+            self._bind(part, "direct", skill)
         return direct_opt, list(phases.fan_out(lambda part: self.evaluate(target, skill, part, rank=at), parts,
                                                len(parts), f"{self.seed.name}-direct"))
+
+    def _bind(self, part: str, arm: str, skill: str) -> None:
+        """`arm`'s skill is known: the watch of wave `part`, if any, can now try its look ahead."""
+        watch = self._watches.get(part)
+        if watch is not None:
+            watch.bind(arm, skill)
 
     def _settle_costs(self, number: int) -> Callable[[T], T]:
         """Recount the costs of the phases transfer `number` computed, now that every phase ranked before
@@ -592,6 +699,22 @@ class SeedSession:
                     memo.replace(key, (fresh, meter))
                     settled[id(value)] = fresh
         return lambda value: settled.get(id(value), value)  # type: ignore[return-value]
+
+
+WAVE_ARMS = ("baseline", "transfer", "direct")  # the arms a look compares (restart 1 under the design)
+
+
+@dataclass(frozen=True)
+class _Ahead:
+    """What one transfer's looks and its waves sent ahead share."""
+
+    design: sequential.Design
+    parts: tuple[str, ...]
+    waves: dict[tuple[str, int], list[Evaluation]]
+    target: Model
+    number: int
+    first_phase: Callable[[int], int]
+    stopping: sequential.Stopping
 
 
 def _joined(evaluations: list[Evaluation]) -> Evaluation:
