@@ -370,7 +370,7 @@ class SeedSession:
         self.progress(f"{self.seed.name}: baseline on {target.model_id}")  # first, whatever finishes first
         try:
             done = dict(zip(chains, self._run_chains(list(chains.values()))))
-            self._watches.pop(parts[0], None)
+            self._close_watch(parts[0])
             for key in waves:
                 value = done[key]
                 waves[key][:] = [value] if key[0] == "baseline" else list(value[1]) if key[0] == "direct" \
@@ -498,7 +498,7 @@ class SeedSession:
                     chain = [self._wave_chain(key, self._skill_of(key, done), target, parts[index], ahead.number,
                                               ahead.first_phase) for key in waves]
                     results = self._run_chains(chain)
-                self._watches.pop(parts[index], None)
+                self._close_watch(parts[index])
                 for key, evaluation in zip(waves, results):
                     waves[key].append(evaluation)  # type: ignore[arg-type]
             scores = {key: [t.hard for e in evaluations for t in e.tasks] for key, evaluations in waves.items()}
@@ -575,16 +575,23 @@ class SeedSession:
                           {key[0]: skill for key, skill in skills.items()}, continues, start)
         self._watches[part] = watch
 
+    def _close_watch(self, part: str) -> None:
+        """Wave `part` is done: its watch starts nothing more (what it started is in `_ahead`)."""
+        watch = self._watches.pop(part, None)
+        if watch is not None:
+            watch.close()
+
     def _end_waves_ahead(self) -> None:
-        """Forget the watches and wait for any wave still running that was sent ahead (a failed wave's neighbour,
+        """Close the watches and wait for any wave still running that was sent ahead (a failed wave's neighbour,
         or one a look did not take): none of its calls outlives the transfer."""
-        self._watches.clear()
-        for sent in list(self._ahead.values()):
-            try:
-                sent.result()
-            except BaseException:  # noqa: BLE001 - the transfer's own error is the one raised
-                pass
-        self._ahead.clear()
+        while self._watches or self._ahead:  # a start under way as its watch closed may leave one more of each
+            for part in list(self._watches):
+                self._close_watch(part)
+            for part in list(self._ahead):
+                try:
+                    self._ahead.pop(part).result()
+                except BaseException:  # noqa: BLE001 - the transfer's own error is the one raised
+                    pass
 
     def _past_the_stop(self, design: sequential.Design, parts: tuple[str, ...],
                        waves: dict[tuple[str, int], list[Evaluation]], done: dict[tuple[str, int], object],

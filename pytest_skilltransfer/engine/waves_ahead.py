@@ -29,7 +29,9 @@ class WaveWatch:
     """One wave's answers as they are judged, and the start of the next wave once its look is sure to go on.
 
     `skills`: each arm's skill (None until known: an arm whose optimization still runs); `continues(scores)`: does
-    the look go on with these per-arm scores of this wave; `start(skills)`: send the next wave of each arm's skill.
+    the look go on with these per-arm scores of this wave; `start(skills)`: send the next wave of each arm's skill
+    (it registers that wave and returns at once). The looks are tried in a thread of the watch's own, so no call of
+    the wave waits for them; `close` (the wave is done) ends the watch, after which nothing starts.
     """
 
     def __init__(self, model_id: str, tasks: Sequence[str], samples: int, skills: dict[str, str | None],
@@ -42,8 +44,9 @@ class WaveWatch:
         self._continues = continues
         self._start = start
         self._lock = threading.Lock()
-        self._trying = threading.Lock()  # one try at a time; a score that comes meanwhile asks for another
-        self._again = False
+        self._news = threading.Event()  # a score or a skill came since the last try
+        self._trier: threading.Thread | None = None
+        self.closed = False
         self.started = False
         self.place = Place()  # the furthest answer judged so far, on the path clock
 
@@ -51,40 +54,50 @@ class WaveWatch:
         """`arm`'s skill is known now (its optimization ended)."""
         with self._lock:
             self._skills[arm] = skill
-        self._try()
+        self._wake()
 
     def scored(self, skill: str, task_id: str, hard: float, place: Place) -> None:
         """One sample of `task_id` under `skill` was judged `hard`, its answer at `place` on the path clock."""
         with self._lock:
             self._scores.setdefault((skill, task_id), []).append(hard)
             self.place = Place(max(self.place.calls, place.calls), max(self.place.rounds, place.rounds))
-        self._try()
+        self._wake()
 
-    def _try(self) -> None:
-        if not self._trying.acquire(blocking=False):
-            self._again = True
-            return
-        ready: dict[str, str] | None = None
-        try:
-            while True:
-                self._again = False
-                with self._lock:
-                    if self.started:
-                        return
-                    skills = dict(self._skills)
-                    scores = {key: list(values) for key, values in self._scores.items()}
-                outcomes = completions(self._tasks, self._samples, skills, scores)
-                if outcomes is not None and all(self._continues(outcome) for outcome in outcomes):
-                    with self._lock:
-                        self.started = True
-                    ready = {arm: skill for arm, skill in skills.items() if skill is not None}
-                    break
-                if not self._again:
-                    break
-        finally:
-            self._trying.release()
-        if ready is not None:
-            self._start(ready)
+    def close(self) -> bool:
+        """The wave is done: try no more; whether the next wave was started."""
+        with self._lock:
+            self.closed = True
+            started = self.started
+        self._news.set()
+        return started
+
+    def _wake(self) -> None:
+        with self._lock:
+            if self.closed or self.started:
+                return
+            self._news.set()
+            if self._trier is None:
+                self._trier = threading.Thread(target=self._tries, name="skilltransfer-wave-watch", daemon=True)
+                self._trier.start()
+
+    def _tries(self) -> None:
+        while True:
+            self._news.wait()
+            self._news.clear()
+            with self._lock:
+                if self.closed or self.started:
+                    return
+                skills = dict(self._skills)
+                scores = {key: list(values) for key, values in self._scores.items()}
+            outcomes = completions(self._tasks, self._samples, skills, scores)
+            if outcomes is None or not all(not self.closed and self._continues(o) for o in outcomes):
+                continue
+            with self._lock:  # started here or not at all: `close` sees either
+                if self.closed:
+                    return
+                self.started = True
+                self._start({arm: skill for arm, skill in skills.items() if skill is not None})
+                return
 
 
 def completions(tasks: Sequence[str], samples: int, skills: dict[str, str | None],

@@ -45,6 +45,39 @@ def test_nothing_is_tried_ahead_without_every_skill_or_with_too_much_due() -> No
     assert completions(["t1"], 1, {"baseline": "A", "transfer": "B"}, {("A", "t1"): [0.5]}) is None
 
 
+def test_a_watch_closed_before_its_look_is_sure_starts_nothing() -> None:
+    """The looks are tried beside the wave: a wave that ends first is looked at as always, and nothing starts."""
+    trying, release, started = threading.Event(), threading.Event(), []
+
+    def continues(_scores: dict) -> bool:
+        trying.set()
+        release.wait(5)
+        return True
+
+    watch = waves_ahead.WaveWatch("m", ["t1", "t2"], 1, {"baseline": "A", "transfer": "B"}, continues, started.append)
+    for skill, task in (("A", "t1"), ("A", "t2"), ("B", "t1")):
+        watch.scored(skill, task, 1.0, phases.Place(1, 1))  # returns at once: the try runs in the watch's thread
+    assert trying.wait(5)
+    assert watch.close() is False
+    release.set()
+    time.sleep(0.05)
+    assert started == [] and not watch.started
+
+
+def test_a_watch_starts_the_next_wave_once_every_completion_goes_on() -> None:
+    started: list[dict] = []
+    watch = waves_ahead.WaveWatch("m", ["t1"], 1, {"baseline": "A", "transfer": None}, lambda _s: True, started.append)
+    watch.scored("A", "t1", 0.0, phases.Place(1, 1))
+    time.sleep(0.05)
+    assert started == []  # the transferred skill is not known yet
+    watch.bind("transfer", "B")
+    for _ in range(100):
+        if started:
+            break
+        time.sleep(0.01)
+    assert started == [{"baseline": "A", "transfer": "B"}] and watch.close() is True
+
+
 class _Remote:
     """A model whose answers take `delay` (as a call over HTTP does), noting when each call starts and ends."""
 
