@@ -371,10 +371,14 @@ class SeedSession:
         try:
             done = dict(zip(chains, self._run_chains(list(chains.values()))))
             self._close_watch(parts[0])
-            for key in waves:
+            for key in waves:  # the first wave of every arm
                 value = done[key]
-                waves[key][:] = [value] if key[0] == "baseline" else list(value[1]) if key[0] == "direct" \
-                    else [value[1]]  # type: ignore[index,list-item]
+                if key[0] == "baseline":
+                    waves[key].append(value)  # type: ignore[arg-type]
+                elif key[0] == "transfer":
+                    waves[key].append(value[1])  # type: ignore[index]
+                else:
+                    waves[key].extend(value[1])  # type: ignore[index]
             stop = self._looks(ahead, done)
         finally:
             self._end_waves_ahead()
@@ -568,7 +572,7 @@ class SeedSession:
                     sent.set_result((self._run_chains(chains), phases.here()))
                 except BaseException as exc:  # noqa: BLE001 - raised where the look takes the wave
                     sent.set_exception(exc)
-            threading.Thread(target=context.copy().run, args=(run,), name=f"{self.seed.name}-wave-ahead",
+            threading.Thread(target=context.run, args=(run,), name=f"{self.seed.name}-wave-ahead",
                              daemon=True).start()
 
         watch = WaveWatch(ahead.target.model_id, [t.id for t in self.splits[part]], self.config.samples,

@@ -285,11 +285,15 @@ def tasks_for_gain(gain: float, level: float = LEVEL, power: float = POWER, limi
     if gain <= max(threshold, 0.0):
         return None
 
-    def shows(m: int) -> bool:
-        return _shows(gain, m, level, threshold, restarts, power)
+    return _fewest_tasks(lambda m: _shows(gain, m, level, threshold, restarts, power), limit)
 
+
+def _fewest_tasks(shows: Callable[[int], bool], limit: int) -> int | None:
+    """The fewest task count at which `shows` holds (the power reaches its goal), None beyond `limit`: doubled,
+    then bisected (the power grows with n), then stepped down while the count below shows too (it is not monotone
+    in n)."""
     n = 1
-    while not shows(n):  # double, then bisect (power grows with n)
+    while not shows(n):
         if n > limit:
             return None
         n *= 2
@@ -297,7 +301,7 @@ def tasks_for_gain(gain: float, level: float = LEVEL, power: float = POWER, limi
     while high - low > 1:
         middle = (low + high) // 2
         low, high = (low, middle) if shows(middle) else (middle, high)
-    while high > 1 and shows(high - 1):  # power is not monotone in n
+    while high > 1 and shows(high - 1):
         high -= 1
     return high if high <= limit else None
 

@@ -13,6 +13,7 @@ except ImportError:  # scipy is a dev extra
     special = None
 
 from pytest_skilltransfer.evidence import paired_exact, stats
+from pytest_skilltransfer.evidence.power import _fewest_tasks
 from pytest_skilltransfer.evidence.item_record import ItemRecord
 from pytest_skilltransfer.plugin import gating
 from pytest_skilltransfer.engine.seed_data import Thresholds
@@ -158,22 +159,8 @@ def test_minimal_detectable_gain_and_tasks_needed() -> None:
 
 
 def _tasks_for_gain_by_power(gain: float, level: float, power: float, threshold: float, restarts: int) -> int | None:
-    """`tasks_for_gain` by its definition: double, bisect and step down on `detection_power` itself."""
-    def shows(m: int) -> bool:
-        return stats.detection_power(gain, m, level, threshold, restarts) >= power
-
-    n = 1
-    while not shows(n):
-        if n > 2000:
-            return None
-        n *= 2
-    low, high = n // 2, n
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (low, middle) if shows(middle) else (middle, high)
-    while high > 1 and shows(high - 1):
-        high -= 1
-    return high if high <= 2000 else None
+    """`tasks_for_gain` by its definition: its search (`_fewest_tasks`) on `detection_power` itself."""
+    return _fewest_tasks(lambda m: stats.detection_power(gain, m, level, threshold, restarts) >= power, 2000)
 
 
 def test_tasks_for_gain_asks_one_clearing_test_per_task_count_and_finds_what_the_power_finds() -> None:
